@@ -1,0 +1,1 @@
+"""GNSS: RINEX reading, broadcast ephemerides, error models, receiver model and solver."""

@@ -1,0 +1,1 @@
+"""MPI facet-partitioned ray caster and time-partitioned batch runs (imports mpi4py lazily)."""
