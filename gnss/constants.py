@@ -1,0 +1,65 @@
+"""Physical constants, GPS time constants and numerical tolerances of the ``gnss`` package.
+
+Every value carries its source. SI units throughout (metres, seconds, radians).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# --- IS-GPS-200 (IS-GPS-200N, 2022), section 20.3.3.4.3, Table 20-IV and 20.3.3.3.3.1 ---
+MU_GPS = 3.986005e14
+"""WGS 84 value of the Earth's gravitational constant for GPS users [m^3 s^-2] (IS-GPS-200, Table 20-IV)."""
+
+OMEGA_E_DOT = 7.2921151467e-5
+"""WGS 84 value of the Earth's rotation rate [rad s^-1] (IS-GPS-200, Table 20-IV)."""
+
+SPEED_OF_LIGHT = 2.99792458e8
+"""Speed of light in vacuum [m s^-1] (IS-GPS-200, 20.3.3.3.3.1; exact SI value)."""
+
+F_RELATIVITY = -4.442807633e-10
+"""Relativistic clock correction constant F = -2 sqrt(mu) / c^2 [s m^-1/2] (IS-GPS-200, 20.3.3.3.3.1)."""
+
+PI_GPS = 3.1415926535898
+"""The value of pi that IS-GPS-200 (20.3.3.4.3) prescribes for the orbit computations [1].
+
+Ephemeris angles are broadcast in semicircles; RINEX files already hold radians, so this value
+matters only at the semicircle interfaces (Klobuchar).  We use ``numpy.pi`` elsewhere; the
+difference (7e-15 relative) is far below every tolerance here.
+"""
+
+# --- WGS 84 ellipsoid (NIMA TR8350.2, 3rd ed., Table 3.1) ---
+WGS84_A = 6378137.0
+"""WGS 84 semi-major axis [m]."""
+WGS84_F = 1.0 / 298.257223563
+"""WGS 84 flattening [1]."""
+
+# --- GPS L1 (IS-GPS-200, 3.3.1.1) ---
+FREQ_L1 = 1575.42e6
+"""GPS L1 carrier frequency [Hz]."""
+
+# --- GPS time ---
+SECONDS_PER_WEEK = 604800
+"""Seconds in a GPS week [s] (integer)."""
+SECONDS_PER_DAY = 86400
+"""Seconds in a day [s] (integer)."""
+GPS_EPOCH = np.datetime64("1980-01-06T00:00:00", "ns")
+"""Origin of GPS time, 1980-01-06 00:00:00 UTC = GPST (IS-GPS-200, 3.3.4)."""
+WEEK_ROLLOVER = 1024
+"""The legacy navigation message broadcasts the week number modulo 1024 (10 bits, IS-GPS-200 20.3.3.3.1.1)."""
+
+# --- Numerical tolerances (house style 6: named, documented, in one place) ---
+KEPLER_TOLERANCE_RAD = 1e-13
+"""Newton iteration on Kepler's equation stops when the step in E is below this [rad]."""
+KEPLER_MAX_ITERATIONS = 30
+"""Fixed bound on Newton steps for Kepler's equation (converges in < 6 for e < 0.03)."""
+LIGHT_TIME_TOLERANCE_S = 1e-12
+"""Transmit-time iteration stops when the signal travel time changes by less than this [s] (0.3 mm)."""
+LIGHT_TIME_MAX_ITERATIONS = 10
+"""Fixed bound on light-time iterations (3 usually suffice)."""
+EPHEMERIS_MAX_AGE_S = 7200.0
+"""An ephemeris is used only within this distance of its toe [s] (2 h, the nominal fit interval half-width is 2 h)."""
+SOLVER_TOLERANCE_M = 1e-4
+"""Least-squares iterations stop when every epoch's state update is below this [m]."""
+SOLVER_MAX_ITERATIONS = 12
+"""Fixed bound on least-squares iterations."""

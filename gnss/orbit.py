@@ -1,0 +1,471 @@
+"""Broadcast ephemeris to satellite position, velocity and clock (IS-GPS-200, Table 20-IV).
+
+Kernels take plain arrays; :func:`sv_states` is the Dataset-level entry point.
+
+References
+----------
+.. [1] IS-GPS-200N, "Navstar GPS Space Segment/Navigation User Segment Interfaces", 2022,
+   20.3.3.3.3 (SV clock, relativity, TGD) and 20.3.3.4.3 (Table 20-IV, position and velocity).
+.. [2] J. Sanz Subirana, J. M. Juan Zornoza, M. Hernandez-Pajares, "GNSS Data Processing, Vol. I:
+   Fundamentals and Algorithms", ESA TM-23/1, 2013, sec. 5.1.1 (transmission time, Sagnac).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import xarray as xr
+
+from . import gpstime
+from .constants import (EPHEMERIS_MAX_AGE_S, F_RELATIVITY, KEPLER_MAX_ITERATIONS, KEPLER_TOLERANCE_RAD,
+                        LIGHT_TIME_MAX_ITERATIONS, LIGHT_TIME_TOLERANCE_S, MU_GPS, OMEGA_E_DOT,
+                        SECONDS_PER_WEEK, SPEED_OF_LIGHT)
+
+
+def solve_kepler(mean_anomaly, eccentricity, *, tolerance_rad=KEPLER_TOLERANCE_RAD,
+                 max_iterations=KEPLER_MAX_ITERATIONS) -> np.ndarray:
+    """Eccentric anomaly E from Kepler's equation M = E - e sin E by Newton's method.
+
+    Parameters
+    ----------
+    mean_anomaly : array_like
+        Mean anomaly M [rad].
+    eccentricity : array_like
+        Eccentricity e, 0 <= e < 1 [1]; broadcast with ``mean_anomaly``.
+    tolerance_rad : float, keyword-only
+        Stop when every Newton step is below this [rad] (default 1e-13).
+    max_iterations : int, keyword-only
+        Fixed bound on Newton steps.
+
+    Returns
+    -------
+    numpy.ndarray
+        Eccentric anomaly E [rad], same shape as the broadcast inputs.
+
+    Notes
+    -----
+    Newton step ``E <- E - (E - e sin E - M) / (1 - e cos E)`` from ``E0 = M`` (IS-GPS-200 Table
+    20-IV leaves the method open).  For GPS eccentricities (< 0.03) it converges quadratically in
+    4-5 steps.
+    """
+    m = np.asarray(mean_anomaly, dtype=float)
+    e = np.asarray(eccentricity, dtype=float)
+    m, e = np.broadcast_arrays(m, e)
+    ecc = m.copy()
+    for _ in range(max_iterations):
+        step = (ecc - e * np.sin(ecc) - m) / (1.0 - e * np.cos(ecc))
+        ecc = ecc - step
+        if not np.any(np.abs(step) > tolerance_rad):
+            break
+    return ecc
+
+
+class OrbitState(NamedTuple):
+    """Satellite state from broadcast elements.
+
+    Attributes
+    ----------
+    position_ecef : numpy.ndarray, shape (..., 3)
+        Antenna phase centre position in WGS 84 ECEF at the evaluation time [m].
+    velocity_ecef : numpy.ndarray, shape (..., 3)
+        Velocity in the rotating ECEF frame [m/s].
+    eccentric_anomaly : numpy.ndarray
+        E [rad] (for the relativistic clock term).
+    """
+
+    position_ecef: np.ndarray
+    velocity_ecef: np.ndarray
+    eccentric_anomaly: np.ndarray
+
+
+def broadcast_orbit(tk, *, sqrt_a, e, delta_n, m0, omega, cuc, cus, crc, crs, cic, cis, i0, idot,
+                    omega0, omega_dot, toe_sow, mu=MU_GPS, omega_e_dot=OMEGA_E_DOT) -> OrbitState:
+    """ECEF position and velocity of a GPS satellite from its broadcast ephemeris.
+
+    Parameters
+    ----------
+    tk : array_like
+        Time from ephemeris reference epoch, t - toe [s] (formed from week and seconds of week,
+        so no half-week correction is needed).
+    sqrt_a, e, delta_n, m0, omega, cuc, cus, crc, crs, cic, cis, i0, idot, omega0, omega_dot, toe_sow : array_like
+        Broadcast elements in RINEX units (radians, metres, seconds), broadcast with ``tk``.
+    mu, omega_e_dot : float, keyword-only
+        Gravitational constant [m^3/s^2] and Earth rotation rate [rad/s], IS-GPS-200 values.
+
+    Returns
+    -------
+    OrbitState
+        Position and velocity (..., 3) [m, m/s] and eccentric anomaly [rad].
+
+    Notes
+    -----
+    IS-GPS-200 Table 20-IV, with A = sqrt_a^2, n = sqrt(mu/A^3) + delta_n, M = M0 + n tk,
+    Kepler's equation solved by :func:`solve_kepler`, true anomaly
+    nu = atan2(sqrt(1-e^2) sin E, cos E - e), argument of latitude Phi = nu + omega with the
+    second-harmonic corrections du, dr, di, and
+    Omega = Omega0 + (Omega_dot - OmegaE_dot) tk - OmegaE_dot toe.  The velocity is the analytic
+    time derivative of the same equations (IS-GPS-200 Table 20-IV, velocity part), which
+    includes the Earth-rotation term through Omega_dot - OmegaE_dot.
+    """
+    tk = np.asarray(tk, dtype=float)
+    a = np.asarray(sqrt_a, dtype=float) ** 2
+    n = np.sqrt(mu / a ** 3) + delta_n
+    mk = m0 + n * tk
+    ek = solve_kepler(mk, e)
+    sin_e, cos_e = np.sin(ek), np.cos(ek)
+    one_m_ecos = 1.0 - e * cos_e
+    sq = np.sqrt(1.0 - e * e)
+    nu = np.arctan2(sq * sin_e, cos_e - e)
+    phi = nu + omega
+    s2, c2 = np.sin(2.0 * phi), np.cos(2.0 * phi)
+    du = cus * s2 + cuc * c2
+    dr = crs * s2 + crc * c2
+    di = cis * s2 + cic * c2
+    u = phi + du
+    r = a * one_m_ecos + dr
+    inc = i0 + di + idot * tk
+    xp, yp = r * np.cos(u), r * np.sin(u)
+    omega_k_dot = omega_dot - omega_e_dot
+    om = omega0 + omega_k_dot * tk - omega_e_dot * toe_sow
+    so, co, si, ci = np.sin(om), np.cos(om), np.sin(inc), np.cos(inc)
+    x = xp * co - yp * ci * so
+    y = xp * so + yp * ci * co
+    z = yp * si
+    # time derivatives
+    e_dot = n / one_m_ecos
+    nu_dot = e_dot * sq / one_m_ecos
+    di_dt = idot + 2.0 * nu_dot * (cis * c2 - cic * s2)
+    u_dot = nu_dot * (1.0 + 2.0 * (cus * c2 - cuc * s2))
+    r_dot = e * a * e_dot * sin_e + 2.0 * nu_dot * (crs * c2 - crc * s2)
+    xp_dot = r_dot * np.cos(u) - r * u_dot * np.sin(u)
+    yp_dot = r_dot * np.sin(u) + r * u_dot * np.cos(u)
+    vx = -xp * omega_k_dot * so + xp_dot * co - yp_dot * so * ci - yp * (omega_k_dot * co * ci - di_dt * so * si)
+    vy = xp * omega_k_dot * co + xp_dot * so + yp_dot * co * ci - yp * (omega_k_dot * so * ci + di_dt * co * si)
+    vz = yp_dot * si + yp * di_dt * ci
+    return OrbitState(np.stack([x, y, z], axis=-1), np.stack([vx, vy, vz], axis=-1), ek)
+
+
+def sv_clock_offset(dt_toc, *, af0, af1, af2, e, sqrt_a, eccentric_anomaly, f_relativity=F_RELATIVITY):
+    """SV clock offset Delta t_sv including the relativistic term (IS-GPS-200 20.3.3.3.3.1).
+
+    Parameters
+    ----------
+    dt_toc : array_like
+        t - toc [s].
+    af0, af1, af2 : array_like
+        Clock polynomial [s, s/s, s/s^2].
+    e, sqrt_a : array_like
+        Eccentricity [1] and square root of the semi-major axis [m^0.5].
+    eccentric_anomaly : array_like
+        E at the same time [rad].
+
+    Returns
+    -------
+    numpy.ndarray
+        Delta t_sv = af0 + af1 dt + af2 dt^2 + F e sqrt(A) sin E [s].  This refers to the
+        ionosphere-free L1/L2 P(Y) combination; an L1 C/A user subtracts TGD (20.3.3.3.3.2).
+    """
+    dt = np.asarray(dt_toc, dtype=float)
+    return af0 + dt * (af1 + dt * af2) + f_relativity * e * sqrt_a * np.sin(eccentric_anomaly)
+
+
+def earth_rotation_matrix(angle_rad) -> np.ndarray:
+    """R3(angle): rotation of the ECEF frame about z by ``angle_rad`` [rad], shape (..., 3, 3).
+
+    Applied to a position at transmission time with angle = OmegaE * travel time, it gives the
+    position in the ECEF frame at reception time.
+    """
+    th = np.asarray(angle_rad, dtype=float)
+    c, s = np.cos(th), np.sin(th)
+    zero, one = np.zeros_like(th), np.ones_like(th)
+    return np.stack([np.stack([c, s, zero], -1), np.stack([-s, c, zero], -1),
+                     np.stack([zero, zero, one], -1)], -2)
+
+
+def rotate_to_reception_frame(sv_position_ecef, travel_time_s, *, omega_e_dot=OMEGA_E_DOT) -> np.ndarray:
+    """Express a transmit-time ECEF position in the ECEF frame of the reception time [m], (..., 3)."""
+    p = np.asarray(sv_position_ecef, dtype=float)
+    th = omega_e_dot * np.asarray(travel_time_s, dtype=float)
+    c, s = np.cos(th), np.sin(th)
+    return np.stack([c * p[..., 0] + s * p[..., 1], -s * p[..., 0] + c * p[..., 1], p[..., 2]], axis=-1)
+
+
+def sagnac_correction(receiver_ecef, sv_position_ecef, *, omega_e_dot=OMEGA_E_DOT, c=SPEED_OF_LIGHT):
+    """First-order Earth-rotation (Sagnac) range correction [m].
+
+    Parameters
+    ----------
+    receiver_ecef : array_like, shape (..., 3)
+        Receiver position at reception, ECEF [m].
+    sv_position_ecef : array_like, shape (..., 3)
+        Satellite position at transmission in the ECEF frame of transmission [m].
+
+    Returns
+    -------
+    numpy.ndarray
+        OmegaE / c * (x_sv y_rx - y_sv x_rx) [m], to be added to the Euclidean distance computed
+        in one frame (Sanz Subirana et al. 2013, eq. 5.11).
+    """
+    r = np.asarray(receiver_ecef, dtype=float)
+    s = np.asarray(sv_position_ecef, dtype=float)
+    return omega_e_dot / c * (s[..., 0] * r[..., 1] - s[..., 1] * r[..., 0])
+
+
+def _prn_array(prns) -> np.ndarray:
+    """PRNs as int64 from ints or 'Gnn' strings."""
+    arr = np.atleast_1d(np.asarray(prns))
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64)
+    out = []
+    for p in arr.ravel():
+        text = str(p).strip()
+        if text[:1].upper() == "G":
+            text = text[1:]
+        elif text[:1].isalpha():
+            raise ValueError(f"prns: {p!r} is not a GPS satellite; allowed: integers 1..32 or 'G01'..'G32'")
+        out.append(int(text))
+    return np.array(out, dtype=np.int64).reshape(arr.shape)
+
+
+def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
+                     max_age_s=EPHEMERIS_MAX_AGE_S) -> np.ndarray:
+    """Index of the healthy ephemeris record with toe nearest to ``t`` for each (prn, t).
+
+    Parameters
+    ----------
+    nav : xarray.Dataset
+        Output of :func:`gnss.read_nav`.
+    prn : array_like of int
+        PRN per query, broadcast with ``t``.
+    t : GpsTime
+        Query times (week, sow).
+    max_age_s : float, keyword-only
+        Largest allowed |t - toe| [s] (default 2 h).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Record index into ``nav``; -1 where no healthy record lies within ``max_age_s``.
+
+    Notes
+    -----
+    Vectorised with one ``searchsorted`` on the key prn * 1e12 + whole seconds of toe since the
+    GPS epoch; the two neighbours are compared by their exact week/sow difference.
+    """
+    prn = np.asarray(prn, dtype=np.int64)
+    week = np.asarray(t.week, dtype=np.int64)
+    sow = np.asarray(t.sow, dtype=float)
+    prn, week, sow = np.broadcast_arrays(prn, week, sow)
+    healthy = np.flatnonzero(nav["health"].values == 0)
+    big = np.int64(10) ** 12
+    rec_week = nav["toe_week"].values[healthy].astype(np.int64)
+    rec_sow = nav["toe_sow"].values[healthy]
+    rec_key = nav["prn"].values[healthy].astype(np.int64) * big + rec_week * SECONDS_PER_WEEK + np.floor(rec_sow).astype(np.int64)
+    order = np.argsort(rec_key, kind="stable")
+    rec_key, cand = rec_key[order], healthy[order]
+    if cand.size == 0:
+        return np.full(prn.shape, -1, dtype=np.int64)
+    q_key = prn * big + week * SECONDS_PER_WEEK + np.floor(sow).astype(np.int64)
+    pos = np.searchsorted(rec_key, q_key)
+    best = np.full(prn.shape, -1, dtype=np.int64)
+    best_dt = np.full(prn.shape, np.inf)
+    nav_prn = nav["prn"].values
+    toe_week = nav["toe_week"].values
+    toe_sow = nav["toe_sow"].values
+    for shift in (-1, 0):
+        k = np.clip(pos + shift, 0, cand.size - 1)
+        idx = cand[k]
+        dt = np.abs((week - toe_week[idx]).astype(float) * SECONDS_PER_WEEK + (sow - toe_sow[idx]))
+        ok = (nav_prn[idx] == prn) & (dt <= max_age_s) & (dt < best_dt)
+        best = np.where(ok, idx, best)
+        best_dt = np.where(ok, dt, best_dt)
+    return best
+
+
+def _elements(nav: xr.Dataset, idx: np.ndarray) -> dict[str, np.ndarray]:
+    """Ephemeris fields gathered at record indices (NaN where idx == -1)."""
+    names = ("sqrt_a", "e", "delta_n", "m0", "omega", "cuc", "cus", "crc", "crs", "cic", "cis", "i0",
+             "idot", "omega0", "omega_dot", "toe_sow", "af0", "af1", "af2", "tgd", "toc_sow")
+    safe = np.where(idx >= 0, idx, 0)
+    out = {}
+    for name in names:
+        v = nav[name].values[safe].astype(float)
+        out[name] = np.where(idx >= 0, v, np.nan)
+    out["toe_week"] = nav["toe_week"].values[safe]
+    out["toc_week"] = nav["toc_week"].values[safe]
+    return out
+
+
+_ORBIT_KEYS = ("sqrt_a", "e", "delta_n", "m0", "omega", "cuc", "cus", "crc", "crs", "cic", "cis", "i0",
+               "idot", "omega0", "omega_dot", "toe_sow")
+
+
+class SvState(NamedTuple):
+    """Satellite state at (transmit) times, arrays of the query shape.
+
+    Attributes
+    ----------
+    position_ecef, velocity_ecef : numpy.ndarray, shape (..., 3)
+        ECEF at the evaluation time [m], [m/s].
+    clock_bias_s : numpy.ndarray
+        Delta t_sv with relativity, without TGD [s].
+    clock_drift : numpy.ndarray
+        af1 + 2 af2 (t - toc) [s/s].
+    tgd_s : numpy.ndarray
+        Broadcast TGD [s].
+    record : numpy.ndarray of int64
+        Ephemeris record used, -1 if none (then everything else is NaN).
+    """
+
+    position_ecef: np.ndarray
+    velocity_ecef: np.ndarray
+    clock_bias_s: np.ndarray
+    clock_drift: np.ndarray
+    tgd_s: np.ndarray
+    record: np.ndarray
+
+
+def sv_state_at(nav: xr.Dataset, prn, t: gpstime.GpsTime, *, record=None) -> SvState:
+    """Satellite position, velocity and clock at GPS system times ``t`` (array kernel).
+
+    Parameters
+    ----------
+    nav : xarray.Dataset
+        Broadcast ephemerides from :func:`gnss.read_nav`.
+    prn : array_like of int
+        PRN per query, broadcast with ``t``.
+    t : GpsTime
+        Evaluation times (GPS system time).
+    record : array_like of int, optional
+        Ephemeris record per query; selected with :func:`select_ephemeris` when omitted.
+    """
+    prn = np.asarray(prn, dtype=np.int64)
+    shape = np.broadcast_shapes(prn.shape, np.shape(t.week), np.shape(t.sow))
+    week = np.broadcast_to(t.week, shape)
+    sow = np.broadcast_to(t.sow, shape)
+    tt = gpstime.GpsTime(week, sow)
+    idx = select_ephemeris(nav, np.broadcast_to(prn, shape), tt) if record is None else np.broadcast_to(record, shape)
+    el = _elements(nav, idx)
+    tk = (week - el["toe_week"]).astype(float) * SECONDS_PER_WEEK + (sow - el["toe_sow"])
+    state = broadcast_orbit(tk, **{k: el[k] for k in _ORBIT_KEYS})
+    dt_toc = (week - el["toc_week"]).astype(float) * SECONDS_PER_WEEK + (sow - el["toc_sow"])
+    clk = sv_clock_offset(dt_toc, af0=el["af0"], af1=el["af1"], af2=el["af2"], e=el["e"],
+                          sqrt_a=el["sqrt_a"], eccentric_anomaly=state.eccentric_anomaly)
+    drift = el["af1"] + 2.0 * el["af2"] * dt_toc
+    return SvState(state.position_ecef, state.velocity_ecef, clk, drift, el["tgd"], idx)
+
+
+def sv_states(nav: xr.Dataset, prns, t_gps) -> xr.Dataset:
+    """Satellite positions, velocities and clocks from broadcast ephemerides.
+
+    Parameters
+    ----------
+    nav : xarray.Dataset
+        From :func:`gnss.read_nav`.
+    prns : array_like
+        GPS PRNs as integers or "Gnn" strings, shape (n_sv,).
+    t_gps : array_like of numpy.datetime64
+        Evaluation times in GPST, shape (n_epoch,) or scalar.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dimensions (epoch, sv, xyz): ``sv_position_ecef`` [m] and ``sv_velocity_ecef`` [m/s] in
+        WGS 84 ECEF at the given time (no light-time or Earth-rotation correction: this is the
+        state at system time t), ``sv_clock_bias`` [s] (af0 + af1 dt + af2 dt^2 + relativistic
+        term, without TGD), ``sv_clock_drift`` [s/s], ``tgd`` [s], ``ephemeris_record`` (-1 and NaN
+        where no healthy ephemeris lies within 2 h).
+    """
+    prn = _prn_array(prns).ravel()
+    t = np.atleast_1d(np.asarray(t_gps, dtype="datetime64[ns]"))
+    gt = gpstime.from_datetime64(t)
+    st = sv_state_at(nav, prn[None, :], gpstime.GpsTime(gt.week[:, None], gt.sow[:, None]))
+    return _state_dataset(t, prn, st)
+
+
+def _state_dataset(t, prn, st: SvState) -> xr.Dataset:
+    return xr.Dataset(
+        {
+            "sv_position_ecef": (("epoch", "sv", "xyz"), st.position_ecef,
+                                 {"units": "m", "long_name": "satellite antenna phase centre position, WGS 84 ECEF"}),
+            "sv_velocity_ecef": (("epoch", "sv", "xyz"), st.velocity_ecef,
+                                 {"units": "m/s", "long_name": "satellite velocity in the rotating ECEF frame"}),
+            "sv_clock_bias": (("epoch", "sv"), st.clock_bias_s,
+                              {"units": "s", "long_name": "satellite clock offset incl. relativistic term, excl. TGD"}),
+            "sv_clock_drift": (("epoch", "sv"), st.clock_drift, {"units": "s/s", "long_name": "satellite clock drift"}),
+            "tgd": (("epoch", "sv"), st.tgd_s, {"units": "s", "long_name": "broadcast group delay TGD"}),
+            "ephemeris_record": (("epoch", "sv"), st.record,
+                                 {"units": "1", "long_name": "index of the nav record used, -1 if none"}),
+        },
+        coords={"epoch": ("epoch", t, {"long_name": "GPS time (GPST)"}),
+                "sv": ("sv", np.array([f"G{p:02d}" for p in prn], dtype=object), {"long_name": "satellite identifier"}),
+                "prn": ("sv", prn, {"long_name": "GPS PRN", "units": "1"}),
+                "xyz": ("xyz", ["x", "y", "z"])},
+    )
+
+
+class Transmission(NamedTuple):
+    """Result of the light-time iteration.
+
+    Attributes
+    ----------
+    sv_position_ecef : numpy.ndarray, (..., 3)
+        Satellite position at transmission, expressed in the ECEF frame of reception [m].
+    geometric_range : numpy.ndarray
+        |sv_position_ecef - receiver| [m], which includes the Earth-rotation correction.
+    travel_time_s : numpy.ndarray
+        Signal travel time [s].
+    state : SvState
+        Satellite state at transmission (frame of transmission).
+    """
+
+    sv_position_ecef: np.ndarray
+    geometric_range: np.ndarray
+    travel_time_s: np.ndarray
+    state: SvState
+
+
+def light_time(nav: xr.Dataset, prn, t_rx: gpstime.GpsTime, receiver_ecef, *,
+               tolerance_s=LIGHT_TIME_TOLERANCE_S, max_iterations=LIGHT_TIME_MAX_ITERATIONS) -> Transmission:
+    """Transmission time and geometric range for a receiver at known position and true time.
+
+    Parameters
+    ----------
+    nav : xarray.Dataset
+        Broadcast ephemerides.
+    prn : array_like of int
+        PRNs, broadcast with ``t_rx`` and the leading shape of ``receiver_ecef``.
+    t_rx : GpsTime
+        True reception time (GPS system time).
+    receiver_ecef : array_like, shape (..., 3)
+        Receiver position at reception [m].
+
+    Notes
+    -----
+    Iterates tau <- |R3(OmegaE tau) x_sv(t_rx - tau) - x_rx| / c from tau = 0.075 s (Sanz
+    Subirana et al. 2013, sec. 5.1.1.1-2).  The rotation expresses the transmit-time position in
+    the reception-time ECEF frame, which is the exact form of the Sagnac correction.  The
+    ephemeris record is chosen once at the reception time so the iteration is smooth.
+    """
+    prn = np.asarray(prn, dtype=np.int64)
+    rx = np.asarray(receiver_ecef, dtype=float)
+    shape = np.broadcast_shapes(prn.shape, np.shape(t_rx.week), np.shape(t_rx.sow), rx.shape[:-1])
+    prn = np.broadcast_to(prn, shape)
+    week = np.broadcast_to(t_rx.week, shape)
+    sow = np.broadcast_to(t_rx.sow, shape)
+    record = select_ephemeris(nav, prn, gpstime.GpsTime(week, sow))
+    tau = np.full(shape, 0.075)
+    for _ in range(max_iterations):
+        st = sv_state_at(nav, prn, gpstime.add_seconds(gpstime.GpsTime(week, sow), -tau), record=record)
+        pos = rotate_to_reception_frame(st.position_ecef, tau)
+        rng = np.linalg.norm(pos - rx, axis=-1)
+        new_tau = rng / SPEED_OF_LIGHT
+        done = not np.any(np.abs(new_tau - tau) > tolerance_s)
+        tau = np.where(np.isfinite(new_tau), new_tau, tau)
+        if done:
+            break
+    st = sv_state_at(nav, prn, gpstime.add_seconds(gpstime.GpsTime(week, sow), -tau), record=record)
+    pos = rotate_to_reception_frame(st.position_ecef, tau)
+    rng = np.linalg.norm(pos - rx, axis=-1)
+    return Transmission(pos, rng, rng / SPEED_OF_LIGHT, st)

@@ -1,0 +1,408 @@
+"""RINEX 2.10/2.11 and 3.0x readers for GPS navigation and observation files.
+
+Own fixed-column parser (no georinex).  Fortran ``D`` exponents are accepted.  Times are returned
+as numpy.datetime64[ns] on the GPS time scale; ephemeris reference times are additionally kept as
+integer week + seconds of week (house style 6).
+
+References
+----------
+.. [1] W. Gurtner, "RINEX: The Receiver Independent Exchange Format Version 2.10", 2002.
+.. [2] IGS/RTCM RINEX WG, "RINEX The Receiver Independent Exchange Format Version 3.04", 2018.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from . import gpstime
+
+# Broadcast orbit fields after the epoch line's three clock terms, in RINEX order (v2 and v3 alike).
+_ORBIT_FIELDS = (
+    "iode", "crs", "delta_n", "m0",
+    "cuc", "e", "cus", "sqrt_a",
+    "toe_sow", "cic", "omega0", "cis",
+    "i0", "crc", "omega", "omega_dot",
+    "idot", "l2_codes", "toe_week", "l2p_flag",
+    "sv_accuracy", "health", "tgd", "iodc",
+    "transmission_time", "fit_interval",
+)
+
+NAV_ATTRS = {
+    "toc_week": ("week", "GPS week of the clock reference time toc"),
+    "toc_sow": ("s", "seconds of week of the clock reference time toc"),
+    "toc": ("", "clock reference time toc (GPST)"),
+    "af0": ("s", "SV clock bias af0"),
+    "af1": ("s/s", "SV clock drift af1"),
+    "af2": ("s/s^2", "SV clock drift rate af2"),
+    "iode": ("1", "issue of data, ephemeris"),
+    "crs": ("m", "sine harmonic correction to the orbit radius Crs"),
+    "delta_n": ("rad/s", "mean motion difference from computed value"),
+    "m0": ("rad", "mean anomaly at reference time"),
+    "cuc": ("rad", "cosine harmonic correction to the argument of latitude Cuc"),
+    "e": ("1", "eccentricity"),
+    "cus": ("rad", "sine harmonic correction to the argument of latitude Cus"),
+    "sqrt_a": ("m^0.5", "square root of the semi-major axis"),
+    "toe_sow": ("s", "reference time of ephemeris toe, seconds of week"),
+    "cic": ("rad", "cosine harmonic correction to the inclination Cic"),
+    "omega0": ("rad", "longitude of ascending node at weekly epoch Omega0"),
+    "cis": ("rad", "sine harmonic correction to the inclination Cis"),
+    "i0": ("rad", "inclination at reference time"),
+    "crc": ("m", "cosine harmonic correction to the orbit radius Crc"),
+    "omega": ("rad", "argument of perigee"),
+    "omega_dot": ("rad/s", "rate of right ascension"),
+    "idot": ("rad/s", "rate of inclination"),
+    "l2_codes": ("1", "codes on L2 channel"),
+    "toe_week": ("week", "continuous GPS week of toe"),
+    "l2p_flag": ("1", "L2 P data flag"),
+    "sv_accuracy": ("m", "SV accuracy (URA)"),
+    "health": ("1", "SV health (0 = healthy)"),
+    "tgd": ("s", "group delay differential TGD (L1 P(Y))"),
+    "iodc": ("1", "issue of data, clock"),
+    "transmission_time": ("s", "transmission time of message, seconds of week"),
+    "fit_interval": ("h", "fit interval (0 in RINEX 2 means 4 h)"),
+}
+
+
+def _float(text: str) -> float:
+    """One RINEX number; blank means 0 (optional trailing fields), D exponents allowed."""
+    text = text.strip()
+    if not text:
+        return 0.0
+    return float(text.replace("D", "E").replace("d", "e"))
+
+
+def _fields(line: str, start: int, n: int = 4, width: int = 19) -> list[float]:
+    return [_float(line[start + i * width: start + (i + 1) * width]) for i in range(n)]
+
+
+def _header(lines: list[str]) -> tuple[dict[str, list[str]], int]:
+    """Header records keyed by label (cols 61-80), and the index of the first data line."""
+    header: dict[str, list[str]] = {}
+    for i, line in enumerate(lines):
+        label = line[60:80].strip()
+        header.setdefault(label, []).append(line[:60])
+        if label == "END OF HEADER":
+            return header, i + 1
+    raise ValueError("RINEX file has no 'END OF HEADER' record")
+
+
+def _version(header: dict[str, list[str]], path) -> float:
+    rec = header.get("RINEX VERSION / TYPE")
+    if not rec:
+        raise ValueError(f"{path}: no 'RINEX VERSION / TYPE' record")
+    return float(rec[0][:9])
+
+
+def _ion_coefficients(header: dict[str, list[str]], version: float):
+    """Klobuchar alpha and beta from ION ALPHA/ION BETA (v2) or IONOSPHERIC CORR GPSA/GPSB (v3)."""
+    alpha = beta = None
+    if "ION ALPHA" in header:
+        alpha = _fields(header["ION ALPHA"][0], 2, 4, 12)
+    if "ION BETA" in header:
+        beta = _fields(header["ION BETA"][0], 2, 4, 12)
+    for rec in header.get("IONOSPHERIC CORR", []):
+        kind = rec[:4].strip()
+        values = _fields(rec, 5, 4, 12)
+        if kind == "GPSA":
+            alpha = values
+        elif kind == "GPSB":
+            beta = values
+    return alpha, beta
+
+
+def _epoch_ns(year, month, day, hour, minute, sec_text: str) -> np.datetime64:
+    """datetime64[ns] from calendar fields, the seconds parsed exactly from their text."""
+    sec_text = sec_text.strip()
+    whole, _, frac = sec_text.partition(".")
+    ns = int(whole or 0) * 1_000_000_000 + int((frac + "000000000")[:9])
+    base = np.datetime64(f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}", "ns")
+    return base + np.timedelta64(ns, "ns")
+
+
+def _year4(y: int) -> int:
+    # RINEX 2 two-digit years: 80-99 -> 19xx, 00-79 -> 20xx
+    return y + (1900 if y >= 80 else 2000) if y < 100 else y
+
+
+def read_nav(path) -> xr.Dataset:
+    """Read GPS broadcast ephemerides and Klobuchar coefficients from a RINEX 2 or 3 nav file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        RINEX 2.x GPS navigation file (``*.05n``) or RINEX 3.0x navigation file (GPS records are
+        kept; other constellations are skipped).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dimension ``record`` (one broadcast ephemeris each) with data variables named after the
+        IS-GPS-200 quantities (``af0``, ``sqrt_a``, ``toe_sow``, ...; see ``NAV_ATTRS``), ``prn``
+        (int), ``sv`` ("Gnn"), ``toc`` (datetime64 GPST), ``toc_week``/``toc_sow`` and
+        ``toe_week`` (continuous weeks); and ``ion_alpha``, ``ion_beta`` (dimension
+        ``klobuchar_term`` = 4, NaN when the header has none).
+
+    Raises
+    ------
+    ValueError
+        If the file is not a RINEX navigation file of version 2 or 3.
+
+    Notes
+    -----
+    The week of toe is resolved against the week of toc with
+    :func:`gnss.gpstime.resolve_week`, so files that write a 10-bit week still decode.
+    """
+    path = Path(path)
+    lines = path.read_text(errors="replace").splitlines()
+    header, start = _header(lines)
+    version = _version(header, path)
+    ftype = header["RINEX VERSION / TYPE"][0][20:21].upper()
+    if int(version) not in (2, 3):
+        raise ValueError(f"{path}: RINEX version {version!r} not supported; allowed: 2.x, 3.x")
+    if int(version) == 2 and ftype != "N":
+        raise ValueError(f"{path}: RINEX 2 file type {ftype!r} is not GPS navigation ('N')")
+    if int(version) == 3 and (ftype != "N" or header["RINEX VERSION / TYPE"][0][40:41] not in ("G", "M", " ")):
+        raise ValueError(f"{path}: not a RINEX 3 GPS/mixed navigation file")
+
+    records = []
+    i = start
+    n_lines = len(lines)
+    while i < n_lines:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        if int(version) == 2:
+            prn = int(line[0:2])
+            y, mo, d, h, mi = (int(line[k:k + 3]) for k in (2, 5, 8, 11, 14))
+            toc = _epoch_ns(_year4(y), mo, d, h, mi, line[17:22])
+            clock = _fields(line, 22, 3)
+            offset = 3
+            system = "G"
+        else:
+            system = line[0]
+            n_orbit = {"G": 7, "E": 7, "J": 7, "C": 7, "I": 7, "R": 3, "S": 3}.get(system, 7)
+            if system != "G":
+                i += 1 + n_orbit
+                continue
+            prn = int(line[1:3])
+            y, mo, d, h, mi = int(line[4:8]), int(line[9:11]), int(line[12:14]), int(line[15:17]), int(line[18:20])
+            toc = _epoch_ns(y, mo, d, h, mi, line[21:23])
+            clock = _fields(line, 23, 3)
+            offset = 4
+        orbit: list[float] = []
+        for k in range(1, 8):
+            orbit.extend(_fields(lines[i + k] if i + k < n_lines else "", offset))
+        records.append((system, prn, toc, clock, orbit[:len(_ORBIT_FIELDS)]))
+        i += 8
+
+    n = len(records)
+    data: dict[str, np.ndarray] = {}
+    prn = np.array([r[1] for r in records], dtype=np.int64)
+    toc = np.array([r[2] for r in records], dtype="datetime64[ns]")
+    clock = np.array([r[3] for r in records], dtype=float).reshape(n, 3)
+    orbit = np.array([r[4] for r in records], dtype=float).reshape(n, len(_ORBIT_FIELDS))
+    toc_t = gpstime.from_datetime64(toc)
+    data["toc"] = toc
+    data["toc_week"] = toc_t.week
+    data["toc_sow"] = toc_t.sow
+    for j, name in enumerate(("af0", "af1", "af2")):
+        data[name] = clock[:, j]
+    for j, name in enumerate(_ORBIT_FIELDS):
+        data[name] = orbit[:, j]
+    data["toe_week"] = gpstime.resolve_week(np.round(data["toe_week"]).astype(np.int64), toc_t.week)
+    # The week written with toe may belong to toc's week while toe is early next week, or vice versa.
+    dt = gpstime.diff_seconds(gpstime.GpsTime(data["toe_week"], data["toe_sow"]), toc_t)
+    data["toe_week"] = data["toe_week"] - np.round(dt / (gpstime.SECONDS_PER_WEEK)).astype(np.int64)
+
+    ds = xr.Dataset(coords={"record": np.arange(n)})
+    ds["prn"] = ("record", prn, {"units": "1", "long_name": "GPS PRN number"})
+    ds["sv"] = ("record", np.array([f"G{p:02d}" for p in prn], dtype=object),
+                {"units": "1", "long_name": "satellite identifier"})
+    for name, values in data.items():
+        units, long_name = NAV_ATTRS[name]
+        # datetime64 variables carry their unit in the dtype (netCDF encodes it); name the scale
+        attrs = {"long_name": long_name, "units": units} if units else {"long_name": long_name,
+                                                                         "time_system": "GPST"}
+        ds[name] = ("record", values, attrs)
+    alpha, beta = _ion_coefficients(header, version)
+    nan4 = [np.nan] * 4
+    ds["ion_alpha"] = ("klobuchar_term", np.array(alpha if alpha else nan4),
+                       {"units": "s, s/semicircle, s/semicircle^2, s/semicircle^3",
+                        "long_name": "Klobuchar amplitude coefficients alpha_0..3"})
+    ds["ion_beta"] = ("klobuchar_term", np.array(beta if beta else nan4),
+                      {"units": "s, s/semicircle, s/semicircle^2, s/semicircle^3",
+                       "long_name": "Klobuchar period coefficients beta_0..3"})
+    leap = header.get("LEAP SECONDS")
+    ds.attrs.update({
+        "rinex_version": version,
+        "source_file": str(path),
+        "time_system": "GPST",
+        "leap_seconds": int(leap[0][:6]) if leap else -1,
+    })
+    return ds
+
+
+_UNITS_BY_TYPE = {"C": ("m", "pseudorange"), "P": ("m", "P-code pseudorange"), "L": ("cycle", "carrier phase"),
+                  "D": ("Hz", "Doppler"), "S": ("dB-Hz", "signal strength")}
+
+
+def _obs_types(header: dict[str, list[str]], version: float) -> dict[str, list[str]]:
+    """Observation codes per satellite system."""
+    types: dict[str, list[str]] = {}
+    if int(version) == 2:
+        recs = header.get("# / TYPES OF OBSERV", [])
+        n = int(recs[0][:6])
+        codes: list[str] = []
+        for rec in recs:
+            codes.extend(rec[6:60].split())
+        codes = codes[:n]
+        for sys in "GRESJC":
+            types[sys] = codes
+        return types
+    current = None
+    for rec in header.get("SYS / # / OBS TYPES", []):
+        if rec[0] != " ":
+            current = rec[0]
+            types[current] = []
+        types[current].extend(rec[7:60].split())
+    return types
+
+
+def read_obs(path) -> xr.Dataset:
+    """Read a RINEX 2 or 3 observation file into a Dataset (epoch, sv).
+
+    Parameters
+    ----------
+    path : str or path-like
+        RINEX 2.10/2.11 (``*.05o``) or 3.0x observation file.
+
+    Returns
+    -------
+    xarray.Dataset
+        Coordinates ``epoch`` (datetime64[ns], GPST) and ``sv`` ("G03", "R07", ...); one data
+        variable per observation code as written in the file (``C1``, ``L1``, ``P2`` in RINEX 2;
+        ``C1C``, ``L1C``, ... in RINEX 3), NaN where not observed; ``epoch_flag``;
+        ``approx_position_ecef`` (xyz) from the header when present.
+
+    Notes
+    -----
+    Event epochs (flag > 1) are skipped together with their special records.  Epoch times are
+    parsed exactly to the nanosecond.  A file whose TIME OF FIRST OBS names GLONASS time (UTC
+    based) is converted to GPST with the leap-second table.
+    """
+    path = Path(path)
+    lines = path.read_text(errors="replace").splitlines()
+    header, start = _header(lines)
+    version = _version(header, path)
+    if int(version) not in (2, 3) or header["RINEX VERSION / TYPE"][0][20:21].upper() != "O":
+        raise ValueError(f"{path}: not a RINEX 2/3 observation file (version {version!r})")
+    types = _obs_types(header, version)
+    all_codes: list[str] = []
+    for codes in types.values():
+        for c in codes:
+            if c not in all_codes:
+                all_codes.append(c)
+
+    epochs: list[np.datetime64] = []
+    flags: list[int] = []
+    values: dict[tuple[int, str, str], float] = {}
+    sv_set: dict[str, None] = {}
+    i = start
+    n_lines = len(lines)
+    v2 = int(version) == 2
+    while i < n_lines:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        if v2:
+            flag = int(line[26:29] or 0)
+            nsat = int(line[29:32])
+            if flag > 1:
+                i += 1 + nsat
+                continue
+            t = _epoch_ns(_year4(int(line[1:3])), int(line[4:6]), int(line[7:9]), int(line[10:12]),
+                          int(line[13:15]), line[15:26])
+            sats: list[str] = []
+            j = i
+            while len(sats) < nsat:
+                chunk = lines[j][32:68]
+                for k in range(0, len(chunk.rstrip()), 3):
+                    s = chunk[k:k + 3]
+                    if s.strip():
+                        sats.append((s[0] if s[0] != " " else "G") + f"{int(s[1:3]):02d}")
+                j += 1
+            i = j
+            codes_n = len(all_codes)
+            lines_per_sat = (codes_n + 4) // 5
+            e = len(epochs)
+            for s in sats:
+                text = "".join(lines[i + k].ljust(80) for k in range(lines_per_sat)) if lines_per_sat else ""
+                # each line holds 5 fields of 16 characters; rebuild a continuous field string
+                fields = []
+                for k in range(lines_per_sat):
+                    seg = text[k * 80:(k + 1) * 80]
+                    fields.extend(seg[m * 16:(m + 1) * 16] for m in range(5))
+                for c, f in zip(all_codes, fields):
+                    v = f[:14].strip()
+                    if v:
+                        values[(e, s, c)] = float(v)
+                sv_set[s] = None
+                i += lines_per_sat
+        else:
+            if line[0] != ">":
+                i += 1
+                continue
+            flag = int(line[31:32] or 0)
+            nsat = int(line[32:35])
+            if flag > 1:
+                i += 1 + nsat
+                continue
+            t = _epoch_ns(int(line[2:6]), int(line[7:9]), int(line[10:12]), int(line[13:15]),
+                          int(line[16:18]), line[18:29])
+            e = len(epochs)
+            for k in range(1, nsat + 1):
+                rec = lines[i + k]
+                s = rec[0] + f"{int(rec[1:3]):02d}"
+                for m, c in enumerate(types.get(rec[0], [])):
+                    v = rec[3 + m * 16: 3 + m * 16 + 14].strip()
+                    if v:
+                        values[(e, s, c)] = float(v)
+                sv_set[s] = None
+            i += 1 + nsat
+        epochs.append(t)
+        flags.append(flag)
+
+    svs = sorted(sv_set)
+    sv_index = {s: k for k, s in enumerate(svs)}
+    code_index = {c: k for k, c in enumerate(all_codes)}
+    cube = np.full((len(all_codes), len(epochs), len(svs)), np.nan)
+    for (e, s, c), v in values.items():
+        cube[code_index[c], e, sv_index[s]] = v
+    epoch_arr = np.array(epochs, dtype="datetime64[ns]")
+    first = header.get("TIME OF FIRST OBS", [""])[0]
+    time_system = first[48:51].strip() or "GPS"
+    if time_system == "GLO":
+        epoch_arr = gpstime.utc_to_gpst(epoch_arr)
+    ds = xr.Dataset(coords={
+        "epoch": ("epoch", epoch_arr, {"long_name": "receiver time of reception (GPST)"}),
+        "sv": ("sv", np.array(svs, dtype=object), {"long_name": "satellite identifier", "units": "1"}),
+    })
+    for c, k in code_index.items():
+        units, long_name = _UNITS_BY_TYPE.get(c[0], ("1", "observation"))
+        ds[c] = (("epoch", "sv"), cube[k], {"units": units, "long_name": f"{long_name} {c}"})
+    ds["epoch_flag"] = ("epoch", np.array(flags, dtype=np.int8), {"units": "1", "long_name": "RINEX epoch flag"})
+    approx = header.get("APPROX POSITION XYZ")
+    if approx:
+        ds["approx_position_ecef"] = ("xyz", np.array(_fields(approx[0], 0, 3, 14)),
+                                      {"units": "m", "long_name": "approximate marker position from the header, ECEF"})
+        ds = ds.assign_coords(xyz=["x", "y", "z"])
+    marker = header.get("MARKER NAME", [""])[0][:60].strip()
+    ds.attrs.update({"rinex_version": version, "source_file": str(path), "marker_name": marker,
+                     "time_system": "GPST"})
+    return ds
