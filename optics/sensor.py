@@ -1,0 +1,624 @@
+"""EMVA 1288 linear camera model: photons -> electrons -> digital numbers.
+
+Three layers (house style rule 1): the physics is in small vectorised functions
+(:func:`collect_electrons`, :func:`dark_current_mean_e`, :func:`clip_full_well`, :func:`read_out`,
+:func:`fixed_pattern_maps`, and the closed forms :func:`emva_mean_dn`,
+:func:`emva_temporal_variance_dn2`, :func:`emva_figures`); :class:`SensorModel` holds the
+parameters and chains them.
+
+Symbols follow EMVA 1288 (Release 3.1 and 4.0): mu_p mean photons per pixel during the exposure,
+eta quantum efficiency, mu_e = eta mu_p mean photo-electrons, mu_d mean dark electrons,
+sigma_d temporal dark noise [e-], K overall system gain [DN/e-], sigma_q^2 = 1/12 DN^2
+quantisation noise, mu_y mean and sigma_y^2 temporal variance of the digital signal.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _checks
+from .bayer import demosaic_bilinear, mosaic
+
+__all__ = [
+    "SensorModel",
+    "PRESETS",
+    "FixedPattern",
+    "EmvaFigures",
+    "collect_electrons",
+    "dark_current_mean_e",
+    "clip_full_well",
+    "read_out",
+    "fixed_pattern_maps",
+    "emva_mean_dn",
+    "emva_temporal_variance_dn2",
+    "emva_figures",
+    "QUANTISATION_VARIANCE_DN2",
+]
+
+# Variance of uniform rounding to the nearest integer [DN^2] (EMVA 1288 R3.1 eq. (8): sigma_q^2).
+QUANTISATION_VARIANCE_DN2 = 1.0 / 12.0
+# Number of vertical spill passes of the blooming model (a fixed bound, house style rule 6):
+# charge can travel at most this many pixels from a saturated pixel before it is drained.
+BLOOMING_PASSES = 64
+
+
+# --------------------------------------------------------------------------------------------
+# physics kernels
+# --------------------------------------------------------------------------------------------
+
+
+class FixedPattern(NamedTuple):
+    """Per-camera fixed-pattern maps."""
+
+    dsnu_e: np.ndarray
+    """Dark signal offset per pixel [e-], zero mean, spatial std = DSNU."""
+    prnu_gain: np.ndarray
+    """Relative photo-response per pixel [1], mean 1, spatial std = PRNU (a fraction)."""
+
+
+def fixed_pattern_maps(shape, dsnu_e: float, prnu: float, seed: int) -> FixedPattern:
+    """Draw the DSNU and PRNU maps of one camera.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Raw pixel-array shape.
+    dsnu_e : float
+        Dark signal non-uniformity: spatial standard deviation of the dark signal [e-].
+    prnu : float
+        Photo-response non-uniformity: spatial standard deviation of the gain, as a fraction of
+        the mean [1] (0.01 = 1 %).
+    seed : int
+        Camera seed. The maps come from ``numpy.random.default_rng(SeedSequence(seed))``, a
+        Generator independent of the per-frame generator, so the pattern is the same in every
+        frame and every run of one camera.
+
+    Returns
+    -------
+    FixedPattern
+
+    Notes
+    -----
+    Both maps are Gaussian white noise (EMVA 1288 R3.1 section 4.1 defines DSNU and PRNU as
+    spatial standard deviations; it does not prescribe a distribution). The PRNU gain is clipped
+    at 0 so that no pixel has a negative response (relevant only for PRNU > ~30 %).
+    """
+    dsnu_e = _checks.non_negative("dsnu_e", dsnu_e)
+    prnu = _checks.non_negative("prnu", prnu)
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    dsnu_map = dsnu_e * rng.standard_normal(shape)
+    prnu_map = np.maximum(1.0 + prnu * rng.standard_normal(shape), 0.0)
+    return FixedPattern(dsnu_e=dsnu_map, prnu_gain=prnu_map)
+
+
+def dark_current_mean_e(
+    dark_current_e_per_s: float,
+    exposure_s,
+    temperature_k: float,
+    *,
+    reference_temperature_k: float,
+    doubling_temperature_k: float,
+):
+    """Mean dark-current electrons accumulated during an exposure.
+
+    Parameters
+    ----------
+    dark_current_e_per_s : float
+        Dark current at the reference temperature [e-/s].
+    exposure_s : float or array_like
+        Exposure time [s].
+    temperature_k : float
+        Sensor temperature [K].
+    reference_temperature_k : float
+        Temperature at which ``dark_current_e_per_s`` holds [K].
+    doubling_temperature_k : float
+        Temperature rise that doubles the dark current [K].
+
+    Returns
+    -------
+    float or numpy.ndarray
+        mu_I t [e-].
+
+    Notes
+    -----
+    EMVA 1288 R3.1 section 3.2: mu_I = mu_I,ref 2^((T - T_ref) / T_d). The accumulated dark
+    signal is mu_I t_exp; its temporal variance is Poisson, equal to its mean.
+    """
+    doubling = _checks.positive("doubling_temperature_k", doubling_temperature_k)
+    rate = dark_current_e_per_s * 2.0 ** ((temperature_k - reference_temperature_k) / doubling)
+    return rate * np.asarray(exposure_s, dtype=float)
+
+
+def collect_electrons(mean_photons, quantum_efficiency: float, rng: np.random.Generator,
+                      *, prnu_gain=1.0, dark_mean_e=0.0) -> np.ndarray:
+    """Photo-electrons plus dark-current electrons, with Poisson shot noise.
+
+    Parameters
+    ----------
+    mean_photons : array_like
+        Mean number of photons reaching each pixel during the exposure, mu_p [1].
+        Non-finite or negative values (no light information) count as 0 photons.
+    quantum_efficiency : float
+        eta [1], 0..1.
+    rng : numpy.random.Generator
+        Per-frame generator.
+    prnu_gain : float or array_like, optional
+        Relative response per pixel (see :func:`fixed_pattern_maps`) [1].
+    dark_mean_e : float or array_like, optional
+        Mean dark-current electrons (see :func:`dark_current_mean_e`) [e-].
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Electrons per pixel [e-], integer valued.
+
+    Notes
+    -----
+    mu_e = eta mu_p (EMVA 1288 eq. (1)); photon arrival and photo-electron generation are a
+    Poisson process, so sigma_e^2 = mu_e (eq. (5)). Because a Poisson count thinned with
+    probability eta is Poisson with mean eta mu_p, one Poisson draw of eta mu_p is exact.
+    Dark-current electrons are an independent Poisson draw.
+    """
+    mu_p = np.asarray(mean_photons, dtype=float)
+    mu_p = np.where(np.isfinite(mu_p) & (mu_p > 0.0), mu_p, 0.0)
+    mu_e = quantum_efficiency * mu_p * np.asarray(prnu_gain, dtype=float)
+    electrons = rng.poisson(mu_e).astype(float)
+    dark = np.broadcast_to(np.asarray(dark_mean_e, dtype=float), mu_e.shape)
+    if np.any(dark > 0.0):
+        electrons += rng.poisson(dark)
+    return electrons
+
+
+def clip_full_well(electrons, full_well_e: float, *, blooming: bool = False) -> np.ndarray:
+    """Limit the charge of each pixel to its full-well capacity.
+
+    Parameters
+    ----------
+    electrons : array_like, shape (rows, cols, ...)
+        Collected charge [e-].
+    full_well_e : float
+        Full-well capacity [e-].
+    blooming : bool, optional
+        If True, the charge in excess of the full well spills along the column (axis 0, the CCD
+        transfer direction), half upwards and half downwards, filling the next pixels that are
+        below their full well; a packet travels at most ``BLOOMING_PASSES`` pixels and charge
+        that leaves the array or travels further is drained. If False (an ideal anti-blooming
+        drain), excess charge is discarded.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Charge per pixel, 0 <= e <= full_well_e [e-].
+
+    Notes
+    -----
+    Saturation is a clip, never an error (house style rule 7). The blooming model is a
+    deliberately simple, vectorised stand-in for charge spilling along CCD columns (vertical
+    blooming streaks); it conserves charge except at the array edges and after the last pass.
+    """
+    e = np.array(electrons, dtype=float, copy=True)
+    if blooming and e.ndim >= 1 and e.shape[0] > 1:
+        excess = np.maximum(e - full_well_e, 0.0)
+        e -= excess
+        up = 0.5 * excess      # packets travelling towards row 0
+        down = 0.5 * excess    # packets travelling towards the last row
+        for _ in range(BLOOMING_PASSES):
+            if not (np.any(up) or np.any(down)):
+                break
+            up = np.concatenate([up[1:], np.zeros_like(up[:1])])         # leaves at row 0
+            down = np.concatenate([np.zeros_like(down[:1]), down[:-1]])  # leaves at the end
+            take = np.minimum(up, full_well_e - e)
+            e += take
+            up -= take
+            take = np.minimum(down, full_well_e - e)
+            e += take
+            down -= take
+    return np.minimum(e, full_well_e)
+
+
+def read_out(electrons, *, dark_noise_e: float, gain_dn_per_e: float, black_level_dn: float,
+             bit_depth: int, rng: np.random.Generator, dsnu_e=0.0) -> np.ndarray:
+    """Charge -> digital number: DSNU, read noise, gain, offset, quantisation, clipping.
+
+    Parameters
+    ----------
+    electrons : array_like
+        Charge per pixel after the full-well clip [e-].
+    dark_noise_e : float
+        Temporal dark (read) noise sigma_d0 [e-], Gaussian.
+    gain_dn_per_e : float
+        Overall system gain K [DN/e-].
+    black_level_dn : float
+        Offset added before quantisation [DN].
+    bit_depth : int
+        ADC resolution [bit]; output is clipped to 0 .. 2**bit_depth - 1.
+    rng : numpy.random.Generator
+        Per-frame generator.
+    dsnu_e : float or array_like, optional
+        Fixed dark-signal offset per pixel [e-].
+
+    Returns
+    -------
+    numpy.ndarray of uint16 (bit_depth <= 16) or uint32
+        Digital numbers [DN].
+
+    Notes
+    -----
+    y = round(K (e + dsnu + n_read) + offset), n_read ~ N(0, sigma_d0^2); rounding to the nearest
+    integer adds sigma_q^2 = 1/12 DN^2 (EMVA 1288 eq. (8)). Values outside the ADC range are
+    clipped (a saturated or black-clipped pixel, never an error).
+    """
+    e = np.asarray(electrons, dtype=float)
+    analog = e + dsnu_e
+    if dark_noise_e > 0.0:
+        analog = analog + dark_noise_e * rng.standard_normal(e.shape)
+    y = np.floor(gain_dn_per_e * analog + black_level_dn + 0.5)
+    y = np.clip(y, 0.0, float(2 ** int(bit_depth) - 1))
+    dtype = np.uint16 if bit_depth <= 16 else np.uint32
+    return y.astype(dtype)
+
+
+def emva_mean_dn(mean_photons, *, quantum_efficiency, gain_dn_per_e, dark_mean_e=0.0,
+                 black_level_dn=0.0):
+    """Mean digital signal of the EMVA 1288 linear model (below saturation).
+
+    Returns
+    -------
+    mu_y = K (eta mu_p + mu_d) + offset [DN]  (EMVA 1288 R3.1 eq. (6), with the offset made
+    explicit).
+    """
+    mu_p = np.asarray(mean_photons, dtype=float)
+    return gain_dn_per_e * (quantum_efficiency * mu_p + dark_mean_e) + black_level_dn
+
+
+def emva_temporal_variance_dn2(mean_photons, *, quantum_efficiency, gain_dn_per_e, dark_noise_e,
+                               dark_mean_e=0.0):
+    """Temporal variance of the digital signal of the EMVA 1288 linear model (below saturation).
+
+    Returns
+    -------
+    sigma_y^2 = K^2 (sigma_d0^2 + mu_I t + eta mu_p) + 1/12 [DN^2]  (EMVA 1288 R3.1 eq. (8);
+    the dark-current shot noise mu_I t is part of sigma_d^2 there, written out here).
+    """
+    mu_p = np.asarray(mean_photons, dtype=float)
+    return (gain_dn_per_e ** 2 * (dark_noise_e ** 2 + dark_mean_e + quantum_efficiency * mu_p)
+            + QUANTISATION_VARIANCE_DN2)
+
+
+class EmvaFigures(NamedTuple):
+    """EMVA 1288 figures of merit computed from the model parameters."""
+
+    snr_max_db: float
+    """Maximum SNR, 20 log10(sqrt(mu_e,sat)) [dB] (EMVA 1288 R3.1 eq. (16))."""
+    snr_max_bit: float
+    """Maximum SNR in bits, log2(sqrt(mu_e,sat)) [bit]."""
+    absolute_sensitivity_threshold_p: float
+    """mu_p,min [photons] (EMVA 1288 R3.1 eq. (17))."""
+    dynamic_range_db: float
+    """DR = mu_p,sat / mu_p,min in dB, 20 log10 [dB] (EMVA 1288 R3.1 eq. (18))."""
+    dynamic_range_bit: float
+    """The same in bits, log2 [bit]."""
+    dynamic_range_sigma_d_bit: float
+    """log2(mu_e,sat / sigma_d0) [bit], the definition printed in Basler data sheets."""
+
+
+def emva_figures(*, quantum_efficiency, dark_noise_e, saturation_e, gain_dn_per_e=None):
+    """Figures of merit of an EMVA 1288 data sheet from the linear-model parameters.
+
+    Parameters
+    ----------
+    quantum_efficiency : float
+        eta [1].
+    dark_noise_e : float
+        sigma_d [e-].
+    saturation_e : float
+        Saturation capacity mu_e,sat [e-].
+    gain_dn_per_e : float, optional
+        K [DN/e-]; if given, the quantisation noise sigma_q^2 / K^2 is added to sigma_d^2 as in
+        EMVA 1288 R3.1 eq. (17) (sigma_y,dark / K). If None it is left out.
+
+    Returns
+    -------
+    EmvaFigures
+
+    Notes
+    -----
+    SNR_max = sqrt(mu_e,sat) (R3.1 eq. (16)); mu_p,min = (sqrt(sigma_d^2 + 1/4) + 1/2) / eta
+    (R3.1 eq. (17), the solution of SNR = 1 with shot noise included; the ``emva1288`` package
+    uses the R3.0 approximation (sigma_d + 1/2) / eta, which differs by < 0.01 dB for
+    sigma_d > 5 e-). The Point Grey data sheets' dynamic ranges (9.41 bit, 73 dB) are
+    reproduced with sigma_d alone, i.e. without the quantisation term (``gain_dn_per_e=None``);
+    DR = mu_p,sat / mu_p,min (eq. (18)). Basler data sheets print
+    DR = log2(mu_e,sat / sigma_d0) instead, returned as ``dynamic_range_sigma_d_bit``.
+    """
+    sigma_d2 = float(dark_noise_e) ** 2
+    if gain_dn_per_e is not None:
+        sigma_d2 += QUANTISATION_VARIANCE_DN2 / float(gain_dn_per_e) ** 2
+    mu_e_min = np.sqrt(sigma_d2 + 0.25) + 0.5
+    snr = np.sqrt(saturation_e)
+    dr = saturation_e / mu_e_min
+    return EmvaFigures(
+        snr_max_db=float(20.0 * np.log10(snr)),
+        snr_max_bit=float(np.log2(snr)),
+        absolute_sensitivity_threshold_p=float(mu_e_min / quantum_efficiency),
+        dynamic_range_db=float(20.0 * np.log10(dr)),
+        dynamic_range_bit=float(np.log2(dr)),
+        dynamic_range_sigma_d_bit=float(np.log2(saturation_e / dark_noise_e)),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# presets from published EMVA 1288 data
+# --------------------------------------------------------------------------------------------
+
+PRESETS: dict[str, dict] = {
+    # Basler pilot piA2400-17gm, Sony ICX625 CCD, 5 MP, 3.45 um pixels.
+    # Published EMVA 1288 figures (Basler piA2400-17gm EMVA 1288 data sheet, as tabulated in
+    # mengineer.hatenablog.com/entry/2016/05/02/212822, "EMVA1288 data: CCD", which compares
+    # it with the GS3-PGE-50S5M): QE 47 % at 545 nm, temporal dark noise 13 e-, saturation
+    # capacity 7000 e-, absolute sensitivity threshold 27 photons, dynamic range 9.1 bit
+    # (Basler definition log2(mu_e,sat / sigma_d0), data sheet p. 25 per the same source),
+    # SNRmax 6.4 bit = 38.4 dB.
+    # NOT FOUND: the overall system gain K, the dark current, DSNU and PRNU. K below is a
+    # modelling choice that places the full well at 3500 DN of the 12-bit range (so saturation
+    # is set by the full well, not by the ADC); dark current, DSNU and PRNU are set to 0.
+    # Bit depth 12: the pilot cameras' Mono 12 pixel formats (Basler pilot User's Manual,
+    # "effective pixel depth of 12 bits"), not an EMVA figure.
+    "basler_pia2400_17gm": dict(
+        quantum_efficiency=0.47, wavelength_m=545e-9, dark_noise_e=13.0, full_well_e=7000.0,
+        gain_dn_per_e=0.5, bit_depth=12, black_level_dn=64.0,
+        datasheet=dict(snr_max_db=38.4, dynamic_range_bit=9.1,
+                       dynamic_range_definition="log2(mu_e,sat/sigma_d0)",
+                       absolute_sensitivity_threshold_p=27.0),
+    ),
+    # Point Grey (FLIR) Grasshopper3 GigE GS3-PGE-50S5M, Sony ICX625 CCD.
+    # Published EMVA 1288 figures (Point Grey GS3-PGE-50S5M-C EMVA data, p. 5, tabulated in
+    # the same mengineer.hatenablog.com comparison): QE 57 % at 525 nm, temporal dark noise
+    # 8.28 e-, saturation capacity 5903 e-, absolute sensitivity threshold 15.69 photons,
+    # dynamic range 9.41 bit, SNRmax 6.26 bit = 37.71 dB.
+    # NOT FOUND: K, dark current, DSNU, PRNU, ADC bit depth. K below is a modelling choice
+    # (full well at 3542 DN of a 12-bit range); dark current, DSNU and PRNU are 0; 12 bit is an
+    # assumption, not a data-sheet figure.
+    "pointgrey_gs3_pge_50s5m": dict(
+        quantum_efficiency=0.57, wavelength_m=525e-9, dark_noise_e=8.28, full_well_e=5903.0,
+        gain_dn_per_e=0.6, bit_depth=12, black_level_dn=32.0,
+        datasheet=dict(snr_max_db=37.71, dynamic_range_bit=9.41,
+                       dynamic_range_definition="EMVA 1288 mu_p,sat/mu_p,min",
+                       absolute_sensitivity_threshold_p=15.69),
+    ),
+    # Point Grey (FLIR) Grasshopper3 USB3 GS3-U3-23S6M, Sony IMX174 CMOS, 1920 x 1200,
+    # 5.86 um pixels. Published EMVA 1288 figures (Point Grey data, as quoted in
+    # fhotolab.fherb.de/2016/09/07/sony-exmor-sensoren-dateblattrekonstruktion-imx157/ and the
+    # Point Grey white paper "Sony Pregius Global Shutter CMOS Imaging Performance"): QE 77 % at
+    # 525 nm, temporal dark noise 6.83 e-, saturation capacity 32,691 e-, dynamic range 73 dB
+    # (12.1 bit), SNRmax 45.12 dB (7.5 bit), gain 0.51 (unit not given by that source).
+    # Interpretation: 0.51 e-/ADU on the 16-bit output scale, i.e. K = 1 / (0.51 * 16) =
+    # 0.1225 DN/e- for the 12-bit ADC, which maps the saturation capacity to 4006 DN -- just
+    # below 4095, consistent with a 12-bit ADC sized to the full well. NOT FOUND: dark current,
+    # DSNU, PRNU (set to 0).
+    "pointgrey_grasshopper3_imx174": dict(
+        quantum_efficiency=0.77, wavelength_m=525e-9, dark_noise_e=6.83, full_well_e=32691.0,
+        gain_dn_per_e=1.0 / (0.51 * 16.0), bit_depth=12, black_level_dn=16.0,
+        datasheet=dict(snr_max_db=45.12, dynamic_range_db=73.0, dynamic_range_bit=12.1,
+                       dynamic_range_definition="EMVA 1288 mu_p,sat/mu_p,min"),
+    ),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# parameter holder
+# --------------------------------------------------------------------------------------------
+
+
+class SensorModel:
+    """EMVA 1288 linear camera sensor.
+
+    Parameters
+    ----------
+    quantum_efficiency : float
+        eta [1], in (0, 1]: photo-electrons per photon at the reference wavelength.
+    dark_noise_e : float
+        Temporal dark (read) noise sigma_d0 [e-], >= 0.
+    full_well_e : float
+        Full-well (saturation) capacity [e-], > 0.
+    gain_dn_per_e : float
+        Overall system gain K [DN/e-], > 0.
+    bit_depth : int
+        ADC resolution [bit], 1..32.
+    black_level_dn : float, keyword-only
+        Offset added before quantisation [DN]. Default 0: then half of the dark read noise is
+        clipped at 0 DN; set an offset of several sigma_d K for unbiased dark statistics (the
+        presets do).
+    dark_current_e_per_s : float, keyword-only
+        Dark current at ``reference_temperature_k`` [e-/s]. Default 0.
+    temperature_k, reference_temperature_k : float, keyword-only
+        Sensor and reference temperature [K]. Default 298.15 both.
+    doubling_temperature_k : float, keyword-only
+        Dark-current doubling temperature T_d [K]. Default 8.0 (the value used by the EMVA
+        reference simulator, ``emva1288.camera.Camera(temperature_doubling=8)``).
+    dsnu_e : float, keyword-only
+        Dark signal non-uniformity, spatial std [e-]. Default 0.
+    prnu : float, keyword-only
+        Photo-response non-uniformity, spatial std as a fraction [1]. Default 0.
+    pattern_seed : int, keyword-only
+        Seed of the fixed DSNU/PRNU patterns (one camera = one seed). Default 0.
+    blooming : bool, keyword-only
+        Spill charge above the full well into column neighbours. Default False.
+    bayer : bool, keyword-only
+        RGGB colour filter array: ``expose`` then takes and returns (rows, cols, 3) and
+        demosaics bilinearly. Default False.
+
+    Notes
+    -----
+    ``expose`` implements, per pixel,
+    e = min(Poisson(eta mu_p g_PRNU) + Poisson(mu_I t), full well),
+    y = clip(round(K (e + dsnu + N(0, sigma_d0^2)) + offset), 0, 2^b - 1),
+    with mu_I t from :func:`dark_current_mean_e`. Below saturation the mean and temporal
+    variance are EMVA 1288 R3.1 eqs. (6) and (8): :func:`emva_mean_dn`,
+    :func:`emva_temporal_variance_dn2`. Deviation from the standard's idealisation: the
+    saturation is a hard clip of the charge per pixel (the standard only observes its effect).
+
+    With ``bayer=True`` the colour filter is assumed to be part of the spectral response that
+    produced the per-channel photon counts (:mod:`optics.spectral`); the mosaic keeps each
+    pixel's own channel, the noise chain runs on the raw mosaic, and the demosaiced DN are
+    rounded back to integers.
+
+    References
+    ----------
+    EMVA Standard 1288, "Standard for Characterization of Image Sensors and Cameras",
+    Release 3.1 (2016) and Release 4.0 Linear (2021), European Machine Vision Association.
+    """
+
+    def __init__(self, quantum_efficiency: float = 0.5, dark_noise_e: float = 8.0,
+                 full_well_e: float = 6000.0, gain_dn_per_e: float = 0.1, bit_depth: int = 12,
+                 *, black_level_dn: float = 0.0, dark_current_e_per_s: float = 0.0,
+                 temperature_k: float = 298.15, reference_temperature_k: float = 298.15,
+                 doubling_temperature_k: float = 8.0, dsnu_e: float = 0.0, prnu: float = 0.0,
+                 pattern_seed: int = 0, blooming: bool = False, bayer: bool = False):
+        eta = _checks.in_closed_range("quantum_efficiency", quantum_efficiency, 0.0, 1.0)
+        if eta == 0.0:
+            raise ValueError(f"quantum_efficiency = {quantum_efficiency!r}: must be in (0, 1]")
+        self.quantum_efficiency = eta
+        self.dark_noise_e = _checks.non_negative("dark_noise_e", dark_noise_e)
+        self.full_well_e = _checks.positive("full_well_e", full_well_e)
+        self.gain_dn_per_e = _checks.positive("gain_dn_per_e", gain_dn_per_e)
+        self.bit_depth = _checks.integer_in_range("bit_depth", bit_depth, 1, 32)
+        self.black_level_dn = _checks.non_negative("black_level_dn", black_level_dn)
+        self.dark_current_e_per_s = _checks.non_negative("dark_current_e_per_s",
+                                                         dark_current_e_per_s)
+        self.temperature_k = _checks.positive("temperature_k", temperature_k)
+        self.reference_temperature_k = _checks.positive("reference_temperature_k",
+                                                        reference_temperature_k)
+        self.doubling_temperature_k = _checks.positive("doubling_temperature_k",
+                                                       doubling_temperature_k)
+        self.dsnu_e = _checks.non_negative("dsnu_e", dsnu_e)
+        self.prnu = _checks.non_negative("prnu", prnu)
+        self.pattern_seed = _checks.integer_in_range("pattern_seed", pattern_seed, 0, 2 ** 63 - 1)
+        if not isinstance(blooming, bool):
+            raise ValueError(f"blooming = {blooming!r}: must be True or False")
+        if not isinstance(bayer, bool):
+            raise ValueError(f"bayer = {bayer!r}: must be True or False")
+        self.blooming = blooming
+        self.bayer = bayer
+        self._patterns: dict[tuple, FixedPattern] = {}
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides) -> "SensorModel":
+        """Sensor with the parameters of a published EMVA 1288 data sheet.
+
+        Parameters
+        ----------
+        name : str
+            One of ``sorted(optics.PRESETS)``: ``"basler_pia2400_17gm"``,
+            ``"pointgrey_gs3_pge_50s5m"``, ``"pointgrey_grasshopper3_imx174"``. The sources of
+            each figure, and the figures that could not be found, are listed beside each entry
+            of :data:`PRESETS` in ``optics/sensor.py``.
+        **overrides
+            Any constructor keyword, replacing the preset's value.
+        """
+        if name not in PRESETS:
+            raise ValueError(f"preset = {name!r}: unknown; allowed: {sorted(PRESETS)}")
+        params = {k: v for k, v in PRESETS[name].items() if k not in ("datasheet", "wavelength_m")}
+        params.update(overrides)
+        return cls(**params)
+
+    # -- derived quantities -----------------------------------------------------------------
+
+    @property
+    def max_dn(self) -> int:
+        """Largest digital number, 2**bit_depth - 1 [DN]."""
+        return 2 ** self.bit_depth - 1
+
+    def dark_mean_e(self, exposure_s) -> float:
+        """Mean dark-current electrons for an exposure [e-]."""
+        return dark_current_mean_e(self.dark_current_e_per_s, exposure_s, self.temperature_k,
+                                   reference_temperature_k=self.reference_temperature_k,
+                                   doubling_temperature_k=self.doubling_temperature_k)
+
+    def fixed_pattern(self, shape) -> FixedPattern:
+        """The camera's DSNU/PRNU maps for a raw array shape (cached, deterministic)."""
+        shape = tuple(int(s) for s in shape)
+        if shape not in self._patterns:
+            self._patterns[shape] = fixed_pattern_maps(shape, self.dsnu_e, self.prnu,
+                                                       self.pattern_seed)
+        return self._patterns[shape]
+
+    def mean_dn(self, mean_photons, exposure_s: float):
+        """Expected DN below saturation, EMVA 1288 eq. (6) [DN] (no clipping, no patterns)."""
+        return emva_mean_dn(mean_photons, quantum_efficiency=self.quantum_efficiency,
+                            gain_dn_per_e=self.gain_dn_per_e,
+                            dark_mean_e=self.dark_mean_e(exposure_s),
+                            black_level_dn=self.black_level_dn)
+
+    def temporal_variance_dn2(self, mean_photons, exposure_s: float):
+        """Expected temporal variance below saturation, EMVA 1288 eq. (8) [DN^2]."""
+        return emva_temporal_variance_dn2(mean_photons, quantum_efficiency=self.quantum_efficiency,
+                                          gain_dn_per_e=self.gain_dn_per_e,
+                                          dark_noise_e=self.dark_noise_e,
+                                          dark_mean_e=self.dark_mean_e(exposure_s))
+
+    def figures(self) -> EmvaFigures:
+        """SNRmax, absolute sensitivity threshold and dynamic range of this configuration."""
+        return emva_figures(quantum_efficiency=self.quantum_efficiency,
+                            dark_noise_e=self.dark_noise_e, saturation_e=self.full_well_e)
+
+    # -- simulation -----------------------------------------------------------------------
+
+    def expose_electrons(self, mean_photons, exposure_s: float, rng: np.random.Generator):
+        """Charge per raw pixel after shot noise, dark current and the full-well clip [e-]."""
+        exposure_s = _checks.non_negative("exposure_s", exposure_s)
+        mu_p = np.asarray(mean_photons, dtype=float)
+        pattern = self.fixed_pattern(mu_p.shape)
+        electrons = collect_electrons(mu_p, self.quantum_efficiency, rng,
+                                      prnu_gain=pattern.prnu_gain,
+                                      dark_mean_e=self.dark_mean_e(exposure_s))
+        return clip_full_well(electrons, self.full_well_e, blooming=self.blooming)
+
+    def expose(self, mean_photons, exposure_s: float, rng: np.random.Generator) -> np.ndarray:
+        """Simulate one frame.
+
+        Parameters
+        ----------
+        mean_photons : array_like
+            Mean photons per pixel during the exposure, mu_p [1]; any shape, or
+            (rows, cols, 3) per-channel photons when ``bayer`` is True. Non-finite or negative
+            entries count as 0 photons.
+        exposure_s : float
+            Exposure time [s] (scales the dark current only: the photon count is already
+            integrated over the exposure).
+        rng : numpy.random.Generator
+            Per-frame generator for the temporal noise.
+
+        Returns
+        -------
+        numpy.ndarray of unsigned int, same shape as ``mean_photons``
+            Digital numbers [DN], 0 .. 2**bit_depth - 1 (uint16 up to 16 bit, else uint32).
+        """
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"rng = {rng!r}: must be a numpy.random.Generator")
+        mu_p = np.asarray(mean_photons, dtype=float)
+        if self.bayer:
+            if mu_p.ndim != 3 or mu_p.shape[-1] != 3:
+                raise ValueError(f"mean_photons shape = {mu_p.shape!r}: with bayer=True it "
+                                 "must be (rows, cols, 3)")
+            mu_p = mosaic(mu_p)
+        electrons = self.expose_electrons(mu_p, exposure_s, rng)
+        dn = read_out(electrons, dark_noise_e=self.dark_noise_e,
+                      gain_dn_per_e=self.gain_dn_per_e, black_level_dn=self.black_level_dn,
+                      bit_depth=self.bit_depth, rng=rng,
+                      dsnu_e=self.fixed_pattern(mu_p.shape).dsnu_e)
+        if self.bayer:
+            rgb = np.clip(np.floor(demosaic_bilinear(dn) + 0.5), 0, self.max_dn)
+            dn = rgb.astype(dn.dtype)
+        return dn
+
+    def __repr__(self) -> str:
+        return (f"SensorModel(quantum_efficiency={self.quantum_efficiency!r}, "
+                f"dark_noise_e={self.dark_noise_e!r}, full_well_e={self.full_well_e!r}, "
+                f"gain_dn_per_e={self.gain_dn_per_e!r}, bit_depth={self.bit_depth!r}, "
+                f"black_level_dn={self.black_level_dn!r}, prnu={self.prnu!r}, "
+                f"dsnu_e={self.dsnu_e!r}, bayer={self.bayer!r})")
