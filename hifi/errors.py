@@ -1,0 +1,49 @@
+"""Exceptions raised for bad input.
+
+A bad scenario raises :class:`ScenarioError`, a ``ValueError`` whose message names the file
+(and line where it can be found), the key path (``objects[2].material``), the value received
+and what is allowed (house style 7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ScenarioError(ValueError):
+    """A scenario value is missing, mistyped, out of range or refers to something absent.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong and what is allowed.
+    file : str, optional
+        Scenario file (or ``"<dict>"`` for scenarios built in code).
+    key : str, optional
+        Key path, e.g. ``"objects[2].material"``.
+    value : Any, optional
+        The offending value (shown with ``repr``).
+    line : int, optional
+        1-based line in ``file`` where the key was found.
+    """
+
+    _MISSING = object()
+
+    def __init__(self, message: str, *, file: str | None = None, key: str | None = None,
+                 value: Any = _MISSING, line: int | None = None):
+        self.file = file
+        self.key = key
+        self.value = None if value is self._MISSING else value
+        self.line = line
+        self.reason = message
+        where = ""
+        if file is not None:
+            where = f"{file}:{line}: " if line is not None else f"{file}: "
+        what = ""
+        if key is not None:
+            what = f"{key} = {value!r}: " if value is not self._MISSING else f"{key}: "
+        super().__init__(f"{where}{what}{message}")
+
+
+class ModelError(RuntimeError):
+    """A model failed while running (raised with the model's name and simulated time)."""

@@ -1,0 +1,157 @@
+"""Base classes of the models the time manager runs.
+
+A model is registered under a name in the entry-point group ``hifi.models`` and declares its
+parameters (:class:`~hifi.params.Param`), its default rate and, for models that produce a
+dataset, one frame of variables per event. :class:`Sensor` adds a mount on a scene body and ray
+casting in the sensor frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+from .params import Param
+
+
+@dataclass(frozen=True)
+class Var:
+    """One variable of a frame (or a static coordinate): dims, data and attributes.
+
+    ``dims`` exclude the leading ``frame`` dimension for frame data.
+    """
+
+    dims: tuple
+    data: np.ndarray
+    units: str
+    long_name: str
+    extra: Mapping[str, Any] | None = None
+
+    def attrs(self) -> dict:
+        a = {"units": self.units, "long_name": self.long_name}
+        if self.extra:
+            a.update(self.extra)
+        return a
+
+
+@dataclass
+class RunContext:
+    """What a model can use while it runs.
+
+    Attributes
+    ----------
+    scene : hifi.scene.Scene
+    caster : hifi.caster.RayCaster
+    bus : hifi.bus.MessageBus
+    seed : int
+    duration_s : float
+    start_utc : str
+        ISO 8601 epoch of t = 0.
+    origin : dict
+        ``lat_deg``, ``lon_deg``, ``height_m`` of the scene frame's origin (ENU).
+    base_dir : pathlib.Path
+        Directory of the scenario file (model paths are relative to it).
+    """
+
+    scene: Any
+    caster: Any
+    bus: Any
+    seed: int
+    duration_s: float
+    start_utc: str
+    origin: dict
+    base_dir: Any
+
+
+class Model:
+    """A model run by the time manager at its own rate over simulated time.
+
+    Subclasses set :attr:`model_name`, :attr:`PARAMS`, :attr:`default_rate_hz` and implement
+    :meth:`step`. Events happen at ``k / rate_hz`` for ``k = 0, 1, ...`` while before the end
+    of the run; override :meth:`event_time` for another schedule.
+    """
+
+    model_name: ClassVar[str] = ""
+    PARAMS: ClassVar[dict[str, Param]] = {}
+    default_rate_hz: ClassVar[float] = 10.0
+    #: Events at equal times run in increasing priority, then in registration order.
+    priority: ClassVar[int] = 0
+    #: Whether the model writes a dataset.
+    writes_dataset: ClassVar[bool] = True
+
+    def __init__(self, name: str, params: Mapping[str, Any] | None = None, *,
+                 rate_hz: float | None = None):
+        self.name = name
+        self.params = dict(params or {})
+        self.rate_hz = float(rate_hz if rate_hz is not None else self.default_rate_hz)
+        self.ctx: RunContext | None = None
+
+    # -- schedule ---------------------------------------------------------------------------
+    def event_time(self, k: int) -> float | None:
+        """Simulated time of event ``k`` [s], or None when the model has no more events."""
+        return k / self.rate_hz
+
+    def setup(self, ctx: RunContext) -> None:
+        """Called once before the first event (subscribe to the bus here)."""
+        self.ctx = ctx
+
+    def step(self, k: int, t: float) -> dict[str, Var] | None:
+        """Run event ``k`` at time ``t`` [s]; return the frame's variables or None."""
+        raise NotImplementedError
+
+    def coords(self) -> dict[str, Var]:
+        """Static coordinate variables of the dataset (written once)."""
+        return {}
+
+    def attrs(self) -> dict[str, Any]:
+        """Extra global attributes of the dataset."""
+        return {}
+
+    def finish(self) -> None:
+        """Called once after the last event."""
+
+
+class Sensor(Model):
+    """A model mounted on a scene body (its pose comes from the scene's pose tree)."""
+
+    def __init__(self, name: str, params: Mapping[str, Any] | None = None, *,
+                 rate_hz: float | None = None):
+        super().__init__(name, params, rate_hz=rate_hz)
+
+    def pose_at(self, t_s):
+        """Sensor pose (sensor -> scene frame) at time(s) ``t_s`` [s]."""
+        return self.ctx.scene.pose_at(self.name, t_s)
+
+    def cast(self, directions_sensor, times_s, max_range_m, origins_sensor=None):
+        """Cast rays given in the sensor frame, each from where the sensor was at its time.
+
+        Parameters
+        ----------
+        directions_sensor : (n, 3) float
+            Ray directions in the sensor frame.
+        times_s : float or (n,) float
+            Emission times [s].
+        max_range_m : float or (n,) float
+            Maximum path length [m].
+        origins_sensor : (n, 3) float, optional
+            Ray origins in the sensor frame [m] (default: the sensor origin).
+
+        Returns
+        -------
+        hits : hifi.caster.Hits
+        origins_scene, directions_scene : (n, 3) float
+            The emitted rays in the scene frame.
+        """
+        d = np.asarray(directions_sensor, dtype=float).reshape(-1, 3)
+        n = d.shape[0]
+        times = np.asarray(times_s, dtype=float)
+        uniform = times.ndim == 0
+        pose = self.pose_at(times if uniform else np.broadcast_to(times, (n,)))
+        o_s = np.zeros((n, 3)) if origins_sensor is None else np.asarray(origins_sensor, float).reshape(-1, 3)
+        origins = pose.apply(o_s)
+        dirs = pose.apply_vectors(d)
+        dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+        hits = self.ctx.caster.cast(origins, dirs, np.broadcast_to(times, (n,)), max_range_m)
+        return hits, origins, dirs

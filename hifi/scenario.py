@@ -1,0 +1,397 @@
+"""Scenario files (TOML, version 1): parsing and complete validation at load.
+
+Every key is checked before anything runs: unknown keys are errors (a typo is never silently
+ignored), types and ranges are checked, names referred to must exist, mesh files must be
+readable and every sensor's parameters are validated by its model. Each problem raises one
+:class:`~hifi.errors.ScenarioError` naming the file and line, the key path
+(``objects[2].material``), the value received and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import meshes
+from .errors import ScenarioError
+from .params import REQUIRED, Param, check_params
+from .registry import available_models, load_model
+
+SUPPORTED_VERSIONS = (1,)
+
+SIMULATION_PARAMS = {
+    "duration_s": Param("float", minimum=0.0, exclusive_minimum=True, doc="simulated span [s]"),
+    "start_utc": Param("any", default="2000-01-01T12:00:00Z",
+                       doc="ISO 8601 UTC epoch of t = 0, e.g. \"2024-05-01T12:00:00Z\""),
+    "seed": Param("int", default=0, minimum=0, doc="seed of every random stream"),
+    "origin": Param("any", default=None, doc="{ lat_deg, lon_deg, height_m } of the scene frame origin"),
+}
+ORIGIN_PARAMS = {
+    "lat_deg": Param("float", minimum=-90.0, maximum=90.0, doc="geodetic latitude [deg]"),
+    "lon_deg": Param("float", minimum=-180.0, maximum=180.0, doc="longitude [deg]"),
+    "height_m": Param("float", default=0.0, doc="ellipsoidal height [m]"),
+}
+MATERIAL_PARAMS = {
+    "reflectivity": Param("float", default=0.5, minimum=0.0, maximum=1.0,
+                          doc="diffuse reflectance at the lidar wavelength, 0..1"),
+    "mirror": Param("float", default=0.0, minimum=0.0, maximum=1.0,
+                    doc="fraction reflected specularly, 0..1 (1: perfect mirror)"),
+    "color_rgb": Param("color", default=(0.5, 0.5, 0.5), doc="diffuse reflectance in R, G, B, 0..1"),
+    "class": Param("str", default="unlabelled", doc="semantic class name"),
+}
+OBJECT_KEYS = {
+    "name": Param("str", doc="unique name"),
+    "mesh": Param("str", doc="generator (" + ", ".join(meshes.GENERATORS) + ") or mesh file"),
+    "material": Param("str", default="default", doc="a [materials.NAME] table"),
+    "position_m": Param("vec3", default=None, doc="position in the parent frame [m]"),
+    "rpy_deg": Param("vec3", default=None, doc="roll, pitch, yaw about the parent's x, y, z [deg]"),
+    "track": Param("any", default=None, doc="list of { t_s, position_m, rpy_deg } keyframes"),
+    "parent": Param("str", default=None, doc="an earlier object this one rides on"),
+}
+KEYFRAME_PARAMS = {
+    "t_s": Param("float", doc="keyframe time [s]"),
+    "position_m": Param("vec3", doc="position [m]"),
+    "rpy_deg": Param("vec3", default=(0.0, 0.0, 0.0), doc="roll, pitch, yaw [deg]"),
+}
+SENSOR_KEYS = {
+    "name": Param("str", doc="unique name"),
+    "model": Param("str", doc="a registered model"),
+    "rate_hz": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
+                     doc="the model's own rate [Hz]"),
+    "parent": Param("str", default=None, doc="the object the sensor rides on"),
+    "position_m": Param("vec3", default=(0.0, 0.0, 0.0), doc="mount position [m]"),
+    "rpy_deg": Param("vec3", default=(0.0, 0.0, 0.0), doc="mount roll, pitch, yaw [deg]"),
+    "params": Param("any", default=None, doc="model parameters"),
+}
+OUTPUT_PARAMS = {
+    "motion_rate_hz": Param("float", default=100.0, minimum=0.0, exclusive_minimum=True,
+                            doc="rate of the ground-truth poses in motion.nc [Hz]"),
+}
+TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output")
+
+
+@dataclass
+class ObjectSpec:
+    index: int
+    name: str
+    mesh: str
+    mesh_params: dict
+    material: str
+    position_m: tuple
+    rpy_deg: tuple
+    track: list | None
+    parent: str | None
+    mesh_path: Path | None = None
+
+
+@dataclass
+class SensorSpec:
+    index: int
+    name: str
+    model: str
+    model_cls: type
+    rate_hz: float | None
+    parent: str | None
+    position_m: tuple
+    rpy_deg: tuple
+    params: dict
+
+
+@dataclass
+class Scenario:
+    """A validated scenario."""
+
+    source: str
+    base_dir: Path
+    text: str
+    duration_s: float
+    start_utc: str
+    seed: int
+    origin: dict
+    materials: dict
+    objects: list
+    sensors: list
+    motion_rate_hz: float
+    raw: dict = field(repr=False, default_factory=dict)
+
+
+class _Locator:
+    """Best-effort line numbers for key paths in TOML text (tomllib gives none)."""
+
+    _header = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+    def __init__(self, text: str | None):
+        self.lines = text.splitlines() if text else []
+
+    def find(self, parts: list) -> int | None:
+        if not self.lines:
+            return None
+        table: list = []
+        counts: dict[str, int] = {}
+        best = None
+        # Which table path does the key live in, and which key names it?
+        for lineno, line in enumerate(self.lines, start=1):
+            m = self._header.match(line)
+            if m:
+                name = m.group(2).strip()
+                if m.group(1) == "[[":
+                    counts[name] = counts.get(name, -1) + 1
+                    table = name.split(".")[:-1] + [name.split(".")[-1], counts[name]]
+                else:
+                    table = self._expand(name.split("."), counts)
+                if table == parts[:len(table)] and len(table) == len(parts):
+                    best = lineno
+                continue
+            km = re.match(r"^\s*([A-Za-z0-9_\-\"']+)\s*=", line)
+            if km:
+                key = km.group(1).strip("\"'")
+                full = table + [key]
+                if full == parts[:len(full)]:
+                    return lineno
+                if table == parts[:len(table)] and best is None:
+                    best = lineno
+        return best
+
+    @staticmethod
+    def _expand(names, counts):
+        out = []
+        prefix = ""
+        for n in names:
+            prefix = f"{prefix}.{n}" if prefix else n
+            out.append(n)
+            if prefix in counts:
+                out.append(counts[prefix])
+        return out
+
+
+def _path_str(parts) -> str:
+    s = ""
+    for p in parts:
+        s += f"[{p}]" if isinstance(p, int) else (f".{p}" if s else str(p))
+    return s
+
+
+def _parse_key(key: str) -> list:
+    parts: list = []
+    for tok in re.finditer(r"([^.\[\]]+)|\[(\d+)\]", key):
+        parts.append(int(tok.group(2)) if tok.group(2) is not None else tok.group(1))
+    return parts
+
+
+class _Validator:
+    def __init__(self, source: str, text: str | None):
+        self.source = source
+        self.locator = _Locator(text)
+
+    def error(self, reason: str, *, key: str | None = None, value: Any = ScenarioError._MISSING) -> ScenarioError:
+        line = self.locator.find(_parse_key(key)) if key else None
+        return ScenarioError(reason, file=self.source, key=key, value=value, line=line)
+
+
+def parse_utc(value: Any) -> datetime:
+    """Parse an ISO 8601 UTC time (string or TOML datetime) to an aware UTC datetime."""
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str):
+        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    else:
+        raise ValueError("not a string")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def load(path) -> Scenario:
+    """Read and validate a scenario file."""
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError("file not found", file=source) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"cannot be read as UTF-8 text ({exc})", file=source) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"not valid TOML: {exc}", file=source) from None
+    return validate(data, base_dir=path.parent, source=source, text=text)
+
+
+def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None = None) -> Scenario:
+    """Validate a scenario given as nested dicts (as parsed from TOML)."""
+    v = _Validator(source, text)
+    base_dir = Path(base_dir)
+    if not isinstance(data, dict):
+        raise v.error("a scenario must be a table (dict)", value=data)
+    for key in data:
+        if key not in TOP_KEYS:
+            raise v.error(f"unknown top-level key; allowed: {', '.join(TOP_KEYS)}", key=key, value=data[key])
+    version = data.get("version", 1)
+    if isinstance(version, bool) or version not in SUPPORTED_VERSIONS:
+        raise v.error(f"unsupported scenario version; supported: {SUPPORTED_VERSIONS}", key="version", value=version)
+
+    sim_raw = data.get("simulation")
+    if sim_raw is None:
+        raise v.error("required table [simulation] is missing (it needs at least duration_s)", key="simulation")
+    sim = check_params(sim_raw, SIMULATION_PARAMS, v.error, "simulation")
+    try:
+        start = parse_utc(sim["start_utc"])
+    except (ValueError, TypeError):
+        raise v.error("expected an ISO 8601 UTC time such as \"2024-05-01T12:00:00Z\"",
+                      key="simulation.start_utc", value=sim["start_utc"]) from None
+    start_utc = start.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    origin = {"lat_deg": 0.0, "lon_deg": 0.0, "height_m": 0.0}
+    if sim["origin"] is not None:
+        origin = check_params(sim["origin"], ORIGIN_PARAMS, v.error, "simulation.origin")
+
+    mats_raw = data.get("materials", {})
+    if not isinstance(mats_raw, dict):
+        raise v.error("expected tables [materials.NAME]", key="materials", value=mats_raw)
+    materials = {}
+    for name, table in mats_raw.items():
+        materials[name] = check_params(table, MATERIAL_PARAMS, v.error, f"materials.{name}")
+
+    objs_raw = data.get("objects", [])
+    if not isinstance(objs_raw, list):
+        raise v.error("expected an array of tables [[objects]]", key="objects", value=objs_raw)
+    names: dict[str, str] = {}
+    objects = []
+    for i, raw in enumerate(objs_raw):
+        objects.append(_object(v, i, raw, materials, names, base_dir))
+
+    sens_raw = data.get("sensors", [])
+    if not isinstance(sens_raw, list):
+        raise v.error("expected an array of tables [[sensors]]", key="sensors", value=sens_raw)
+    sensors = []
+    for i, raw in enumerate(sens_raw):
+        sensors.append(_sensor(v, i, raw, names, base_dir))
+
+    out = check_params(data.get("output", {}), OUTPUT_PARAMS, v.error, "output")
+    if text is None:
+        import json
+        text = "# scenario built in code (JSON form)\n# " + json.dumps(data, default=str)
+    return Scenario(source, base_dir, text, sim["duration_s"], start_utc, sim["seed"], origin,
+                    materials, objects, sensors, out["motion_rate_hz"], raw=data)
+
+
+def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path) -> ObjectSpec:
+    key = f"objects[{i}]"
+    if not isinstance(raw, dict):
+        raise v.error("expected a table", key=key, value=raw)
+    fixed = {k: raw[k] for k in raw if k in OBJECT_KEYS}
+    extra = {k: raw[k] for k in raw if k not in OBJECT_KEYS}
+    for req in ("name", "mesh"):
+        if req not in raw:
+            raise v.error(f"required key is missing ({OBJECT_KEYS[req].doc})", key=f"{key}.{req}")
+    mesh = raw["mesh"]
+    if not isinstance(mesh, str):
+        raise v.error(f"expected a string: {OBJECT_KEYS['mesh'].doc}", key=f"{key}.mesh", value=mesh)
+    mesh_path = None
+    if mesh in meshes.GENERATORS:
+        gen_spec = meshes.GENERATORS[mesh][1]
+        for k in extra:
+            if k not in gen_spec:
+                allowed = ", ".join(sorted(set(OBJECT_KEYS) | set(gen_spec)))
+                raise v.error(f"unknown key for mesh = {mesh!r}; allowed: {allowed}", key=f"{key}.{k}", value=raw[k])
+        mesh_params = check_params(extra, gen_spec, v.error, key)
+    else:
+        suffix = Path(mesh).suffix.lower()
+        if suffix not in meshes.MESH_FILE_SUFFIXES:
+            raise v.error("unknown mesh: expected a generator (" + ", ".join(meshes.GENERATORS)
+                          + ") or a mesh file ending in " + ", ".join(meshes.MESH_FILE_SUFFIXES),
+                          key=f"{key}.mesh", value=mesh)
+        for k in extra:
+            if k not in meshes.FILE_PARAMS:
+                allowed = ", ".join(sorted(set(OBJECT_KEYS) | set(meshes.FILE_PARAMS)))
+                raise v.error(f"unknown key for a mesh file; allowed: {allowed}", key=f"{key}.{k}", value=raw[k])
+        mesh_params = check_params(extra, meshes.FILE_PARAMS, v.error, key)
+        mesh_path = (base_dir / mesh).resolve()
+        if not mesh_path.is_file():
+            raise v.error(f"mesh file not found (looked for {mesh_path})", key=f"{key}.mesh", value=mesh)
+    spec = check_params(fixed, OBJECT_KEYS, v.error, key)
+    name = spec["name"]
+    if not name:
+        raise v.error("expected a non-empty name", key=f"{key}.name", value=name)
+    if name in names:
+        raise v.error(f"name already used by {names[name]}; names of objects and sensors must be unique",
+                      key=f"{key}.name", value=name)
+    if spec["material"] != "default" and spec["material"] not in materials:
+        allowed = ", ".join(repr(m) for m in ["default", *materials])
+        raise v.error(f"unknown material; allowed: {allowed}", key=f"{key}.material", value=spec["material"])
+    parent = spec["parent"]
+    if parent is not None and (parent not in names or not names[parent].startswith("objects")):
+        earlier = ", ".join(repr(n) for n, w in names.items() if w.startswith("objects")) or "none"
+        raise v.error(f"parent must be an earlier object; allowed: {earlier}", key=f"{key}.parent", value=parent)
+    track = None
+    if spec["track"] is not None:
+        if spec["position_m"] is not None or spec["rpy_deg"] is not None:
+            raise v.error("give either track or position_m/rpy_deg, not both", key=f"{key}.track", value=spec["track"])
+        track = _track(v, f"{key}.track", spec["track"])
+    names[name] = key
+    if mesh_path is not None:
+        try:
+            meshes.load_mesh_file(mesh_path, mesh_params["scale"])
+        except ValueError as exc:
+            raise v.error(f"cannot load mesh file {mesh_path}: {exc}", key=f"{key}.mesh", value=mesh) from None
+    return ObjectSpec(i, name, mesh, mesh_params, spec["material"], spec["position_m"] or (0.0, 0.0, 0.0),
+                      spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path)
+
+
+def _track(v: _Validator, key: str, raw: Any) -> list:
+    if not isinstance(raw, list) or not raw:
+        raise v.error("expected a non-empty list of { t_s, position_m, rpy_deg } keyframes", key=key, value=raw)
+    frames = []
+    for j, kf in enumerate(raw):
+        frames.append(check_params(kf, KEYFRAME_PARAMS, v.error, f"{key}[{j}]"))
+        if j and frames[j]["t_s"] <= frames[j - 1]["t_s"]:
+            raise v.error(f"keyframe times must increase strictly (previous t_s = {frames[j - 1]['t_s']})",
+                          key=f"{key}[{j}].t_s", value=frames[j]["t_s"])
+    return frames
+
+
+def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path) -> SensorSpec:
+    key = f"sensors[{i}]"
+    if not isinstance(raw, dict):
+        raise v.error("expected a table", key=key, value=raw)
+    spec = check_params(raw, SENSOR_KEYS, v.error, key)
+    name = spec["name"]
+    if not name:
+        raise v.error("expected a non-empty name", key=f"{key}.name", value=name)
+    if name in names:
+        raise v.error(f"name already used by {names[name]}; names of objects and sensors must be unique",
+                      key=f"{key}.name", value=name)
+    try:
+        cls = load_model(spec["model"])
+    except KeyError:
+        raise v.error("unknown model; registered: " + ", ".join(available_models()),
+                      key=f"{key}.model", value=spec["model"]) from None
+    parent = spec["parent"]
+    if parent is not None and (parent not in names or not names[parent].startswith("objects")):
+        objs = ", ".join(repr(n) for n, w in names.items() if w.startswith("objects")) or "none"
+        raise v.error(f"parent must be an object; allowed: {objs}", key=f"{key}.parent", value=parent)
+    params = check_params(spec["params"] or {}, cls.PARAMS, v.error, f"{key}.params")
+    for pname, p in cls.PARAMS.items():
+        if p.kind == "path" and params[pname] is not None:
+            resolved = (base_dir / params[pname]).resolve()
+            if not resolved.is_file():
+                raise v.error(f"file not found (looked for {resolved})", key=f"{key}.params.{pname}",
+                              value=params[pname])
+            params[pname] = str(resolved)
+    check = getattr(cls, "check_params", None)
+    if check is not None:
+        try:
+            params = check(params) or params
+        except ValueError as exc:
+            # A model's cross-parameter check names its own parameter first: "name: reason".
+            pname, _, reason = str(exc).partition(": ")
+            if pname in params:
+                raise v.error(reason, key=f"{key}.params.{pname}", value=params[pname]) from None
+            raise v.error(str(exc), key=f"{key}.params") from None
+    names[name] = key
+    return SensorSpec(i, name, spec["model"], cls, spec["rate_hz"], parent, spec["position_m"],
+                      spec["rpy_deg"], params)

@@ -1,0 +1,193 @@
+"""Scene: triangle meshes with materials, semantic classes and rigid motion.
+
+Every object and every sensor is a *body* with a parent (another body or the scene) and a local
+pose that is either fixed or a keyframed :class:`~hifi.motion.Track`. Poses compose up the
+parent chain, so the pose of anything can be asked for at any time with :meth:`Scene.pose_at`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import trimesh
+
+from .constants import VELOCITY_FD_STEP_S
+from .motion import Pose, Track
+
+#: Annotation id 0 is reserved for "no hit / unlabelled".
+UNLABELLED = "unlabelled"
+
+
+@dataclass(frozen=True)
+class Material:
+    """Surface material.
+
+    Attributes
+    ----------
+    name : str
+    reflectivity : float
+        Diffuse (Lambertian) reflectance at the lidar wavelength, 0..1.
+    mirror : float
+        Fraction reflected specularly, 0..1; 1 is a perfect mirror that the ray follows.
+    color_rgb : tuple of 3 float
+        Diffuse reflectance in the camera's red, green, blue bands, 0..1.
+    class_name : str
+        Semantic class; mapped to a uint8 annotation id by the scene.
+    """
+
+    name: str
+    reflectivity: float = 0.5
+    mirror: float = 0.0
+    color_rgb: tuple = (0.5, 0.5, 0.5)
+    class_name: str = UNLABELLED
+
+
+DEFAULT_MATERIAL = Material("default")
+
+
+@dataclass
+class Body:
+    """A node of the pose tree: an object or a sensor."""
+
+    name: str
+    kind: str                     # "object" or "sensor"
+    parent: str | None
+    local: Pose | Track
+
+    @property
+    def has_track(self) -> bool:
+        return isinstance(self.local, Track)
+
+
+@dataclass
+class SceneObject:
+    """A rigid triangle mesh with a material, in its own body frame."""
+
+    name: str
+    mesh: trimesh.Trimesh
+    material_index: int
+    index: int = -1
+    vertices: np.ndarray = field(init=False, repr=False)
+    faces: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.vertices = np.ascontiguousarray(self.mesh.vertices, dtype=float)
+        self.faces = np.ascontiguousarray(self.mesh.faces, dtype=np.int64)
+
+
+class Scene:
+    """Objects, materials, classes and the pose tree of a simulation."""
+
+    def __init__(self):
+        self.materials: list[Material] = []
+        self.objects: list[SceneObject] = []
+        self.bodies: dict[str, Body] = {}
+        self.class_names: list[str] = [UNLABELLED]
+        self._material_index: dict[str, int] = {}
+
+    # -- building -------------------------------------------------------------------------
+    def add_material(self, material: Material) -> int:
+        """Register a material; returns its index. Its class gets the next free id."""
+        if material.name in self._material_index:
+            raise ValueError(f"material {material.name!r} is defined twice")
+        if material.class_name not in self.class_names:
+            if len(self.class_names) >= 256:
+                raise ValueError("more than 255 semantic classes do not fit the uint8 annotation")
+            self.class_names.append(material.class_name)
+        self.materials.append(material)
+        self._material_index[material.name] = len(self.materials) - 1
+        return len(self.materials) - 1
+
+    def material_index(self, name: str) -> int:
+        if name not in self._material_index:
+            if name == DEFAULT_MATERIAL.name:
+                return self.add_material(DEFAULT_MATERIAL)
+            raise KeyError(name)
+        return self._material_index[name]
+
+    def add_body(self, name: str, kind: str, local: Pose | Track, parent: str | None = None) -> Body:
+        """Add a node of the pose tree; ``parent`` must already exist (so there are no cycles)."""
+        if name in self.bodies:
+            raise ValueError(f"name {name!r} is used twice (objects and sensors share one namespace)")
+        if parent is not None and parent not in self.bodies:
+            raise ValueError(f"parent {parent!r} of {name!r} does not exist")
+        body = Body(name, kind, parent, local)
+        self.bodies[name] = body
+        return body
+
+    def add_object(self, name: str, mesh: trimesh.Trimesh, material: str = "default",
+                   local: Pose | Track | None = None, parent: str | None = None) -> SceneObject:
+        """Add a mesh object; its index (object id) is its position in :attr:`objects`."""
+        self.add_body(name, "object", local if local is not None else Pose.identity(), parent)
+        obj = SceneObject(name, mesh, self.material_index(material), index=len(self.objects))
+        self.objects.append(obj)
+        return obj
+
+    # -- lookup tables ----------------------------------------------------------------------
+    @property
+    def object_names(self) -> list[str]:
+        return [o.name for o in self.objects]
+
+    def object_table(self, attribute: str) -> np.ndarray:
+        """Per-object material attribute, with one extra trailing entry for "no hit" (id -1).
+
+        ``scene.object_table("reflectivity")[object_id]`` is then valid for every id including -1.
+        """
+        if attribute == "class_id":
+            vals = [self.class_names.index(self.materials[o.material_index].class_name)
+                    for o in self.objects] + [0]
+            return np.asarray(vals, dtype=np.uint8)
+        if attribute == "color_rgb":
+            vals = [self.materials[o.material_index].color_rgb for o in self.objects] + [(np.nan,) * 3]
+            return np.asarray(vals, dtype=float)
+        vals = [getattr(self.materials[o.material_index], attribute) for o in self.objects] + [np.nan]
+        return np.asarray(vals, dtype=float)
+
+    # -- motion -------------------------------------------------------------------------------
+    def is_moving(self, name: str) -> bool:
+        """True if the body or any ancestor has a track."""
+        body = self.bodies[name]
+        while body is not None:
+            if body.has_track:
+                return True
+            body = self.bodies[body.parent] if body.parent is not None else None
+        return False
+
+    def pose_at(self, name: str, t_s) -> Pose:
+        """Pose of body ``name`` in the scene frame at time(s) ``t_s`` [s].
+
+        A scalar time gives a single pose, an array of n times a stack of n poses.
+        """
+        t = np.asarray(t_s, dtype=float)
+        body = self.bodies[name]
+        local = body.local.at(t) if isinstance(body.local, Track) else body.local
+        if t.ndim > 0 and local.single:
+            local = local.broadcast(t.size)
+        if body.parent is None:
+            return local
+        return self.pose_at(body.parent, t).compose(local)
+
+    def velocity_at(self, name: str, t_s) -> np.ndarray:
+        """Linear velocity of body ``name``'s origin in the scene frame [m/s], shape (..., 3).
+
+        Central difference with step :data:`~hifi.constants.VELOCITY_FD_STEP_S`; exact for the
+        piecewise-linear positions of a track away from keyframes.
+        """
+        t = np.asarray(t_s, dtype=float)
+        h = VELOCITY_FD_STEP_S
+        return (self.pose_at(name, t + h).translation - self.pose_at(name, t - h).translation) / (2 * h)
+
+    def extent_m(self) -> float:
+        """Bound on the magnitude of any scene coordinate [m] (>= 1 mm).
+
+        The largest vertex radius of any mesh plus the sum of the largest offsets of all bodies
+        (an upper bound whatever the pose tree); used to scale float32 offsets.
+        """
+        vert = max([float(np.max(np.linalg.norm(o.vertices, axis=1))) for o in self.objects
+                    if len(o.vertices)] or [0.0])
+        offsets = 0.0
+        for body in self.bodies.values():
+            pos = body.local.positions_m if isinstance(body.local, Track) else body.local.translation
+            offsets += float(np.max(np.abs(pos))) if np.size(pos) else 0.0
+        return max(vert + offsets, 1e-3)

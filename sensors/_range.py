@@ -1,0 +1,71 @@
+"""Assembly of the range-sensor variables of CONTRACTS from a cast."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hifi.model import Var
+
+#: units and long_name of every range-sensor variable (CONTRACTS "Datasets").
+RANGE_VARIABLES = {
+    "timestamp": ("s", "time of the measurement since simulation start"),
+    "yaw": ("rad", "ray azimuth about the sensor z axis from x toward y at emission"),
+    "pitch": ("rad", "ray elevation above the sensor xy plane at emission"),
+    "distance": ("m", "true length of the ray path to the first diffuse surface (through mirrors)"),
+    "detected": ("1", "whether the sensor reports a return"),
+    "distance_noisy": ("m", "reported distance"),
+    "x": ("m", "true hit point x, scene frame"),
+    "y": ("m", "true hit point y, scene frame"),
+    "z": ("m", "true hit point z, scene frame"),
+    "x_noisy": ("m", "reported point x, scene frame"),
+    "y_noisy": ("m", "reported point y, scene frame"),
+    "z_noisy": ("m", "reported point z, scene frame"),
+    "object_id": ("1", "index of the object hit in [[objects]], -1 for none"),
+    "intensity": ("1", "received signal relative to a white Lambertian target at normal incidence at 1 m"),
+}
+
+
+def yaw_pitch(directions_sensor):
+    """Yaw and pitch [rad] of unit direction vectors given in the sensor frame (CONTRACTS)."""
+    d = np.asarray(directions_sensor, dtype=float)
+    yaw = np.arctan2(d[..., 1], d[..., 0])
+    pitch = np.arctan2(d[..., 2], np.hypot(d[..., 0], d[..., 1]))
+    return yaw, pitch
+
+
+def direction_from_yaw_pitch(yaw, pitch):
+    """Unit vectors (..., 3) in the sensor frame from yaw and pitch [rad]."""
+    yaw = np.asarray(yaw, dtype=float)
+    pitch = np.asarray(pitch, dtype=float)
+    cp = np.cos(pitch)
+    return np.stack([cp * np.cos(yaw), cp * np.sin(yaw), np.sin(pitch)], axis=-1)
+
+
+def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_noisy,
+                points_noisy, intensity, extra=None) -> dict:
+    """The CONTRACTS range-sensor variables of one frame, reshaped to ``shape`` over ``dims``.
+
+    ``distance_noisy`` and ``points_noisy`` are set to NaN where not ``detected``.
+    """
+    detected = np.asarray(detected, dtype=bool)
+    dn = np.where(detected, distance_noisy, np.nan)
+    pn = np.where(detected[:, None], points_noisy, np.nan)
+    values = {
+        "timestamp": np.broadcast_to(np.asarray(timestamp, dtype=float), detected.shape),
+        "yaw": yaw, "pitch": pitch, "distance": hits.distance, "detected": detected,
+        "distance_noisy": dn,
+        "x": hits.point[:, 0], "y": hits.point[:, 1], "z": hits.point[:, 2],
+        "x_noisy": pn[:, 0], "y_noisy": pn[:, 1], "z_noisy": pn[:, 2],
+        "object_id": hits.object_id.astype(np.int32), "intensity": intensity,
+    }
+    out = {}
+    for name, arr in values.items():
+        units, long_name = RANGE_VARIABLES[name]
+        arr = np.asarray(arr)
+        extra_attrs = None
+        if name == "object_id":
+            extra_attrs = {"missing_value_meaning": "-1: no hit"}
+        out[name] = Var(dims, np.ascontiguousarray(arr.reshape(shape)), units, long_name, extra_attrs)
+    for name, var in (extra or {}).items():
+        out[name] = var
+    return out
