@@ -1,0 +1,243 @@
+"""Single-point positioning: iterative weighted least squares on L1 pseudoranges."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from . import atmosphere, geometry, gpstime, orbit
+from .constants import SOLVER_MAX_ITERATIONS, SOLVER_TOLERANCE_M, SPEED_OF_LIGHT
+
+PSEUDORANGE_VARIABLES = ("pseudorange", "C1C", "C1", "C1W", "P1")
+"""Variables tried, in this order, as the L1 pseudorange of an observation Dataset."""
+
+NEAR_SURFACE_HEIGHT_M = 1e5
+"""Atmospheric corrections, the elevation mask and elevation weights are applied only once the
+estimate is within this height of the ellipsoid [m] (before, e.g. from the Earth's centre, the
+elevations are meaningless)."""
+
+
+def _pick_pseudorange(obs: xr.Dataset, observable):
+    if observable is not None:
+        if observable not in obs:
+            raise ValueError(f"observable: got {observable!r}; allowed: one of the data variables "
+                             f"{sorted(str(v) for v in obs.data_vars)}")
+        return observable
+    for name in PSEUDORANGE_VARIABLES:
+        if name in obs:
+            return name
+    raise ValueError(f"obs has none of the pseudorange variables {PSEUDORANGE_VARIABLES}")
+
+
+def dops(design_enu_t, used) -> dict[str, np.ndarray]:
+    """Dilutions of precision from an unweighted design matrix in local ENU.
+
+    Parameters
+    ----------
+    design_enu_t : array_like, shape (n_epoch, n_sv, 4)
+        Rows [-e_E, -e_N, -e_U, 1] (unit line of sight in ENU, clock column).
+    used : array_like of bool, shape (n_epoch, n_sv)
+        Rows that take part.
+
+    Returns
+    -------
+    dict
+        ``gdop``, ``pdop``, ``hdop``, ``vdop``, ``tdop`` [1]; NaN where fewer than 4 rows.
+
+    Notes
+    -----
+    Q = (G^T G)^-1, the purely geometric (unweighted) form; GDOP = sqrt(tr Q),
+    PDOP = sqrt(Q_EE + Q_NN + Q_UU), HDOP = sqrt(Q_EE + Q_NN), VDOP = sqrt(Q_UU), TDOP = sqrt(Q_tt).
+    """
+    g = np.where(np.asarray(used)[..., None], np.asarray(design_enu_t, dtype=float), 0.0)
+    n = np.einsum("eki,ekj->eij", g, g)
+    ok = np.asarray(used).sum(axis=1) >= 4
+    n[~ok] = np.eye(4)
+    with np.errstate(invalid="ignore"):
+        q = np.linalg.inv(n)
+    d = np.diagonal(q, axis1=1, axis2=2)
+    out = {
+        "gdop": np.sqrt(d.sum(axis=1)),
+        "pdop": np.sqrt(d[:, 0] + d[:, 1] + d[:, 2]),
+        "hdop": np.sqrt(d[:, 0] + d[:, 1]),
+        "vdop": np.sqrt(d[:, 2]),
+        "tdop": np.sqrt(d[:, 3]),
+    }
+    return {k: np.where(ok, v, np.nan) for k, v in out.items()}
+
+
+def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_model="klobuchar",
+          tropo_model="saastamoinen_niell", weighting="elevation", relative_humidity=0.5,
+          initial_position_ecef=None, observable=None, true_position_ecef=None) -> xr.Dataset:
+    """Single-point position and receiver clock per epoch from L1 pseudoranges.
+
+    Parameters
+    ----------
+    obs : xarray.Dataset
+        (epoch, sv) pseudoranges: a :func:`gnss.read_obs` Dataset (``C1C``/``C1``) or a simulated
+        receiver Dataset (``pseudorange``).  Only GPS satellites ("G..") are used.  Epochs are
+        the receiver's time tags (GPST).
+    nav : xarray.Dataset
+        Broadcast ephemerides and Klobuchar coefficients.
+    elevation_mask_deg : float, keyword-only
+        Satellites below this elevation are not used [deg].
+    iono_model : {"klobuchar", "none"}, keyword-only
+        Ionospheric correction.
+    tropo_model : {"saastamoinen_niell", "none"}, keyword-only
+        Tropospheric correction (standard atmosphere with ``relative_humidity``).
+    weighting : {"elevation", "none"}, keyword-only
+        "elevation": weights sin^2(elevation) (sigma proportional to 1 / sin e).
+    initial_position_ecef : array_like, shape (3,), optional, keyword-only
+        Start of the iteration [m]; the header ``approx_position_ecef`` if present, else the
+        Earth's centre.
+    observable : str, optional, keyword-only
+        Name of the pseudorange variable; first of ``PSEUDORANGE_VARIABLES`` present by default.
+    true_position_ecef : array_like, shape (3,) or (n_epoch, 3), optional, keyword-only
+        Known true position, copied to the output (a simulated Dataset's ``true_position_ecef``
+        is used when this is omitted).
+
+    Returns
+    -------
+    xarray.Dataset
+        Per epoch: ``position_ecef`` (epoch, xyz) [m], ``clock_bias`` [m], ``gdop``, ``pdop``,
+        ``hdop``, ``vdop``, ``tdop``, ``n_sv_used``, ``converged``; per (epoch, sv): ``residual``
+        [m] and ``used``; ``true_position_ecef`` and ``position_error_enu`` when the truth is
+        known.  Epochs with fewer than 4 usable satellites are NaN, never an exception.
+
+    Notes
+    -----
+    Transmission time: t_tx = t_rx - P / c - dt_sv(t_rx - P / c), which is independent of the
+    receiver clock offset (RTKLIB ``satposs`` convention); satellite clock with relativity and
+    minus TGD (L1 C/A, IS-GPS-200 20.3.3.3.3.2).  Each iteration rotates the transmit-time
+    satellite positions by OmegaE * rho / c (Sagnac), forms
+    v = P - (rho + b - c dt_sv + I + T) and solves the weighted normal equations
+    (G^T W G) dx = G^T W v for all epochs at once (batched 4x4 solves; epochs are independent).
+    DOPs are the unweighted geometric ones (:func:`dops`) at the final position, in local ENU.
+    """
+    if iono_model not in ("klobuchar", "none"):
+        raise ValueError(f"iono_model: got {iono_model!r}; allowed: 'klobuchar', 'none'")
+    if tropo_model not in ("saastamoinen_niell", "none"):
+        raise ValueError(f"tropo_model: got {tropo_model!r}; allowed: 'saastamoinen_niell', 'none'")
+    if weighting not in ("elevation", "none"):
+        raise ValueError(f"weighting: got {weighting!r}; allowed: 'elevation', 'none'")
+    name = _pick_pseudorange(obs, observable)
+    sv_all = np.asarray(obs["sv"].values).astype(str)
+    gps = np.char.startswith(sv_all, "G")
+    obs_g = obs.isel(sv=np.flatnonzero(gps))
+    prn = np.array([int(s[1:]) for s in np.asarray(obs_g["sv"].values).astype(str)], dtype=np.int64)
+    p = np.asarray(obs_g[name].values, dtype=float)
+    t = np.asarray(obs_g["epoch"].values, dtype="datetime64[ns]")
+    n_epoch, n_sv = p.shape
+    c = SPEED_OF_LIGHT
+    alpha, beta = nav["ion_alpha"].values, nav["ion_beta"].values
+    if iono_model == "klobuchar" and not (np.all(np.isfinite(alpha)) and np.all(np.isfinite(beta))):
+        raise ValueError(f"iono_model: got 'klobuchar' but nav {nav.attrs.get('source_file')!r} has no "
+                         "Klobuchar coefficients; allowed for this file: 'none'")
+
+    # satellite states at transmission (independent of the receiver estimate)
+    gt = gpstime.from_datetime64(t)
+    t_rx = gpstime.GpsTime(np.broadcast_to(gt.week[:, None], p.shape), np.broadcast_to(gt.sow[:, None], p.shape))
+    p_safe = np.where(np.isfinite(p), p, 0.0)
+    t_sv = gpstime.add_seconds(t_rx, -p_safe / c)
+    record = orbit.select_ephemeris(nav, np.broadcast_to(prn[None, :], p.shape), t_rx)
+    first = orbit.sv_state_at(nav, prn[None, :], t_sv, record=record)
+    t_tx = gpstime.add_seconds(t_sv, -np.where(np.isfinite(first.clock_bias_s), first.clock_bias_s, 0.0))
+    st = orbit.sv_state_at(nav, prn[None, :], t_tx, record=record)
+    sv_clock_m = c * (st.clock_bias_s - st.tgd_s)
+    valid = np.isfinite(p) & (record >= 0) & np.all(np.isfinite(st.position_ecef), axis=-1)
+
+    if initial_position_ecef is not None:
+        x0 = np.asarray(initial_position_ecef, dtype=float)
+    elif "approx_position_ecef" in obs and np.linalg.norm(obs["approx_position_ecef"].values) > 0:
+        x0 = np.asarray(obs["approx_position_ecef"].values, dtype=float)
+    else:
+        x0 = np.zeros(3)
+    x = np.broadcast_to(x0, (n_epoch, 3)).copy()
+    b = np.zeros(n_epoch)
+    doy = geometry.day_of_year(t)
+    mask_rad = np.radians(elevation_mask_deg)
+    converged = np.zeros(n_epoch, dtype=bool)
+    used = valid.copy()
+    for _ in range(SOLVER_MAX_ITERATIONS):
+        sv_pos = np.where(valid[..., None], st.position_ecef, 0.0)
+        rho0 = np.linalg.norm(sv_pos - x[:, None, :], axis=-1)
+        sv_rot = orbit.rotate_to_reception_frame(sv_pos, rho0 / c)
+        d = sv_rot - x[:, None, :]
+        rho = np.linalg.norm(d, axis=-1)
+        los = d / np.where(rho > 0, rho, 1.0)[..., None]
+        geo = geometry.ecef_to_geodetic(x)
+        near = np.abs(geo.height_m) < NEAR_SURFACE_HEIGHT_M
+        geo_b = geometry.Geodetic(*(g[:, None] for g in geo))
+        look = geometry.look_angles(x[:, None, :], sv_rot, geo_b)
+        el = look.elevation_rad
+        corr = np.zeros((n_epoch, n_sv))
+        if iono_model == "klobuchar":
+            corr += atmosphere.klobuchar_delay(geo_b.latitude_rad, geo_b.longitude_rad, look.azimuth_rad, el,
+                                               gt.sow[:, None], alpha, beta)
+        if tropo_model == "saastamoinen_niell":
+            tr = atmosphere.tropo_delay(el, geo_b.latitude_rad, geo_b.height_m, doy[:, None],
+                                        relative_humidity=relative_humidity)
+            corr += tr.dry_m + tr.wet_m
+        corr = np.where(near[:, None], corr, 0.0)
+        used = valid & (~near[:, None] | (el >= mask_rad))
+        if weighting == "elevation":
+            w = np.where(near[:, None], np.sin(np.clip(el, 1e-3, None)) ** 2, 1.0)
+        else:
+            w = np.ones((n_epoch, n_sv))
+        w = np.where(used, w, 0.0)
+        v = np.where(used, p_safe - (rho + b[:, None] - sv_clock_m + corr), 0.0)
+        g = np.concatenate([-los, np.ones((n_epoch, n_sv, 1))], axis=-1)
+        g = np.where(used[..., None], g, 0.0)
+        n_used = used.sum(axis=1)
+        ok = n_used >= 4
+        nmat = np.einsum("ek,eki,ekj->eij", w, g, g)
+        rhs = np.einsum("ek,eki,ek->ei", w, g, v)
+        nmat[~ok] = np.eye(4)
+        rhs[~ok] = 0.0
+        dx = np.linalg.solve(nmat, rhs[..., None])[..., 0]
+        x = x + dx[:, :3]
+        b = b + dx[:, 3]
+        converged = ok & (np.linalg.norm(dx, axis=1) < SOLVER_TOLERANCE_M) & near
+        if np.all(converged | ~ok):
+            break
+    # final geometry and residuals
+    geo = geometry.ecef_to_geodetic(x)
+    rot = geometry.enu_rotation(geo.latitude_rad, geo.longitude_rad)
+    design_enu = np.concatenate([np.einsum("eij,ekj->eki", rot, -los), np.ones((n_epoch, n_sv, 1))], axis=-1)
+    dop = dops(design_enu, used)
+    n_used = used.sum(axis=1)
+    ok = n_used >= 4
+    x[~ok] = np.nan
+    b[~ok] = np.nan
+    residual = np.where(used, v - np.einsum("eki,ei->ek", g, dx), np.nan)
+
+    out = xr.Dataset(
+        {
+            "position_ecef": (("epoch", "xyz"), x, {"units": "m", "long_name": "estimated receiver position, WGS 84 ECEF"}),
+            "clock_bias": ("epoch", b, {"units": "m", "long_name": "estimated receiver clock offset times c"}),
+            "n_sv_used": ("epoch", n_used.astype(np.int32), {"units": "1", "long_name": "satellites used"}),
+            "converged": ("epoch", converged, {"units": "1", "long_name": "least-squares iteration converged"}),
+            "residual": (("epoch", "sv"), residual, {"units": "m", "long_name": "post-fit pseudorange residual"}),
+            "used": (("epoch", "sv"), used, {"units": "1", "long_name": "satellite used in the solution"}),
+        },
+        coords={"epoch": ("epoch", t, {"long_name": "receiver time tag (GPST)"}),
+                "sv": ("sv", obs_g["sv"].values, {"long_name": "satellite identifier"}),
+                "xyz": ("xyz", np.array(["x", "y", "z"]), {"long_name": "ECEF axis"})},
+        attrs={"observable": name, "elevation_mask_deg": float(elevation_mask_deg), "iono_model": iono_model,
+               "tropo_model": tropo_model, "weighting": weighting,
+               "dop_definition": "unweighted (G^T G)^-1 in local ENU"},
+    )
+    for k, long_name in (("gdop", "geometric"), ("pdop", "position"), ("hdop", "horizontal"),
+                         ("vdop", "vertical"), ("tdop", "time")):
+        out[k] = ("epoch", dop[k], {"units": "1", "long_name": f"{long_name} dilution of precision"})
+    truth = true_position_ecef
+    if truth is None and "true_position_ecef" in obs:
+        truth = obs["true_position_ecef"].values
+    if truth is not None:
+        truth = np.broadcast_to(np.asarray(truth, dtype=float), (n_epoch, 3))
+        out["true_position_ecef"] = (("epoch", "xyz"), truth.copy(), {"units": "m", "long_name": "true receiver position, ECEF"})
+        tg = geometry.ecef_to_geodetic(truth)
+        err = np.einsum("eij,ej->ei", geometry.enu_rotation(tg.latitude_rad, tg.longitude_rad), x - truth)
+        out["position_error_enu"] = (("epoch", "enu"), err, {"units": "m", "long_name": "position error, local ENU at the truth"})
+        out = out.assign_coords(enu=("enu", np.array(["e", "n", "u"]), {"long_name": "local axis"}))
+    return out
