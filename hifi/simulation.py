@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -152,7 +153,10 @@ class Simulation:
         if out_dir is not None and out_dir.exists() and not overwrite:
             raise FileExistsError(f"output directory {out_dir} exists; use --overwrite to replace it")
 
-        tmp_root = Path(tempfile.mkdtemp(prefix=".hifi-run-", dir=out_dir.parent if out_dir else None))
+        if out_dir is not None:
+            out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp_root = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-" if out_dir else ".hifi-run-",
+                                         dir=out_dir.parent if out_dir else None))
         try:
             written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write)
             if out_dir is None:
@@ -163,6 +167,9 @@ class Simulation:
                 return results
             if out_dir.exists():
                 shutil.rmtree(out_dir)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp_root, 0o777 & ~umask)      # mkdtemp makes it private; give the usual mode
             tmp_root.rename(out_dir)
             return {name: xr.open_dataset(out_dir / path.name) for name, path in written.items()}
         finally:

@@ -1,0 +1,125 @@
+"""Command line: ``hifi run | info | plot | export``.
+
+Bad input exits with status 2 and one message naming the file, the key, the value and what is
+allowed; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hifi", description="High-fidelity sensor simulation.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a scenario and write one netCDF file per sensor")
+    r.add_argument("scenario", type=Path)
+    r.add_argument("--out", type=Path, required=True, help="output directory (must not exist)")
+    r.add_argument("--seed", type=int, default=None, help="override [simulation] seed")
+    r.add_argument("--duration", type=float, default=None, help="override [simulation] duration_s [s]")
+    r.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+    r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    i = sub.add_parser("info", help="validate a scenario and summarise it")
+    i.add_argument("scenario", type=Path)
+    pl = sub.add_parser("plot", help="PNG quick look of a dataset")
+    pl.add_argument("dataset", type=Path)
+    pl.add_argument("--out", type=Path, default=None, help="PNG file (default: beside the dataset)")
+    pl.add_argument("--frame", type=int, default=0)
+    from .export import FORMATS
+    e = sub.add_parser("export", help="convert a dataset to another format")
+    e.add_argument("dataset", type=Path)
+    e.add_argument("--format", required=True, choices=FORMATS)
+    e.add_argument("--out", type=Path, default=None, help="output file (default: beside the dataset)")
+    return p
+
+
+def _fail(message: str) -> int:
+    print(f"hifi: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _open(path: Path):
+    import xarray as xr
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        return xr.open_dataset(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable netCDF dataset ({exc})") from None
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from .errors import ScenarioError
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "info":
+            return _info(args)
+        if args.command == "plot":
+            from .plot import plot_dataset
+            ds = _open(args.dataset)
+            out = args.out or args.dataset.with_suffix(".png")
+            print(plot_dataset(ds, out, frame=args.frame))
+            return 0
+        if args.command == "export":
+            from .export import ExportError, export
+            ds = _open(args.dataset)
+            out = args.out or args.dataset.with_suffix("." + args.format)
+            try:
+                print(export(ds, args.format, out))
+            except ExportError as exc:
+                Path(out).unlink(missing_ok=True)
+                return _fail(f"{args.dataset}: {exc}")
+            return 0
+    except ScenarioError as exc:
+        return _fail(str(exc))
+    except (FileNotFoundError, FileExistsError, ValueError, ImportError) as exc:
+        return _fail(str(exc))
+    return 0
+
+
+def _run(args) -> int:
+    import hifi
+    sim = hifi.load(args.scenario)
+    if args.out.exists() and not args.overwrite:
+        return _fail(f"output directory {args.out} exists; use --overwrite to replace it")
+    if args.duration is not None and not args.duration > 0:
+        return _fail(f"--duration = {args.duration!r}: expected a number of seconds > 0")
+    results = sim.run(out=args.out, seed=args.seed, duration_s=args.duration, overwrite=args.overwrite,
+                      progress=False if args.no_progress else None)
+    for name, ds in results.items():
+        print(f"{args.out / (name + '.nc')}: " + ", ".join(f"{d}={n}" for d, n in ds.sizes.items()))
+        ds.close()
+    return 0
+
+
+def _info(args) -> int:
+    import hifi
+    sim = hifi.load(args.scenario)
+    sc, scene = sim.scenario, sim.scene
+    print(f"scenario  {sc.source}")
+    print(f"duration  {sc.duration_s} s from {sc.start_utc}, seed {sc.seed}")
+    print(f"origin    lat {sc.origin['lat_deg']} deg, lon {sc.origin['lon_deg']} deg, h {sc.origin['height_m']} m")
+    print(f"classes   " + ", ".join(f"{i}={n}" for i, n in enumerate(scene.class_names)))
+    print("objects")
+    total = 0
+    for obj in scene.objects:
+        mat = scene.materials[obj.material_index]
+        moving = "moving" if scene.is_moving(obj.name) else "static"
+        total += len(obj.faces)
+        print(f"  [{obj.index}] {obj.name:<16} {len(obj.vertices):>8} vertices {len(obj.faces):>8} faces  "
+              f"{mat.name} ({mat.class_name}, reflectivity {mat.reflectivity}, mirror {mat.mirror})  {moving}")
+    print(f"  total {total} faces")
+    print("sensors")
+    for spec, model in zip(sc.sensors, sim.models):
+        params = ", ".join(f"{k}={v}" for k, v in spec.params.items())
+        print(f"  {spec.name:<16} {spec.model:<14} {model.rate_hz:g} Hz on {spec.parent or 'scene'}: {params}")
+    print("models    " + ", ".join(hifi.available_models()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

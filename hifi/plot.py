@@ -1,0 +1,69 @@
+"""Quick-look plots of hifi datasets (matplotlib, the ``viz`` extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError('plotting needs matplotlib: pip install "hifi[viz]"') from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def plot_dataset(ds, out, frame: int = 0) -> Path:
+    """Write a PNG quick look of one frame of ``ds`` and return its path.
+
+    A depth image (``depth`` over ``row``/``col``) is shown as an image with its object ids
+    beside it; a dataset with points as a bird's-eye view (x east, y north) coloured by object;
+    ``motion.nc`` as the trajectories of every body.
+    """
+    plt = _pyplot()
+    out = Path(out)
+    name = ds.attrs.get("sensor_name", "dataset")
+    if "depth" in ds and {"row", "col"} <= set(ds["depth"].dims):
+        fr = ds.isel(frame=frame)
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+        im = axes[0].imshow(fr["depth"].values, cmap="viridis")
+        fig.colorbar(im, ax=axes[0], label="depth [m]")
+        axes[0].set_title(f"{name}: depth, frame {int(fr['frame'])}")
+        ids = np.asarray(fr["object_id"].values, dtype=float)
+        ids[ids < 0] = np.nan
+        im2 = axes[1].imshow(ids, cmap="tab20", interpolation="nearest")
+        fig.colorbar(im2, ax=axes[1], label="object id")
+        axes[1].set_title("object id")
+    elif "position" in ds and "body" in ds.dims:
+        fig, ax = plt.subplots(figsize=(7, 6), constrained_layout=True)
+        for b in range(ds.sizes["body"]):
+            p = ds["position"].isel(body=b).values
+            ax.plot(p[:, 0], p[:, 1], ".-", ms=2, label=str(ds["body"].values[b]))
+        ax.set_aspect("equal")
+        ax.set_xlabel("x (east) [m]")
+        ax.set_ylabel("y (north) [m]")
+        ax.legend(fontsize="small")
+        ax.set_title("ground-truth trajectories")
+    elif "x" in ds:
+        fr = ds.isel(frame=frame)
+        pts = fr.hifi.points(noisy=True)
+        det = np.asarray(fr["detected"].values, bool).ravel() if "detected" in fr else \
+            np.isfinite(np.asarray(fr["x"].values, float)).ravel()
+        oid = np.asarray(fr["object_id"].values).ravel()[det]
+        fig, ax = plt.subplots(figsize=(8, 7), constrained_layout=True)
+        sc = ax.scatter(pts[:, 0], pts[:, 1], c=oid, s=1, cmap="tab20")
+        fig.colorbar(sc, ax=ax, label="object id")
+        ax.set_aspect("equal")
+        ax.set_xlabel("x (east) [m]")
+        ax.set_ylabel("y (north) [m]")
+        ax.set_title(f"{name}: bird's-eye view, frame {int(fr['frame'])}, {len(pts)} returns")
+    else:
+        raise ValueError(f"no plot for dataset {name!r} (sensor_model {ds.attrs.get('sensor_model')!r}): "
+                         "expected a depth image, points (x, y, z) or motion poses")
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
