@@ -317,6 +317,13 @@ def niell_mapping(elevation_rad, latitude_rad, height_m, day_of_year):
     return Mapping(np.where(positive, hyd, 0.0), np.where(positive, w, 0.0))
 
 
+TROPO_MAX_HEIGHT_M = 1.0e4
+"""Above this height [m] the model returns 0, as RTKLIB's ``tropmodel`` does: its standard
+atmosphere (linear temperature lapse) is a troposphere model and breaks down above ~11 km.
+A receiver above 10 km therefore gets no tropospheric delay (a known limitation; the true
+delay there is still ~0.5 m at the zenith)."""
+
+
 class TropoDelay(NamedTuple):
     """Slant tropospheric delays.
 
@@ -349,9 +356,17 @@ def tropo_delay(elevation_rad, latitude_rad, height_m, day_of_year, *, relative_
     Returns
     -------
     TropoDelay
-        ZHD * m_h(e) and ZWD * m_w(e); 0 where elevation <= 0.
+        ZHD * m_h(e) and ZWD * m_w(e); 0 where elevation <= 0 and where the height is outside
+        [-100 m, ``TROPO_MAX_HEIGHT_M`` = 10 km], as RTKLIB's ``tropmodel``.
     """
-    atm = standard_atmosphere(height_m, relative_humidity)
-    z = saastamoinen_zenith_delay(latitude_rad, height_m, *atm)
-    m = niell_mapping(elevation_rad, latitude_rad, height_m, day_of_year)
-    return TropoDelay(z.hydrostatic_m * m.hydrostatic, z.wet_m * m.wet)
+    h = np.asarray(height_m, dtype=float)
+    inside = (h >= -100.0) & (h <= TROPO_MAX_HEIGHT_M)
+    h_in = np.where(inside, h, 0.0)
+    el = np.asarray(elevation_rad, dtype=float)
+    up = el > 0.0
+    el_in = np.where(up, el, np.pi / 2)
+    atm = standard_atmosphere(h_in, relative_humidity)
+    z = saastamoinen_zenith_delay(latitude_rad, h_in, *atm)
+    m = niell_mapping(el_in, latitude_rad, h_in, day_of_year)
+    ok = inside & up
+    return TropoDelay(np.where(ok, z.hydrostatic_m * m.hydrostatic, 0.0), np.where(ok, z.wet_m * m.wet, 0.0))

@@ -30,7 +30,8 @@ def ecef_to_geodetic(position_ecef) -> Geodetic:
     """WGS 84 geodetic coordinates of ECEF positions (..., 3) [m] (pymap3d.ecef2geodetic)."""
     p = np.asarray(position_ecef, dtype=float)
     lat, lon, h = pymap3d.ecef2geodetic(p[..., 0], p[..., 1], p[..., 2], deg=False)
-    return Geodetic(np.asarray(lat, dtype=float), np.asarray(lon, dtype=float), np.asarray(h, dtype=float))
+    shape = p.shape[:-1]
+    return Geodetic(*(np.asarray(v, dtype=float).reshape(shape) for v in (lat, lon, h)))
 
 
 def enu_rotation(latitude_rad, longitude_rad) -> np.ndarray:

@@ -92,7 +92,9 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
         ``iono_delay``, ``tropo_delay_dry``, ``tropo_delay_wet``, ``multipath_error`` (zeros),
         ``noise`` (all m), ``elevation``, ``azimuth`` (rad), ``visible``, ``blocked`` (False),
         ``sv_position_ecef`` (at transmission, in the reception-time ECEF frame), plus
-        ``true_position_ecef`` (epoch, xyz) and ``receiver_clock_drift``.
+        ``true_position_ecef`` (epoch, xyz), ``receiver_clock_drift`` and the coordinate
+        ``time_tag`` (the receiver's own reading of the reception time, as a real receiver
+        would tag its observations; :func:`gnss.solve` uses it).
 
     Notes
     -----
@@ -227,6 +229,8 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
             "receiver_clock_drift": var(rcv_drift, "s/s", "receiver clock drift", ("epoch",)),
         },
         coords={"epoch": ("epoch", t, {"long_name": "true reception time (GPST)"}),
+                "time_tag": ("epoch", t + np.round(rcv_clock / c * 1e9).astype(np.int64).astype("timedelta64[ns]"),
+                             {"long_name": "receiver clock reading at reception (epoch + receiver clock offset)"}),
                 "sv": ("sv", np.array([f"G{p:02d}" for p in prn], dtype=object), {"long_name": "satellite identifier"}),
                 "prn": ("sv", prn, {"long_name": "GPS PRN", "units": "1"}),
                 "xyz": ("xyz", np.array(["x", "y", "z"]), {"long_name": "ECEF axis"})},

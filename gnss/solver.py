@@ -76,7 +76,8 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     obs : xarray.Dataset
         (epoch, sv) pseudoranges: a :func:`gnss.read_obs` Dataset (``C1C``/``C1``) or a simulated
         receiver Dataset (``pseudorange``).  Only GPS satellites ("G..") are used.  Epochs are
-        the receiver's time tags (GPST).
+        the receiver's time tags (GPST); a ``time_tag`` coordinate, when present, is used
+        instead as the time tag (simulated Datasets keep the true time in ``epoch``).
     nav : xarray.Dataset
         Broadcast ephemerides and Klobuchar coefficients.
     elevation_mask_deg : float, keyword-only
@@ -127,6 +128,8 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     prn = np.array([int(s[1:]) for s in np.asarray(obs_g["sv"].values).astype(str)], dtype=np.int64)
     p = np.asarray(obs_g[name].values, dtype=float)
     t = np.asarray(obs_g["epoch"].values, dtype="datetime64[ns]")
+    # a simulated Dataset carries the receiver's own time tags beside the true epochs
+    t_tag = np.asarray(obs_g["time_tag"].values, dtype="datetime64[ns]") if "time_tag" in obs_g.coords else t
     n_epoch, n_sv = p.shape
     c = SPEED_OF_LIGHT
     alpha, beta = nav["ion_alpha"].values, nav["ion_beta"].values
@@ -135,7 +138,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
                          "Klobuchar coefficients; allowed for this file: 'none'")
 
     # satellite states at transmission (independent of the receiver estimate)
-    gt = gpstime.from_datetime64(t)
+    gt = gpstime.from_datetime64(t_tag)
     t_rx = gpstime.GpsTime(np.broadcast_to(gt.week[:, None], p.shape), np.broadcast_to(gt.sow[:, None], p.shape))
     p_safe = np.where(np.isfinite(p), p, 0.0)
     t_sv = gpstime.add_seconds(t_rx, -p_safe / c)
@@ -178,7 +181,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
             tr = atmosphere.tropo_delay(el, geo_b.latitude_rad, geo_b.height_m, doy[:, None],
                                         relative_humidity=relative_humidity)
             corr += tr.dry_m + tr.wet_m
-        corr = np.where(near[:, None], corr, 0.0)
+        corr = np.where(near[:, None] & np.isfinite(corr), corr, 0.0)
         used = valid & (~near[:, None] | (el >= mask_rad))
         if weighting == "elevation":
             w = np.where(near[:, None], np.sin(np.clip(el, 1e-3, None)) ** 2, 1.0)
