@@ -1,0 +1,70 @@
+"""RINEX 2 and 3 readers on RTKLIB's shared files and on our RINEX 3.04 fixtures."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gnss
+
+DATA = Path(__file__).parent / "data" / "gnss"
+
+
+def test_read_nav_v2(shared_file):
+    nav = gnss.read_nav(shared_file("gnss/07590920.05n"))
+    # header values as printed in the file (ION ALPHA / ION BETA lines)
+    np.testing.assert_array_equal(nav["ion_alpha"].values, [1.1180e-08, 1.4900e-08, -5.9600e-08, -5.9600e-08])
+    np.testing.assert_array_equal(nav["ion_beta"].values, [8.8060e04, 1.6380e04, -1.9660e05, -1.3110e05])
+    first = nav.isel(record=0)
+    # first record of the file: G01 2005-04-02 02:00, values as printed (D exponents)
+    assert int(first["prn"]) == 1
+    assert first["toc"].values == np.datetime64("2005-04-02T02:00:00", "ns")
+    assert float(first["af0"]) == 3.966595977540e-04
+    assert float(first["sqrt_a"]) == 5.153636478420e03
+    assert float(first["toe_sow"]) == 5.256e05 and int(first["toe_week"]) == 1316
+    assert float(first["tgd"]) == -3.259629011150e-09
+    assert nav.attrs["leap_seconds"] == 13
+
+
+def test_read_nav_brdc(shared_file):
+    nav = gnss.read_nav(shared_file("gnss/brdc1820.10n"))
+    assert nav.sizes["record"] == 421  # regression value: number of ephemeris records in the file
+    assert set(np.unique(nav["toe_week"].values)) <= {1590, 1591}  # 2010-07-01 is in GPS week 1590
+
+
+def test_read_obs_v2(shared_file):
+    obs = gnss.read_obs(shared_file("gnss/07590920.05o"))
+    assert obs.sizes["epoch"] == 120  # 00:00:00 - 00:59:30 at 30 s (SOURCES.md)
+    assert obs["C1"].sel(sv="G03").values[0] == 24767686.375  # first epoch, as printed
+    assert obs["P2"].sel(sv="G28").values[0] == 21543403.046
+    np.testing.assert_array_equal(obs["approx_position_ecef"].values, [-3976219.5082, 3382372.5671, 3652512.9849])
+    assert obs["C1"].attrs["units"] == "m"
+
+
+def test_nav_v3_fixture_matches_v2(shared_file):
+    v2 = gnss.read_nav(shared_file("gnss/07590920.05n"))
+    v3 = gnss.read_nav(DATA / "0759_v304_nav.rnx")
+    v2 = v2.isel(record=np.flatnonzero(np.isin(v2["prn"].values, v3["prn"].values)))
+    assert v3.sizes["record"] == v2.sizes["record"] > 0
+    for name in v3.data_vars:
+        np.testing.assert_array_equal(v3[name].values, v2[name].values, err_msg=name)  # same digits, same values
+
+
+def test_obs_v3_fixture_matches_v2(shared_file):
+    v2 = gnss.read_obs(shared_file("gnss/07590920.05o")).isel(epoch=slice(0, 4))
+    v3 = gnss.read_obs(DATA / "0759_v304_obs.rnx")
+    np.testing.assert_array_equal(v3["epoch"].values, v2["epoch"].values)
+    np.testing.assert_array_equal(v3["C1C"].values, v2["C1"].sel(sv=v3["sv"]).values)
+    np.testing.assert_array_equal(v3["L2W"].values, v2["L2"].sel(sv=v3["sv"]).values)
+
+
+def test_v3_fixture_standalone():
+    # runs without the shared data: header Klobuchar from IONOSPHERIC CORR GPSA/GPSB
+    nav = gnss.read_nav(DATA / "0759_v304_nav.rnx")
+    np.testing.assert_array_equal(nav["ion_alpha"].values, [1.1180e-08, 1.4900e-08, -5.9600e-08, -5.9600e-08])
+    assert sorted(set(nav["sv"].values)) == ["G03", "G07", "G08", "G19"]
+
+
+def test_not_a_nav_file():
+    with pytest.raises(ValueError, match="not GPS navigation|not a RINEX"):
+        gnss.read_nav(DATA / "0759_v304_obs.rnx")
