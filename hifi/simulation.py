@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,9 @@ class MotionRecorder(Model):
         poses = [self.scene.pose_at(n, t) for n in self.names]
         pos = np.array([p.translation for p in poses])
         quat = np.array([p.rotation.as_quat() for p in poses])
-        rpy = np.array([p.rotation.as_euler("xyz", degrees=True) for p in poses])
+        with warnings.catch_warnings():      # gimbal lock at pitch +-90 deg is expected, not an error
+            warnings.simplefilter("ignore", UserWarning)
+            rpy = np.array([p.rotation.as_euler("xyz", degrees=True) for p in poses])
         return {
             "time": Var((), np.float64(t), "s", "time since simulation start"),
             "position": Var(("body", "xyz"), pos, "m", "position of the body origin, scene frame"),

@@ -1,0 +1,99 @@
+"""Noise, mirrors and motion against analytic results (house style 9)."""
+
+import numpy as np
+import pytest
+
+import hifi
+from sensors.noise import orthonormal_basis
+
+from _scenes import wall_scenario
+
+
+def _grid(name="grid", n_theta=200, n_phi=100, span=20.0, rate_hz=1.0, **params):
+    return {"name": name, "model": "generic_grid", "rate_hz": rate_hz,
+            "params": {"theta_min_deg": -span, "theta_max_deg": span, "n_theta": n_theta,
+                       "phi_min_deg": -span / 2, "phi_max_deg": span / 2, "n_phi": n_phi, **params}}
+
+
+def test_noise_sigmas_recovered_within_3_percent():
+    los, orth = 0.05, 0.02
+    d = wall_scenario(10.0, sensors=[_grid(los_sigma_m=los, orthogonal_sigma_m=orth)], duration_s=1.0)
+    ds = hifi.Simulation.from_dict(d).run()["grid"].isel(frame=0)
+    det = ds.detected.values.ravel()
+    assert det.sum() == 20_000                        # 200 x 100 rays, all on the wall: >= 10^4 samples
+    err = (ds.distance_noisy.values - ds.distance.values).ravel()[det]
+    # The configured sigma is the expected value (analytic); 3 % tolerance per issue 2.
+    assert np.std(err) == pytest.approx(los, rel=0.03)
+    assert abs(np.mean(err)) < 3 * los / np.sqrt(det.sum())       # unbiased (3-sigma of the mean)
+    # Orthogonal part: reported point minus the point on the emitted ray at the noisy distance.
+    yaw, pitch = ds.yaw.values.ravel(), ds.pitch.values.ravel()
+    dirs = np.column_stack([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)])
+    on_ray = dirs * ds.distance_noisy.values.ravel()[:, None]
+    pts = np.column_stack([ds[v].values.ravel() for v in ("x_noisy", "y_noisy", "z_noisy")])
+    off = pts - on_ray
+    assert np.max(np.abs(np.einsum("ij,ij->i", off, dirs))) < 1e-9     # perpendicular to the ray
+    e1, e2 = orthonormal_basis(dirs)
+    for e in (e1, e2):
+        assert np.std(np.einsum("ij,ij->i", off, e)) == pytest.approx(orth, rel=0.03)
+
+
+def test_zero_noise_gives_true_distance():
+    d = wall_scenario(10.0, sensors=[_grid(n_theta=10, n_phi=10)])
+    ds = hifi.Simulation.from_dict(d).run()["grid"]
+    # CONTRACTS: a noise parameter of 0 gives distance_noisy == distance where detected.
+    np.testing.assert_array_equal(ds.distance_noisy.values, ds.distance.values)
+
+
+def test_mirror_at_45_degrees_folds_the_path():
+    # Mirror plane through (5, 0, 0) with normal along (1, -1, 0)/sqrt 2 reflects +x rays to +y;
+    # the target wall is the plane y = 7. Reflecting that plane in the mirror (x, y) -> (y + 5, x - 5)
+    # gives the ghost plane x = 12, so the folded path along an emitted unit direction u is
+    # 12 / u_x (analytic), the ghost point lies on x = 12 and the true point is its mirror image.
+    d = {"simulation": {"duration_s": 1.0},
+         "materials": {"glass": {"reflectivity": 0.1, "mirror": 1.0}, "white": {"reflectivity": 0.8}},
+         "objects": [{"name": "mirror", "mesh": "plane", "size_m": [4, 4], "material": "glass",
+                      "position_m": [5, 0, 0], "rpy_deg": [0, 90, -45]},
+                     {"name": "target", "mesh": "plane", "size_m": [60, 60], "material": "white",
+                      "position_m": [0, 7, 0], "rpy_deg": [90, 0, 0]}],
+         "sensors": [_grid(n_theta=21, n_phi=21, span=10.0)]}
+    ds = hifi.Simulation.from_dict(d).run()["grid"].isel(frame=0)
+    yaw, pitch = ds.yaw.values.ravel(), ds.pitch.values.ravel()
+    ux = np.cos(pitch) * np.cos(yaw)
+    dist = ds.distance.values.ravel()
+    np.testing.assert_allclose(dist, 12.0 / ux, rtol=1e-6)       # float32 casting, < 12 um
+    assert (ds.object_id.values == 1).all()                       # the object seen in the mirror
+    ghost_x = ds.x_noisy.values.ravel()
+    np.testing.assert_allclose(ghost_x, 12.0, atol=1e-5)         # ghost on the emitted ray, x = 12
+    gy, gz = ds.y_noisy.values.ravel(), ds.z_noisy.values.ravel()
+    np.testing.assert_allclose(ds.y.values.ravel(), 7.0, atol=1e-5)     # true point on the target
+    np.testing.assert_allclose(ds.x.values.ravel(), gy + 5.0, atol=1e-5)
+    np.testing.assert_allclose(ds.z.values.ravel(), gz, atol=1e-5)
+
+
+def test_moving_object_follows_track_at_each_ray_time():
+    # A box face moves along x at 20 m/s: x_face(t) = 9.5 + 20 t. 500 rays along +x over one
+    # frame, each at its own time t_i, must see distance 9.5 + 20 t_i (analytic).
+    d = {"simulation": {"duration_s": 0.5},
+         "objects": [{"name": "box", "mesh": "box", "size_m": [1, 4, 4],
+                      "track": [{"t_s": 0.0, "position_m": [10, 0, 0]}, {"t_s": 1.0, "position_m": [30, 0, 0]}]}],
+         "sensors": [{"name": "grid", "model": "generic_grid", "rate_hz": 2.0,
+                      "params": {"theta_min_deg": 0, "theta_max_deg": 0, "n_theta": 500,
+                                 "phi_min_deg": 0, "phi_max_deg": 0, "n_phi": 1}}]}
+    ds = hifi.Simulation.from_dict(d).run()["grid"].isel(frame=0)
+    t = ds.timestamp.values.ravel()
+    assert np.ptp(t) > 0.49                                   # rays spread over the 0.5 s frame
+    np.testing.assert_allclose(ds.distance.values.ravel(), 9.5 + 20.0 * t, atol=2e-5)
+
+
+def test_moving_sensor_distance_follows_its_own_track():
+    # Sensor riding on a carrier that drives at 20 m/s toward a wall at x = 50: d(t) = 50 - 20 t.
+    d = wall_scenario(50.0, duration_s=0.5, objects_extra=[
+        {"name": "carrier", "mesh": "sphere", "radius_m": 0.01,
+         "track": [{"t_s": 0.0, "position_m": [0, 0, -5]}, {"t_s": 1.0, "position_m": [20, 0, -5]}]}])
+    d["sensors"] = [{"name": "grid", "model": "generic_grid", "rate_hz": 2.0, "parent": "carrier",
+                     "position_m": [0, 0, 5],
+                     "params": {"theta_min_deg": 0, "theta_max_deg": 0, "n_theta": 300,
+                                "phi_min_deg": 0, "phi_max_deg": 0, "n_phi": 1}}]
+    ds = hifi.Simulation.from_dict(d).run()["grid"].isel(frame=0)
+    t = ds.timestamp.values.ravel()
+    np.testing.assert_allclose(ds.distance.values.ravel(), 50.0 - 20.0 * t, atol=2e-5)
