@@ -99,6 +99,7 @@ def normalize(week, sow) -> GpsTime:
     week = np.asarray(week, dtype=np.int64)
     sow = np.asarray(sow, dtype=np.float64)
     carry = np.floor_divide(sow, SECONDS_PER_WEEK)
+    carry = np.where(np.isfinite(carry), carry, 0.0)  # NaN times stay NaN in sow, week unchanged
     return GpsTime(week + carry.astype(np.int64), sow - carry * SECONDS_PER_WEEK)
 
 

@@ -266,7 +266,8 @@ def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
     rec_key, cand = rec_key[order], healthy[order]
     if cand.size == 0:
         return np.full(prn.shape, -1, dtype=np.int64)
-    q_key = prn * big + week * SECONDS_PER_WEEK + np.floor(sow).astype(np.int64)
+    finite = np.isfinite(sow)
+    q_key = prn * big + week * SECONDS_PER_WEEK + np.floor(np.where(finite, sow, 0.0)).astype(np.int64)
     pos = np.searchsorted(rec_key, q_key)
     best = np.full(prn.shape, -1, dtype=np.int64)
     best_dt = np.full(prn.shape, np.inf)
@@ -277,7 +278,7 @@ def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
         k = np.clip(pos + shift, 0, cand.size - 1)
         idx = cand[k]
         dt = np.abs((week - toe_week[idx]).astype(float) * SECONDS_PER_WEEK + (sow - toe_sow[idx]))
-        ok = (nav_prn[idx] == prn) & (dt <= max_age_s) & (dt < best_dt)
+        ok = finite & (nav_prn[idx] == prn) & (dt <= max_age_s) & (dt < best_dt)
         best = np.where(ok, idx, best)
         best_dt = np.where(ok, dt, best_dt)
     return best

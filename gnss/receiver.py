@@ -197,7 +197,8 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
     else:
         tropo_dry = tropo_wet = zeros
     multipath = zeros
-    noise = noise_draw * errors.elevation_sigma(el, zenith_sigma_m=noise_sigma_m) if stochastic else zeros
+    noise = noise_draw * errors.elevation_sigma(np.where(has_eph, el, np.pi / 2), zenith_sigma_m=noise_sigma_m) \
+        if stochastic else zeros
 
     pseudorange = (geometric_range + receiver_clock_bias - sv_clock_error + ephemeris_error + iono
                    + tropo_dry + tropo_wet + multipath + noise)
