@@ -138,7 +138,7 @@ def car(size_m=(4.5, 1.8, 1.5)) -> trimesh.Trimesh:
         for fy in (-1.0, 1.0):
             w = trimesh.creation.cylinder(radius=wheel_r, height=0.12 * width, sections=24)
             w.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [1, 0, 0]))
-            w.apply_translation([fx * length, fy * (0.46 * width - 0.06 * width), wheel_r])
+            w.apply_translation([fx * length, fy * 0.44 * width, wheel_r])   # tyre walls at +-width/2
             parts.append(w)
     return trimesh.util.concatenate(parts)
 

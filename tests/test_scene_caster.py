@@ -1,0 +1,133 @@
+"""Meshes, poses and the caster: analytic geometry, scale sweeps, file formats."""
+
+import numpy as np
+import pytest
+import trimesh
+from scipy.spatial.transform import Rotation
+
+import hifi
+from hifi import meshes
+from hifi.caster import RayCaster
+from hifi.motion import Pose, Track
+from hifi.scene import Material, Scene
+
+
+def test_generators_have_the_requested_size():
+    assert np.allclose(meshes.plane([4, 6]).extents, [4, 6, 0])
+    assert np.allclose(meshes.box([1, 2, 3]).extents, [1, 2, 3]) and meshes.box([1, 2, 3]).is_watertight
+    s = meshes.sphere(2.0)
+    assert s.is_watertight and np.allclose(np.linalg.norm(s.vertices, axis=1), 2.0)
+    c = meshes.cylinder(0.5, 3.0)
+    assert c.is_watertight and np.allclose(c.extents, [1, 1, 3], atol=1e-3)
+    car = meshes.car()
+    assert car.is_watertight and car.is_winding_consistent and car.volume > 0
+    assert np.allclose(car.extents, [4.5, 1.8, 1.5], atol=1e-9) and car.bounds[0, 2] == pytest.approx(0.0)
+
+
+def test_terrain_of_the_blensor_benchmark():
+    # BlenSor paper: a displaced acre of about 237,000 vertices; an acre square is 63.6 m.
+    t = meshes.terrain([63.6, 63.6], 63.6 / 486, 0.5, seed=1)
+    assert len(t.vertices) == 487 * 487 == 237_169
+    assert np.max(np.abs(t.vertices[:, 2])) == pytest.approx(0.5)      # peak amplitude exactly
+    same = meshes.terrain([63.6, 63.6], 63.6 / 486, 0.5, seed=1)
+    other = meshes.terrain([63.6, 63.6], 63.6 / 486, 0.5, seed=2)
+    assert np.array_equal(t.vertices, same.vertices) and not np.array_equal(t.vertices, other.vertices)
+
+
+@pytest.mark.parametrize("suffix", [".obj", ".ply", ".stl", ".off", ".glb"])
+def test_mesh_files_load_through_trimesh(tmp_path, suffix):
+    box = trimesh.creation.box(extents=[2, 2, 2])
+    box.export(tmp_path / f"box{suffix}")
+    d = {"simulation": {"duration_s": 0.1},
+         "objects": [{"name": "box", "mesh": f"box{suffix}", "position_m": [10, 0, 0]}],
+         "sensors": [{"name": "cam", "model": "depthmap",
+                      "params": {"resolution_x": 5, "resolution_y": 5, "fov_x_deg": 2.0}}]}
+    ds = hifi.Simulation.from_dict(d, base_dir=tmp_path).run()["cam"]
+    np.testing.assert_allclose(ds.depth.values, 9.0, rtol=2.0 ** -21)    # analytic: face at x = 9
+
+
+def test_track_interpolation_is_linear_and_slerp():
+    tr = Track([0.0, 2.0], [[0, 0, 0], [10, -4, 2]], [[0, 0, 0], [0, 0, 90]])
+    p = tr.at(np.array([-1.0, 0.5, 1.0, 3.0]))
+    np.testing.assert_allclose(p.translation, [[0, 0, 0], [2.5, -1, 0.5], [5, -2, 1], [10, -4, 2]])
+    # Slerp between yaw 0 and 90 deg at the midpoint is yaw 45 deg (analytic).
+    np.testing.assert_allclose(p.rotation[2].as_euler("xyz", degrees=True), [0, 0, 45], atol=1e-9)
+    np.testing.assert_allclose(p.rotation[0].as_euler("xyz", degrees=True), [0, 0, 0], atol=1e-9)
+
+
+def test_poses_compose_down_the_parent_chain():
+    scene = Scene()
+    scene.add_object("car", meshes.box([1, 1, 1]), local=Pose.from_position_rpy([10, 0, 0], [0, 0, 90]))
+    scene.add_body("lidar", "sensor", Pose.from_position_rpy([1, 0, 2], [0, 0, 0]), parent="car")
+    p = scene.pose_at("lidar", 0.3)
+    # Analytic: the car's yaw of 90 deg turns the mount offset (1, 0, 2) into (0, 1, 2).
+    np.testing.assert_allclose(p.translation, [10, 1, 2], atol=1e-12)
+    np.testing.assert_allclose(p.apply_vectors([1, 0, 0]), [0, 1, 0], atol=1e-12)
+    # rpy convention: positive pitch tips the x axis down (CONTRACTS, REP 103).
+    tipped = Pose.from_position_rpy([0, 0, 0], [0, 10, 0]).apply_vectors([1, 0, 0])
+    assert tipped[2] < 0
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e4])
+def test_caster_scale_sweep_with_mirror(scale):
+    # The 45-degree mirror geometry of test_noise_mirror_motion scaled by `scale`: the folded
+    # distance is 12 * scale (analytic) at every scale, float32 offsets scaling with the scene.
+    scene = Scene()
+    scene.add_material(Material("glass", 0.1, mirror=1.0))
+    scene.add_material(Material("white", 0.8))
+    scene.add_object("mirror", meshes.plane([4 * scale, 4 * scale]), "glass",
+                     Pose.from_position_rpy([5 * scale, 0, 0], [0, 90, -45]))
+    scene.add_object("target", meshes.plane([60 * scale, 60 * scale]), "white",
+                     Pose.from_position_rpy([0, 7 * scale, 0], [90, 0, 0]))
+    caster = RayCaster(scene)
+    rng = np.random.default_rng(1)
+    dirs = np.column_stack([np.ones(1000), rng.uniform(-0.05, 0.05, (1000, 2))])
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+    hits = caster.cast(np.zeros((1000, 3)), dirs)
+    assert (hits.object_id == 1).all() and (hits.bounces == 1).all()
+    np.testing.assert_allclose(hits.distance, 12 * scale / dirs[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(hits.point[:, 1], 7 * scale, rtol=1e-6)
+    # The mirror maps a direction (dx, dy, dz) to (dy, dx, dz); the target's normal is -y, so the
+    # cosine of incidence on the target is dx (analytic).
+    np.testing.assert_allclose(hits.cos_incidence, dirs[:, 0], rtol=1e-5)
+
+
+def test_caster_misses_range_and_empty_input():
+    scene = Scene()
+    scene.add_object("wall", meshes.plane([10, 10]), local=Pose.from_position_rpy([20, 0, 0], [0, -90, 0]))
+    caster = RayCaster(scene)
+    h = caster.cast([[0, 0, 0], [0, 0, 0], [0, 0, 0]], [[1, 0, 0], [-1, 0, 0], [1, 0, 0]],
+                    max_range_m=[30.0, 30.0, 10.0])
+    assert np.isfinite(h.distance[0]) and np.isnan(h.distance[1:]).all()
+    assert list(h.object_id) == [0, -1, -1] and list(h.face_index[1:]) == [-1, -1]
+    assert np.isnan(h.point[1:]).all() and np.isnan(h.cos_incidence[1:]).all()
+    empty = caster.cast(np.zeros((0, 3)), np.zeros((0, 3)))
+    assert empty.point.shape == (0, 3) and empty.distance.shape == (0,)
+
+
+def test_mirror_bounces_are_bounded():
+    # Two parallel mirrors facing each other and a ray bouncing between them at normal
+    # incidence never reaches a diffuse surface: after max_bounces it reports no hit.
+    scene = Scene()
+    scene.add_material(Material("glass", 0.1, mirror=1.0))
+    scene.add_object("m1", meshes.plane([4, 4]), "glass", Pose.from_position_rpy([5, 0, 0], [0, -90, 0]))
+    scene.add_object("m2", meshes.plane([4, 4]), "glass", Pose.from_position_rpy([-5, 0, 0], [0, 90, 0]))
+    h = RayCaster(scene, max_bounces=3).cast([[0, 0, 0]], [[1, 0, 0]])
+    assert h.object_id[0] == -1 and np.isnan(h.distance[0])
+
+
+def test_moving_object_bvh_is_not_rebuilt():
+    scene = Scene()
+    scene.add_object("box", meshes.box([1, 1, 1]), local=Track([0, 1], [[5, 0, 0], [15, 0, 0]], [[0, 0, 0]] * 2))
+    caster = RayCaster(scene).build()
+    groups = list(caster._groups)
+    for t in (0.0, 0.25, 0.5):
+        h = caster.cast([[0, 0, 0]], [[1, 0, 0]], times=t)
+        assert h.distance[0] == pytest.approx(4.5 + 10 * t, abs=1e-5)     # analytic
+    assert [id(g.embree) for g in caster._groups] == [id(g.embree) for g in groups]
+    # A rotating object: normals come back in the scene frame.
+    scene2 = Scene()
+    scene2.add_object("box", meshes.box([1, 1, 1]),
+                      local=Track([0, 1], [[5, 0, 0], [5, 0, 0]], [[0, 0, 0], [0, 0, 90]]))
+    h = RayCaster(scene2).cast([[0, 0, 0]], [[1, 0, 0]], times=0.5)       # box turned by 45 deg
+    assert h.distance[0] == pytest.approx(5 - np.sqrt(0.5), abs=1e-5)     # corner toward the ray
