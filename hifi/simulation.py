@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import meshes, scenario as _scenario
-from .bus import MessageBus
+from .bus import MessageBus, PoseMessage
 from .caster import RayCaster
 from .errors import ScenarioError
 from .model import Model, RunContext, Var
@@ -34,6 +34,7 @@ class MotionRecorder(Model):
 
     BlenSor's motion-data export: per time step, each body's position [m] and orientation
     (quaternion x, y, z, w and roll/pitch/yaw [deg], CONTRACTS convention) in the scene frame.
+    Each pose is also published on the message bus as a :class:`~hifi.bus.PoseMessage`.
     """
 
     model_name = "motion"
@@ -58,6 +59,10 @@ class MotionRecorder(Model):
         poses = [self.scene.pose_at(n, t) for n in self.names]
         pos = np.array([p.translation for p in poses])
         quat = np.array([p.rotation.as_quat() for p in poses])
+        if self.ctx is not None:
+            for name, p, q in zip(self.names, pos, quat):
+                self.ctx.bus.publish(PoseMessage(self.name, t, body=name, position_m=tuple(p),
+                                                 quaternion_xyzw=tuple(q)))
         with warnings.catch_warnings():      # gimbal lock at pitch +-90 deg is expected, not an error
             warnings.simplefilter("ignore", UserWarning)
             rpy = np.array([p.rotation.as_euler("xyz", degrees=True) for p in poses])

@@ -115,3 +115,29 @@ def test_three_rates_in_one_simulation():
     np.testing.assert_array_equal(res["fast"].frame_time.values, np.arange(100) / 100.0)
     assert [t for s, t in seen] == sorted(t for s, t in seen)
     assert sum(1 for s, _ in seen if s == "fast") == 100
+
+
+def test_motion_recorder_publishes_poses():
+    d = wall_scenario(10.0, duration_s=0.1, objects_extra=[
+        {"name": "car", "mesh": "box", "size_m": [1, 1, 1],
+         "track": [{"t_s": 0.0, "position_m": [0, 0, 0]}, {"t_s": 1.0, "position_m": [10, 0, 0]}]}])
+    d["output"] = {"motion_rate_hz": 50.0}
+    sim = hifi.Simulation.from_dict(d)
+    poses = []
+
+    class Listener(Model):
+        model_name = "listener"
+        writes_dataset = False
+
+        def setup(self, ctx):
+            super().setup(ctx)
+            ctx.bus.subscribe(lambda m: poses.append((m.time_s, m.body, m.position_m)), hifi.PoseMessage)
+
+        def event_time(self, k):
+            return None
+
+    sim.add_model(Listener("listener"))
+    sim.run()
+    car = [(t, p) for t, b, p in poses if b == "car"]
+    assert [t for t, _ in car] == [k / 50.0 for k in range(5)]
+    np.testing.assert_allclose([p[0] for _, p in car], [10 * k / 50.0 for k in range(5)])   # the track
