@@ -1,5 +1,10 @@
 """Stochastic error terms of the pseudorange model (each takes an explicit numpy Generator).
 
+Ephemeris error models: only the statistical signal-in-space range error ("sisre", default) is
+implemented.  ``ephemeris_error_model = "vane"`` (the VANE paper's Eq. (2) as printed) is refused
+with a ValueError: we searched for the paper's equation text and could not find it, and we do
+not implement a guessed substitute.
+
 References
 ----------
 .. [1] O. Montenbruck, P. Steigenberger, A. Hauschild, "Broadcast versus precise ephemerides: a

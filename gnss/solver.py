@@ -17,6 +17,10 @@ estimate is within this height of the ellipsoid [m] (before, e.g. from the Earth
 elevations are meaningless)."""
 
 
+MIN_WEIGHT_ELEVATION_RAD = np.radians(1.0)
+"""Elevations below this are weighted as this [rad] (only matters with a mask below 1 deg)."""
+
+
 def _pick_pseudorange(obs: xr.Dataset, observable):
     if observable is not None:
         if observable not in obs:
@@ -184,7 +188,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         corr = np.where(near[:, None] & np.isfinite(corr), corr, 0.0)
         used = valid & (~near[:, None] | (el >= mask_rad))
         if weighting == "elevation":
-            w = np.where(near[:, None], np.sin(np.clip(el, 1e-3, None)) ** 2, 1.0)
+            w = np.where(near[:, None], np.sin(np.clip(el, MIN_WEIGHT_ELEVATION_RAD, None)) ** 2, 1.0)
         else:
             w = np.ones((n_epoch, n_sv))
         w = np.where(used, w, 0.0)
