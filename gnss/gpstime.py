@@ -8,7 +8,8 @@ as ``(week_a - week_b) * 604800 + (sow_a - sow_b)``, exact to the float resoluti
 
 Leap seconds (UTC -> GPST) come from the IERS table of TAI - UTC (IERS Bulletin C; the list at
 https://hpiers.obspm.fr/iers/bul/bulc/Leap_Second.dat), with GPST - UTC = (TAI - UTC) - 19 s.
-The table ends with the leap second of 2017-01-01; IERS Bulletin C 70 (2025) announced none after.
+The table ends with the leap second of 2017-01-01 (the last one at the time of writing); add a
+row when IERS Bulletin C announces a new one.
 """
 
 from __future__ import annotations
