@@ -21,6 +21,8 @@ import numpy as np
 from . import _checks
 from .bayer import demosaic_bilinear, mosaic
 
+from scipy import optimize, special
+
 __all__ = [
     "SensorModel",
     "PRESETS",
@@ -34,6 +36,8 @@ __all__ = [
     "emva_mean_dn",
     "emva_temporal_variance_dn2",
     "emva_figures",
+    "emva_saturation_capacity",
+    "full_well_for_saturation_capacity",
     "QUANTISATION_VARIANCE_DN2",
 ]
 
@@ -349,6 +353,63 @@ def emva_figures(*, quantum_efficiency, dark_noise_e, saturation_e, gain_dn_per_
     )
 
 
+def _clipped_normal_moments(a):
+    """Mean and variance of min(X, a), X ~ N(0, 1)."""
+    phi = np.exp(-0.5 * a * a) / np.sqrt(2.0 * np.pi)
+    tail = 0.5 * special.erfc(a / np.sqrt(2.0))
+    m1 = -phi + a * tail
+    m2 = (1.0 - tail) - a * phi + a * a * tail
+    return m1, m2 - m1 * m1
+
+
+def emva_saturation_capacity(full_well_e: float, *, dark_noise_e: float = 0.0) -> float:
+    """Saturation capacity that the EMVA 1288 method measures for a hard full-well clip.
+
+    Parameters
+    ----------
+    full_well_e : float
+        Physical full-well capacity F (the clip of the charge per pixel) [e-].
+    dark_noise_e : float, optional
+        Read noise sigma_d0 added after the clip [e-] (it shifts the variance, not the peak).
+
+    Returns
+    -------
+    float
+        mu_e,sat [e-]: the mean signal at the maximum of the temporal variance.
+
+    Notes
+    -----
+    EMVA 1288 R3.1 section 6.5 defines saturation as the point of maximum temporal variance.
+    With Poisson shot noise (Gaussian approximation, variance = mean mu) clipped at F, the
+    variance is mu v(a) + sigma_d0^2 with a = (F - mu) / sqrt(mu) and v the variance of a
+    standard normal clipped at a; it peaks about 3 sqrt(F) below F, so the measured
+    saturation capacity is 2-4 % below F for F of a few thousand electrons. Computed by
+    maximising the variance over mu numerically (bounded scalar search).
+    """
+    f = _checks.positive("full_well_e", full_well_e)
+    del dark_noise_e  # a constant offset of the variance does not move its maximum
+
+    def neg_var(mu):
+        sd = np.sqrt(mu)
+        return -mu * _clipped_normal_moments((f - mu) / sd)[1]
+
+    res = optimize.minimize_scalar(neg_var, bounds=(0.5 * f, f + 5.0 * np.sqrt(f)),
+                                   method="bounded", options={"xatol": 1e-6 * f})
+    mu = float(res.x)
+    return mu + np.sqrt(mu) * float(_clipped_normal_moments((f - mu) / np.sqrt(mu))[0])
+
+
+def full_well_for_saturation_capacity(saturation_e: float) -> float:
+    """Full-well clip F whose EMVA-measured saturation capacity is ``saturation_e`` [e-].
+
+    Inverse of :func:`emva_saturation_capacity` (root finding). Used by the presets, because a
+    data sheet's "saturation capacity" is the EMVA-measured quantity, not the clip.
+    """
+    target = _checks.positive("saturation_e", saturation_e)
+    return float(optimize.brentq(lambda f: emva_saturation_capacity(f) - target,
+                                 target, 1.2 * target + 20.0 * np.sqrt(target), xtol=1e-6))
+
+
 # --------------------------------------------------------------------------------------------
 # presets from published EMVA 1288 data
 # --------------------------------------------------------------------------------------------
@@ -367,7 +428,7 @@ PRESETS: dict[str, dict] = {
     # Bit depth 12: the pilot cameras' Mono 12 pixel formats (Basler pilot User's Manual,
     # "effective pixel depth of 12 bits"), not an EMVA figure.
     "basler_pia2400_17gm": dict(
-        quantum_efficiency=0.47, wavelength_m=545e-9, dark_noise_e=13.0, full_well_e=7000.0,
+        quantum_efficiency=0.47, wavelength_m=545e-9, dark_noise_e=13.0, saturation_capacity_e=7000.0,
         gain_dn_per_e=0.5, bit_depth=12, black_level_dn=64.0,
         datasheet=dict(snr_max_db=38.4, dynamic_range_bit=9.1,
                        dynamic_range_definition="log2(mu_e,sat/sigma_d0)",
@@ -382,7 +443,7 @@ PRESETS: dict[str, dict] = {
     # (full well at 3542 DN of a 12-bit range); dark current, DSNU and PRNU are 0; 12 bit is an
     # assumption, not a data-sheet figure.
     "pointgrey_gs3_pge_50s5m": dict(
-        quantum_efficiency=0.57, wavelength_m=525e-9, dark_noise_e=8.28, full_well_e=5903.0,
+        quantum_efficiency=0.57, wavelength_m=525e-9, dark_noise_e=8.28, saturation_capacity_e=5903.0,
         gain_dn_per_e=0.6, bit_depth=12, black_level_dn=32.0,
         datasheet=dict(snr_max_db=37.71, dynamic_range_bit=9.41,
                        dynamic_range_definition="EMVA 1288 mu_p,sat/mu_p,min",
@@ -399,7 +460,7 @@ PRESETS: dict[str, dict] = {
     # below 4095, consistent with a 12-bit ADC sized to the full well. NOT FOUND: dark current,
     # DSNU, PRNU (set to 0).
     "pointgrey_grasshopper3_imx174": dict(
-        quantum_efficiency=0.77, wavelength_m=525e-9, dark_noise_e=6.83, full_well_e=32691.0,
+        quantum_efficiency=0.77, wavelength_m=525e-9, dark_noise_e=6.83, saturation_capacity_e=32691.0,
         gain_dn_per_e=1.0 / (0.51 * 16.0), bit_depth=12, black_level_dn=16.0,
         datasheet=dict(snr_max_db=45.12, dynamic_range_db=73.0, dynamic_range_bit=12.1,
                        dynamic_range_definition="EMVA 1288 mu_p,sat/mu_p,min"),
@@ -516,13 +577,19 @@ class SensorModel:
             One of ``sorted(optics.PRESETS)``: ``"basler_pia2400_17gm"``,
             ``"pointgrey_gs3_pge_50s5m"``, ``"pointgrey_grasshopper3_imx174"``. The sources of
             each figure, and the figures that could not be found, are listed beside each entry
-            of :data:`PRESETS` in ``optics/sensor.py``.
+            of :data:`PRESETS` in ``optics/sensor.py``. The data sheet's saturation capacity is
+            the EMVA-measured mean at the variance maximum; the full-well clip is set so that
+            the EMVA method measures exactly that value
+            (:func:`full_well_for_saturation_capacity`).
         **overrides
             Any constructor keyword, replacing the preset's value.
         """
         if name not in PRESETS:
             raise ValueError(f"preset = {name!r}: unknown; allowed: {sorted(PRESETS)}")
-        params = {k: v for k, v in PRESETS[name].items() if k not in ("datasheet", "wavelength_m")}
+        preset = PRESETS[name]
+        params = {k: v for k, v in preset.items()
+                  if k not in ("datasheet", "wavelength_m", "saturation_capacity_e")}
+        params["full_well_e"] = full_well_for_saturation_capacity(preset["saturation_capacity_e"])
         params.update(overrides)
         return cls(**params)
 
@@ -562,9 +629,14 @@ class SensorModel:
                                           dark_mean_e=self.dark_mean_e(exposure_s))
 
     def figures(self) -> EmvaFigures:
-        """SNRmax, absolute sensitivity threshold and dynamic range of this configuration."""
+        """SNRmax, absolute sensitivity threshold and dynamic range of this configuration.
+
+        The saturation capacity is the one the EMVA method measures for this full well
+        (:func:`emva_saturation_capacity`), as on a data sheet.
+        """
         return emva_figures(quantum_efficiency=self.quantum_efficiency,
-                            dark_noise_e=self.dark_noise_e, saturation_e=self.full_well_e)
+                            dark_noise_e=self.dark_noise_e,
+                            saturation_e=emva_saturation_capacity(self.full_well_e))
 
     # -- simulation -----------------------------------------------------------------------
 
