@@ -17,11 +17,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy import optimize, special
 
 from . import _checks
 from .bayer import demosaic_bilinear, mosaic
-
-from scipy import optimize, special
 
 __all__ = [
     "SensorModel",
