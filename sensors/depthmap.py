@@ -8,7 +8,7 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 
 
-def pinhole_directions(resolution_x: int, resolution_y: int, fov_x_rad: float):
+def pinhole_directions(resolution_x: int, resolution_y: int, fov_x_rad: float, fov_y_rad: float | None = None):
     """Unit ray directions (rows, cols, 3) of a pinhole camera looking along sensor +x.
 
     Parameters
@@ -17,6 +17,8 @@ def pinhole_directions(resolution_x: int, resolution_y: int, fov_x_rad: float):
         Image width (columns) and height (rows) [pixel].
     fov_x_rad : float
         Full horizontal field of view [rad], < pi.
+    fov_y_rad : float, optional
+        Full vertical field of view [rad]; default: square pixels.
 
     Returns
     -------
@@ -28,17 +30,19 @@ def pinhole_directions(resolution_x: int, resolution_y: int, fov_x_rad: float):
 
     Notes
     -----
-    Square pixels; the focal length in pixels is ``f = (W / 2) / tan(fov_x / 2)`` and the
-    vertical field of view follows as ``2 atan((H / 2) / f)``.
+    The focal length in pixels is ``fx = (W / 2) / tan(fov_x / 2)``; with square pixels the
+    vertical field of view follows as ``2 atan((H / 2) / fx)``, otherwise
+    ``fy = (H / 2) / tan(fov_y / 2)``.
     """
     w, h = int(resolution_x), int(resolution_y)
-    f = (w / 2.0) / np.tan(fov_x_rad / 2.0)
-    u = np.arange(w) + 0.5 - w / 2.0          # to the right
-    v = np.arange(h) + 0.5 - h / 2.0          # downward
+    fx = (w / 2.0) / np.tan(fov_x_rad / 2.0)
+    fy = fx if fov_y_rad is None else (h / 2.0) / np.tan(fov_y_rad / 2.0)
+    u = (np.arange(w) + 0.5 - w / 2.0) / fx          # to the right, normalised image coordinate
+    v = (np.arange(h) + 0.5 - h / 2.0) / fy          # downward
     uu, vv = np.meshgrid(u, v)
-    d = np.stack([np.full_like(uu, f), -uu, -vv], axis=-1)
+    d = np.stack([np.ones_like(uu), -uu, -vv], axis=-1)
     norm = np.linalg.norm(d, axis=-1)
-    return d / norm[..., None], f / norm
+    return d / norm[..., None], 1.0 / norm
 
 
 class DepthMap(Sensor):

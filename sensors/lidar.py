@@ -1,0 +1,338 @@
+"""Rotating multi-beam lidars (Velodyne) and line lidars with a rotating mirror (Ibeo, SICK).
+
+Both follow the BlenSor paper (Gschwandtner et al. 2011, sec. 3.2-3.3): every ray is cast from
+where the sensor is at its own firing time, the reported distance gets a per-laser bias fixed
+for the run plus per-ray Gaussian noise (Eq. 2), and a return is reported only when the surface
+is bright enough for its distance (Eq. 1, :mod:`sensors.detection`). Behind a mirror the
+reported point is a ghost on the emitted ray at the folded distance (sec. 3.5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hifi.model import Sensor, Var
+from hifi.params import Param
+from hifi.rng import stream
+
+from . import calibration as cal
+from ._range import range_frame, yaw_pitch
+from .detection import detected as detect
+from .noise import gaussian_range_noise
+from .radiometry import lambertian_return
+
+
+def _common_params(*, max_range_m, noise_sigma_m, bias_sigma_m=0.0, reflectivity_lower=0.10,
+                   reflectivity_upper=0.80, distance_lower_m=50.0, distance_upper_m=120.0, source=""):
+    return {
+        "max_range_m": Param("float", default=max_range_m, minimum=0.0, exclusive_minimum=True,
+                             doc=f"maximum range [m] ({source})"),
+        "noise_sigma_m": Param("float", default=noise_sigma_m, minimum=0.0,
+                               doc=f"per-ray range noise sigma [m] ({source})"),
+        "bias_sigma_m": Param("float", default=bias_sigma_m, minimum=0.0,
+                              doc="sigma of the per-laser range bias drawn once per run [m] (BlenSor Eq. 2)"),
+        "reflectivity_lower": Param("float", default=reflectivity_lower, minimum=0.0, maximum=1.0,
+                                    doc="minimum reflectivity detected at distance_lower_m"),
+        "reflectivity_upper": Param("float", default=reflectivity_upper, minimum=0.0, maximum=1.0,
+                                    doc="minimum reflectivity detected at distance_upper_m"),
+        "distance_lower_m": Param("float", default=distance_lower_m, minimum=0.0,
+                                  doc="closer than this every surface with reflectivity > 0 is detected [m]"),
+        "distance_upper_m": Param("float", default=distance_upper_m, minimum=0.0, exclusive_minimum=True,
+                                  doc="nothing is detected beyond this distance [m]"),
+    }
+
+
+class _PulsedLidar(Sensor):
+    """Shared measurement chain: noise (Eq. 2), detection (Eq. 1), intensity, ghost points."""
+
+    @classmethod
+    def check_params(cls, p):
+        if p["distance_upper_m"] <= p["distance_lower_m"]:
+            raise ValueError(f"distance_upper_m: must be > distance_lower_m ({p['distance_lower_m']})")
+        return p
+
+    def setup(self, ctx):
+        super().setup(ctx)
+        scene = ctx.scene
+        self._refl = scene.object_table("reflectivity")
+        self._mirror = scene.object_table("mirror")
+        self._class = scene.object_table("class_id")
+        self._class_names = list(scene.class_names)
+
+    def _laser_bias(self, n_lasers: int) -> np.ndarray:
+        """Per-laser range bias [m], drawn once per run (stream keyed by sensor, not frame)."""
+        rng = stream(self.ctx.seed, self.name, -1, "laser_bias")
+        return self.params["bias_sigma_m"] * rng.standard_normal(n_lasers)
+
+    def _measure(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch):
+        p = self.params
+        rng = stream(self.ctx.seed, self.name, k, "noise")
+        d_noisy = gaussian_range_noise(hits.distance, p["noise_sigma_m"], rng, bias_m=bias)
+        oid = hits.object_id
+        rho = self._refl[oid] * (1.0 - self._mirror[oid])
+        det = detect(hits.distance, rho, reflectivity_lower=p["reflectivity_lower"],
+                     reflectivity_upper=p["reflectivity_upper"], distance_lower_m=p["distance_lower_m"],
+                     distance_upper_m=p["distance_upper_m"])
+        reported = origins + dirs * d_noisy[:, None]          # on the emitted ray: mirror ghosts
+        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
+        start = self.pose_at(t)
+        flag_values = np.arange(len(self._class_names), dtype=np.uint8)
+        extra = {
+            "annotation": Var(dims, self._class[oid].reshape(shape), "1",
+                              "semantic class id of the surface hit (0: none/unlabelled)",
+                              {"flag_values": flag_values,
+                               "flag_meanings": " ".join(n.replace(" ", "_") for n in self._class_names)}),
+            "sensor_position": Var(("xyz",), np.asarray(start.translation, dtype=float), "m",
+                                   "sensor origin at the start of the frame, scene frame"),
+            "sensor_orientation": Var(("quat",), start.rotation.as_quat(), "1",
+                                      "sensor -> scene quaternion (x, y, z, w) at the start of the frame"),
+        }
+        return range_frame(dims, shape, timestamp=times, yaw=yaw, pitch=pitch, hits=hits, detected=det,
+                           distance_noisy=d_noisy, points_noisy=reported, intensity=intensity, extra=extra)
+
+    def _axis_coords(self):
+        return {"xyz": Var(("xyz",), np.array(["x", "y", "z"]), "1", "scene-frame axis"),
+                "quat": Var(("quat",), np.array(["x", "y", "z", "w"]), "1", "quaternion component")}
+
+
+class RotatingLidar(_PulsedLidar):
+    """Velodyne-type spinning lidar: n lasers on a rotor, each firing at its own instant.
+
+    The rotor turns clockwise seen from above (yaw decreasing) at ``rate_hz``. One firing cycle
+    lasts ``T_c = azimuth_step_deg / (360 rate_hz)``; laser i fires at ``fire_fraction[i] * T_c``
+    into the cycle, from where the sensor is at that instant, in the direction the rotor points
+    then (plus its calibrated azimuth offset). A rotation has ``floor(360 / azimuth_step_deg)``
+    cycles, the ``step`` dimension; the ``laser`` dimension is in laser-ID order.
+
+    Noise (BlenSor Eq. 2): ``d_noisy = d + b_laser + N(0, noise_sigma_m)`` with
+    ``b_laser ~ N(0, bias_sigma_m)`` drawn once per run and fixed across rotations.
+    Detection (BlenSor Eq. 1, continuous form): :func:`sensors.detection.min_detectable_reflectivity`.
+    Intensity: :func:`sensors.radiometry.lambertian_return`.
+    """
+
+    calibration_key = ""
+    #: Fraction of the firing cycle at which each laser fires (array over lasers).
+    fire_fraction: np.ndarray = np.zeros(1)
+    PARAMS: dict = {}
+
+    @classmethod
+    def _params(cls, *, azimuth_step_deg, **kw):
+        p = {"azimuth_step_deg": Param("float", default=azimuth_step_deg, minimum=0.0, exclusive_minimum=True,
+                                       maximum=90.0, doc="rotor angle between firing cycles [deg]")}
+        p.update(_common_params(**kw))
+        p["calibration_file"] = Param("path", default=None,
+                                      doc="ros-drivers YAML or CSV calibration replacing the built-in one")
+        return p
+
+    def setup(self, ctx):
+        super().setup(ctx)
+        p = self.params
+        if p["calibration_file"] is not None:
+            self.calib = cal.read_calibration(p["calibration_file"])
+        else:
+            self.calib = cal.BUILTIN[self.calibration_key]
+        n = self.calib.n_lasers
+        frac = np.asarray(self.fire_fraction, dtype=float)
+        self._frac = frac if len(frac) == n else np.arange(n) / n
+        step = np.radians(p["azimuth_step_deg"])
+        self.n_steps = int(np.floor(360.0 / p["azimuth_step_deg"] + 1e-9))
+        self.cycle_s = p["azimuth_step_deg"] / (360.0 * self.rate_hz)
+        phase = np.arange(self.n_steps)[:, None] + self._frac[None, :]          # (step, laser)
+        self._dt = phase * self.cycle_s
+        rotor_yaw = -phase * step
+        d, o = self.calib.beams(rotor_yaw)
+        self._dirs = d.reshape(-1, 3)
+        self._origins = o.reshape(-1, 3)
+        self._yaw, self._pitch = yaw_pitch(self._dirs)
+        self._bias = np.broadcast_to(self._laser_bias(n), (self.n_steps, n)).ravel()
+
+    def coords(self):
+        c = {"laser": Var(("laser",), np.arange(self.calib.n_lasers, dtype=np.int32), "1", "laser id"),
+             "laser_elevation": Var(("laser",), self.calib.elevation_rad, "rad",
+                                    f"calibrated beam elevation ({self.calib.source})"),
+             "step": Var(("step",), np.arange(self.n_steps, dtype=np.int32), "1", "firing cycle in the rotation")}
+        c.update(self._axis_coords())
+        return c
+
+    def attrs(self):
+        return {"calibration_source": self.calib.source, "firing_cycle_s": self.cycle_s}
+
+    def step(self, k, t):
+        times = t + self._dt.ravel()
+        hits, origins, dirs = self.cast(self._dirs, times, self.params["max_range_m"], self._origins)
+        shape = (self.n_steps, self.calib.n_lasers)
+        return self._measure(k, t, hits, origins, dirs, self._bias, ("step", "laser"), shape, times,
+                             self._yaw, self._pitch)
+
+
+class HDL64E_S2(RotatingLidar):
+    """Velodyne HDL-64E S2 with BlenSor's calibrated elevations.
+
+    Defaults: 10 Hz, 0.1728 deg azimuth step (BlenSor; 2083 x 64 = 133,312 rays per rotation),
+    120 m range, 2 cm range sigma, 10 % reflectivity at 50 m and 80 % at 120 m (HDL-64E S2 data
+    sheet). Timing: the upper block (lasers 0-31) and lower block (32-63) fire simultaneously,
+    each block's 32 lasers in sequence over the firing cycle (HDL-64E S2 user's manual,
+    firing sequence), so laser i fires at (i mod 32) / 32 of the cycle.
+    """
+
+    model_name = "hdl64e_s2"
+    calibration_key = "hdl64e_s2"
+    default_rate_hz = 10.0
+    fire_fraction = (np.arange(64) % 32) / 32.0
+    PARAMS = RotatingLidar._params(azimuth_step_deg=0.1728, max_range_m=120.0, noise_sigma_m=0.02,
+                                   source="HDL-64E S2 data sheet")
+
+
+class HDL32E(RotatingLidar):
+    """Velodyne HDL-32E (elevations from ros-drivers 32db.yaml).
+
+    Timing (HDL-32E user's manual): the 32 lasers fire in sequence 1.152 us apart in a 46.08 us
+    cycle, so laser i fires at i / 40 of the cycle; at 10 Hz the cycle is 0.165888 deg of
+    rotation, the default step. 100 m range, 2 cm range sigma (data sheet); the detection
+    threshold keeps the HDL-64E values (the HDL-32E data sheet gives none).
+    """
+
+    model_name = "hdl32e"
+    calibration_key = "hdl32e"
+    default_rate_hz = 10.0
+    fire_fraction = np.arange(32) * 1.152 / 46.08
+    PARAMS = RotatingLidar._params(azimuth_step_deg=0.165888, max_range_m=100.0, noise_sigma_m=0.02,
+                                   distance_upper_m=100.0, source="HDL-32E data sheet")
+
+
+class VLP16(RotatingLidar):
+    """Velodyne VLP-16 (elevations from ros-drivers VLP16db.yaml).
+
+    Timing (VLP-16 user's manual): 16 lasers fire 2.304 us apart in a 55.296 us firing sequence,
+    so laser i fires at i / 24 of the cycle; at 10 Hz one sequence is 0.199 deg, the default
+    step 0.2 deg. 100 m range, 3 cm typical accuracy (data sheet).
+    """
+
+    model_name = "vlp16"
+    calibration_key = "vlp16"
+    default_rate_hz = 10.0
+    fire_fraction = np.arange(16) * 2.304 / 55.296
+    PARAMS = RotatingLidar._params(azimuth_step_deg=0.2, max_range_m=100.0, noise_sigma_m=0.03,
+                                   distance_upper_m=100.0, source="VLP-16 data sheet")
+
+
+def mirror_scan_directions(mirror_yaw_rad, layer_pitch_rad):
+    """Beam directions of fixed emitters reflected by a rotating mirror (BlenSor sec. 3.3).
+
+    Parameters
+    ----------
+    mirror_yaw_rad : (n,) float
+        Mirror (scan) angle [rad].
+    layer_pitch_rad : (m,) float
+        Emitted pitch of each layer [rad].
+
+    Returns
+    -------
+    ndarray, shape (n, m, 3)
+        Unit directions in the sensor frame:
+        ``R_z(m) R_x(-m) (cos p, 0, sin p)``.
+
+    Notes
+    -----
+    A mirror turning about the scan axis rotates the image of the fixed emitter array by the
+    mirror angle: at mirror yaw 0 every ray keeps its emitted yaw (0) and pitch p; at 90 deg the
+    pitch separation of the layers has turned fully into yaw separation (pitch 0, yaw 90 deg +
+    p); in between, a layer at pitch p points at elevation asin(sin p cos m). This is the
+    geometric model of the BlenSor paper's Fig. 3.
+    """
+    m = np.asarray(mirror_yaw_rad, dtype=float)[:, None]
+    p = np.asarray(layer_pitch_rad, dtype=float)[None, :]
+    # R_x(-m) applied to (cos p, 0, sin p), then R_z(m)
+    x0, y0, z0 = np.cos(p), np.sin(p) * np.sin(m), np.sin(p) * np.cos(m)
+    cm, sm = np.cos(m), np.sin(m)
+    return np.stack([cm * x0 - sm * y0, sm * x0 + cm * y0, np.broadcast_to(z0, (m.shape[0], p.shape[1]))],
+                    axis=-1)
+
+
+class LineLidar(_PulsedLidar):
+    """Line scanner: fixed emitters firing at a rotating mirror (Ibeo LUX, SICK LMS).
+
+    The mirror turns once per frame (``rate_hz``); rays fire every ``angular_step_deg`` from
+    ``fov_min_deg`` to ``fov_max_deg`` (increasing yaw), all layers of a step at once, each step
+    at its own time ``t + (angle - fov_min) / (2 pi rate)``. Directions:
+    :func:`mirror_scan_directions`. Noise, detection and intensity as :class:`RotatingLidar`.
+    Dims: (``frame``, ``step``, ``layer``).
+    """
+
+    layers_deg: tuple = (0.0,)
+
+    @classmethod
+    def _params(cls, *, fov_min_deg, fov_max_deg, angular_step_deg, **kw):
+        p = {"fov_min_deg": Param("float", default=fov_min_deg, minimum=-180.0, maximum=180.0,
+                                  doc="first scan angle (yaw) [deg]"),
+             "fov_max_deg": Param("float", default=fov_max_deg, minimum=-180.0, maximum=180.0,
+                                  doc="last scan angle (yaw) [deg]"),
+             "angular_step_deg": Param("float", default=angular_step_deg, minimum=0.0, exclusive_minimum=True,
+                                       doc="angle between shots [deg]")}
+        p.update(_common_params(**kw))
+        return p
+
+    @classmethod
+    def check_params(cls, p):
+        p = super().check_params(p)
+        if p["fov_max_deg"] < p["fov_min_deg"]:
+            raise ValueError(f"fov_max_deg: must be >= fov_min_deg ({p['fov_min_deg']})")
+        return p
+
+    def setup(self, ctx):
+        super().setup(ctx)
+        p = self.params
+        n = int(np.floor((p["fov_max_deg"] - p["fov_min_deg"]) / p["angular_step_deg"] + 1e-9)) + 1
+        self.mirror_yaw = np.radians(p["fov_min_deg"] + np.arange(n) * p["angular_step_deg"])
+        self.layer_pitch = np.radians(np.asarray(self.layers_deg, dtype=float))
+        d = mirror_scan_directions(self.mirror_yaw, self.layer_pitch)
+        self._dirs = d.reshape(-1, 3)
+        self._yaw, self._pitch = yaw_pitch(self._dirs)
+        dt = (self.mirror_yaw - self.mirror_yaw[0]) / (2 * np.pi * self.rate_hz)
+        self._dt = np.repeat(dt, len(self.layer_pitch))
+        self._bias = np.tile(self._laser_bias(len(self.layer_pitch)), n)
+
+    def coords(self):
+        c = {"step": Var(("step",), self.mirror_yaw, "rad", "mirror (scan) angle of the shot"),
+             "layer": Var(("layer",), self.layer_pitch, "rad", "emitted pitch of the layer")}
+        c.update(self._axis_coords())
+        return c
+
+    def step(self, k, t):
+        times = t + self._dt
+        hits, origins, dirs = self.cast(self._dirs, times, self.params["max_range_m"])
+        shape = (len(self.mirror_yaw), len(self.layer_pitch))
+        return self._measure(k, t, hits, origins, dirs, self._bias, ("step", "layer"), shape, times,
+                             self._yaw, self._pitch)
+
+
+class IbeoLux(LineLidar):
+    """Ibeo LUX: 4 layers at -1.6, -0.8, +0.8, +1.6 deg, -50 to +35 deg in 0.25 deg steps, 12.5 Hz.
+
+    Range about 200 m, 10 % reflectivity at 50 m (Ibeo LUX data sheet, as used by BlenSor
+    sec. 3.3); the 80 % at 200 m upper threshold is chosen by analogy with the HDL-64E (the data
+    sheet gives the range without a reflectivity). Range sigma 4 cm (data sheet: resolution
+    4 cm).
+    """
+
+    model_name = "ibeo_lux"
+    default_rate_hz = 12.5
+    layers_deg = (-1.6, -0.8, 0.8, 1.6)
+    PARAMS = LineLidar._params(fov_min_deg=-50.0, fov_max_deg=35.0, angular_step_deg=0.25, max_range_m=200.0,
+                               noise_sigma_m=0.04, distance_lower_m=50.0, distance_upper_m=200.0,
+                               source="Ibeo LUX data sheet")
+
+
+class SickLMS(LineLidar):
+    """SICK LMS 2xx: one layer over 180 deg (-90 to +90), 1 deg steps at 75 Hz.
+
+    80 m range, 10 % reflectivity at 30 m, 10 mm statistical range error (SICK LMS291 data
+    sheet); the 80 % at 80 m upper threshold is chosen by analogy with the HDL-64E.
+    """
+
+    model_name = "sick_lms"
+    default_rate_hz = 75.0
+    layers_deg = (0.0,)
+    PARAMS = LineLidar._params(fov_min_deg=-90.0, fov_max_deg=90.0, angular_step_deg=1.0, max_range_m=80.0,
+                               noise_sigma_m=0.01, distance_lower_m=30.0, distance_upper_m=80.0,
+                               source="SICK LMS291 data sheet")
