@@ -1,0 +1,258 @@
+"""LiDAR family against published values (calibration tables, data sheets, BlenSor equations)
+and analytic geometry."""
+
+import numpy as np
+import pytest
+
+import hifi
+from hifi.constants import SPEED_OF_LIGHT_M_S
+from sensors.calibration import HDL64E_S2_ELEVATION_DEG, read_calibration
+from sensors.lidar import mirror_scan_directions
+from sensors.tof import backfold, phase_wrap
+
+H = 2.0   # sensor height above the ground plane [m]
+
+
+def _ground(sensors, duration_s=0.1, seed=0, size=1000.0):
+    return {"simulation": {"duration_s": duration_s, "seed": seed},
+            "materials": {"road": {"reflectivity": 0.9, "class": "road"}},
+            "objects": [{"name": "ground", "mesh": "plane", "size_m": [size, size], "material": "road"}],
+            "sensors": sensors}
+
+
+@pytest.fixture(scope="module")
+def hdl64_flat():
+    d = _ground([{"name": "velo", "model": "hdl64e_s2", "position_m": [0, 0, H],
+                  "params": {"noise_sigma_m": 0.0, "max_range_m": 200.0, "distance_upper_m": 200.0}}],
+                duration_s=0.2)
+    return hifi.Simulation.from_dict(d).run()["velo"]
+
+
+def test_hdl64_rays_per_rotation(hdl64_flat):
+    # BlenSor / SOURCES.md: 2083 azimuth steps x 64 lasers = 133,312 rays per rotation at 10 Hz.
+    assert hdl64_flat.sizes["step"] == 2083 and hdl64_flat.sizes["laser"] == 64
+    assert hdl64_flat.sizes["step"] * hdl64_flat.sizes["laser"] == 133_312
+    assert hdl64_flat.sizes["frame"] == 2
+
+
+def test_hdl64_rings_match_calibration(hdl64_flat):
+    fr = hdl64_flat.isel(frame=0)
+    x, y, z = fr.x.values, fr.y.values, fr.z.values
+    hit = np.isfinite(x)
+    # Lasers that meet the ground within the 200 m range: h / tan(-el) < 200 m, el < -0.573 deg.
+    down = np.asarray(HDL64E_S2_ELEVATION_DEG) < -np.degrees(np.arctan(H / 200.0))
+    # Every such laser hits the ground in every step; the others never do.
+    assert hit[:, down].all() and not hit[:, ~down].any()
+    # Ring elevation recovered from the points equals the published calibration to 1e-4 deg.
+    r = np.hypot(x, y)
+    elev = np.degrees(np.arctan2(z - H, r))
+    np.testing.assert_allclose(np.nanmean(elev[:, down], axis=0), np.asarray(HDL64E_S2_ELEVATION_DEG)[down], atol=1e-4)
+    # Ground radius of each ring is h / tan(-pitch) (analytic).
+    expected = H / np.tan(-np.radians(np.asarray(HDL64E_S2_ELEVATION_DEG)[down]))
+    np.testing.assert_allclose(r[:, down], np.broadcast_to(expected, r[:, down].shape), rtol=1e-5)
+    np.testing.assert_allclose(fr.pitch.values[0], np.radians(HDL64E_S2_ELEVATION_DEG), atol=1e-12)
+
+
+def test_hdl64_firing_times(hdl64_flat):
+    fr = hdl64_flat.isel(frame=1)
+    t = fr.timestamp.values
+    cycle = 0.1728 / (360.0 * 10.0)               # one firing cycle at 10 Hz [s]
+    # Upper (0-31) and lower (32-63) blocks fire simultaneously, each in sequence over the cycle.
+    np.testing.assert_allclose(t[:, :32], t[:, 32:], atol=1e-15)
+    np.testing.assert_allclose(t[5, 3] - t[5, 0], 3 * cycle / 32, rtol=1e-9)
+    np.testing.assert_allclose(t[7, 0] - t[6, 0], cycle, rtol=1e-9)
+    assert t[0, 0] == pytest.approx(0.1) and t.max() < 0.2
+    # The rotor turns clockwise: yaw decreases with time.
+    yaw = np.unwrap(fr.yaw.values[:, 0])
+    assert np.all(np.diff(yaw) < 0)
+
+
+def test_noise_and_per_laser_bias(tmp_path):
+    # A CSV calibration of 4000 lasers lets the bias sigma be estimated from 4000 draws.
+    n = 4000
+    el = np.linspace(-30, -5, n)
+    (tmp_path / "cal.csv").write_text("elevation_deg\n" + "\n".join(f"{e:.6f}" for e in el) + "\n")
+    d = _ground([{"name": "velo", "model": "hdl64e_s2", "position_m": [0, 0, H],
+                  "params": {"calibration_file": "cal.csv", "azimuth_step_deg": 30.0,
+                             "noise_sigma_m": 0.02, "bias_sigma_m": 0.05}}], duration_s=0.3)
+    ds = hifi.Simulation.from_dict(d, base_dir=tmp_path).run()["velo"]
+    err = (ds.distance_noisy - ds.distance).values                 # (frame, step, laser)
+    bias = err.mean(axis=(0, 1))                                   # per laser, 3 x 12 samples each
+    resid = err - bias
+    # The bias is the same in every rotation: frame-to-frame differences of the per-laser mean
+    # contain noise only (sigma 0.02 / sqrt(12) * sqrt(2)), never the 0.05 m bias.
+    per_frame = err.mean(axis=1)
+    assert np.std(per_frame[1] - per_frame[0]) == pytest.approx(0.02 * np.sqrt(2 / 12), rel=0.05)
+    # Configured sigmas recovered within 3 % (analytic expectation of the estimators).
+    dof = err.shape[0] * err.shape[1]
+    assert np.std(resid) * np.sqrt(dof / (dof - 1)) == pytest.approx(0.02, rel=0.03)
+    assert np.sqrt(np.var(bias) - 0.02**2 / dof) == pytest.approx(0.05, rel=0.03)
+
+
+def test_bias_fixed_across_rotations_and_runs():
+    d = _ground([{"name": "velo", "model": "vlp16", "position_m": [0, 0, H],
+                  "params": {"noise_sigma_m": 0.0, "bias_sigma_m": 0.1}}], duration_s=0.3)
+    ds = hifi.Simulation.from_dict(d).run()["velo"]
+    err = (ds.distance_noisy - ds.distance).values[:, :, 0:14:2]  # VLP-16 lasers -15..-3 deg: ground < 100 m
+    first = err[0, 0]
+    assert np.allclose(err, first, atol=1e-9) and np.std(first) > 0.01
+
+
+# Reflectivity plates at known distances; detection per the BlenSor paper's text (sec. 3.2):
+# below 50 m everything with reflectivity > 0, between 50 and 120 m the minimum reflectivity
+# rises linearly from 10 % to 80 %, beyond 120 m nothing (HDL-64E S2 data sheet numbers).
+def _expected_detected(refl, dist):
+    if dist < 50.0:
+        return refl > 0
+    if dist > 120.0:
+        return False
+    return refl >= 0.10 + 0.70 * (dist - 50.0) / 70.0
+
+
+def test_detection_threshold_equation_1():
+    refls = [0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.75, 0.9]
+    # Distances chosen so that no plate sits exactly on its threshold (a knife edge).
+    dists = [20.0, 49.0, 55.0, 72.0, 88.0, 98.0, 113.0, 125.0, 130.0]
+    mats = {f"r{int(r * 100)}": {"reflectivity": r} for r in refls}
+    objects, truth = [], {}
+    for i, r in enumerate(refls):
+        for j, dist in enumerate(dists):
+            idx = len(objects)
+            yaw = np.radians(-170 + (i * len(dists) + j) * 4.5)
+            # A 3 x 3 m plate facing the sensor at the height of laser 31 (-0.0419 deg); the
+            # plate's centre is on that beam so its distance along the beam is `dist`.
+            el = np.radians(-0.0419)
+            c = np.array([np.cos(el) * np.cos(yaw), np.cos(el) * np.sin(yaw), np.sin(el)]) * dist
+            objects.append({"name": f"p{idx}", "mesh": "plane", "size_m": [3, 3], "material": f"r{int(r * 100)}",
+                            "position_m": [c[0], c[1], c[2] + 20.0],
+                            "rpy_deg": [0, -90, float(np.degrees(yaw))]})
+            truth[idx] = (r, dist)
+    d = {"simulation": {"duration_s": 0.1}, "materials": mats, "objects": objects,
+         "sensors": [{"name": "velo", "model": "hdl64e_s2", "position_m": [0, 0, 20.0],
+                      "params": {"noise_sigma_m": 0.0, "max_range_m": 200.0}}]}
+    ds = hifi.Simulation.from_dict(d).run()["velo"].isel(frame=0, laser=31)
+    oid, det, dist = ds.object_id.values, ds.detected.values, ds.distance.values
+    for idx, (r, d_plate) in truth.items():
+        rays = oid == idx
+        assert rays.sum() > 3, idx
+        # every ray on the plate is within 1.5 m of the nominal distance; use its own distance
+        for got, dd in zip(det[rays], dist[rays]):
+            assert got == _expected_detected(r, dd), (r, dd)
+
+
+def test_ghost_point_behind_a_mirror():
+    # A vertical mirror facing the sensor at x = 10 and a wall behind the sensor at x = -5,
+    # facing +x: rays toward +x fold back onto the wall, total path 10 + 15 = 25 m along the
+    # straight-ahead beam, and the ghost point lies 25 m out on the emitted ray (x ~ 25).
+    d = {"simulation": {"duration_s": 0.1},
+         "materials": {"glass": {"reflectivity": 0.1, "mirror": 1.0}, "white": {"reflectivity": 0.9}},
+         "objects": [{"name": "mirror", "mesh": "plane", "size_m": [4, 40], "material": "glass",
+                      "position_m": [10, 0, 0], "rpy_deg": [0, -90, 0]},
+                     {"name": "wall", "mesh": "plane", "size_m": [80, 80], "material": "white",
+                      "position_m": [-5, 0, 0], "rpy_deg": [0, 90, 0]}],
+         "sensors": [{"name": "velo", "model": "vlp16", "params": {"noise_sigma_m": 0.0}}]}
+    ds = hifi.Simulation.from_dict(d).run()["velo"].isel(frame=0)
+    flat = ds.isel(laser=1)                                       # +1 deg laser
+    yaw, pitch = flat.yaw.values, flat.pitch.values
+    ahead = (np.abs(yaw) < np.radians(5)) & (flat.object_id.values == 1)
+    assert ahead.sum() > 10
+    u_x = np.cos(pitch[ahead]) * np.cos(yaw[ahead])
+    np.testing.assert_allclose(flat.distance.values[ahead], 25.0 / u_x, rtol=1e-6)   # 10/u + 15/u
+    np.testing.assert_allclose(flat.x_noisy.values[ahead], 25.0, atol=1e-4)          # ghost at x = 25
+    np.testing.assert_allclose(flat.x.values[ahead], -5.0, atol=1e-4)                # true point on the wall
+    assert flat.detected.values[ahead].all()
+
+
+def test_tof_backfolding_exact():
+    # BlenSor Eq. (3) with R = 10 m: 3 -> 3, 7 -> 2, 10 -> 5, 12 -> not measured (analytic).
+    np.testing.assert_array_equal(backfold([3.0, 7.0, 10.0, 12.0], 10.0)[:3], [3.0, 2.0, 5.0])
+    assert np.isnan(backfold([12.0], 10.0)[0])
+    # Phase wrap: c / (2 * 30 MHz) = 4.99654 m unambiguous range (SR4000 at 30 MHz).
+    amb = SPEED_OF_LIGHT_M_S / 60e6
+    np.testing.assert_allclose(phase_wrap([1.0, amb + 1.0, 2 * amb + 0.5], 30e6), [1.0, 1.0, 0.5], atol=1e-12)
+    d = _ground([], size=100.0)
+    d["objects"] = [{"name": "wall", "mesh": "plane", "size_m": [100, 100], "position_m": [7.0, 0, 0],
+                     "rpy_deg": [0, -90, 0]}]
+    d["sensors"] = [{"name": "tof", "model": "tof_sr4000",
+                     "params": {"noise_sigma_m": 0.0, "backfolding": True, "max_range_m": 10.0}}]
+    ds = hifi.Simulation.from_dict(d).run()["tof"].isel(frame=0)
+    assert ds.sizes["row"] == 144 and ds.sizes["col"] == 176
+    np.testing.assert_allclose(ds.distance_noisy.values, ds.distance.values - 5.0, atol=1e-12)
+    # Field of view: the corner pixels' yaw/pitch span 43.6 x 34.6 deg (data sheet) less a pixel.
+    assert np.degrees(ds.yaw.values.max() - ds.yaw.values.min()) == pytest.approx(43.6 * 175 / 176, rel=2e-3)
+
+
+def test_ibeo_pattern_at_mirror_yaw_0_45_90():
+    p = np.radians([-1.6, -0.8, 0.8, 1.6])
+    d = mirror_scan_directions(np.radians([0.0, 45.0, 90.0]), p)
+    yaw = np.degrees(np.arctan2(d[..., 1], d[..., 0]))
+    pitch = np.degrees(np.arcsin(d[..., 2]))
+    # BlenSor sec. 3.3: at mirror yaw 0 the rays keep their emitted yaw (0) and pitch.
+    np.testing.assert_allclose(yaw[0], 0.0, atol=1e-12)
+    np.testing.assert_allclose(pitch[0], np.degrees(p), atol=1e-12)
+    # At 90 deg the pitch separation has turned fully into yaw separation.
+    np.testing.assert_allclose(pitch[2], 0.0, atol=1e-12)
+    np.testing.assert_allclose(yaw[2], 90.0 + np.degrees(p), atol=1e-9)
+    # At 45 deg: elevation asin(sin p cos 45) (analytic for a layer pattern rotated by 45 deg).
+    np.testing.assert_allclose(pitch[1], np.degrees(np.arcsin(np.sin(p) * np.cos(np.radians(45)))), atol=1e-12)
+    assert np.all(np.diff(yaw[1]) > 0) and np.ptp(yaw[1]) > 0.5 * np.ptp(np.degrees(p))
+    # The sensor model: 341 shots from -50 to +35 deg, 4 layers, 12.5 Hz (Ibeo LUX data sheet).
+    ds = hifi.Simulation.from_dict(_ground([{"name": "lux", "model": "ibeo_lux", "position_m": [0, 0, 1.0]}])).run()["lux"]
+    assert (ds.sizes["step"], ds.sizes["layer"]) == (341, 4) and ds.attrs["rate_hz"] == 12.5
+
+
+def test_sensor_moving_past_a_wall_gives_the_skew():
+    # A SICK LMS moving at 20 m/s along y past a wall at x = 10: the point of the shot at time
+    # t lies at y = y_sensor(t) + 10 tan(yaw), so compared with a static scan the points shift by
+    # v * (t - t0) exactly (analytic motion distortion).
+    def run(track):
+        d = {"simulation": {"duration_s": 0.01},
+             "objects": [{"name": "wall", "mesh": "plane", "size_m": [100, 100], "position_m": [10, 0, 0],
+                          "rpy_deg": [0, -90, 0]}, {"name": "car", "mesh": "sphere", "radius_m": 0.01, **track}],
+             "sensors": [{"name": "lms", "model": "sick_lms", "parent": "car", "position_m": [0, 0, 1],
+                          "params": {"noise_sigma_m": 0.0, "fov_min_deg": -40.0, "fov_max_deg": 40.0}}]}
+        return hifi.Simulation.from_dict(d).run()["lms"].isel(frame=0, layer=0)
+    moving = run({"track": [{"t_s": 0.0, "position_m": [0, 0, -1]}, {"t_s": 1.0, "position_m": [0, 20, -1]}]})
+    static = run({"position_m": [0, 0, -1]})
+    t = moving.timestamp.values
+    assert np.ptp(t) == pytest.approx(80.0 / 360.0 / 75.0)            # 80 deg of a 75 Hz turn
+    np.testing.assert_allclose(moving.y.values - static.y.values, 20.0 * t, atol=1e-5)
+    np.testing.assert_allclose(moving.x.values, 10.0, atol=1e-5)
+
+
+def test_calibration_yaml_offsets(tmp_path):
+    # ros-drivers format (as 64e_s2.1-sztaki.yaml): a beam with vertical offset v and horizontal
+    # offset h leaves from v * up_perp + h * left, so a ground point is displaced accordingly.
+    (tmp_path / "cal.yaml").write_text(
+        "lasers:\n"
+        "- {laser_id: 1, rot_correction: 0.0, vert_correction: -0.2, vert_offset_correction: 0.2,"
+        " horiz_offset_correction: 0.0, dist_correction: 1.1}\n"
+        "- {laser_id: 0, rot_correction: 0.1, vert_correction: -0.3, vert_offset_correction: 0.0,"
+        " horiz_offset_correction: 0.05, dist_correction: 1.2}\nnum_lasers: 2\n")
+    cal = read_calibration(tmp_path / "cal.yaml")
+    np.testing.assert_allclose(cal.elevation_rad, [-0.3, -0.2])          # sorted by laser_id
+    d, o = cal.beams(np.zeros((1, 2)))             # rotor yaw 0, shape (step, laser)
+    np.testing.assert_allclose(o[0, 1], 0.2 * np.array([np.sin(0.2), 0.0, np.cos(0.2)]), atol=1e-15)
+    np.testing.assert_allclose(o[0, 0], 0.05 * np.array([-np.sin(0.1), np.cos(0.1), 0.0]), atol=1e-15)
+    np.testing.assert_allclose(np.degrees(np.arctan2(d[0, 0, 1], d[0, 0, 0])), np.degrees(0.1))
+    (tmp_path / "bad.yaml").write_text("lasers: []\n")
+    with pytest.raises(ValueError, match="bad.yaml"):
+        read_calibration(tmp_path / "bad.yaml")
+    # A missing calibration file is a scenario error naming the key.
+    d = _ground([{"name": "velo", "model": "hdl64e_s2", "params": {"calibration_file": "nope.yaml"}}])
+    with pytest.raises(hifi.ScenarioError, match=r"sensors\[0\]\.params\.calibration_file = 'nope.yaml'"):
+        hifi.Simulation.from_dict(d, base_dir=tmp_path)
+
+
+def test_raw_lidar_four_cameras():
+    # Inside a 20 x 20 m box room, every camera sees a wall at depth 10 m along its axis.
+    d = {"simulation": {"duration_s": 0.1},
+         "materials": {"wall": {"reflectivity": 0.5, "class": "wall"}},
+         "objects": [{"name": "room", "mesh": "box", "size_m": [20, 20, 20], "material": "wall"}],
+         "sensors": [{"name": "raw", "model": "raw_lidar",
+                      "params": {"resolution_x": 32, "resolution_y": 8, "fov_y_deg": 20.0}}]}
+    ds = hifi.Simulation.from_dict(d).run()["raw"].isel(frame=0)
+    assert dict(ds.depth.sizes) == {"camera": 4, "row": 8, "col": 32}
+    assert ds.depth.dtype == np.float32 and ds.annotation.dtype == np.uint8
+    np.testing.assert_allclose(ds.depth.values, 10.0, rtol=2.0 ** -21)
+    assert (ds.annotation.values == 1).all() and (ds.object_id.values == 0).all()
