@@ -27,6 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("dataset", type=Path)
     pl.add_argument("--out", type=Path, default=None, help="PNG file (default: beside the dataset)")
     pl.add_argument("--frame", type=int, default=0)
+    pl.add_argument("--color", choices=("object", "height"), default="object",
+                    help="colour of the bird's-eye view")
     from .export import FORMATS
     e = sub.add_parser("export", help="convert a dataset to another format")
     e.add_argument("dataset", type=Path)
@@ -62,7 +64,7 @@ def main(argv=None) -> int:
             from .plot import plot_dataset
             ds = _open(args.dataset)
             out = args.out or args.dataset.with_suffix(".png")
-            print(plot_dataset(ds, out, frame=args.frame))
+            print(plot_dataset(ds, out, frame=args.frame, color=args.color))
             return 0
         if args.command == "export":
             from .export import ExportError, export

@@ -17,13 +17,16 @@ def _pyplot():
     return plt
 
 
-def plot_dataset(ds, out, frame: int = 0) -> Path:
+def plot_dataset(ds, out, frame: int = 0, color: str = "object") -> Path:
     """Write a PNG quick look of one frame of ``ds`` and return its path.
 
     A depth image (``depth`` over ``row``/``col``) is shown as an image with its object ids
-    beside it; a dataset with points as a bird's-eye view (x east, y north) coloured by object;
-    ``motion.nc`` as the trajectories of every body.
+    beside it; a range sensor as a bird's-eye view (x east, y north) coloured by object id or
+    by height (``color = "object" | "height"``) beside its range image (reported distance over
+    the sensor's two dimensions); ``motion.nc`` as the trajectories of every body.
     """
+    if color not in ("object", "height"):
+        raise ValueError(f"color = {color!r}: expected 'object' or 'height'")
     plt = _pyplot()
     out = Path(out)
     name = ds.attrs.get("sensor_name", "dataset")
@@ -53,14 +56,34 @@ def plot_dataset(ds, out, frame: int = 0) -> Path:
         pts = fr.hifi.points(noisy=True)
         det = np.asarray(fr["detected"].values, bool).ravel() if "detected" in fr else \
             np.isfinite(np.asarray(fr["x"].values, float)).ravel()
-        oid = np.asarray(fr["object_id"].values).ravel()[det]
-        fig, ax = plt.subplots(figsize=(8, 7), constrained_layout=True)
-        sc = ax.scatter(pts[:, 0], pts[:, 1], c=oid, s=1, cmap="tab20")
-        fig.colorbar(sc, ax=ax, label="object id")
+        grid = "distance_noisy" in fr and fr["distance_noisy"].ndim == 2
+        fig, axes = plt.subplots(1, 2 if grid else 1, figsize=(15 if grid else 8, 6.5),
+                                 constrained_layout=True, squeeze=False)
+        ax = axes[0, 0]
+        if color == "height":
+            sc = ax.scatter(pts[:, 0], pts[:, 1], c=pts[:, 2], s=1, cmap="viridis")
+            fig.colorbar(sc, ax=ax, label="z (up) [m]")
+        else:
+            oid = np.asarray(fr["object_id"].values).ravel()[det]
+            sc = ax.scatter(pts[:, 0], pts[:, 1], c=oid, s=1, cmap="tab20")
+            fig.colorbar(sc, ax=ax, label="object id")
         ax.set_aspect("equal")
         ax.set_xlabel("x (east) [m]")
         ax.set_ylabel("y (north) [m]")
         ax.set_title(f"{name}: bird's-eye view, frame {int(fr['frame'])}, {len(pts)} returns")
+        if grid:
+            rng = fr["distance_noisy"]
+            img = np.asarray(rng.values, dtype=float)
+            # Range image: sensor elevation upward, scan order left to right.
+            pitch = np.asarray(fr["pitch"].values, dtype=float)
+            rows_are_dim0 = np.nanstd(np.nanmean(pitch, axis=1)) > np.nanstd(np.nanmean(pitch, axis=0))
+            img = img if rows_are_dim0 else img.T
+            order = np.argsort(-np.nanmean(pitch if rows_are_dim0 else pitch.T, axis=1))
+            im = axes[0, 1].imshow(img[order], aspect="auto", cmap="turbo", interpolation="nearest")
+            fig.colorbar(im, ax=axes[0, 1], label="reported distance [m]")
+            axes[0, 1].set_title("range image (rows sorted by elevation, top = highest)")
+            axes[0, 1].set_xlabel(rng.dims[0] if not rows_are_dim0 else rng.dims[1])
+            axes[0, 1].set_ylabel("beam, by elevation")
     else:
         raise ValueError(f"no plot for dataset {name!r} (sensor_model {ds.attrs.get('sensor_model')!r}): "
                          "expected a depth image, points (x, y, z) or motion poses")
