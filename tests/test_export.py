@@ -1,0 +1,415 @@
+"""Exporters (issue 3, "Exporters"): every format read back equals the dataset.
+
+Sources of expected values: the dataset itself (round trips, to the precision each format
+stores), the format specifications cited in ``hifi/export.py`` (record sizes, header fields,
+end markers), independent readers (laspy for LAS, trimesh for PLY, ``struct`` as BlenSor's
+``evd.py`` reads EVD, ``gnss.gpstime`` for GPS time) and analytic results (GPS seconds of an
+epoch, a point in the sensor frame from yaw, pitch and distance).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy.spatial.transform import Rotation
+
+import hifi
+from hifi.cli import main
+from hifi.export import (FORMATS, ExportError, export, gps_seconds_from_utc, read_evd, read_kitti_bin,
+                         read_pcd, read_ply)
+
+from _scenes import wall_scenario
+
+laspy = pytest.importorskip("laspy")
+
+N_THETA, N_PHI = 9, 5
+LAS_ATOL_M = 0.5e-4 + 1e-9     # half the 0.1 mm LAS scale, plus float64 rounding of the offset
+START_UTC = "2000-01-01T12:00:00Z"
+
+
+def _grid_scenario(*, orthogonal_sigma_m=0.01):
+    """Wall at 10 m, generic_grid sensor offset and yawed, 2 frames; the outer columns miss."""
+    d = wall_scenario(10.0, duration_s=0.2, seed=3)
+    d["simulation"]["start_utc"] = START_UTC
+    d["sensors"] = [
+        {"name": "grid", "model": "generic_grid", "rate_hz": 10.0, "position_m": [1.0, 2.0, 0.5],
+         "rpy_deg": [0.0, 5.0, 20.0],
+         "params": {"n_theta": N_THETA, "n_phi": N_PHI, "theta_min_deg": -85.0, "theta_max_deg": 85.0,
+                    "los_sigma_m": 0.02, "orthogonal_sigma_m": orthogonal_sigma_m}},
+        {"name": "cam", "model": "depthmap", "rate_hz": 10.0, "params": {"resolution_x": 8, "resolution_y": 6}},
+    ]
+    return d
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "o"
+    hifi.Simulation.from_dict(_grid_scenario()).run(out=out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def grid(run_dir):
+    ds = xr.open_dataset(run_dir / "grid.nc").load()
+    det = ds.detected.values
+    assert 0 < det.sum() < det.size          # the fixture has hits and misses
+    return ds
+
+
+def _synthetic(shape=(3, 4), n_frames=2, *, p_detect=0.6, seed=0, pose=True, frame_dim=True):
+    """A range-sensor dataset built by hand with the CONTRACTS variables (random values)."""
+    rng = np.random.default_rng(seed)
+    dims = ("frame",) + tuple(f"d{i}" for i in range(len(shape)))
+    full = (n_frames, *shape)
+    hit = rng.random(full) < max(p_detect, 0.8) if p_detect > 0 else np.zeros(full, bool)
+    det = hit & (rng.random(full) < p_detect)
+    xyz = rng.uniform(-50.0, 50.0, full + (3,))
+    xyz[~hit] = np.nan
+    noisy = np.where(det[..., None], xyz + rng.normal(0.0, 0.02, xyz.shape), np.nan)
+    n = int(np.prod(shape, dtype=int))
+    v = {
+        "timestamp": 0.1 * np.arange(n_frames)[:, None] + 0.1 * np.arange(n) / n,
+        "yaw": rng.uniform(-np.pi, np.pi, full), "pitch": rng.uniform(-0.5, 0.5, full),
+        "distance": np.where(hit, rng.uniform(1.0, 80.0, full), np.nan),
+        "detected": det,
+        "x": xyz[..., 0], "y": xyz[..., 1], "z": xyz[..., 2],
+        "x_noisy": noisy[..., 0], "y_noisy": noisy[..., 1], "z_noisy": noisy[..., 2],
+        "object_id": np.where(hit, rng.integers(0, 3, full), -1).astype(np.int32),
+        "intensity": np.where(hit, rng.uniform(0.0, 1.5, full), np.nan),   # > 1 near the sensor
+    }
+    v["timestamp"] = v["timestamp"].reshape(full)
+    v["distance_noisy"] = np.where(det, v["distance"] + 0.01, np.nan)
+    ds = xr.Dataset({k: (dims, np.asarray(a).reshape(full)) for k, a in v.items()},
+                    attrs={"sensor_name": "syn", "sensor_model": "synthetic", "hifi_version": "0",
+                           "seed": seed, "start_utc": START_UTC})
+    if pose:
+        ds["sensor_position"] = (("frame", "xyz"), rng.uniform(-5.0, 5.0, (n_frames, 3)))
+        ds["sensor_orientation"] = (("frame", "quat"), Rotation.random(n_frames, random_state=seed).as_quat())
+    if not frame_dim:
+        ds = ds.isel(frame=0)
+    return ds
+
+
+def _det_flat(ds, name):
+    """``name`` at the detected returns, frame by frame in C order (the exporters' order)."""
+    if "frame" not in ds.dims:
+        ds = ds.expand_dims("frame")
+    return ds[name].values[ds.detected.values]
+
+
+def _frame_of_detected(ds):
+    det = ds.detected.values
+    return np.broadcast_to(np.arange(det.shape[0]).reshape((-1,) + (1,) * (det.ndim - 1)), det.shape)[det]
+
+
+# ----------------------------------------------------------------------------- formats list
+
+
+def test_formats_are_the_contract_list():
+    # CONTRACTS "Command line": hifi export ... --format pcd|ply|las|ptx|evd|kitti
+    assert FORMATS == ("pcd", "ply", "las", "ptx", "evd", "kitti")
+    with pytest.raises(ExportError, match="'xyz' is not supported; allowed: pcd, ply, las"):
+        export(_synthetic(), "xyz", "/nonexistent/x.xyz")
+
+
+# ----------------------------------------------------------------------------- PCD
+
+
+def test_pcd_organised_round_trip_one_file_per_frame(grid, tmp_path):
+    paths = export(grid, "pcd", tmp_path / "scan.pcd")
+    # file-per-frame naming: <stem>_<frame:06d>.pcd, and not `out` itself
+    assert [p.name for p in paths] == ["scan_000000.pcd", "scan_000001.pcd"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scan_000000.pcd", "scan_000001.pcd"]
+    for f, p in enumerate(paths):
+        cloud = read_pcd(p)
+        h = cloud.header
+        # PCD v0.7 spec: header fields; WIDTH, HEIGHT = the sensor dims (theta, phi) in dataset order
+        assert h["VERSION"] == ["0.7"] and h["DATA"] == ["binary"]
+        assert h["FIELDS"] == ["x", "y", "z", "intensity", "x_true", "y_true", "z_true"]
+        assert (h["WIDTH"], h["HEIGHT"], h["POINTS"]) == (N_THETA, N_PHI, N_THETA * N_PHI)
+        assert p.stat().st_size == len(p.read_bytes().split(b"DATA binary\n")[0]) + 12 + 28 * N_THETA * N_PHI
+        fr = grid.isel(frame=f)
+        pts = cloud.points                                      # (HEIGHT, WIDTH): [phi, theta]
+        det = fr.detected.values                                # (theta, phi)
+        # round trip to float32; cell (row i1, column i0) is dataset element [i0, i1]
+        for field, var in (("x", "x_noisy"), ("y", "y_noisy"), ("z", "z_noisy"), ("intensity", "intensity"),
+                           ("x_true", "x"), ("y_true", "y"), ("z_true", "z")):
+            got = pts[field].T
+            want = fr[var].values.astype(np.float32)
+            np.testing.assert_array_equal(got[det], want[det], err_msg=field)
+            if field.endswith("_true"):
+                np.testing.assert_array_equal(got, want, err_msg=field)   # truth written everywhere
+        # misses are NaN in the organised cloud (PCL's invalid point)
+        for field in ("x", "y", "z", "intensity"):
+            assert np.all(np.isnan(pts[field].T[~det])) and np.all(np.isfinite(pts[field].T[det]))
+        # VIEWPOINT tx ty tz qw qx qy qz = sensor pose at the frame start (round trip, repr floats)
+        vp = np.array(h["VIEWPOINT"], dtype=float)
+        np.testing.assert_array_equal(vp[:3], fr.sensor_position.values)
+        q = fr.sensor_orientation.values
+        np.testing.assert_array_equal(vp[3:], [q[3], q[0], q[1], q[2]])
+
+
+def test_pcd_one_frame_writes_out_and_one_dim_sensor_has_height_1(tmp_path):
+    ds = _synthetic(shape=(7,), n_frames=1)
+    paths = export(ds, "pcd", tmp_path / "line.pcd")
+    assert paths == [tmp_path / "line.pcd"]
+    cloud = read_pcd(paths[0])
+    assert (cloud.header["WIDTH"], cloud.header["HEIGHT"]) == (7, 1)
+    det = ds.detected.values[0]
+    np.testing.assert_array_equal(cloud.points["x"][0][det], ds.x_noisy.values[0][det].astype(np.float32))
+    # a dataset without a frame dimension is one frame too
+    paths = export(_synthetic(shape=(7,), frame_dim=False), "pcd", tmp_path / "noframe.pcd")
+    assert paths == [tmp_path / "noframe.pcd"]
+
+
+def test_pcd_three_sensor_dims_fortran_order(tmp_path):
+    ds = _synthetic(shape=(2, 3, 4), n_frames=3, seed=4)
+    paths = export(ds, "pcd", tmp_path / "cube.pcd")
+    assert [p.name for p in paths] == [f"cube_{f:06d}.pcd" for f in range(3)]
+    for f, p in enumerate(paths):
+        cloud = read_pcd(p)
+        # WIDTH = first sensor dim, HEIGHT = product of the others (documented layout)
+        assert (cloud.header["WIDTH"], cloud.header["HEIGHT"]) == (2, 12)
+        want = np.where(ds.detected.values[f], ds.z_noisy.values[f], np.nan).astype(np.float32)
+        np.testing.assert_array_equal(cloud.points["z"].ravel(), want.ravel(order="F"))
+
+
+def test_read_pcd_ascii():
+    # A PCD ascii file as in the PCL tutorial's example (format spec), read by the same reader.
+    import tempfile
+    from pathlib import Path
+    text = ("# .PCD v.7 - Point Cloud Data file format\nVERSION .7\nFIELDS x y z rgb\nSIZE 4 4 4 4\n"
+            "TYPE F F F F\nCOUNT 1 1 1 1\nWIDTH 2\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\nPOINTS 2\nDATA ascii\n"
+            "0.93773 0.33763 0 4.2108e+06\n0.90805 0.35641 0 4.2108e+06\n")
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "a.pcd"
+        p.write_text(text)
+        cloud = read_pcd(p)
+    assert cloud.points.shape == (1, 2)
+    np.testing.assert_array_equal(cloud.points["x"][0], np.float32([0.93773, 0.90805]))
+
+
+# ----------------------------------------------------------------------------- PLY
+
+
+def test_ply_round_trip(grid, tmp_path):
+    (path,) = export(grid, "ply", tmp_path / "scan.ply")
+    v = read_ply(path)
+    assert v.size == int(grid.detected.sum())                # detected returns of all frames
+    for name, var in (("x", "x_noisy"), ("y", "y_noisy"), ("z", "z_noisy"), ("timestamp", "timestamp"),
+                      ("object_id", "object_id")):
+        np.testing.assert_array_equal(v[name], _det_flat(grid, var), err_msg=name)   # double / int: exact
+    np.testing.assert_array_equal(v["intensity"], _det_flat(grid, "intensity").astype(np.float32))
+    np.testing.assert_array_equal(v["frame"], _frame_of_detected(grid))
+    # independent reader: trimesh parses the same vertices
+    trimesh = pytest.importorskip("trimesh")
+    cloud = trimesh.load(path)
+    np.testing.assert_array_equal(np.asarray(cloud.vertices),
+                                  np.column_stack([v["x"], v["y"], v["z"]]))
+
+
+# ----------------------------------------------------------------------------- LAS
+
+
+def test_las_round_trip(grid, tmp_path):
+    (path,) = export(grid, "las", tmp_path / "scan.las")
+    las = laspy.read(path)
+    assert str(las.header.version) == "1.4" and las.header.point_format.id == 6
+    # LAS 1.4 Global Encoding bit 0: adjusted standard GPS time
+    assert las.header.global_encoding.gps_time_type == laspy.header.GpsTimeType.STANDARD
+    assert las.header.point_count == int(grid.detected.sum())
+    np.testing.assert_array_equal(las.header.scales, [1e-4] * 3)
+    for axis, var in zip("xyz", ("x_noisy", "y_noisy", "z_noisy")):
+        np.testing.assert_allclose(np.asarray(las[axis]), _det_flat(grid, var), rtol=0, atol=LAS_ATOL_M)
+    # intensity: round(65535 * clip(intensity, 0, 1)) (documented scaling, full scale 1.0)
+    want_i = np.round(65535 * np.clip(_det_flat(grid, "intensity"), 0, 1)).astype(np.uint16)
+    np.testing.assert_array_equal(np.asarray(las.intensity), want_i)
+    np.testing.assert_array_equal(np.asarray(las.classification), 0)    # no classes: "never classified"
+    np.testing.assert_array_equal(np.asarray(las.return_number), 1)
+    # GPS time, analytic: 2000-01-01T12:00:00 UTC is 7300 days + 12 h after 1980-01-06 plus 13 leap
+    # seconds = 630763213 s GPS; adjusted standard GPS time subtracts 1e9.
+    want_t = (630763213 - 1_000_000_000) + _det_flat(grid, "timestamp")
+    np.testing.assert_allclose(np.asarray(las.gps_time), want_t, rtol=0, atol=1e-6)   # 1 us
+
+
+def test_las_classification_sources(tmp_path):
+    ds = _synthetic(shape=(4, 5), n_frames=2, seed=7)
+    # 1. class_id attribute indexed by object id
+    ds.attrs["class_id"] = np.array([3, 7], dtype=np.int64)            # object 2 has none -> 0
+    (p,) = export(ds, "las", tmp_path / "a.las")
+    oid = _det_flat(ds, "object_id")
+    np.testing.assert_array_equal(np.asarray(laspy.read(p).classification), np.choose(oid, [3, 7, 0]))
+    # 2. a per-point annotation variable takes precedence
+    ann = (np.arange(ds.detected.size).reshape(ds.detected.shape) % 200).astype(np.uint8)
+    ds["annotation"] = (ds.detected.dims, ann)
+    (p,) = export(ds, "las", tmp_path / "b.las")
+    np.testing.assert_array_equal(np.asarray(laspy.read(p).classification), ann[ds.detected.values])
+    # 3. class ids beyond uint8 are refused
+    bad = ds.drop_vars("annotation")
+    bad.attrs["class_id"] = [300, 1, 1]
+    with pytest.raises(ExportError, match="0..255"):
+        export(bad, "las", tmp_path / "c.las")
+    assert not (tmp_path / "c.las").exists()
+
+
+def test_gps_time_leap_seconds_against_gnss_and_bulletin_c():
+    gpstime = pytest.importorskip("gnss.gpstime")
+    epochs = ["1980-01-06T00:00:00", "1981-06-30T23:59:59", "1981-07-01T00:00:00", "1999-06-01T08:30:00.25",
+              "2016-12-31T23:59:59", "2017-01-01T00:00:00", "2024-05-01T12:00:00"]
+    for e in epochs:
+        sec, frac = gps_seconds_from_utc(e + "Z", np.array([0.0, 0.5]))
+        # independent implementation: gnss.gpstime.utc_to_gpst, integer ns since the GPS epoch
+        ns = gpstime.to_ns(gpstime.utc_to_gpst(np.datetime64(e, "ns")))
+        np.testing.assert_array_equal(sec * 1_000_000_000 + np.round(frac * 1e9).astype(np.int64),
+                                      ns + np.array([0, 500_000_000]), err_msg=e)
+    # IERS Bulletin C: GPST - UTC is 17 s before and 18 s from 2017-01-01 (analytic difference)
+    a, _ = gps_seconds_from_utc("2016-12-31T23:59:59Z", [0.0])
+    b, _ = gps_seconds_from_utc("2017-01-01T00:00:00Z", [0.0])
+    assert int(b[0] - a[0]) == 2
+    # a point timestamped across the boundary picks up the leap second
+    c, fc = gps_seconds_from_utc("2016-12-31T23:59:59Z", [2.0])
+    assert int(c[0]) + fc[0] == pytest.approx(int(a[0]) + 3.0, abs=1e-9)
+
+
+# ----------------------------------------------------------------------------- KITTI
+
+
+def test_kitti_sensor_frame_round_trip(grid, tmp_path):
+    paths = export(grid, "kitti", tmp_path / "scan.bin")
+    assert [p.name for p in paths] == ["scan_000000.bin", "scan_000001.bin"]
+    for f, p in enumerate(paths):
+        fr = grid.isel(frame=f)
+        det = fr.detected.values
+        assert p.stat().st_size == 16 * int(det.sum())          # 4 float32 per point, no header
+        scan = read_kitti_bin(p)
+        assert scan.points_sensor.dtype == np.float32 and scan.points_sensor.shape == (int(det.sum()), 3)
+        rot = Rotation.from_quat(fr.sensor_orientation.values)
+        scene = np.column_stack([fr[v].values[det] for v in ("x_noisy", "y_noisy", "z_noisy")])
+        want = rot.apply(scene - fr.sensor_position.values, inverse=True).astype(np.float32)
+        np.testing.assert_array_equal(scan.points_sensor, want)               # float32 round trip
+        np.testing.assert_array_equal(scan.intensity, np.clip(fr.intensity.values[det], 0, 1).astype(np.float32))
+
+
+def test_kitti_point_from_yaw_pitch_distance(tmp_path):
+    # Analytic: a static sensor without orthogonal noise reports distance_noisy along its ray, so
+    # in the sensor frame p = distance_noisy * (cos p cos y, cos p sin y, sin p).
+    ds = hifi.Simulation.from_dict(_grid_scenario(orthogonal_sigma_m=0.0)).run()["grid"]
+    paths = export(ds, "kitti", tmp_path / "s.bin")
+    for f, p in enumerate(paths):
+        fr = ds.isel(frame=f)
+        det = fr.detected.values
+        yaw, pitch, d = fr.yaw.values[det], fr.pitch.values[det], fr.distance_noisy.values[det]
+        want = d[:, None] * np.column_stack([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)])
+        np.testing.assert_allclose(read_kitti_bin(p).points_sensor, want, rtol=0, atol=1e-5)  # 10 um: float32 at 15 m
+
+
+def test_kitti_needs_sensor_pose(tmp_path):
+    with pytest.raises(ExportError, match="sensor pose.*lacks sensor_position, sensor_orientation"):
+        export(_synthetic(pose=False), "kitti", tmp_path / "x.bin")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- EVD
+
+
+def _read_evd_with_struct(path):
+    """Independent reader: BlenSor's evd_reader logic, struct "i" then "11dQ" records (little endian)."""
+    raw = path.read_bytes()
+    scans, pos = [], 0
+    while True:
+        (n,) = struct.unpack_from("<i", raw, pos)
+        pos += 4
+        if n == -1:
+            return scans, pos
+        scans.append([struct.unpack_from("<11dQ", raw, pos + 96 * k) for k in range(n)])
+        pos += 96 * n
+
+
+def test_evd_round_trip(grid, tmp_path):
+    (path,) = export(grid, "evd", tmp_path / "scan.evd")
+    assert struct.calcsize("<11dQ") == 96                         # BlenSor's record, no padding
+    scans, end = _read_evd_with_struct(path)
+    assert end == path.stat().st_size                            # the int32 -1 end marker closes the file
+    assert path.read_bytes()[-4:] == struct.pack("<i", -1)
+    assert [len(s) for s in scans] == [int(grid.detected.isel(frame=f).sum()) for f in range(2)]  # hits only
+    rows = np.array([r for s in scans for r in s], dtype=object)
+    fields = ("timestamp", "yaw", "pitch", "distance", "distance_noisy", "x", "y", "z",
+              "x_noisy", "y_noisy", "z_noisy")
+    for k, name in enumerate(fields):                             # float64: exact
+        np.testing.assert_array_equal(rows[:, k].astype(float), _det_flat(grid, name), err_msg=name)
+    np.testing.assert_array_equal(rows[:, 11].astype(np.int64), _det_flat(grid, "object_id"))
+    # the public reader agrees with the struct reader
+    recs = read_evd(path)
+    np.testing.assert_array_equal(np.concatenate(recs)["x_noisy"], _det_flat(grid, "x_noisy"))
+    np.testing.assert_array_equal(np.concatenate(recs)["object_id"], _det_flat(grid, "object_id"))
+
+
+# ----------------------------------------------------------------------------- edge cases
+
+
+def test_all_misses_give_valid_empty_files(tmp_path):
+    ds = _synthetic(shape=(3, 4), n_frames=2, p_detect=0.0)
+    assert not ds.detected.values.any()
+    pcd = export(ds, "pcd", tmp_path / "m.pcd")
+    for p in pcd:
+        cloud = read_pcd(p)
+        assert cloud.header["POINTS"] == 12 and np.all(np.isnan(cloud.points["x"]))   # organised, all invalid
+    (ply,) = export(ds, "ply", tmp_path / "m.ply")
+    assert read_ply(ply).size == 0 and b"element vertex 0\n" in ply.read_bytes()
+    (las,) = export(ds, "las", tmp_path / "m.las")
+    assert laspy.read(las).header.point_count == 0
+    (evd,) = export(ds, "evd", tmp_path / "m.evd")
+    assert evd.read_bytes() == struct.pack("<iii", 0, 0, -1)     # two scans of count 0, then -1
+    assert [r.size for r in read_evd(evd)] == [0, 0]
+    kitti = export(ds, "kitti", tmp_path / "m.bin")
+    assert [p.stat().st_size for p in kitti] == [0, 0]
+    assert read_kitti_bin(kitti[0]).points_sensor.shape == (0, 3)
+
+
+def test_synthetic_single_frame_all_formats(tmp_path):
+    ds = _synthetic(shape=(5, 6), n_frames=1, seed=2)
+    n = int(ds.detected.sum())
+    for fmt, name in (("pcd", "a.pcd"), ("ply", "a.ply"), ("las", "a.las"), ("ptx", "a.ptx"),
+                      ("evd", "a.evd"), ("kitti", "a.bin")):
+        assert export(ds, fmt, tmp_path / name) == [tmp_path / name]    # one frame: `out` itself
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "a.evd", "a.las", "a.pcd", "a.ply", "a.ptx"]
+    assert read_ply(tmp_path / "a.ply").size == n
+    assert laspy.read(tmp_path / "a.las").header.point_count == n
+    assert read_kitti_bin(tmp_path / "a.bin").intensity.size == n
+    assert [r.size for r in read_evd(tmp_path / "a.evd")] == [n]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_depth_map_dataset_is_refused_naming_what_is_missing(run_dir, tmp_path, fmt):
+    cam = xr.open_dataset(run_dir / "cam.nc")
+    with pytest.raises(ExportError) as err:
+        export(cam, fmt, tmp_path / f"cam.{fmt}")
+    msg = str(err.value)
+    assert "x_noisy" in msg or "gridded scan" in msg
+    assert "depthmap" in msg                                       # names the sensor model
+    assert list(tmp_path.iterdir()) == []                          # nothing written, no staging dir
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_cli_export(run_dir, tmp_path, fmt, capsys):
+    out = tmp_path / f"grid.{fmt}"
+    assert main(["export", str(run_dir / "grid.nc"), "--format", fmt, "--out", str(out)]) == 0
+    written = sorted(p.name for p in tmp_path.iterdir())
+    if fmt in ("pcd", "kitti"):                                   # two frames: one file per frame
+        ext = ".pcd" if fmt == "pcd" else ".bin"
+        assert written == [f"grid_000000{ext}", f"grid_000001{ext}"]
+    else:
+        assert written == [out.name]
+    assert "grid" in capsys.readouterr().out
+    # a dataset the format cannot hold: exit status 2, one message, nothing left
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    assert main(["export", str(run_dir / "cam.nc"), "--format", fmt, "--out", str(bad / f"cam.{fmt}")]) == 2
+    assert "depthmap" in capsys.readouterr().err
+    assert list(bad.iterdir()) == []
