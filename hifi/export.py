@@ -159,11 +159,17 @@ def _n_frames(ds) -> int:
 def _pose(ds, fmt: str):
     """Sensor -> scene pose at the start of every frame: positions (n_frames, 3) [m], Rotation."""
     _require(ds, fmt, _POSE, why="the sensor pose at the start of each frame,")
-    if "frame" not in ds.dims:
-        ds = ds.expand_dims("frame")
-    pos = np.asarray(ds["sensor_position"].transpose("frame", ...).values, dtype=float).reshape(-1, 3)
-    quat = np.asarray(ds["sensor_orientation"].transpose("frame", ...).values, dtype=float).reshape(-1, 4)
-    return pos, Rotation.from_quat(quat)
+    n = _n_frames(ds)
+    arrs = []
+    for name, width in zip(_POSE, (3, 4)):
+        var = ds[name]
+        var = var.transpose("frame", ...) if "frame" in var.dims else var.expand_dims(frame=n)  # static pose
+        a = np.asarray(var.values, dtype=float)
+        if a.shape != (n, width):
+            raise ExportError(f"{fmt}: variable {name!r} has shape {var.shape} over {var.dims}, expected "
+                              f"(frame, {width})")
+        arrs.append(a)
+    return arrs[0], Rotation.from_quat(arrs[1])
 
 
 def _detected(ds, names) -> dict:
@@ -464,33 +470,47 @@ def gps_seconds_from_utc(start_utc: str, t_s) -> tuple[np.ndarray, np.ndarray]:
     return sec0 + leap, frac0 * 1e-9 + t_s
 
 
-def las_classification(ds, det: dict) -> np.ndarray:
-    """LAS classification (uint8) of the detected returns ``det`` (see :func:`_detected`).
+def las_classification(object_id, *, annotation=None, class_id=None) -> np.ndarray:
+    """LAS classification (uint8) of returns from their class annotation or object id.
+
+    Parameters
+    ----------
+    object_id : array_like of int
+        Object hit by each return, -1 for none [1].
+    annotation : array_like of uint8, optional
+        Semantic class id of each return (same shape as ``object_id``) [1].
+    class_id : sequence of int, optional
+        Class id of every object, indexed by object id [1].
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        Same shape as ``object_id``.
 
     Notes
     -----
-    In order of preference:
+    In order of preference: ``annotation`` when given; else ``class_id[object_id]`` when
+    ``class_id`` is given (object ids outside it, and -1, give 0); else 0, ASPRS "created, never
+    classified". The ids are hifi's class ids (the order of the scenario's ``class`` names),
+    written as they are: they are not the ASPRS standard codes (2 ground, 6 building, ...).
 
-    1. a per-point ``annotation`` variable (uint8 semantic class id) when the dataset has one;
-    2. else ``object_id`` mapped through a global attribute ``class_id`` (a sequence indexed by
-       object id, giving each object's class id) when present; ids outside it give 0;
-    3. else 0, ASPRS "created, never classified".
-
-    The ids are hifi's class ids (the order of the scenario's ``class`` names), written as they
-    are: they are not the ASPRS standard codes (2 ground, 6 building, ...).
+    Raises
+    ------
+    ExportError
+        ``class_id`` is not a sequence of integers, or a class id is outside 0..255.
     """
-    if "annotation" in det:
-        cls = np.asarray(det["annotation"])
-    elif "class_id" in ds.attrs:
-        lut = np.atleast_1d(np.asarray(ds.attrs["class_id"]))
+    oid = np.asarray(object_id, dtype=np.int64)
+    if annotation is not None:
+        cls = np.broadcast_to(np.asarray(annotation), oid.shape)
+    elif class_id is not None:
+        lut = np.atleast_1d(np.asarray(class_id))
         if lut.ndim != 1 or not np.issubdtype(lut.dtype, np.integer):
-            raise ExportError(f"attribute class_id = {ds.attrs['class_id']!r}: expected a sequence of integer "
+            raise ExportError(f"attribute class_id = {class_id!r}: expected a sequence of integer "
                               f"class ids indexed by object id")
-        oid = np.asarray(det["object_id"], dtype=np.int64)
         ok = (oid >= 0) & (oid < lut.size)
-        cls = np.where(ok, lut[np.clip(oid, 0, max(lut.size - 1, 0))] if lut.size else 0, 0)
+        cls = np.where(ok, np.append(lut, 0)[np.where(ok, oid, lut.size)], 0)
     else:
-        return np.zeros(det["frame"].shape, dtype=np.uint8)
+        return np.zeros(oid.shape, dtype=np.uint8)
     if cls.size and (cls.min() < 0 or cls.max() > 255):
         raise ExportError(f"LAS classification must be 0..255; the dataset's class ids span "
                           f"{cls.min()}..{cls.max()}")
@@ -504,8 +524,9 @@ def write_las(ds, path: Path, *, intensity_full_scale: float = LAS_INTENSITY_FUL
     ----------
     ds : xarray.Dataset
         Range-sensor dataset with ``x_noisy y_noisy z_noisy intensity object_id timestamp
-        detected`` and the global attribute ``start_utc``; optional ``annotation`` variable or
-        ``class_id`` attribute (see :func:`las_classification`).
+        detected`` and the global attribute ``start_utc``; optional: a per-point ``annotation``
+        variable (uint8) or a global attribute ``class_id`` (class id per object id), see
+        :func:`las_classification`.
     path : pathlib.Path
         Output file.
     intensity_full_scale : float
@@ -561,7 +582,8 @@ def write_las(ds, path: Path, *, intensity_full_scale: float = LAS_INTENSITY_FUL
     if ints.size and np.abs(ints).max() > limit:
         raise ExportError(f"LAS: the points span more than {2 * limit * LAS_SCALE_M / 1e3:.0f} km on an axis, "
                           f"beyond int32 coordinates at scale {LAS_SCALE_M} m")
-    classification = las_classification(ds, det)
+    classification = las_classification(det["object_id"], annotation=det.get("annotation"),
+                                        class_id=ds.attrs.get("class_id"))
     sec, frac = gps_seconds_from_utc(ds.attrs["start_utc"], det["timestamp"])
     gps_time = (sec - LAS_ADJUSTED_GPS_OFFSET_S).astype(float) + frac
     inten = np.clip(np.nan_to_num(np.asarray(det["intensity"], dtype=float) / intensity_full_scale), 0.0, 1.0)

@@ -18,8 +18,8 @@ from scipy.spatial.transform import Rotation
 
 import hifi
 from hifi.cli import main
-from hifi.export import (FORMATS, ExportError, export, gps_seconds_from_utc, read_evd, read_kitti_bin,
-                         read_pcd, read_ply)
+from hifi.export import (FORMATS, ExportError, export, gps_seconds_from_utc, las_classification, read_evd,
+                         read_kitti_bin, read_pcd, read_ply)
 
 from _scenes import wall_scenario
 
@@ -175,6 +175,13 @@ def test_pcd_three_sensor_dims_fortran_order(tmp_path):
         assert (cloud.header["WIDTH"], cloud.header["HEIGHT"]) == (2, 12)
         want = np.where(ds.detected.values[f], ds.z_noisy.values[f], np.nan).astype(np.float32)
         np.testing.assert_array_equal(cloud.points["z"].ravel(), want.ravel(order="F"))
+        # a hit below the detection threshold: invalid reported point and intensity, true point kept
+        det, hit = ds.detected.values[f].ravel(order="F"), ds.object_id.values[f].ravel(order="F") >= 0
+        below = hit & ~det
+        assert below.any()
+        assert np.all(np.isnan(cloud.points["intensity"].ravel()[below]))
+        np.testing.assert_array_equal(cloud.points["x_true"].ravel()[below],
+                                      ds.x.values[f].ravel(order="F")[below].astype(np.float32))
 
 
 def test_read_pcd_ascii():
@@ -255,6 +262,19 @@ def test_las_classification_sources(tmp_path):
     assert not (tmp_path / "c.las").exists()
 
 
+def test_las_classification_function():
+    oid = np.array([-1, 0, 1, 5])
+    # nothing to go on: 0, ASPRS "created, never classified" (LAS 1.4 R15, classification table)
+    np.testing.assert_array_equal(las_classification(oid), [0, 0, 0, 0])
+    # lookup by object id; -1 and ids beyond the table give 0 (documented)
+    np.testing.assert_array_equal(las_classification(oid, class_id=[4, 9]), [0, 4, 9, 0])
+    ann = np.array([1, 2, 3, 4], dtype=np.uint8)
+    np.testing.assert_array_equal(las_classification(oid, annotation=ann, class_id=[4, 9]), ann)
+    assert las_classification(np.zeros((0,), np.int32), class_id=[1]).shape == (0,)   # same rank when empty
+    with pytest.raises(ExportError, match="class_id"):
+        las_classification(oid, class_id=["road"])
+
+
 def test_gps_time_leap_seconds_against_gnss_and_bulletin_c():
     gpstime = pytest.importorskip("gnss.gpstime")
     epochs = ["1980-01-06T00:00:00", "1981-06-30T23:59:59", "1981-07-01T00:00:00", "1999-06-01T08:30:00.25",
@@ -304,6 +324,20 @@ def test_kitti_point_from_yaw_pitch_distance(tmp_path):
         yaw, pitch, d = fr.yaw.values[det], fr.pitch.values[det], fr.distance_noisy.values[det]
         want = d[:, None] * np.column_stack([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)])
         np.testing.assert_allclose(read_kitti_bin(p).points_sensor, want, rtol=0, atol=1e-5)  # 10 um: float32 at 15 m
+
+
+def test_kitti_static_pose_without_frame_dimension(tmp_path):
+    ds = _synthetic(shape=(4, 3), n_frames=2, seed=5)
+    static = ds.assign(sensor_position=ds.sensor_position.isel(frame=0),
+                       sensor_orientation=ds.sensor_orientation.isel(frame=0))
+    paths = export(static, "kitti", tmp_path / "s.bin")
+    rot = Rotation.from_quat(static.sensor_orientation.values)
+    for f, p in enumerate(paths):
+        fr = static.isel(frame=f)
+        det = fr.detected.values
+        scene = np.column_stack([fr[v].values[det] for v in ("x_noisy", "y_noisy", "z_noisy")])
+        want = rot.apply(scene - static.sensor_position.values, inverse=True).astype(np.float32)
+        np.testing.assert_array_equal(read_kitti_bin(p).points_sensor, want)   # float32 round trip
 
 
 def test_kitti_needs_sensor_pose(tmp_path):
