@@ -107,12 +107,16 @@ def export(ds, fmt: str, out) -> list[Path]:
     ExportError
         The format is unknown or the dataset lacks what the format needs (the message names
         the missing variables or attributes). Nothing is left written.
+    FileNotFoundError
+        The directory of ``out`` does not exist.
     """
     if fmt not in FORMATS:
         raise ExportError(f"format {fmt!r} is not supported; allowed: {', '.join(FORMATS)}")
     out = Path(out)
     writer = {"pcd": write_pcd, "ply": write_ply, "las": write_las, "ptx": write_ptx,
               "evd": write_evd, "kitti": write_kitti}[fmt]
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"{out.parent}: no such directory for {out.name}")
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         written = writer(ds, staging / out.name)

@@ -427,6 +427,12 @@ def test_depth_map_dataset_is_refused_naming_what_is_missing(run_dir, tmp_path, 
     assert list(tmp_path.iterdir()) == []                          # nothing written, no staging dir
 
 
+def test_missing_output_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        export(_synthetic(), "ply", tmp_path / "absent" / "a.ply")
+    assert list(tmp_path.iterdir()) == []
+
+
 # ----------------------------------------------------------------------------- CLI
 
 
