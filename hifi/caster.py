@@ -22,8 +22,9 @@ from .scene import Scene
 #: Rays per thread task below which threading costs more than it saves.
 _MIN_RAYS_PER_TASK = 2048
 
-#: Rays per chunk of work (about 0.4 MB per (n, 3) float64 array, so a chunk stays in cache).
-_CHUNK_RAYS = 131072
+#: Most rays in one chunk of work handed to a thread. Smaller chunks balance the threads
+#: better but pay numpy's per-call overhead more often (16 k to 128 k measured within noise).
+_CHUNK_RAYS = 65536
 
 #: Smallest cosine used to turn the normal clearance of a secondary ray into a distance along
 #: it; grazing reflections (cos < 0.05, 87 deg) step at most 20 offsets along the ray.
@@ -239,14 +240,14 @@ class RayCaster:
     def _map(self, fn, n: int) -> list:
         """``fn(start, stop)`` over contiguous chunks of ``range(n)``, on the pool; results in order.
 
-        Chunks hold about ``_CHUNK_RAYS`` rays, so a chunk's float64 arrays stay in cache and the
-        chunks balance over the threads; fewer than ``_MIN_RAYS_PER_TASK`` rays per thread run in
-        the calling thread. Every ray's result depends on that ray alone, never on the chunking.
+        Each thread gets the same number of chunks of at most ``_CHUNK_RAYS`` rays; fewer than
+        ``_MIN_RAYS_PER_TASK`` rays per thread run in the calling thread. Every ray's result
+        depends on that ray alone, never on the chunking.
         """
-        n_chunks = max(1, -(-n // _CHUNK_RAYS))
-        bounds = np.linspace(0, n, n_chunks + 1).astype(int)
         tasks = min(self.n_threads, max(1, n // _MIN_RAYS_PER_TASK))
-        if tasks <= 1 or n_chunks == 1:
+        n_chunks = tasks * max(1, -(-n // (tasks * _CHUNK_RAYS)))
+        bounds = np.linspace(0, n, n_chunks + 1).astype(int)
+        if tasks <= 1:
             return [fn(bounds[i], bounds[i + 1]) for i in range(n_chunks)]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="hifi-cast")
