@@ -8,8 +8,10 @@ Run from the repository root::
 Every case casts the same 133,312 rays against the same triangles. Raw embreex gets its float32
 inputs prepared in advance (origins relative to the same centre hifi uses), so its time is the
 Embree traversal plus the embreex wrapper only; hifi's time is a whole ``RayCaster.cast`` from
-float64 scene-frame rays to a :class:`hifi.caster.Hits`. Each case is run once as a warm-up and
-then ``--repeat`` times; the table reports the median wall-clock time.
+float64 scene-frame rays to a :class:`hifi.caster.Hits`. Each case is run once as a warm-up,
+then ``--repeat`` rounds run every case once in turn (so load from other work on a shared
+machine falls on all cases alike); the table reports the median wall-clock time, and the
+fastest run of each case is printed below it.
 """
 
 from __future__ import annotations
@@ -55,15 +57,25 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _median_time(fn, repeat: int) -> tuple[float, list[float]]:
-    """Warm up once, then time ``fn()`` ``repeat`` times; median and all times [s]."""
-    fn()
-    times = []
-    for _ in range(repeat):
+def _time_interleaved(cases: dict, repeat: int) -> dict:
+    """Wall-clock times [s] of each case: one warm-up each, then ``repeat`` rounds that run
+    every case once in turn, so that load from other work on the machine falls on all cases
+    alike. ``cases`` maps a name to ``(prepare, fn)``; ``prepare()`` (or None) runs before the
+    clock starts. Returns ``{name: [times]}``."""
+    def once(prepare, fn):
+        if prepare is not None:
+            prepare()
         t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times
+        return time.perf_counter() - t0
+
+    for prepare, fn in cases.values():
+        once(prepare, fn)
+    times = {name: [] for name in cases}
+    for _ in range(repeat):
+        for name, (prepare, fn) in cases.items():
+            times[name].append(once(prepare, fn))
+    return times
 
 
 def _raw_embree(scene):
@@ -142,7 +154,7 @@ def main(argv=None) -> int:
     n_vert = sum(len(o.vertices) for o in scene.objects)
     n_tri = sum(len(o.faces) for o in scene.objects)
     print(f"scene: {len(scene.objects)} objects, {n_vert} vertices, {n_tri} triangles; "
-          f"{n} rays; {args.repeat} repetitions after 1 warm-up, median reported")
+          f"{n} rays; {args.repeat} interleaved repetitions after 1 warm-up, median reported")
 
     # -- raw embreex ------------------------------------------------------------------------
     es, centre, raw_build_s = _raw_embree(scene)
@@ -152,8 +164,12 @@ def main(argv=None) -> int:
     half = n // 2
     halves = [slice(0, half), slice(half, n)]
     pool = ThreadPoolExecutor(2)
-    # embreex writes the hit distance into ``dists``: each run gets a fresh copy, made untimed.
+    # embreex writes the hit distance into ``dists``: each run gets a fresh copy of the limits,
+    # made before the clock starts.
     buf = {"t": tfar_init.copy()}
+
+    def prepare():
+        buf["t"] = tfar_init.copy()
 
     def raw_two():
         t = buf["t"]
@@ -162,41 +178,13 @@ def main(argv=None) -> int:
     def raw_one():
         return es.run(o32, d32, dists=buf["t"], output=1)
 
-    def timed_raw(fn):
-        def run():
-            buf["t"] = tfar_init.copy()
-            return fn()
-        return run
-
-    results = []
-
-    def record(case, median_s, all_s, extra=None):
-        results.append({"case": case, "rays": n, "median_s": median_s, "times_s": all_s,
-                        **(extra or {})})
-
-    # The copy of tfar is inside ``run`` but tiny (0.5 MB); time it apart to subtract it.
-    copy_s, _ = _median_time(lambda: tfar_init.copy(), max(args.repeat, 7))
-    m, ts = _median_time(timed_raw(raw_two), args.repeat)
-    record("raw embreex, 2 threads", m - copy_s, [t - copy_s for t in ts])
-    m, ts = _median_time(timed_raw(raw_one), args.repeat)
-    record("raw embreex, 1 thread", m - copy_s, [t - copy_s for t in ts])
-    buf["t"] = tfar_init.copy()
-    raw_ref = raw_one()
-
-    # -- hifi, static scene -------------------------------------------------------------------
+    # -- hifi: static scene, and the same scene with car0 on a track ---------------------------
+    one = np.zeros((1, 3))
     caster = RayCaster(scene, n_threads=2)
     t0 = time.perf_counter()
     caster.build()
-    one = np.zeros((1, 3))
     caster.cast(one, one + [0.0, 0.0, -1.0])        # forces Embree's lazy BVH build
     hifi_build_s = time.perf_counter() - t0
-    cast = lambda: caster.cast(origins, directions, times=0.0, max_range_m=MAX_RANGE_M)  # noqa: E731
-    m, ts = _median_time(cast, args.repeat)
-    record("hifi RayCaster.cast, 2 threads", m, ts)
-    checks = {"hifi static": _check("hifi static", cast(), raw_ref)}
-    caster.close()
-
-    # -- hifi, one moving car -----------------------------------------------------------------
     mscene, msensor = build_scene(moving=True)
     assert np.allclose(msensor, sensor)
     mcaster = RayCaster(mscene, n_threads=2)
@@ -204,16 +192,32 @@ def main(argv=None) -> int:
     mcaster.build()
     mcaster.cast(one, one + [0.0, 0.0, -1.0])
     moving_build_s = time.perf_counter() - t0
-    cast0 = lambda: mcaster.cast(origins, directions, times=0.0, max_range_m=MAX_RANGE_M)  # noqa: E731
-    m, ts = _median_time(cast0, args.repeat)
-    record("hifi, 1 moving car, one time (t = 0)", m, ts)
+
+    cases = {
+        "raw embreex, 2 threads": (prepare, raw_two),
+        "raw embreex, 1 thread": (prepare, raw_one),
+        "hifi RayCaster.cast, 2 threads": (None, lambda: caster.cast(
+            origins, directions, times=0.0, max_range_m=MAX_RANGE_M)),
+        "hifi, 1 moving car, one time (t = 0)": (None, lambda: mcaster.cast(
+            origins, directions, times=0.0, max_range_m=MAX_RANGE_M)),
+        "hifi, 1 moving car, per-ray times": (None, lambda: mcaster.cast(
+            origins, directions, times=times, max_range_m=MAX_RANGE_M)),
+    }
+    all_times = _time_interleaved(cases, args.repeat)
+    results = [{"case": name, "rays": n, "median_s": statistics.median(ts), "min_s": min(ts),
+                "times_s": ts} for name, ts in all_times.items()]
+
+    prepare()
+    raw_ref = raw_one()
+    checks = {"hifi static": _check("hifi static", cases["hifi RayCaster.cast, 2 threads"][1](),
+                                    raw_ref)}
     # At t = 0 the moving car is where the static one was: hits must match raw embreex too, up
     # to float32 rounding in other frames (the static group's centre moves when the car leaves
     # it; the car is cast in its body frame), so a ray on a shared edge may change facet.
-    checks["hifi moving, t = 0"] = _check("hifi moving, t = 0", cast0(), raw_ref, strict=False)
-    castt = lambda: mcaster.cast(origins, directions, times=times, max_range_m=MAX_RANGE_M)  # noqa: E731
-    m, ts = _median_time(castt, args.repeat)
-    record("hifi, 1 moving car, per-ray times", m, ts)
+    checks["hifi moving, t = 0"] = _check(
+        "hifi moving, t = 0", cases["hifi, 1 moving car, one time (t = 0)"][1](), raw_ref,
+        strict=False)
+    caster.close()
     mcaster.close()
     pool.shutdown()
 
@@ -229,6 +233,9 @@ def main(argv=None) -> int:
     print()
     print(f"BVH build (not in the times above): raw embreex {raw_build_s * 1e3:.0f} ms, "
           f"hifi static {hifi_build_s * 1e3:.0f} ms, hifi with moving car {moving_build_s * 1e3:.0f} ms")
+    print("fastest run [ms] (ratio): " + "; ".join(
+        f"{r['case']} {r['min_s'] * 1e3:.1f} ({r['min_s'] / results[0]['min_s']:.2f})"
+        for r in results))
     ratio = results[2]["ratio"]
     print(f"target (issue 2): hifi within {TARGET_RATIO:.2f}x of raw embreex on 2 threads: "
           f"{ratio:.2f}x -> {'met' if ratio <= TARGET_RATIO else 'NOT met'}")
