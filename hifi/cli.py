@@ -69,11 +69,12 @@ def main(argv=None) -> int:
         if args.command == "export":
             from .export import ExportError, export
             ds = _open(args.dataset)
-            out = args.out or args.dataset.with_suffix("." + args.format)
+            ext = {"kitti": "bin"}.get(args.format, args.format)
+            out = args.out or args.dataset.with_suffix("." + ext)
             try:
-                print(export(ds, args.format, out))
+                for path in export(ds, args.format, out):     # nothing is left behind on failure
+                    print(path)
             except ExportError as exc:
-                Path(out).unlink(missing_ok=True)
                 return _fail(f"{args.dataset}: {exc}")
             return 0
     except ScenarioError as exc:

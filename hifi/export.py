@@ -29,6 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
+import datetime as _dt
+
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -249,8 +251,9 @@ def write_pcd(ds, path: Path) -> list[Path]:
       element ``[i0, i1]`` is PCD cell (row ``i1``, column ``i0``), i.e. points are in Fortran
       order of the sensor dimensions. For ``generic_grid`` (``theta``, ``phi``) a PCD row is one
       elevation, columns left (``theta_max``) to right; for a rotating lidar (``step``, ``laser``)
-      a row is one laser ring, as in ROS's organised Velodyne clouds. A ToF camera with
-      dimensions (``row``, ``col``) comes out transposed (WIDTH = rows).
+      a row is one laser ring, as in ROS's organised Velodyne clouds. A camera-like sensor
+      whose last two dimensions are (``row``, ``col``), such as the ToF camera, is written as an
+      image instead: ``WIDTH`` = columns, PCD rows = image rows (C order).
     * ``VIEWPOINT`` is the sensor pose at the start of the frame (``tx ty tz qw qx qy qz``) when
       the dataset carries it, else the identity; the points stay in the scene frame.
     * float32 holds a coordinate to a relative 6e-8 (60 um at 1 km from the scene origin).
@@ -264,8 +267,14 @@ def write_pcd(ds, path: Path) -> list[Path]:
     arrs = _frame_first(ds, list(_NOISY_XYZ + _TRUE_XYZ) + ["intensity", "detected"])
     det = arrs["detected"].astype(bool)
     n_frames, sensor_shape = det.shape[0], det.shape[1:]
-    width = sensor_shape[0] if sensor_shape else 1
-    height = int(np.prod(sensor_shape[1:], dtype=np.int64))
+    image_like = tuple(d for d in ds["detected"].dims if d != "frame")[-2:] == ("row", "col")
+    if image_like:            # a camera-like sensor: PCD rows are image rows, as in an image
+        width = sensor_shape[-1]
+        height = int(np.prod(sensor_shape[:-1], dtype=np.int64))
+    else:
+        width = sensor_shape[0] if sensor_shape else 1
+        height = int(np.prod(sensor_shape[1:], dtype=np.int64))
+    order = "C" if image_like else "F"
     pose = _pose(ds, "PCD") if all(v in ds.variables for v in _POSE) else None
     dtype = np.dtype([(f, "<f4") for f in PCD_FIELDS])
     sources = dict(zip(PCD_FIELDS, _NOISY_XYZ + ("intensity",) + _TRUE_XYZ))
@@ -276,7 +285,7 @@ def write_pcd(ds, path: Path) -> list[Path]:
             val = np.asarray(arrs[var][f], dtype=float)
             if field in ("x", "y", "z", "intensity"):
                 val = np.where(det[f], val, np.nan)
-            rec[field] = val.ravel(order="F")
+            rec[field] = val.ravel(order=order)
         if pose is None:
             viewpoint = "0 0 0 1 0 0 0"
         else:
@@ -598,6 +607,8 @@ def write_las(ds, path: Path, *, intensity_full_scale: float = LAS_INTENSITY_FUL
     header.global_encoding.gps_time_type = GpsTimeType.STANDARD
     header.system_identifier = f"hifi {ds.attrs.get('sensor_model', '')}"[:32]
     header.generating_software = f"hifi {ds.attrs.get('hifi_version', '')}".strip()[:32]
+    # Creation date = the simulated epoch, not the day of export, so exports are reproducible.
+    header.creation_date = _dt.datetime.fromisoformat(ds.attrs["start_utc"].replace("Z", "+00:00")).date()
     las = laspy.LasData(header)
     n = xyz.shape[0]
     las.X, las.Y, las.Z = (ints[:, i].astype(np.int32) for i in range(3))

@@ -69,3 +69,19 @@ def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_
     for name, var in (extra or {}).items():
         out[name] = var
     return out
+
+
+def sensor_pose_vars(pose) -> dict:
+    """``sensor_position`` and ``sensor_orientation`` of a single pose (the frame's start)."""
+    return {
+        "sensor_position": Var(("xyz",), np.asarray(pose.translation, dtype=float), "m",
+                               "sensor origin at the start of the frame, scene frame"),
+        "sensor_orientation": Var(("quat",), pose.rotation.as_quat(), "1",
+                                  "sensor -> scene quaternion (x, y, z, w) at the start of the frame"),
+    }
+
+
+def axis_coords() -> dict:
+    """Coordinates of the ``xyz`` and ``quat`` dimensions used by :func:`sensor_pose_vars`."""
+    return {"xyz": Var(("xyz",), np.array(["x", "y", "z"]), "1", "scene-frame axis"),
+            "quat": Var(("quat",), np.array(["x", "y", "z", "w"]), "1", "quaternion component")}

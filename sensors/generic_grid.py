@@ -8,7 +8,7 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
-from ._range import direction_from_yaw_pitch, range_frame
+from ._range import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
 from .noise import gaussian_range_noise, orthogonal_point_noise
 from .radiometry import lambertian_return
 
@@ -72,8 +72,7 @@ class GenericGrid(Sensor):
     def coords(self):
         return {"theta": Var(("theta",), self.theta, "rad", "azimuth of the column (yaw, positive left), acquisition order"),
                 "phi": Var(("phi",), self.phi, "rad", "elevation of the row, bottom to top"),
-                "xyz": Var(("xyz",), np.array(["x", "y", "z"]), "1", "scene-frame axis"),
-                "quat": Var(("quat",), np.array(["x", "y", "z", "w"]), "1", "quaternion component")}
+                **axis_coords()}
 
     def step(self, k, t):
         p = self.params
@@ -88,13 +87,7 @@ class GenericGrid(Sensor):
         oid = hits.object_id
         intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
         shape = (p["n_theta"], p["n_phi"])
-        start = self.pose_at(t)
-        extra = {
-            "sensor_position": Var(("xyz",), np.asarray(start.translation, dtype=float), "m",
-                                   "sensor origin at the start of the scan, scene frame"),
-            "sensor_orientation": Var(("quat",), start.rotation.as_quat(), "1",
-                                      "sensor -> scene quaternion (x, y, z, w) at the start of the scan"),
-        }
+        extra = sensor_pose_vars(self.pose_at(t))
         return range_frame(("theta", "phi"), shape, timestamp=times, yaw=self._yaw, pitch=self._pitch,
                            hits=hits, detected=detected, distance_noisy=d_noisy, points_noisy=ghost,
                            intensity=intensity, extra=extra)

@@ -16,7 +16,7 @@ from hifi.params import Param
 from hifi.rng import stream
 
 from . import calibration as cal
-from ._range import range_frame, yaw_pitch
+from ._range import axis_coords, range_frame, sensor_pose_vars, yaw_pitch
 from .detection import detected as detect
 from .noise import gaussian_range_noise
 from .radiometry import lambertian_return
@@ -82,17 +82,13 @@ class _PulsedLidar(Sensor):
                               "semantic class id of the surface hit (0: none/unlabelled)",
                               {"flag_values": flag_values,
                                "flag_meanings": " ".join(n.replace(" ", "_") for n in self._class_names)}),
-            "sensor_position": Var(("xyz",), np.asarray(start.translation, dtype=float), "m",
-                                   "sensor origin at the start of the frame, scene frame"),
-            "sensor_orientation": Var(("quat",), start.rotation.as_quat(), "1",
-                                      "sensor -> scene quaternion (x, y, z, w) at the start of the frame"),
+            **sensor_pose_vars(start),
         }
         return range_frame(dims, shape, timestamp=times, yaw=yaw, pitch=pitch, hits=hits, detected=det,
                            distance_noisy=d_noisy, points_noisy=reported, intensity=intensity, extra=extra)
 
     def _axis_coords(self):
-        return {"xyz": Var(("xyz",), np.array(["x", "y", "z"]), "1", "scene-frame axis"),
-                "quat": Var(("quat",), np.array(["x", "y", "z", "w"]), "1", "quaternion component")}
+        return axis_coords()
 
 
 class RotatingLidar(_PulsedLidar):

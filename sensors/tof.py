@@ -9,7 +9,7 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
-from ._range import range_frame, yaw_pitch
+from ._range import axis_coords, range_frame, sensor_pose_vars, yaw_pitch
 from .depthmap import pinhole_directions
 from .noise import gaussian_range_noise
 from .radiometry import lambertian_return
@@ -82,7 +82,8 @@ class ToFSR4000(Sensor):
     def coords(self):
         p = self.params
         return {"row": Var(("row",), np.arange(p["resolution_y"], dtype=np.int32), "1", "image row, 0 at the top"),
-                "col": Var(("col",), np.arange(p["resolution_x"], dtype=np.int32), "1", "image column, 0 at the left")}
+                "col": Var(("col",), np.arange(p["resolution_x"], dtype=np.int32), "1", "image column, 0 at the left"),
+                **axis_coords()}
 
     def step(self, k, t):
         p = self.params
@@ -98,4 +99,5 @@ class ToFSR4000(Sensor):
         oid = hits.object_id
         intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
         return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
-                           detected=det, distance_noisy=measured, points_noisy=reported, intensity=intensity)
+                           detected=det, distance_noisy=measured, points_noisy=reported, intensity=intensity,
+                           extra=sensor_pose_vars(self.pose_at(t)))

@@ -453,3 +453,26 @@ def test_cli_export(run_dir, tmp_path, fmt, capsys):
     assert main(["export", str(run_dir / "cam.nc"), "--format", fmt, "--out", str(bad / f"cam.{fmt}")]) == 2
     assert "depthmap" in capsys.readouterr().err
     assert list(bad.iterdir()) == []
+
+
+def test_tof_exports_as_an_image_and_las_is_reproducible(tmp_path):
+    # A ToF camera (dims row, col) is written to PCD as an image: WIDTH = columns (PCD spec:
+    # rows of WIDTH points), and its sensor pose makes KITTI possible. LAS carries the
+    # simulated epoch as its creation date, so two exports are byte-identical (regression).
+    d = {"simulation": {"duration_s": 0.05},
+         "objects": [{"name": "wall", "mesh": "plane", "size_m": [50, 50], "position_m": [4, 0, 0],
+                      "rpy_deg": [0, -90, 0]}],
+         "sensors": [{"name": "tof", "model": "tof_sr4000", "rate_hz": 20.0,
+                      "params": {"resolution_x": 8, "resolution_y": 6}}]}
+    ds = hifi.Simulation.from_dict(d).run()["tof"]
+    (pcd,) = export(ds, "pcd", tmp_path / "tof.pcd")
+    header = pcd.read_bytes().split(b"DATA binary\n")[0].decode()
+    assert "WIDTH 8\n" in header and "HEIGHT 6\n" in header
+    cloud = read_pcd(pcd)
+    assert cloud.points.shape == (6, 8)                                  # (HEIGHT, WIDTH)
+    np.testing.assert_allclose(cloud.points["x"], ds.x_noisy.isel(frame=0).values.astype(np.float32))
+    (kitti,) = export(ds, "kitti", tmp_path / "tof.bin")
+    assert read_kitti_bin(kitti).points_sensor.shape == (48, 3)
+    (a,) = export(ds, "las", tmp_path / "a.las")
+    (b,) = export(ds, "las", tmp_path / "b.las")
+    assert a.read_bytes() == b.read_bytes()
