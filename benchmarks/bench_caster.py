@@ -8,10 +8,9 @@ Run from the repository root::
 Every case casts the same 133,312 rays against the same triangles. Raw embreex gets its float32
 inputs prepared in advance (origins relative to the same centre hifi uses), so its time is the
 Embree traversal plus the embreex wrapper only; hifi's time is a whole ``RayCaster.cast`` from
-float64 scene-frame rays to a :class:`hifi.caster.Hits`. Each case is run once as a warm-up,
-then ``--repeat`` rounds run every case once in turn (so load from other work on a shared
-machine falls on all cases alike); the table reports the median wall-clock time, and the
-fastest run of each case is printed below it.
+float64 scene-frame rays to a :class:`hifi.caster.Hits`. Each case is run once as a warm-up and
+then ``--repeat`` times; the table reports the median wall-clock time, and the fastest run of
+each case is printed below it (the machine may be shared: compare medians and minima).
 """
 
 from __future__ import annotations
@@ -57,24 +56,23 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _time_interleaved(cases: dict, repeat: int) -> dict:
-    """Wall-clock times [s] of each case: one warm-up each, then ``repeat`` rounds that run
-    every case once in turn, so that load from other work on the machine falls on all cases
-    alike. ``cases`` maps a name to ``(prepare, fn)``; ``prepare()`` (or None) runs before the
-    clock starts. Returns ``{name: [times]}``."""
-    def once(prepare, fn):
-        if prepare is not None:
-            prepare()
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
+def _time_cases(cases: dict, repeat: int) -> dict:
+    """Wall-clock times [s] of each case, case after case: one warm-up, then ``repeat`` runs.
 
-    for prepare, fn in cases.values():
-        once(prepare, fn)
-    times = {name: [] for name in cases}
-    for _ in range(repeat):
-        for name, (prepare, fn) in cases.items():
-            times[name].append(once(prepare, fn))
+    ``cases`` maps a name to ``(prepare, fn)``; ``prepare()`` (or None) runs before the clock
+    starts. Returns ``{name: [times]}``. (Interleaving the cases round by round was tried: the
+    raw two-thread runs then lost their second core in most rounds, cause not found.)
+    """
+    times = {}
+    for name, (prepare, fn) in cases.items():
+        times[name] = []
+        for k in range(repeat + 1):
+            if prepare is not None:
+                prepare()
+            t0 = time.perf_counter()
+            fn()
+            if k:
+                times[name].append(time.perf_counter() - t0)
     return times
 
 
@@ -154,7 +152,7 @@ def main(argv=None) -> int:
     n_vert = sum(len(o.vertices) for o in scene.objects)
     n_tri = sum(len(o.faces) for o in scene.objects)
     print(f"scene: {len(scene.objects)} objects, {n_vert} vertices, {n_tri} triangles; "
-          f"{n} rays; {args.repeat} interleaved repetitions after 1 warm-up, median reported")
+          f"{n} rays; {args.repeat} repetitions after 1 warm-up, median reported")
 
     # -- raw embreex ------------------------------------------------------------------------
     es, centre, raw_build_s = _raw_embree(scene)
@@ -203,7 +201,7 @@ def main(argv=None) -> int:
         "hifi, 1 moving car, per-ray times": (None, lambda: mcaster.cast(
             origins, directions, times=times, max_range_m=MAX_RANGE_M)),
     }
-    all_times = _time_interleaved(cases, args.repeat)
+    all_times = _time_cases(cases, args.repeat)
     results = [{"case": name, "rays": n, "median_s": statistics.median(ts), "min_s": min(ts),
                 "times_s": ts} for name, ts in all_times.items()]
 
