@@ -16,7 +16,7 @@ import numpy as np
 
 from .constants import (MAX_MIRROR_BOUNCES, MIRROR_FOLLOW_THRESHOLD, SECONDARY_RAY_OFFSET_MIN_M,
                         SECONDARY_RAY_OFFSET_REL)
-from .motion import Pose
+from .motion import Pose, Track
 from .scene import Scene
 
 #: Rays per thread task below which threading costs more than it saves.
@@ -29,6 +29,9 @@ _CHUNK_RAYS = 65536
 #: Smallest cosine used to turn the normal clearance of a secondary ray into a distance along
 #: it; grazing reflections (cos < 0.05, 87 deg) step at most 20 offsets along the ray.
 _MIN_COS_OFFSET = 0.05
+
+#: Relative margin on a moving object's swept bounding ball, against rounding in the cull test.
+_CULL_MARGIN_REL = 1e-6
 
 
 def _row_norm(v: np.ndarray) -> np.ndarray:
@@ -126,6 +129,7 @@ class _Group:
     geom_start: np.ndarray | None      # geomID -> start of its block in face_lookup
     body: str | None                   # moving object's body name, None for the static group
     offset: np.ndarray                 # subtracted from scene-frame coordinates before float32
+    reach: float = 0.0                 # moving object: largest vertex distance from its origin [m]
 
 
 def _embree_scene():
@@ -226,7 +230,7 @@ class RayCaster:
             _add_triangles(es, obj.vertices, obj.faces[sel])
             groups.append(_Group(es, np.asarray([obj.index], dtype=np.int32),
                                  *self._lookup([None if self._face_subset is None else sel]),
-                                 obj.name, np.zeros(3)))
+                                 obj.name, np.zeros(3), float(np.max(_row_norm(obj.vertices[obj.faces[sel].ravel()])))))
         self._groups = groups
         return self
 
@@ -267,6 +271,37 @@ class RayCaster:
         limit = np.where(np.isfinite(max_distance), max_distance, np.finfo(np.float32).max)
         return np.ascontiguousarray(limit, dtype=np.float32)
 
+    def _swept_ball(self, g: _Group, t_min: float, t_max: float):
+        """Ball [m] containing moving object ``g`` at every time in ``[t_min, t_max]``, or None.
+
+        For an object on its own keyframed track (no parent), its origin moves on the polyline
+        through the keyframe positions, which lies in the convex hull of the positions at
+        ``t_min``, ``t_max`` and the keyframes between; every vertex stays within ``reach`` of
+        the origin whatever the rotation. So the ball centred on those positions' bounding-box
+        centre with radius (largest distance to them) + ``reach`` holds the object throughout.
+        Objects riding on a parent are not bounded this way (None: every ray is cast).
+        """
+        body = self.scene.bodies[g.body]
+        if body.parent is not None or not isinstance(body.local, Track):
+            return None
+        tk = body.local.times_s
+        inner = tk[(tk > t_min) & (tk < t_max)]
+        pts = body.local.at(np.concatenate([[t_min, t_max], inner])).translation
+        centre = (pts.min(axis=0) + pts.max(axis=0)) / 2.0
+        radius = float(np.max(_row_norm(pts - centre))) + g.reach
+        return centre, radius * (1.0 + _CULL_MARGIN_REL) + self._offset_m
+
+    def _candidates(self, g: _Group, origins, directions, times, tfar32):
+        """Indices of the rays whose segment passes within the object's swept ball (or None)."""
+        ball = self._swept_ball(g, float(times.min()), float(times.max()))
+        if ball is None:
+            return None
+        centre, radius = ball
+        rel = centre - origins
+        along = np.clip(_row_dot(rel, directions), 0.0, tfar32.astype(np.float64))
+        closest = rel - directions * along[:, None]
+        return np.nonzero(_row_dot(closest, closest) <= radius * radius)[0]
+
     def _nearest_chunk(self, origins, directions, times, tfar32, uniform_time: bool):
         """:meth:`nearest` over one chunk of rays; ``tfar32`` is shortened in place by Embree."""
         n = origins.shape[0]
@@ -280,25 +315,38 @@ class RayCaster:
                 o32 = np.empty((n, 3), dtype=np.float32)
                 np.subtract(origins, g.offset, out=o32, casting="same_kind")
                 d32 = directions.astype(np.float32)
+                sel = None
+                r = g.embree.run(o32, d32, dists=tfar32, output=1)
             else:
-                pose = self.scene.pose_at(g.body, times[0] if uniform_time else times)
-                o32 = np.ascontiguousarray(pose.inverse_apply(origins), dtype=np.float32)
-                d32 = np.ascontiguousarray(pose.inverse_apply_vectors(directions), dtype=np.float32)
-            r = g.embree.run(o32, d32, dists=tfar32, output=1)
+                sel = self._candidates(g, origins, directions, times, tfar32)
+                if sel is not None and sel.size == 0:
+                    continue
+                o_s, d_s = (origins, directions) if sel is None else (origins[sel], directions[sel])
+                t_s = times[0] if uniform_time else (times if sel is None else times[sel])
+                pose = self.scene.pose_at(g.body, t_s)
+                o32 = np.ascontiguousarray(pose.inverse_apply(o_s), dtype=np.float32)
+                d32 = np.ascontiguousarray(pose.inverse_apply_vectors(d_s), dtype=np.float32)
+                sub_tfar = tfar32 if sel is None else np.ascontiguousarray(tfar32[sel])
+                r = g.embree.run(o32, d32, dists=sub_tfar, output=1)
+                if sel is not None:
+                    tfar32[sel] = sub_tfar
             gid = r["geomID"]
             t = r["tfar"].astype(np.float64)
-            better = (gid >= 0) & (t < best)
+            rows = slice(None) if sel is None else sel
+            better = (gid >= 0) & (t < best[rows])
             if not np.any(better):
                 continue
-            idx = np.nonzero(better)[0]
-            best[idx] = t[idx]
-            gsel = gid[idx]
+            sub = np.nonzero(better)[0]                    # index into this group's rays
+            idx = sub if sel is None else sel[sub]         # index into the chunk
+            t, gid = t[sub], gid[sub]
+            best[idx] = t
+            gsel = gid
             obj[idx] = g.geom_object[gsel]
-            prim = r["primID"][idx]
+            prim = r["primID"][sub]
             face[idx] = prim if g.face_lookup is None else g.face_lookup[g.geom_start[gsel] + prim]
-            ng = r["Ng"][idx].astype(np.float64)
+            ng = r["Ng"][sub].astype(np.float64)
             if pose is not None:
-                ng = (pose if pose.single else Pose(pose.rotation[idx], pose.translation[idx])).apply_vectors(ng)
+                ng = (pose if pose.single else Pose(pose.rotation[sub], pose.translation[sub])).apply_vectors(ng)
             normal[idx] = ng
         hit = obj >= 0
         norms = _row_norm(normal[hit])

@@ -131,3 +131,24 @@ def test_moving_object_bvh_is_not_rebuilt():
                       local=Track([0, 1], [[5, 0, 0], [5, 0, 0]], [[0, 0, 0], [0, 0, 90]]))
     h = RayCaster(scene2).cast([[0, 0, 0]], [[1, 0, 0]], times=0.5)       # box turned by 45 deg
     assert h.distance[0] == pytest.approx(5 - np.sqrt(0.5), abs=1e-5)     # corner toward the ray
+
+
+def test_swept_ball_culling_changes_nothing(monkeypatch):
+    # Rays far from a moving object's swept bounding ball are not transformed or cast against
+    # it. Casting with and without the cull must give identical bytes (regression property).
+    scene = Scene()
+    scene.add_object("ground", meshes.plane([200, 200]))
+    scene.add_object("car", meshes.car(), local=Track([0.0, 0.05, 0.1], [[-10, 5, 0], [-9, 5, 0], [-8, 6, 0]],
+                                                      [[0, 0, 0], [0, 0, 10], [0, 0, 30]]))
+    rng = np.random.default_rng(3)
+    n = 20_000
+    dirs = rng.normal(size=(n, 3))
+    dirs[:, 2] = -np.abs(dirs[:, 2]) * 0.3
+    origins = np.tile([0.0, 0.0, 1.8], (n, 1))
+    times = np.sort(rng.uniform(0, 0.1, n))
+    culled = RayCaster(scene, n_threads=1).cast(origins, dirs, times, 100.0)
+    assert (culled.object_id == 1).sum() > 50                 # the car is seen
+    monkeypatch.setattr(RayCaster, "_swept_ball", lambda self, g, a, b: None)
+    full = RayCaster(scene, n_threads=1).cast(origins, dirs, times, 100.0)
+    for field in ("distance", "point", "normal", "object_id", "face_index", "bounces"):
+        assert getattr(culled, field).tobytes() == getattr(full, field).tobytes(), field
