@@ -147,11 +147,20 @@ class Sensor(Model):
         d = np.asarray(directions_sensor, dtype=float).reshape(-1, 3)
         n = d.shape[0]
         times = np.asarray(times_s, dtype=float)
-        uniform = times.ndim == 0
-        pose = self.pose_at(times if uniform else np.broadcast_to(times, (n,)))
-        o_s = np.zeros((n, 3)) if origins_sensor is None else np.asarray(origins_sensor, float).reshape(-1, 3)
-        origins = pose.apply(o_s)
-        dirs = pose.apply_vectors(d)
-        dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+        if times.ndim == 0 or not self.ctx.scene.is_moving(self.name):
+            # One pose for every ray: a 3 x 3 matrix product (the rotation keeps unit length).
+            pose = self.pose_at(times if times.ndim == 0 else times.flat[0] if times.size else 0.0)
+            rot = pose.rotation.as_matrix()
+            dirs = d @ rot.T
+            if origins_sensor is None:
+                origins = np.broadcast_to(pose.translation, (n, 3)).copy()
+            else:
+                origins = np.asarray(origins_sensor, float).reshape(-1, 3) @ rot.T + pose.translation
+        else:
+            pose = self.pose_at(np.broadcast_to(times, (n,)))
+            o_s = np.zeros((n, 3)) if origins_sensor is None else np.asarray(origins_sensor, float).reshape(-1, 3)
+            origins = pose.apply(o_s)
+            dirs = pose.apply_vectors(d)
+            dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
         hits = self.ctx.caster.cast(origins, dirs, np.broadcast_to(times, (n,)), max_range_m)
         return hits, origins, dirs

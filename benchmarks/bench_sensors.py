@@ -1,0 +1,139 @@
+"""BlenSor's Table 1 on this machine: one frame of each sensor on the 237,000-vertex scene.
+
+For each sensor (one HDL-64E S2 rotation, one Ibeo LUX scan, one SR4000 ToF frame, a
+2000 x 2000 depth map) the whole model step is timed (ray generation, casting through hifi's
+caster, noise, detection, dataset variables), and raw embreex casts the very same rays on two
+threads in the same run. BlenSor's published times (Gschwandtner et al. 2011, Table 1) are shown
+beside them; they were measured on 2011 hardware inside Blender, so only the order of magnitude
+compares.
+
+    python benchmarks/bench_sensors.py [--repeat N] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _scene import build_scene  # noqa: E402
+from bench_caster import _cpu_model, _raw_embree  # noqa: E402
+
+from hifi.bus import MessageBus  # noqa: E402
+from hifi.caster import RayCaster  # noqa: E402
+from hifi.errors import ScenarioError  # noqa: E402
+from hifi.model import RunContext  # noqa: E402
+from hifi.motion import Pose  # noqa: E402
+from hifi.params import check_params  # noqa: E402
+from hifi.registry import load_model  # noqa: E402
+
+#: BlenSor paper, Table 1: seconds per scan on the 237,000-vertex scene.
+BLENSOR_S = {"hdl64e_s2": 8.462, "ibeo_lux": 4.943, "tof_sr4000": 5.290, "depthmap": 11.721}
+#: Target of issue 3: every sensor within this ratio of raw embreex on two threads.
+TARGET_RATIO = 1.25
+
+SENSORS = {
+    "hdl64e_s2": {},
+    "ibeo_lux": {},
+    "tof_sr4000": {},
+    "depthmap": {"resolution_x": 2000, "resolution_y": 2000, "fov_x_deg": 90.0},
+}
+
+
+class _Recorder:
+    """Wraps a caster and keeps the rays of the last cast (to replay them through raw embreex)."""
+
+    def __init__(self, caster):
+        self.caster = caster
+        self.rays = None
+
+    def cast(self, origins, directions, times=0.0, max_range_m=np.inf):
+        self.rays = (np.asarray(origins, float), np.asarray(directions, float), max_range_m)
+        return self.caster.cast(origins, directions, times, max_range_m)
+
+    def close(self):
+        self.caster.close()
+
+
+def _error(reason, key=None, value=None):
+    return ScenarioError(reason, key=key, value=value)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+
+    scene, sensor_pos = build_scene()
+    caster = RayCaster(scene, n_threads=2).build()
+    es, centre, _ = _raw_embree(scene)
+    pool = ThreadPoolExecutor(2)
+    rec = _Recorder(caster)
+    rows = []
+    for model_name, params in SENSORS.items():
+        name = f"bench_{model_name}"
+        rpy = (0.0, 10.0, 0.0) if model_name in ("tof_sr4000", "depthmap") else (0.0, 0.0, 0.0)
+        scene.add_body(name, "sensor", Pose.from_position_rpy(sensor_pos, rpy))
+        cls = load_model(model_name)
+        model = cls(name, check_params(params, cls.PARAMS, _error, "params"))
+        model.setup(RunContext(scene, rec, MessageBus(), 0, 1.0, "2000-01-01T12:00:00Z", {}, "."))
+        model.step(0, 0.0)                                    # warm-up, records the rays
+        o, d, max_range = rec.rays
+        o32 = np.ascontiguousarray(o - centre, dtype=np.float32)
+        d32 = np.ascontiguousarray(d / np.linalg.norm(d, axis=1, keepdims=True), dtype=np.float32)
+        limit = np.broadcast_to(np.asarray(max_range, dtype=float), (len(o),))
+        tfar = np.ascontiguousarray(np.where(np.isfinite(limit), limit, np.finfo(np.float32).max), dtype=np.float32)
+        half = len(o) // 2
+
+        def raw():
+            parts = [(0, half), (half, len(o))]
+            return list(pool.map(lambda ab: es.run(o32[ab[0]:ab[1]], d32[ab[0]:ab[1]],
+                                                   dists=tfar[ab[0]:ab[1]].copy(), output=1), parts))
+        raw()
+        t_raw, t_cast, t_model = [], [], []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            raw()
+            t_raw.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            caster.cast(o, d, 0.0, max_range)
+            t_cast.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            model.step(0, 0.0)
+            t_model.append(time.perf_counter() - t0)
+        r, c, m = (float(np.median(x)) for x in (t_raw, t_cast, t_model))
+        rows.append({"sensor": model_name, "rays": len(o), "raw_embreex_2t_s": r, "hifi_cast_s": c,
+                     "hifi_model_step_s": m, "cast_ratio": c / r, "model_ratio": m / r,
+                     "blensor_s": BLENSOR_S[model_name]})
+    pool.shutdown()
+    caster.close()
+
+    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; median of {args.repeat} runs after a warm-up")
+    print()
+    print("| sensor | rays | raw embreex 2 threads [ms] | hifi cast [ms] | hifi whole model step [ms] "
+          "| cast / raw | model step / raw | BlenSor 2011 [s] |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['sensor']} | {row['rays']} | {row['raw_embreex_2t_s'] * 1e3:.1f} | "
+              f"{row['hifi_cast_s'] * 1e3:.1f} | {row['hifi_model_step_s'] * 1e3:.1f} | "
+              f"{row['cast_ratio']:.2f} | {row['model_ratio']:.2f} | {row['blensor_s']:.3f} |")
+    worst = max(row["model_ratio"] for row in rows)
+    print()
+    print(f"target (issue 3): every sensor within {TARGET_RATIO}x of raw embreex on 2 threads: "
+          f"worst whole-step ratio {worst:.2f}x -> {'met' if worst <= TARGET_RATIO else 'NOT met'}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rows": rows, "repeat": args.repeat, "target_ratio": TARGET_RATIO}, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
