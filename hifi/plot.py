@@ -17,6 +17,25 @@ def _pyplot():
     return plt
 
 
+PLOT_GROUP = "hifi.plots"
+
+
+def _registered_plot(sensor_model):
+    """Plot function registered for ``sensor_model`` in the entry-point group ``hifi.plots``.
+
+    A model package that produces a dataset hifi's built-in quick looks do not cover (a GNSS
+    receiver, a camera) registers ``sensor_model = "package.module:function"``; the function
+    is called as ``function(ds, out, frame=frame)`` and returns the PNG path.
+    """
+    if not sensor_model:
+        return None
+    from importlib.metadata import entry_points
+    for ep in entry_points(group=PLOT_GROUP):
+        if ep.name == sensor_model:
+            return ep.load()
+    return None
+
+
 def plot_dataset(ds, out, frame: int = 0, color: str = "object") -> Path:
     """Write a PNG quick look of one frame of ``ds`` and return its path.
 
@@ -30,6 +49,9 @@ def plot_dataset(ds, out, frame: int = 0, color: str = "object") -> Path:
     plt = _pyplot()
     out = Path(out)
     name = ds.attrs.get("sensor_name", "dataset")
+    custom = _registered_plot(ds.attrs.get("sensor_model"))
+    if custom is not None:
+        return Path(custom(ds, out, frame=frame))
     if "depth" in ds and {"row", "col"} <= set(ds["depth"].dims):
         fr = ds.isel(frame=frame)
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
