@@ -155,3 +155,20 @@ def test_deterministic_and_partition_independent():
     again = hifi.Simulation.from_dict(d).run()["ladar"]
     for var in full.data_vars:
         assert full[var].values.tobytes() == again[var].values.tobytes(), var
+
+
+def test_mixed_pixel_validation_script():
+    # validation/mixed_pixels.py on a cheap beam: floating points only in average mode, at the
+    # block's two edges (|y| about 1 m), between the block (18.5 m) and the wall (20 m).
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "validation" / "mixed_pixels.py"
+    spec = importlib.util.spec_from_file_location("mixed_pixels", path)
+    mp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mp)
+    res = mp.run(19)
+    assert all(len(res[m]["floating"]) == 0 for m in ("first", "last", "strongest", "dual"))
+    fl = res["average"]["floating"]
+    assert len(fl) >= 4
+    assert all(18.5 < p["x_m"] < 20.0 and 0.8 < abs(p["y_m"]) < 1.3 for p in fl)
+    assert {np.sign(p["y_m"]) for p in fl} == {-1.0, 1.0}              # both edges
