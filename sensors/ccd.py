@@ -1,0 +1,534 @@
+"""CCD / CMOS camera under the sun (VANE, Durst et al., section 3): ray-cast ideal image, then optics and sensor.
+
+The chain of one frame, each step a plain function or an :mod:`optics` kernel (house style 1):
+
+1. **Rays.** A pinhole camera looking along sensor +x (image right = sensor -y, image up =
+   sensor +z, as :mod:`sensors.depthmap`), ``samples_per_pixel`` deterministic rays per pixel
+   (:func:`pixel_sample_offsets`, the first one through the pixel centre), all at the frame
+   time (global shutter).
+2. **Sunlight.** Solar position from the scenario's epoch + frame time and origin
+   (:func:`optics.sun.solar_position`, PSA algorithm), clear-sky direct and diffuse spectral
+   irradiance (:func:`optics.sun.clear_sky_spectral_irradiance`), integrated over each channel's
+   spectral response (filter x silicon QE, :mod:`optics.spectral`) to photon irradiances
+   (:func:`sunlight`). The sun's direction in ENU is the scene frame (x east, y north, z up).
+3. **Shading.** Each hit facet is Lambertian with its material's ``color_rgb`` as the band
+   reflectance of each channel; direct sun times cos(incidence) where a shadow ray towards the
+   sun reaches the sky, plus an isotropic diffuse sky weighted by the facet's sky view factor
+   (:func:`lambertian_photon_radiance`). Pixels that see nothing get the sky radiance
+   (:func:`sky_photon_radiance`).
+4. **Camera equation.** Image photon irradiance pi L T cos^4(theta) / (4 N^2)
+   (:func:`optics.radiometry.image_irradiance`), times the optional mechanical vignetting
+   (:func:`optics.radiometry.mechanical_vignetting`), times pixel area and exposure: mean
+   photons per pixel mu_p (EMVA 1288 eq. (2) in photon form).
+5. **Optics.** Field-dependent Seidel PSF and distortion remap
+   (:func:`optics.aberrations.apply_seidel`), when any coefficient is non-zero.
+6. **Sensor.** :meth:`optics.SensorModel.expose` (EMVA 1288 linear model: shot noise, dark
+   current, read noise, DSNU/PRNU, full well, gain, quantisation, bit depth, Bayer RGGB mosaic
+   and bilinear demosaicing) with a per-frame generator from :func:`hifi.rng.stream`.
+
+References
+----------
+S. Durst, C. Goodin, B. Q. Gates, et al., "The Virtual Autonomous Navigation Environment
+(VANE)" / C. Goodin et al., "Sensor modeling for the Virtual Autonomous Navigation Environment",
+IEEE Sensors 2009 (section 3: the CCD camera model as an ideal ray-cast image followed by
+algebraic and convolution operations).
+B. Y. H. Liu and R. C. Jordan, "The long-term average performance of flat-plate solar-energy
+collectors", Solar Energy 7(2), 53-74, 1963 (isotropic sky, view factor (1 + cos tilt) / 2).
+M. Roberts, "The unreasonable effectiveness of quasirandom sequences", 2018 (R2 sequence).
+EMVA Standard 1288, Release 3.1, European Machine Vision Association, 2016.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from typing import NamedTuple
+
+import numpy as np
+
+import optics
+from hifi.constants import SECONDARY_RAY_OFFSET_MIN_M, SECONDARY_RAY_OFFSET_REL
+from hifi.model import Sensor, Var
+from hifi.params import Param
+from hifi.rng import stream
+from hifi.scenario import parse_utc
+from optics.aberrations import SeidelCoefficients, apply_distortion, apply_field_psf, pixel_positions
+from optics.radiometry import field_angle, image_irradiance, mechanical_vignetting
+from optics.spectral import channel_photon_irradiance, channel_response_curves, relative_quantum_efficiency
+from optics.sun import clear_sky_spectral_irradiance, solar_position, sun_direction_enu
+
+__all__ = [
+    "SunLight",
+    "sunlight",
+    "pixel_sample_offsets",
+    "camera_directions",
+    "lambertian_photon_radiance",
+    "sky_photon_radiance",
+    "CCDCamera",
+    "GENERIC_SENSOR",
+    "SPECTRAL_GRID_M",
+]
+
+#: Wavelength grid of the spectral integration [m]: 350 .. 1100 nm in 5 nm steps, the range
+#: where silicon responds (optics.spectral's absorption table ends at 1100 nm).
+SPECTRAL_GRID_M = np.arange(350, 1101, 5) * 1e-9
+
+#: The sensor behind ``preset = "generic"``: the example of CONTRACTS.md
+#: (``optics.SensorModel()``'s defaults: QE 0.5, 8 e- dark noise, 6000 e- full well,
+#: 0.1 DN/e-, 12 bit) with its QE taken at 545 nm and a 40 DN black level so that dark noise is
+#: not clipped at 0 DN. A documented round-number sensor, not a particular camera.
+GENERIC_SENSOR = dict(quantum_efficiency=0.5, dark_noise_e=8.0, full_well_e=6000.0,
+                      gain_dn_per_e=0.1, bit_depth=12, black_level_dn=40.0, wavelength_m=545e-9)
+
+#: Channel names of the two colour modes.
+CHANNELS = {"rgb": ("R", "G", "B"), "mono": ("Y",)}
+
+#: Plastic number, the generator of Roberts' R2 sequence (real root of x^3 = x + 1).
+_PLASTIC = 1.324717957244746
+
+
+class SunLight(NamedTuple):
+    """The sun and sky as a camera's channels see them at one instant."""
+
+    direction_scene: np.ndarray
+    """(3,) unit vector towards the sun, scene frame = ENU [1]."""
+    zenith_rad: float
+    """Apparent solar zenith angle [rad]."""
+    azimuth_rad: float
+    """Solar azimuth from north towards east [rad]."""
+    direct_normal: np.ndarray
+    """(n_channels,) direct-beam photon irradiance on a plane normal to the sun, weighted by
+    each channel's relative response [photons s^-1 m^-2]."""
+    diffuse_horizontal: np.ndarray
+    """(n_channels,) diffuse-sky photon irradiance on a horizontal plane, same weighting
+    [photons s^-1 m^-2]."""
+
+
+def sunlight(time_utc, lat_deg: float, lon_deg: float, height_m: float, response, *,
+             wavelength_m=SPECTRAL_GRID_M, diffuse_fraction: float = 0.1) -> SunLight:
+    """Solar direction and per-channel clear-sky photon irradiance at one instant.
+
+    Parameters
+    ----------
+    time_utc : numpy.datetime64 or str
+        UTC instant.
+    lat_deg, lon_deg : float
+        Geodetic latitude and longitude of the scene origin [deg].
+    height_m : float
+        Height of the scene origin [m]; clipped to 0 .. 10 km for the clear-sky model.
+    response : array_like, shape (n_channels, n_lambda)
+        Relative channel responses on ``wavelength_m`` (filter x QE / QE(lambda_ref)) [1].
+    wavelength_m : array_like, shape (n_lambda,)
+        Wavelength grid [m].
+    diffuse_fraction : float
+        Diffuse horizontal irradiance as a fraction of the direct normal irradiance [1].
+
+    Returns
+    -------
+    SunLight
+
+    Notes
+    -----
+    Position: PSA algorithm (Blanco-Muriel et al. 2001) with SPA refraction
+    (:func:`optics.sun.solar_position`); the apparent zenith sets the air mass and the
+    direction. Irradiance: Meinel & Meinel broadband DNI with Laue's altitude term, DHI =
+    ``diffuse_fraction`` DNI, spread over wavelength by a Rayleigh-attenuated 5772 K blackbody
+    (direct) and its scattered complement (sky) (:func:`optics.sun.clear_sky_spectral_irradiance`).
+    Per channel, Phi_c = integral E(lambda) lambda / (h c) R_c(lambda) d lambda
+    (:func:`optics.spectral.channel_photon_irradiance`). The low sun's reddening and the blue
+    sky are what shift the colours; absorption bands are not modelled. With the sun below the
+    horizon both irradiances are 0.
+    """
+    pos = solar_position(time_utc, lat_deg, lon_deg)
+    zen = float(pos.apparent_zenith_rad)
+    altitude = float(np.clip(height_m, 0.0, 10_000.0))
+    spec = clear_sky_spectral_irradiance(wavelength_m, zen, altitude_m=altitude,
+                                         diffuse_fraction=diffuse_fraction)
+    direct = channel_photon_irradiance(wavelength_m, spec.direct_normal, response)
+    sky = channel_photon_irradiance(wavelength_m, spec.diffuse_horizontal, response)
+    return SunLight(direction_scene=sun_direction_enu(zen, float(pos.azimuth_rad)),
+                    zenith_rad=zen, azimuth_rad=float(pos.azimuth_rad),
+                    direct_normal=np.asarray(direct, dtype=float),
+                    diffuse_horizontal=np.asarray(sky, dtype=float))
+
+
+def pixel_sample_offsets(n: int) -> np.ndarray:
+    """Deterministic sub-pixel sample positions, the first at the pixel centre.
+
+    Parameters
+    ----------
+    n : int
+        Samples per pixel, >= 1.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, 2)
+        (column, row) offsets inside the pixel, 0..1 [pixel]; sample 0 is (0.5, 0.5).
+
+    Notes
+    -----
+    Roberts' R2 low-discrepancy sequence, s_k = frac(0.5 + k (1/g, 1/g^2)), g the plastic
+    number: stratified over the pixel for any n without a random generator, so the ideal image
+    is deterministic. Every pixel uses the same pattern (a box filter over the pixel area).
+    """
+    k = np.arange(int(n), dtype=float)[:, None]
+    alpha = np.array([1.0 / _PLASTIC, 1.0 / _PLASTIC ** 2])
+    return np.mod(0.5 + k * alpha, 1.0)
+
+
+def camera_directions(resolution_x: int, resolution_y: int, pixel_pitch_m: float,
+                      focal_length_m: float, offsets) -> np.ndarray:
+    """Unit ray directions of a pinhole camera looking along sensor +x.
+
+    Parameters
+    ----------
+    resolution_x, resolution_y : int
+        Columns and rows [pixel].
+    pixel_pitch_m, focal_length_m : float
+        Pixel pitch and pinhole distance [m].
+    offsets : array_like, shape (s, 2)
+        Sub-pixel (column, row) sample positions, 0..1 (:func:`pixel_sample_offsets`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (s, rows, cols, 3)
+        Unit vectors in the sensor frame (x forward, y left, z up). Row 0 is the top.
+
+    Notes
+    -----
+    Image-plane point of sample (r, c, o): x = (c + o_c - W/2) p right, y = (H/2 - r - o_r) p
+    up, which for o = (0.5, 0.5) is the pixel centre of :func:`optics.aberrations.pixel_positions`
+    and of :func:`sensors.depthmap.pinhole_directions` with fx = f / p. The ray through it is
+    (f, -x, y), normalised.
+    """
+    w, h = int(resolution_x), int(resolution_y)
+    o = np.asarray(offsets, dtype=float).reshape(-1, 2)
+    fx = focal_length_m / pixel_pitch_m                              # focal length [pixel]
+    u = (np.arange(w)[None, :] + o[:, 0:1] - w / 2.0) / fx          # (s, cols), right
+    v = (np.arange(h)[None, :] + o[:, 1:2] - h / 2.0) / fx          # (s, rows), down
+    d = np.empty((o.shape[0], h, w, 3))
+    d[..., 0] = 1.0
+    d[..., 1] = -u[:, None, :]
+    d[..., 2] = -v[:, :, None]
+    d /= np.linalg.norm(d, axis=-1, keepdims=True)
+    return d
+
+
+def lambertian_photon_radiance(reflectance, normal_scene, sun: SunLight, lit):
+    """Photon radiance of Lambertian facets under the direct sun and an isotropic sky.
+
+    Parameters
+    ----------
+    reflectance : array_like, shape (n, n_channels)
+        Band reflectance of each facet per channel, 0..1 [1].
+    normal_scene : array_like, shape (n, 3)
+        Unit facet normal on the side the camera sees, scene frame [1].
+    sun : SunLight
+    lit : array_like of bool, shape (n,)
+        Whether the shadow ray towards the sun reached the sky.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n_channels)
+        L_c [photons s^-1 m^-2 sr^-1] (response-weighted as ``sun``'s irradiances).
+
+    Notes
+    -----
+    L_c = rho_c / pi (E_dir,c max(n . s, 0) [lit] + E_sky,c (1 + n_z) / 2). The first term is
+    Lambert's cosine law for the direct beam (a facet facing away from the sun, n . s <= 0,
+    gets none); the second is the isotropic-sky model of Liu & Jordan (1963): a facet tilted by
+    beta from horizontal sees the fraction (1 + cos beta) / 2 of a uniform sky whose horizontal
+    irradiance is E_sky. Deviations: the sky is not occluded by scene objects (no ambient
+    occlusion), ground-reflected light and inter-reflections are not modelled, and
+    ``color_rgb`` is taken as each channel's band-average reflectance (no spectral
+    reflectance curves).
+    """
+    rho = np.asarray(reflectance, dtype=float)
+    n = np.asarray(normal_scene, dtype=float)
+    cos_i = np.maximum(n @ sun.direction_scene, 0.0) * np.asarray(lit, dtype=float)
+    view = 0.5 * (1.0 + n[:, 2])
+    irr = cos_i[:, None] * sun.direct_normal + view[:, None] * sun.diffuse_horizontal
+    return rho * irr / np.pi
+
+
+def sky_photon_radiance(sun: SunLight) -> np.ndarray:
+    """Radiance of a uniform (isotropic) clear sky, L_c = E_sky,c / pi [photons s^-1 m^-2 sr^-1].
+
+    A uniform sky of radiance L gives a horizontal plane the irradiance pi L; this inverts it
+    for the diffuse horizontal irradiance of :func:`sunlight`. Shape (n_channels,).
+    """
+    return np.asarray(sun.diffuse_horizontal, dtype=float) / np.pi
+
+
+_PRESET_CHOICES = tuple(sorted(optics.PRESETS)) + ("generic",)
+
+
+class CCDCamera(Sensor):
+    """Camera under the sun: ray-cast ideal image, spectral response, optics, EMVA 1288 sensor.
+
+    A pinhole camera looking along the sensor's +x axis, imaged at its own rate with a global
+    shutter at each frame time. The chain is described in the module docstring; every step's
+    equation and source is in the docstring of the function that does it.
+
+    Variables (``frame``, ``row``, ``col``, ``channel``; channel R, G, B or a single Y for
+    ``color = "mono"``):
+
+    * ``image`` (uint16, DN): the camera's output, demosaiced when ``bayer`` is on.
+    * ``ideal_image`` (float32, e-): mean photo-electrons eta mu_p per pixel and channel after
+      the optics (vignetting, Seidel blur and distortion), before any noise, fixed pattern or
+      clipping (it can exceed the full well). For a Bayer camera it holds every channel at
+      every pixel (before the mosaic).
+
+    Over (``frame``, ``row``, ``col``), from the pixel-centre ray of the pinhole (undistorted
+    geometry): ``distance`` (float32, m, radial, through mirrors; NaN where nothing is hit
+    within ``max_range_m``), ``object_id`` (int32, -1 for none). Per frame: ``sun_zenith``,
+    ``sun_azimuth`` (rad) and the number of pixels lit by the sun.
+
+    Parameters (``[sensors.params]``): see :attr:`PARAMS`; each states its unit and default.
+    The default sensor is the Point Grey Grasshopper3 IMX174 preset with its 5.86 um pixels.
+    """
+
+    model_name = "ccd_camera"
+    default_rate_hz = 10.0
+    PARAMS = {
+        "resolution_x": Param("int", default=640, minimum=1, doc="image width [pixel]"),
+        "resolution_y": Param("int", default=480, minimum=1, doc="image height [pixel]"),
+        "pixel_pitch_m": Param("float", default=5.86e-6, minimum=0.0, exclusive_minimum=True,
+                               doc="pixel pitch [m] (default: Sony IMX174, 5.86 um)"),
+        "focal_length_m": Param("float", default=4.0e-3, minimum=0.0, exclusive_minimum=True,
+                                doc="focal length = pinhole distance [m] (default 4 mm: 50 deg "
+                                    "across 640 pixels of 5.86 um)"),
+        "f_number": Param("float", default=8.0, minimum=0.5, doc="f-number N = f / D [1]"),
+        "exposure_s": Param("float", default=1.0e-3, minimum=0.0,
+                            doc="exposure time [s] (default 1 ms: a white horizontal facet under a sun "
+                                "34 deg from the zenith collects about 70 % of the IMX174 full well at f/8)"),
+        "wavelength_m": Param("float", default=550e-9, minimum=0.0, exclusive_minimum=True,
+                              doc="wavelength at which W040..W311 are given [m]"),
+        "W040": Param("float", default=0.0, doc="spherical aberration at full field [waves]"),
+        "W131": Param("float", default=0.0, doc="coma at full field [waves]"),
+        "W222": Param("float", default=0.0,
+                      doc="astigmatism at full field [waves] (H^2 rho^2 cos^2 theta)"),
+        "W220": Param("float", default=0.0, doc="field curvature at full field [waves]"),
+        "W311": Param("float", default=0.0, doc="distortion at full field [waves] (> 0: barrel)"),
+        "preset": Param("str", default="pointgrey_grasshopper3_imx174", choices=_PRESET_CHOICES,
+                        doc="EMVA 1288 sensor: an optics.PRESETS name or 'generic' "
+                            "(sensors.ccd.GENERIC_SENSOR)"),
+        "color": Param("str", default="rgb", choices=("rgb", "mono"),
+                       doc="'rgb': default RGB filters x silicon QE; 'mono': silicon QE only"),
+        "bayer": Param("bool", default=True,
+                       doc="RGGB colour filter array with bilinear demosaicing (rgb only); "
+                           "false: three full-resolution channels (3-chip camera)"),
+        "samples_per_pixel": Param("int", default=1, minimum=1, maximum=256,
+                                   doc="rays per pixel (R2 sequence, first at the centre) [1]"),
+        "shadows": Param("bool", default=True, doc="cast shadow rays towards the sun"),
+        "lens_transmittance": Param("float", default=0.9, minimum=0.0, maximum=1.0,
+                                    doc="lens transmittance T [1] (0.9: a typical multi-element "
+                                        "AR-coated lens; a modelling choice)"),
+        "diffuse_fraction": Param("float", default=0.1, minimum=0.0, maximum=1.0,
+                                  doc="diffuse sky as a fraction of the direct beam [1] "
+                                      "(PVEducation's clear-day 10 %)"),
+        "vignetting_aperture_radius_m": Param(
+            "float", default=0.0, minimum=0.0,
+            doc="radius of a barrel aperture for mechanical vignetting [m]; 0: none"),
+        "vignetting_aperture_distance_m": Param(
+            "float", default=0.0, minimum=0.0,
+            doc="axial distance of that aperture in front of the entrance pupil [m]"),
+        "psf_tiles": Param("int", default=8, minimum=1, maximum=64,
+                           doc="field tiles per image axis for the field-dependent PSF [1]"),
+        "gain_dn_per_e": Param("float", default=0.0, minimum=0.0,
+                               doc="overall system gain K [DN/e-]; 0: the preset's"),
+        "blooming": Param("bool", default=False, doc="spill charge above the full well along columns"),
+        "max_range_m": Param("float", default=10_000.0, minimum=0.0, exclusive_minimum=True,
+                             doc="farthest surface seen; beyond it the sky [m]"),
+    }
+
+    # -- setup ------------------------------------------------------------------------------
+    def setup(self, ctx):
+        super().setup(ctx)
+        p = self.params
+        rows, cols = p["resolution_y"], p["resolution_x"]
+        self._channels = CHANNELS[p["color"]]
+        self._offsets = pixel_sample_offsets(p["samples_per_pixel"])
+        self._dirs = camera_directions(cols, rows, p["pixel_pitch_m"], p["focal_length_m"],
+                                       self._offsets).reshape(-1, 3)
+        bayer = bool(p["bayer"]) and p["color"] == "rgb"
+        overrides = dict(bayer=bayer, blooming=p["blooming"],
+                         pattern_seed=int(stream(ctx.seed, self.name, -1, "fixed_pattern")
+                                          .integers(0, 2 ** 62)))
+        if p["gain_dn_per_e"] > 0.0:
+            overrides["gain_dn_per_e"] = p["gain_dn_per_e"]
+        if p["preset"] == "generic":
+            g = {k: v for k, v in GENERIC_SENSOR.items() if k != "wavelength_m"}
+            g.update(overrides)
+            self.sensor_model = optics.SensorModel(**g)
+            self.reference_wavelength_m = GENERIC_SENSOR["wavelength_m"]
+        else:
+            self.sensor_model = optics.SensorModel.from_preset(p["preset"], **overrides)
+            self.reference_wavelength_m = optics.PRESETS[p["preset"]]["wavelength_m"]
+        lam = SPECTRAL_GRID_M
+        if p["color"] == "rgb":
+            self._response = channel_response_curves(
+                lam, reference_wavelength_m=self.reference_wavelength_m)
+        else:
+            self._response = relative_quantum_efficiency(
+                lam, reference_wavelength_m=self.reference_wavelength_m)[None, :]
+        # Reflectance per object (trailing NaN row for id -1); mono: mean of R, G, B.
+        colour = ctx.scene.object_table("color_rgb")
+        self._reflectance = colour if p["color"] == "rgb" else colour.mean(axis=1, keepdims=True)
+        # Per-pixel optics factors, fixed for the run.
+        pos = pixel_positions((rows, cols), p["pixel_pitch_m"])
+        self._field_angle = field_angle(pos, p["focal_length_m"])
+        self._vignetting = np.ones((rows, cols))
+        if p["vignetting_aperture_radius_m"] > 0.0:
+            self._vignetting = mechanical_vignetting(
+                self._field_angle, pupil_radius_m=p["focal_length_m"] / (2.0 * p["f_number"]),
+                aperture_radius_m=p["vignetting_aperture_radius_m"],
+                aperture_distance_m=p["vignetting_aperture_distance_m"])
+        self._seidel = SeidelCoefficients.checked(**{k: p[k] for k in SeidelCoefficients._fields})
+        self._offset_m = max(SECONDARY_RAY_OFFSET_REL * ctx.scene.extent_m(),
+                             SECONDARY_RAY_OFFSET_MIN_M)
+        self._start = np.datetime64(parse_utc(ctx.start_utc).replace(tzinfo=None), "ns")
+        #: Wall-clock seconds of the last frame's steps (read by benchmarks/bench_ccd.py).
+        self.last_timing_s: dict[str, float] = {}
+
+    def coords(self):
+        p = self.params
+        return {
+            "row": Var(("row",), np.arange(p["resolution_y"], dtype=np.int32), "1", "image row, 0 at the top"),
+            "col": Var(("col",), np.arange(p["resolution_x"], dtype=np.int32), "1", "image column, 0 at the left"),
+            "channel": Var(("channel",), np.array(self._channels), "1",
+                           "colour channel (R, G, B through the default filters; Y: no filter)"),
+        }
+
+    def attrs(self):
+        p = self.params
+        s = self.sensor_model
+        return {"focal_length_px": p["focal_length_m"] / p["pixel_pitch_m"],
+                "principal_point_px": np.array([p["resolution_x"] / 2.0, p["resolution_y"] / 2.0]),
+                "quantum_efficiency": s.quantum_efficiency,
+                "qe_reference_wavelength_m": self.reference_wavelength_m,
+                "full_well_e": s.full_well_e, "gain_dn_per_e": s.gain_dn_per_e,
+                "black_level_dn": s.black_level_dn, "bit_depth": s.bit_depth,
+                "max_dn": s.max_dn, "bayer_pattern": "RGGB" if s.bayer else "none"}
+
+    # -- one frame --------------------------------------------------------------------------
+    def time_utc(self, t_s: float) -> np.datetime64:
+        """UTC instant of simulated time ``t_s`` [s]."""
+        return self._start + np.timedelta64(int(round(t_s * 1e9)), "ns")
+
+    def sunlight_at(self, t_s: float) -> SunLight:
+        """:func:`sunlight` at the scene origin at simulated time ``t_s`` [s]."""
+        o = self.ctx.origin
+        return sunlight(self.time_utc(t_s), o["lat_deg"], o["lon_deg"], o["height_m"],
+                        self._response, diffuse_fraction=self.params["diffuse_fraction"])
+
+    def radiance(self, hits, sun: SunLight, t_s: float):
+        """Photon radiance along each ray (n, n_channels) and the lit mask (n,).
+
+        Hits: :func:`lambertian_photon_radiance` with a shadow ray per facet that faces the sun;
+        misses: :func:`sky_photon_radiance`. A shadow ray leaves the hit point offset along
+        the facet normal by ``SECONDARY_RAY_OFFSET_REL`` x the scene extent (float32-safe at
+        any scene scale, hifi.constants) and is blocked by any diffuse surface. Limitation: a
+        shadow ray that a perfect mirror turns towards the sky counts as unblocked (the caster
+        follows mirrors and does not report a mirror on a path that ends in a miss).
+        """
+        hit = hits.object_id >= 0
+        n_ch = len(self._channels)
+        out = np.empty((len(hits.object_id), n_ch))
+        out[~hit] = sky_photon_radiance(sun)
+        idx = np.nonzero(hit)[0]
+        nrm = hits.normal[idx]
+        facing = (nrm @ sun.direction_scene) > 0.0
+        lit = np.zeros(idx.size, dtype=bool)
+        if sun.zenith_rad < np.pi / 2 and np.any(facing):
+            f = idx[facing]
+            if self.params["shadows"]:
+                t0 = _time.perf_counter()
+                origins = hits.point[f] + self._offset_m * hits.normal[f]
+                dirs = np.broadcast_to(sun.direction_scene, origins.shape)
+                shadow = self.ctx.caster.cast(origins, dirs, t_s, np.inf)
+                self.last_timing_s["shadow_cast"] = _time.perf_counter() - t0
+                self.last_timing_s["shadow_rays"] = float(f.size)
+                lit[facing] = ~shadow.hit
+            else:
+                lit[facing] = True
+        out[idx] = lambertian_photon_radiance(self._reflectance[hits.object_id[idx]], nrm, sun, lit)
+        lit_all = np.zeros(hit.shape, dtype=bool)
+        lit_all[idx] = lit
+        return out, lit_all
+
+    def mean_photons(self, radiance_image) -> np.ndarray:
+        """Mean photons per pixel (rows, cols, n_channels) from photon radiance, before Seidel.
+
+        mu_p = pi L T cos^4(theta) / (4 N^2) V_mech p^2 t_exp: the camera equation for objects
+        at infinity (:func:`optics.radiometry.image_irradiance`, magnification 0; at 10 m a
+        4 mm lens images at m = 4e-4, a 0.08 % change), mechanical vignetting V_mech
+        (:func:`optics.radiometry.mechanical_vignetting`, 1 when off), pixel area p^2 (fill
+        factor folded into the QE, as EMVA 1288 does) and the exposure time.
+        """
+        p = self.params
+        e = image_irradiance(radiance_image, p["f_number"],
+                             field_angle_rad=self._field_angle[..., None],
+                             transmittance=p["lens_transmittance"])
+        return e * self._vignetting[..., None] * p["pixel_pitch_m"] ** 2 * p["exposure_s"]
+
+    def apply_optics(self, photons) -> np.ndarray:
+        """Seidel blur (field-dependent PSF) then the W311 distortion remap; identity if all 0.
+
+        :func:`optics.aberrations.apply_field_psf` (tiled, ``psf_tiles`` per axis) and
+        :func:`optics.aberrations.apply_distortion`, at ``wavelength_m`` and ``f_number``
+        (image-space f-number = object-space for objects at infinity).
+        """
+        p = self.params
+        w = self._seidel
+        kw = dict(pixel_pitch_m=p["pixel_pitch_m"], wavelength_m=p["wavelength_m"],
+                  f_number=p["f_number"])
+        if any(getattr(w, k) != 0.0 for k in ("W040", "W131", "W222", "W220")):
+            photons = apply_field_psf(photons, w, tiles=(p["psf_tiles"], p["psf_tiles"]), **kw)
+        if w.W311 != 0.0:
+            photons = apply_distortion(photons, w.W311, **kw)
+        return np.maximum(photons, 0.0)          # FFT round-off can leave -1e-12
+
+    def step(self, k, t):
+        t_start = _time.perf_counter()
+        p = self.params
+        rows, cols, n_s = p["resolution_y"], p["resolution_x"], len(self._offsets)
+        n_ch = len(self._channels)
+        self.last_timing_s = {"shadow_cast": 0.0, "shadow_rays": 0.0}
+        t0 = _time.perf_counter()
+        hits, _, _ = self.cast(self._dirs, t, p["max_range_m"])
+        self.last_timing_s["primary_cast"] = _time.perf_counter() - t0
+        self.last_timing_s["primary_rays"] = float(len(self._dirs))
+        sun = self.sunlight_at(t)
+        rad, lit = self.radiance(hits, sun, t)
+        # Box filter over the pixel's samples (sample-major ray order).
+        rad = rad.reshape(n_s, rows, cols, n_ch).mean(axis=0)
+        photons = self.apply_optics(self.mean_photons(rad))
+        sm = self.sensor_model
+        ideal = (sm.quantum_efficiency * photons).astype(np.float32)
+        rng = stream(self.ctx.seed, self.name, k, "sensor_noise")
+        if n_ch == 1:
+            image = sm.expose(photons[..., 0], p["exposure_s"], rng)[..., None]
+        else:
+            image = sm.expose(photons, p["exposure_s"], rng)
+        centre = slice(0, rows * cols)           # sample 0 is the pixel-centre ray
+        dist = hits.distance[centre].reshape(rows, cols).astype(np.float32)
+        oid = hits.object_id[centre].reshape(rows, cols)
+        self.last_timing_s["total"] = _time.perf_counter() - t_start
+        d3, d2 = ("row", "col", "channel"), ("row", "col")
+        return {
+            "image": Var(d3, image.astype(np.uint16), "DN",
+                         "digital image (EMVA 1288 sensor output, demosaiced if Bayer)",
+                         {"valid_max": np.uint16(sm.max_dn)}),
+            "ideal_image": Var(d3, ideal, "e-",
+                               "mean photo-electrons per pixel after the optics, before noise "
+                               "and saturation"),
+            "distance": Var(d2, dist, "m",
+                            "radial distance from the camera centre to the surface seen by the "
+                            "pixel-centre ray (through mirrors); NaN for sky"),
+            "object_id": Var(d2, oid, "1", "index of the object seen by the pixel-centre ray, -1 for none"),
+            "sun_zenith": Var((), np.float64(sun.zenith_rad), "rad", "apparent solar zenith angle"),
+            "sun_azimuth": Var((), np.float64(sun.azimuth_rad), "rad",
+                               "solar azimuth from north towards east"),
+            "sunlit_fraction": Var((), np.float64(lit.reshape(n_s, -1)[0].mean()), "1",
+                                   "fraction of pixel-centre rays ending on a sunlit facet"),
+        }
