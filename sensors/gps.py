@@ -1,0 +1,631 @@
+"""GPS L1 C/A pseudorange receiver on a scene body: ray-cast blockage and planar multipath.
+
+The numerical core is :mod:`gnss` (orbits, atmosphere, error terms, solver); this module adds
+what needs the scene: the antenna's trajectory (scene ENU -> WGS 84 ECEF through pymap3d at the
+scenario origin), line-of-sight blockage by ray casting, and reflected paths found with the image
+method on planar facets near the antenna.
+
+Dataset layout
+--------------
+hifi writes every model's frames along the unlimited ``frame`` dimension; for this receiver a
+frame is one epoch.  The per-epoch variables therefore have dimensions ``(frame, sv)``,
+``(frame, sv, xyz)``, ``(frame, xyz)`` ..., and the variable ``epoch (frame)`` holds the true
+reception time (GPST, decoded by xarray as ``datetime64``).  :func:`epoch_view` turns a written
+dataset into the CONTRACTS layout ``(epoch, sv)`` (``ds.set_coords(...).swap_dims(frame="epoch")``),
+on which :func:`gnss.solve` runs directly.
+
+Randomness and partitions
+-------------------------
+Every random number comes from :func:`hifi.rng.stream` keyed by (seed, sensor name, frame,
+purpose): receiver noise per epoch (frame k, "noise"); the constant per-satellite ephemeris range
+error (frame -1, "ephemeris"); and the receiver clock, a two-state random walk
+(:func:`gnss.errors.receiver_clock_walk`) drawn once for every event of the run from the per-run
+stream (frame -1, "receiver_clock") when the model is set up, so any epoch's clock is known
+without having computed the epochs before it.  The deterministic terms and the ray casting are
+computed in fixed blocks of :data:`BLOCK_EPOCHS` epochs (block = k // BLOCK_EPOCHS, vectorised
+over the epochs and satellites of the block), and every epoch's result depends on that epoch
+alone, so an MPI time partition gives the same bytes as a serial run.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from hifi.model import Sensor, Var
+from hifi.params import Param
+from hifi.rng import stream
+
+#: Epochs computed together (vectorised) when the first of them is asked for.
+BLOCK_EPOCHS = 128
+
+#: Tolerance on the reflection point [m]: the first surface along the antenna -> reflection
+#: point ray must lie within this of the plane, and the ray back to the satellite leaves from
+#: this far off the plane.  Embree works in float32 (ulp 8 um at 100 m), so 1 cm is safe for
+#: scenes of a few km.
+REFLECTION_POINT_TOL_M = 1e-2
+
+#: The surface found at the reflection point must be parallel to the candidate plane within
+#: this cosine (about 0.8 deg).
+REFLECTION_NORMAL_COS_TOL = 0.9999
+
+#: Quantisation of a facet's unit normal [1] and plane offset [m] when facets found by the fan
+#: are merged into distinct candidate planes (coplanar facets of one object are one plane).
+PLANE_NORMAL_QUANTUM = 1e-6
+PLANE_OFFSET_QUANTUM_M = 1e-4
+
+#: Time of GPS week 0 (GPST) as integer nanoseconds units for the ``epoch`` variable.
+_EPOCH_UNITS = "nanoseconds since 1980-01-06 00:00:00"
+
+#: Error terms whose position error is reported one by one in ``error_budget_enu``.
+BUDGET_TERMS = ("ephemeris", "ionosphere", "troposphere", "multipath", "noise")
+
+_TERM_VARIABLES = {
+    "geometric_range": "geometric range at the light-time solution, incl. Earth rotation (Sagnac)",
+    "receiver_clock_bias": "receiver clock offset times c",
+    "sv_clock_error": "satellite clock offset times c (broadcast polynomial + relativity - TGD)",
+    "ephemeris_error": "satellite ephemeris (signal-in-space) range error",
+    "iono_delay": "ionospheric group delay on L1",
+    "tropo_delay_dry": "slant hydrostatic tropospheric delay",
+    "tropo_delay_wet": "slant wet tropospheric delay",
+    "multipath_error": "excess path of the reflected signal tracked instead of a blocked direct one",
+    "noise": "receiver code noise",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Geometry kernels (plain functions over arrays)
+# --------------------------------------------------------------------------------------------
+
+def fibonacci_directions(n: int) -> np.ndarray:
+    """``n`` unit vectors spread nearly uniformly over the sphere (Fibonacci lattice).
+
+    Parameters
+    ----------
+    n : int
+        Number of directions.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, 3)
+        Unit vectors [1]; neighbours are about ``sqrt(4 pi / n)`` rad apart.
+
+    References
+    ----------
+    .. [1] A. Gonzalez, "Measurement of areas on a sphere using Fibonacci and latitude-longitude
+       lattices", Mathematical Geosciences 42, 49-64, 2010.
+    """
+    i = np.arange(n, dtype=float) + 0.5
+    z = 1.0 - 2.0 * i / n
+    r = np.sqrt(np.maximum(1.0 - z * z, 0.0))
+    phi = np.pi * (3.0 - np.sqrt(5.0)) * i
+    return np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=-1)
+
+
+class Reflection(NamedTuple):
+    """Specular reflection of a point source in a plane (image method).
+
+    Attributes
+    ----------
+    point : numpy.ndarray, shape (n, 3)
+        Specular point on the plane [m]; NaN where there is no reflection.
+    excess_m : numpy.ndarray, shape (n,)
+        Reflected path length minus direct path length [m]; NaN where there is no reflection.
+    valid : numpy.ndarray of bool, shape (n,)
+        The source and the antenna are on the front side of the plane.
+    """
+
+    point: np.ndarray
+    excess_m: np.ndarray
+    valid: np.ndarray
+
+
+def image_reflection(antenna, source, plane_point, plane_normal) -> Reflection:
+    """Specular point and excess path of a reflection in an infinite plane.
+
+    Parameters
+    ----------
+    antenna : array_like, shape (n, 3)
+        Receiving antenna A [m].
+    source : array_like, shape (n, 3)
+        Transmitter X (the satellite) [m], same frame.
+    plane_point : array_like, shape (n, 3)
+        Any point P of the plane [m].
+    plane_normal : array_like, shape (n, 3)
+        Unit normal n of the plane, either orientation [1].
+
+    Returns
+    -------
+    Reflection
+
+    Notes
+    -----
+    Image method (e.g. Rappaport, "Wireless Communications", 2nd ed., sec. 4.6; Born & Wolf,
+    specular reflection): with n turned toward the antenna and h = (A - P) . n > 0 the antenna's
+    height over the plane, the image of the antenna is A' = A - 2 h n.  The reflected path
+    X -> S -> A has the length |X - A'| and its specular point S is where the segment X A'
+    crosses the plane: S = A' + s (X - A'), s = h / ((X - P) . n + h).  A reflection exists
+    when both X and A are in front of the plane, (X - P) . n > 0 and h > 0.  With D = X - A,
+    |X - A'|^2 - |X - A|^2 = 4 h ((X - P) . n), so the excess path is evaluated without
+    cancellation as
+
+        excess = 4 h ((X - P) . n) / (|D + 2 h n| + |D|).
+
+    For a distant source in the unit direction u this tends to 2 h (n . u): 2 h sin(el) for the
+    ground under an antenna at height h, 2 d cos(el) cos(az - az_n) for a vertical wall at
+    distance d whose normal points to azimuth az_n.  Exact for a point source and an infinite
+    plane; whether S lies on a real facet and both legs are free is checked by the caller.
+    """
+    a = np.asarray(antenna, dtype=float)
+    x = np.asarray(source, dtype=float)
+    p = np.asarray(plane_point, dtype=float)
+    n = np.asarray(plane_normal, dtype=float)
+    h = np.einsum("ij,ij->i", a - p, n)
+    n = np.where((h < 0)[:, None], -n, n)
+    h = np.abs(h)
+    front = np.einsum("ij,ij->i", x - p, n)
+    valid = (h > 0) & (front > 0)
+    d = x - a
+    image_leg = d + 2.0 * h[:, None] * n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        excess = 4.0 * h * front / (np.linalg.norm(image_leg, axis=1) + np.linalg.norm(d, axis=1))
+        s = h / (front + h)
+        point = (a - 2.0 * h[:, None] * n) + s[:, None] * image_leg
+    excess = np.where(valid, excess, np.nan)
+    point = np.where(valid[:, None], point, np.nan)
+    return Reflection(point, excess, valid)
+
+
+def _unit(v):
+    norm = np.linalg.norm(v, axis=-1, keepdims=True)
+    return v / np.where(norm > 0, norm, 1.0)
+
+
+def _ragged_pairs(group_of_a, group_of_b, n_groups):
+    """All pairs (i, j) with ``group_of_a[i] == group_of_b[j]``, vectorised.
+
+    Returns index arrays into a and into b.
+    """
+    order_b = np.argsort(group_of_b, kind="stable")
+    counts = np.bincount(group_of_b, minlength=n_groups)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    cnt = counts[group_of_a]
+    ia = np.repeat(np.arange(group_of_a.size), cnt)
+    offs = np.arange(ia.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    ib = order_b[np.repeat(start[group_of_a], cnt) + offs]
+    return ia, ib
+
+
+class Multipath(NamedTuple):
+    """Reflected paths of blocked satellites (one per (epoch, sv); NaN / -1 where none)."""
+
+    excess_m: np.ndarray          # (n_epoch, n_sv)
+    point_scene: np.ndarray       # (n_epoch, n_sv, 3)
+    object_id: np.ndarray         # (n_epoch, n_sv) int32
+
+
+def find_reflections(caster, antenna_scene, times_s, sv_scene, blocked, *, search_radius_m,
+                     fan_directions) -> Multipath:
+    """Shortest valid specular reflection of each blocked satellite off planar facets nearby.
+
+    Parameters
+    ----------
+    caster : hifi.caster.RayCaster
+        Scene caster (:meth:`~hifi.caster.RayCaster.nearest`: first surface of any material).
+    antenna_scene : numpy.ndarray, shape (n_epoch, 3)
+        Antenna positions, scene frame [m].
+    times_s : numpy.ndarray, shape (n_epoch,)
+        Simulated times of the epochs [s] (poses of moving objects).
+    sv_scene : numpy.ndarray, shape (n_epoch, n_sv, 3)
+        Satellite positions in the scene frame [m].
+    blocked : numpy.ndarray of bool, shape (n_epoch, n_sv)
+        Satellites whose direct path is blocked (the ones to search a reflection for).
+    search_radius_m : float
+        Reflectors and specular points farther than this from the antenna are ignored [m].
+    fan_directions : numpy.ndarray, shape (n_fan, 3)
+        Unit directions of the fan of rays cast to find candidate facets.
+
+    Returns
+    -------
+    Multipath
+
+    Notes
+    -----
+    1. At each epoch with a blocked satellite, the fan is cast from the antenna up to
+       ``search_radius_m``; each facet hit gives a candidate plane (its hit point and unit
+       normal); coplanar facets of one object are merged.  A facet narrower than the fan's
+       angular spacing seen from the antenna can be missed.
+    2. For every (blocked satellite, candidate plane) of the same epoch,
+       :func:`image_reflection` gives the specular point S and the excess path.
+    3. The reflection is valid when S is within ``search_radius_m`` of the antenna, the first
+       surface on the ray antenna -> S lies at S within :data:`REFLECTION_POINT_TOL_M` and is
+       parallel to the plane (so S is on a real facet and the leg is free), and the ray from S
+       toward the satellite hits nothing (the leg to the satellite is free).
+    4. Of the valid reflections of a satellite the shortest (smallest excess) is kept: the
+       receiver is taken to track the earliest reflected replica.  Only single reflections are
+       modelled; diffraction and the reflection's power are not.
+    """
+    n_epoch, n_sv = blocked.shape
+    out_excess = np.full((n_epoch, n_sv), np.nan)
+    out_point = np.full((n_epoch, n_sv, 3), np.nan)
+    out_obj = np.full((n_epoch, n_sv), -1, dtype=np.int32)
+    if search_radius_m <= 0 or not blocked.any():
+        return Multipath(out_excess, out_point, out_obj)
+    # 1. fan from the antenna at the epochs that need it
+    ep = np.flatnonzero(blocked.any(axis=1))
+    n_fan = fan_directions.shape[0]
+    f_epoch = np.repeat(ep, n_fan)
+    f_orig = antenna_scene[f_epoch]
+    f_dir = np.tile(fan_directions, (ep.size, 1))
+    dist, obj, _, normal = caster.nearest(f_orig, f_dir, times_s[f_epoch], np.full(f_epoch.size, search_radius_m))
+    hit = np.isfinite(dist)
+    f_epoch, obj, normal = f_epoch[hit], obj[hit], normal[hit]
+    point = f_orig[hit] + f_dir[hit] * dist[hit, None]
+    normal = np.where((np.einsum("ij,ij->i", normal, f_dir[hit]) > 0)[:, None], -normal, normal)
+    offset = np.einsum("ij,ij->i", normal, point)
+    key = np.column_stack([f_epoch, obj, np.round(normal / PLANE_NORMAL_QUANTUM),
+                           np.round(offset / PLANE_OFFSET_QUANTUM_M)]).astype(np.int64)
+    _, first = np.unique(key, axis=0, return_index=True)
+    pl_epoch, pl_obj, pl_point, pl_normal = f_epoch[first], obj[first], point[first], normal[first]
+    # 2. pairs (blocked satellite, plane of the same epoch)
+    be, bs = np.nonzero(blocked)
+    ia, ib = _ragged_pairs(be, pl_epoch, n_epoch)
+    if ia.size == 0:
+        return Multipath(out_excess, out_point, out_obj)
+    e, s = be[ia], bs[ia]
+    a = antenna_scene[e]
+    refl = image_reflection(a, sv_scene[e, s], pl_point[ib], pl_normal[ib])
+    leg1 = refl.point - a
+    len1 = np.linalg.norm(leg1, axis=1)
+    ok = refl.valid & (len1 <= search_radius_m) & (len1 > REFLECTION_POINT_TOL_M)
+    idx = np.flatnonzero(ok)
+    if idx.size == 0:
+        return Multipath(out_excess, out_point, out_obj)
+    # 3. both legs by casting: antenna -> S (first surface at S), S -> satellite (free)
+    n_pl = pl_normal[ib[idx]]
+    n_pl = np.where((np.einsum("ij,ij->i", a[idx] - refl.point[idx], n_pl) < 0)[:, None], -n_pl, n_pl)
+    start2 = refl.point[idx] + REFLECTION_POINT_TOL_M * n_pl
+    d1 = leg1[idx] / len1[idx, None]
+    d2 = _unit(sv_scene[e[idx], s[idx]] - start2)
+    m = idx.size
+    t = times_s[e[idx]]
+    dist2, _, _, nrm2 = caster.nearest(np.concatenate([a[idx], start2]), np.concatenate([d1, d2]),
+                                       np.concatenate([t, t]),
+                                       np.concatenate([len1[idx] + REFLECTION_POINT_TOL_M, np.full(m, np.inf)]))
+    on_plane = (np.abs(dist2[:m] - len1[idx]) <= REFLECTION_POINT_TOL_M) & \
+        (np.abs(np.einsum("ij,ij->i", nrm2[:m], n_pl)) >= REFLECTION_NORMAL_COS_TOL)
+    free = ~np.isfinite(dist2[m:])
+    good = idx[on_plane & free]
+    if good.size == 0:
+        return Multipath(out_excess, out_point, out_obj)
+    # 4. shortest per (epoch, sv)
+    pair = e[good] * n_sv + s[good]
+    order = np.lexsort((refl.excess_m[good], pair))
+    good, pair = good[order], pair[order]
+    _, first = np.unique(pair, return_index=True)
+    best = good[first]
+    out_excess[e[best], s[best]] = refl.excess_m[best]
+    out_point[e[best], s[best]] = refl.point[best]
+    out_obj[e[best], s[best]] = pl_obj[ib[best]]
+    return Multipath(out_excess, out_point, out_obj)
+
+
+def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weighting="elevation"):
+    """Position error caused by each pseudorange error term alone, through the solver's LSQ.
+
+    Parameters
+    ----------
+    terms_m : numpy.ndarray, shape (n_term, n_epoch, n_sv)
+        Residual range error of each term after the receiver's own corrections [m].
+    used : numpy.ndarray of bool, shape (n_epoch, n_sv)
+        Satellites the solver used.
+    elevation_rad, azimuth_rad : numpy.ndarray, shape (n_epoch, n_sv)
+        Look angles at the true position [rad].
+    weighting : {"elevation", "none"}, keyword-only
+        As :func:`gnss.solve` (weights sin^2 el).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_term, n_epoch, 3)
+        East, north, up position error [m]; NaN at epochs with fewer than 4 satellites used.
+
+    Notes
+    -----
+    The least-squares solution is linear in the pseudorange residuals near the truth:
+    dx = (G^T W G)^-1 G^T W r with rows G = [-e_E, -e_N, -e_U, 1] (unit line of sight e in
+    local ENU) and W = diag(sin^2 el).  Each term's dx is what the solver returns when only that
+    term is switched on (up to the non-linearity, |dx|^2 / range, below a micrometre); the
+    clock column absorbs the part common to all satellites, so the receiver clock gives no
+    position error.  The terms add up to the linearised total error.
+    """
+    el = np.where(used, elevation_rad, 0.0)
+    az = np.where(used, azimuth_rad, 0.0)
+    g = np.stack([-np.cos(el) * np.sin(az), -np.cos(el) * np.cos(az), -np.sin(el), np.ones_like(el)], axis=-1)
+    w = np.sin(el) ** 2 if weighting == "elevation" else np.ones_like(el)
+    w = np.where(used, w, 0.0)
+    nmat = np.einsum("ek,eki,ekj->eij", w, g, g)
+    ok = used.sum(axis=1) >= 4
+    nmat[~ok] = np.eye(4)
+    r = np.where(used[None], np.nan_to_num(terms_m), 0.0)
+    rhs = np.einsum("ek,eki,tek->tei", w, g, r)
+    dx = np.linalg.solve(nmat[None], rhs[..., None])[..., 0]
+    return np.where(ok[None, :, None], dx[..., :3], np.nan)
+
+
+def epoch_view(ds):
+    """A written ``gps_l1`` dataset in the CONTRACTS layout: dimension ``epoch`` instead of ``frame``.
+
+    ``epoch`` and ``time_tag`` become coordinates, so :func:`gnss.solve` can run on the result.
+    """
+    return ds.set_coords([c for c in ("epoch", "time_tag") if c in ds]).swap_dims(frame="epoch")
+
+
+# --------------------------------------------------------------------------------------------
+# The sensor model
+# --------------------------------------------------------------------------------------------
+
+class GpsL1(Sensor):
+    """GPS L1 C/A code receiver: pseudoranges term by term, blockage and multipath, fixes.
+
+    Per epoch (one frame at ``rate_hz``, default 1 Hz) and satellite of the nav file: the
+    CONTRACTS terms of :func:`gnss.model_pseudoranges` at the antenna's true position and the
+    true reception time ``start_utc + t`` (UTC -> GPST with :func:`gnss.utc_to_gpst`), a ray cast
+    from the antenna toward each satellite above the mask (``blocked`` when any surface is hit),
+    and for each blocked satellite the shortest valid reflection (:func:`find_reflections`), whose
+    excess path is ``multipath_error``.  A blocked satellite without a reflection has no
+    pseudorange (NaN); the others have
+
+        pseudorange = geometric_range + receiver_clock_bias - sv_clock_error + ephemeris_error
+                      + iono_delay + tropo_delay_dry + tropo_delay_wet + multipath_error + noise
+
+    summed in this order.  The fix is :func:`gnss.solve` on these pseudoranges (elevation
+    weights, broadcast Klobuchar and Saastamoinen-Niell corrections as set by
+    ``solver_iono_model`` / ``solver_tropo_model``, started at the scenario origin); epochs with
+    fewer than four satellites are NaN.  ``error_budget_enu`` is each error term's share of the
+    position error (:func:`position_error_budget`).  The antenna is isotropic and at the
+    sensor's origin; its orientation does not matter.
+    """
+
+    model_name = "gps_l1"
+    default_rate_hz = 1.0
+    PARAMS = {
+        "nav_file": Param("path", doc="RINEX 2 or 3 GPS navigation file, relative to the scenario"),
+        "elevation_mask_deg": Param("float", default=10.0, minimum=-90.0, maximum=90.0,
+                                    doc="satellites below this elevation are not tracked [deg]"),
+        "iono_model": Param("str", default="klobuchar", choices=("klobuchar", "vane", "none"),
+                            doc="simulated ionosphere: broadcast Klobuchar, VANE's mapped zenith delay, or off"),
+        "iono_zenith_delay_m": Param("float", default=1.5, minimum=0.0,
+                                     doc="vertical delay of iono_model 'vane' [m]"),
+        "tropo_model": Param("str", default="saastamoinen_niell", choices=("saastamoinen_niell", "none"),
+                             doc="simulated troposphere"),
+        "relative_humidity": Param("float", default=0.5, minimum=0.0, maximum=1.0,
+                                   doc="relative humidity of the standard atmosphere [1]"),
+        "ephemeris_error_model": Param("str", default="sisre", choices=("sisre", "vane", "none"),
+                                       doc="satellite range error: SISRE (Montenbruck 2015) or off; "
+                                           "'vane' is refused (see gnss.errors)"),
+        "sisre_rms_m": Param("float", default=0.7, minimum=0.0,
+                             doc="RMS of the signal-in-space range error [m] (Montenbruck et al. 2015)"),
+        "receiver_clock_model": Param("str", default="random_walk", choices=("random_walk", "none"),
+                                      doc="TCXO two-state random walk (Brown & Hwang 2012) or a perfect clock"),
+        "receiver_clock_initial_bias_s": Param("float", default=0.0,
+                                               doc="receiver clock offset at t = 0 [s]"),
+        "receiver_clock_initial_drift": Param("float", default=0.0, doc="receiver clock drift at t = 0 [s/s]"),
+        "noise_sigma_m": Param("float", default=0.3, minimum=0.0,
+                               doc="zenith code noise sigma [m], grows as 1/sin(el)"),
+        "multipath_search_radius_m": Param("float", default=50.0, minimum=0.0,
+                                           doc="reflectors farther from the antenna are ignored [m]; 0: no multipath"),
+        "multipath_fan_rays": Param("int", default=2048, minimum=16,
+                                    doc="rays of the fan that finds reflecting facets around the antenna"),
+        "solver_iono_model": Param("str", default="klobuchar", choices=("klobuchar", "none"),
+                                   doc="ionospheric correction the receiver applies"),
+        "solver_tropo_model": Param("str", default="saastamoinen_niell", choices=("saastamoinen_niell", "none"),
+                                    doc="tropospheric correction the receiver applies"),
+    }
+
+    @classmethod
+    def check_params(cls, p):
+        if p["ephemeris_error_model"] == "vane":
+            from gnss.errors import VANE_EPHEMERIS_UNAVAILABLE
+            raise ValueError(f"ephemeris_error_model: {VANE_EPHEMERIS_UNAVAILABLE}")
+        return p
+
+    # -- setup ---------------------------------------------------------------------------------
+    def setup(self, ctx):
+        import gnss
+        from gnss import errors
+
+        super().setup(ctx)
+        p = self.params
+        self._nav = gnss.read_nav(p["nav_file"])
+        self._prn = np.unique(self._nav["prn"].values).astype(np.int64)
+        o = ctx.origin
+        self._origin = (float(o["lat_deg"]), float(o["lon_deg"]), float(o["height_m"]))
+        self._origin_ecef = np.array(self._enu_to_ecef(np.zeros((1, 3)))[0])
+        start = np.datetime64(str(ctx.start_utc).rstrip("Z"), "ns")
+        self._t0_gps = gnss.utc_to_gpst(start)
+        if p["iono_model"] == "klobuchar" or p["solver_iono_model"] == "klobuchar":
+            if not (np.all(np.isfinite(self._nav["ion_alpha"].values))
+                    and np.all(np.isfinite(self._nav["ion_beta"].values))):
+                raise ValueError(f"nav_file {p['nav_file']!r} has no Klobuchar coefficients; set iono_model "
+                                 "and solver_iono_model to 'vane' / 'none'")
+        n_sv = self._prn.size
+        eph_rng = stream(ctx.seed, self.name, -1, "ephemeris")
+        self._eph = errors.sisre_range_error(n_sv, eph_rng, rms_m=p["sisre_rms_m"]) \
+            if p["ephemeris_error_model"] == "sisre" else None
+        # every event of the run, for the receiver clock drawn once
+        times = []
+        while True:
+            t = self.event_time(len(times))
+            if t is None or t >= ctx.duration_s:
+                break
+            times.append(t)
+        self._times = np.asarray(times, dtype=float)
+        if p["receiver_clock_model"] == "random_walk" and self._times.size:
+            walk = errors.receiver_clock_walk(np.diff(self._times, prepend=self._times[0]),
+                                              stream(ctx.seed, self.name, -1, "receiver_clock"),
+                                              initial_bias_s=p["receiver_clock_initial_bias_s"],
+                                              initial_drift=p["receiver_clock_initial_drift"])
+            self._clock_bias_s, self._clock_drift = walk.bias_s, walk.drift
+        else:
+            self._clock_bias_s = p["receiver_clock_initial_bias_s"] + p["receiver_clock_initial_drift"] * self._times
+            self._clock_drift = np.full(self._times.size, p["receiver_clock_initial_drift"])
+        self._fan = fibonacci_directions(p["multipath_fan_rays"])
+        self._block: tuple[int, dict] | None = None
+
+    def _enu_to_ecef(self, enu):
+        import pymap3d
+        e = np.asarray(enu, dtype=float)
+        return np.stack(pymap3d.enu2ecef(e[..., 0], e[..., 1], e[..., 2], *self._origin), axis=-1)
+
+    def _ecef_to_enu(self, ecef):
+        import pymap3d
+        x = np.asarray(ecef, dtype=float)
+        return np.stack(pymap3d.ecef2enu(x[..., 0], x[..., 1], x[..., 2], *self._origin), axis=-1)
+
+    # -- dataset layout --------------------------------------------------------------------------
+    def coords(self):
+        return {
+            "sv": Var(("sv",), np.array([f"G{q:02d}" for q in self._prn]), "1", "satellite identifier"),
+            "prn": Var(("sv",), self._prn.astype(np.int32), "1", "GPS PRN"),
+            "xyz": Var(("xyz",), np.array(["x", "y", "z"]), "1",
+                       "axis: ECEF for *_ecef variables, scene frame for *_scene variables"),
+            "enu": Var(("enu",), np.array(["e", "n", "u"]), "1", "local east, north, up at the true position"),
+            "term": Var(("term",), np.array(BUDGET_TERMS), "1", "pseudorange error term"),
+        }
+
+    def attrs(self):
+        p = self.params
+        return {"nav_file": str(p["nav_file"]), "elevation_mask_deg": p["elevation_mask_deg"],
+                "iono_model": p["iono_model"], "tropo_model": p["tropo_model"],
+                "ephemeris_error_model": p["ephemeris_error_model"],
+                "receiver_clock_model": p["receiver_clock_model"],
+                "solver_iono_model": p["solver_iono_model"], "solver_tropo_model": p["solver_tropo_model"],
+                "dimensions_note": "frame is the epoch; sensors.gps.epoch_view(ds) gives (epoch, sv)",
+                "ion_alpha": self._nav["ion_alpha"].values.astype(float),
+                "ion_beta": self._nav["ion_beta"].values.astype(float)}
+
+    # -- stepping --------------------------------------------------------------------------------
+    def step(self, k, t):
+        b = k // BLOCK_EPOCHS
+        if self._block is None or self._block[0] != b:
+            ks = np.arange(b * BLOCK_EPOCHS, min((b + 1) * BLOCK_EPOCHS, self._times.size))
+            self._block = (b, self._compute(ks))
+        data = self._block[1]
+        i = k - b * BLOCK_EPOCHS
+        return {name: Var(v.dims, v.data[i], v.units, v.long_name, v.extra) for name, v in data.items()}
+
+    def _compute(self, ks) -> dict[str, Var]:
+        """Every variable of epochs ``ks`` (one block), vectorised over epochs and satellites."""
+        import gnss
+        from gnss import atmosphere, errors, geometry, gpstime
+        from gnss.constants import SPEED_OF_LIGHT
+
+        p = self.params
+        ts = self._times[ks]
+        n_e, n_sv = ks.size, self._prn.size
+        t_gps = self._t0_gps + np.round(ts * 1e9).astype(np.int64).astype("timedelta64[ns]")
+        antenna = np.broadcast_to(self.pose_at(ts).translation, (n_e, 3)).copy()
+        rx_ecef = self._enu_to_ecef(antenna)
+        clock_m = SPEED_OF_LIGHT * self._clock_bias_s[ks]     # drawn for the whole run at setup
+        pred = gnss.model_pseudoranges(
+            self._nav, rx_ecef, t_gps, self._prn, rng=None, elevation_mask_deg=p["elevation_mask_deg"],
+            iono_model=p["iono_model"], tropo_model=p["tropo_model"],
+            ephemeris_error_model=p["ephemeris_error_model"],
+            receiver_clock_bias_m=clock_m, ephemeris_error_m=self._eph,
+            relative_humidity=p["relative_humidity"], iono_zenith_delay_m=p["iono_zenith_delay_m"])
+        el = pred["elevation"].values
+        az = pred["azimuth"].values
+        visible = pred["visible"].values
+        # receiver noise: one stream per epoch (frame)
+        z = np.stack([stream(self.ctx.seed, self.name, int(k), "noise").standard_normal(n_sv) for k in ks]) \
+            if n_e else np.zeros((0, n_sv))
+        noise = z * errors.elevation_sigma(np.where(np.isfinite(el), el, np.pi / 2), zenith_sigma_m=p["noise_sigma_m"])
+        # blockage: one ray per visible satellite
+        sv_ecef = pred["sv_position_ecef"].values
+        sv_scene = self._ecef_to_enu(sv_ecef)
+        los = _unit(sv_scene - antenna[:, None, :])
+        ve, vs = np.nonzero(visible)
+        blocked = np.zeros((n_e, n_sv), dtype=bool)
+        if ve.size:
+            dist, _, _, _ = self.ctx.caster.nearest(antenna[ve], los[ve, vs], ts[ve], np.full(ve.size, np.inf))
+            blocked[ve, vs] = np.isfinite(dist)
+        mp = find_reflections(self.ctx.caster, antenna, ts, np.where(np.isfinite(sv_scene), sv_scene, 0.0),
+                              blocked, search_radius_m=p["multipath_search_radius_m"], fan_directions=self._fan)
+        reflected = blocked & np.isfinite(mp.excess_m)
+        multipath = np.where(reflected, mp.excess_m, 0.0)
+        terms = {name: np.asarray(pred[name].values, dtype=float) for name in _TERM_VARIABLES}
+        terms["multipath_error"] = multipath
+        terms["noise"] = noise
+        pr = (terms["geometric_range"] + terms["receiver_clock_bias"] - terms["sv_clock_error"]
+              + terms["ephemeris_error"] + terms["iono_delay"] + terms["tropo_delay_dry"]
+              + terms["tropo_delay_wet"] + terms["multipath_error"] + terms["noise"])
+        tracked = visible & (~blocked | reflected)
+        pr = np.where(tracked, pr, np.nan)
+        # the fix
+        obs = pred[["pseudorange", "true_position_ecef"]].assign(pseudorange=(("epoch", "sv"), pr))
+        sol = gnss.solve(obs, self._nav, elevation_mask_deg=p["elevation_mask_deg"],
+                         iono_model=p["solver_iono_model"], tropo_model=p["solver_tropo_model"],
+                         relative_humidity=p["relative_humidity"], initial_position_ecef=self._origin_ecef)
+        used = sol["used"].values
+        # error budget: residual of each term after the receiver's corrections
+        geo = geometry.ecef_to_geodetic(rx_ecef)
+        lat, lon = geo.latitude_rad[:, None], geo.longitude_rad[:, None]
+        iono_corr = 0.0
+        if p["solver_iono_model"] == "klobuchar":
+            sow = gpstime.from_datetime64(pred["time_tag"].values).sow[:, None]
+            iono_corr = atmosphere.klobuchar_delay(lat, lon, az, el, sow, self._nav["ion_alpha"].values,
+                                                   self._nav["ion_beta"].values)
+        tropo_corr = 0.0
+        if p["solver_tropo_model"] == "saastamoinen_niell":
+            tr = atmosphere.tropo_delay(el, lat, geo.height_m[:, None], geometry.day_of_year(t_gps)[:, None],
+                                        relative_humidity=p["relative_humidity"])
+            tropo_corr = tr.dry_m + tr.wet_m
+        residual_terms = np.stack([terms["ephemeris_error"],
+                                   terms["iono_delay"] - iono_corr,
+                                   terms["tropo_delay_dry"] + terms["tropo_delay_wet"] - tropo_corr,
+                                   terms["multipath_error"], terms["noise"]])
+        budget = position_error_budget(residual_terms, used, el, az).transpose(1, 0, 2)
+
+        ns = (t_gps - np.datetime64("1980-01-06T00:00:00", "ns")).astype(np.int64)
+        ns_tag = (pred["time_tag"].values.astype("datetime64[ns]") - np.datetime64("1980-01-06T00:00:00", "ns")).astype(np.int64)
+        es, ex, e3 = ("sv",), ("sv", "xyz"), ("xyz",)
+        cal = {"calendar": "proleptic_gregorian", "time_scale": "GPST"}
+        out = {
+            "epoch": Var((), ns, _EPOCH_UNITS, "true reception time (GPST)", cal),
+            "time_tag": Var((), ns_tag, _EPOCH_UNITS, "receiver clock reading at reception (GPST + receiver clock offset)", cal),
+            "timestamp": Var((), ts, "s", "time of the measurement since simulation start"),
+            "pseudorange": Var(es, pr, "m", "simulated L1 C/A pseudorange (NaN where not tracked)"),
+        }
+        for name, long_name in _TERM_VARIABLES.items():
+            out[name] = Var(es, terms[name], "m", long_name)
+        out.update({
+            "elevation": Var(es, el, "rad", "satellite elevation at the antenna"),
+            "azimuth": Var(es, az, "rad", "satellite azimuth from north, clockwise"),
+            "visible": Var(es, visible, "1", "healthy ephemeris and above the elevation mask"),
+            "blocked": Var(es, blocked & visible, "1", "direct line of sight blocked by the scene (ray cast)"),
+            "reflected": Var(es, reflected, "1", "blocked, but tracked through a specular reflection"),
+            "tracked": Var(es, tracked, "1", "pseudorange available (visible and not blocked, or reflected)"),
+            "reflector_object_id": Var(es, np.where(reflected, mp.object_id, -1).astype(np.int32), "1",
+                                       "object of the reflecting facet, -1 none"),
+            "reflection_point_scene": Var(ex, np.where(reflected[..., None], mp.point_scene, np.nan), "m",
+                                          "specular reflection point, scene frame"),
+            "sv_position_ecef": Var(ex, sv_ecef, "m", "satellite position at transmission in the ECEF frame of reception"),
+            "antenna_position_scene": Var(e3, antenna, "m", "true antenna position, scene frame"),
+            "true_position_ecef": Var(e3, rx_ecef, "m", "true antenna position, WGS 84 ECEF"),
+            "receiver_clock_drift": Var((), self._clock_drift[ks], "s/s", "receiver clock drift"),
+            "position_ecef": Var(e3, sol["position_ecef"].values, "m", "estimated position, WGS 84 ECEF (NaN: < 4 satellites)"),
+            "clock_bias": Var((), sol["clock_bias"].values, "m", "estimated receiver clock offset times c"),
+            "position_error_enu": Var(("enu",), sol["position_error_enu"].values, "m",
+                                      "estimated minus true position, local ENU at the truth"),
+        })
+        for d in ("gdop", "pdop", "hdop", "vdop", "tdop"):
+            out[d] = Var((), sol[d].values, "1", sol[d].attrs["long_name"] + " (unweighted, local ENU)")
+        out.update({
+            "n_sv_used": Var((), sol["n_sv_used"].values, "1", "satellites used in the fix"),
+            "used": Var(es, used, "1", "satellite used in the fix"),
+            "residual": Var(es, sol["residual"].values, "m", "post-fit pseudorange residual"),
+            "error_budget_enu": Var(("term", "enu"), budget, "m",
+                                    "position error caused by each error term alone (linearised solver)"),
+        })
+        return out
