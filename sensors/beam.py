@@ -127,6 +127,20 @@ def pulse_sigma_s(pulse_width_s):
     return pulse_width_s / (2.0 * np.sqrt(2.0 * np.log(2.0)))
 
 
+def pulse_kernel(bin_width_s, pulse_width_s):
+    """Bin-integrated Gaussian pulse centred on a bin boundary, normalised to sum 1.
+
+    Tap j (j = -h..h) holds ``Phi((j + 1/2) dt / s) - Phi((j - 1/2) dt / s)`` of the pulse of
+    standard deviation s (:func:`pulse_sigma_s`), over +-8.5 s, renormalised so the taps sum to
+    exactly 1 (the mass beyond 8.5 s is 2e-17).
+    """
+    s = pulse_sigma_s(pulse_width_s)
+    half = int(np.ceil(_KERNEL_SIGMAS * s / bin_width_s))
+    j = np.arange(-half, half + 1)
+    taps = 0.5 * (erf((j + 0.5) * bin_width_s / (s * np.sqrt(2.0))) - erf((j - 0.5) * bin_width_s / (s * np.sqrt(2.0))))
+    return taps / taps.sum()
+
+
 def return_waveform(arrival_s, energy, *, bin_width_s, n_bins, pulse_width_s):
     """Received energy per time bin of each pulse: the returns convolved with the pulse.
 
@@ -137,7 +151,7 @@ def return_waveform(arrival_s, energy, *, bin_width_s, n_bins, pulse_width_s):
     energy : (p, n) float
         Energy of each return (relative units); 0 or NaN for none.
     bin_width_s : float
-        Sampling interval of the receiver [s]; bin b covers ``[b dt, (b + 1) dt)``.
+        Sampling interval of the receiver [s]; bin b is centred on ``b dt``.
     n_bins : int
     pulse_width_s : float
         Full width at half maximum of the Gaussian emitted pulse [s].
@@ -145,27 +159,58 @@ def return_waveform(arrival_s, energy, *, bin_width_s, n_bins, pulse_width_s):
     Returns
     -------
     ndarray, shape (p, n_bins)
-        ``w[b] = sum_i E_i (Phi((t_{b+1} - tau_i) / s) - Phi((t_b - tau_i) / s))``: each bin
-        holds the pulse energy that falls in it, so the waveform's sum equals the sum of the
-        returns exactly whenever every pulse lies inside the window (its energy conservation).
+        Energy per bin. Each return is split between the two bins around its arrival time in
+        proportion to its distance from them (linear interpolation, so the echo's centroid
+        keeps its sub-bin time) and the impulse train is convolved with the bin-integrated
+        pulse :func:`pulse_kernel`. Both steps conserve energy exactly, so the waveform's sum
+        equals the sum of the returns whenever every echo lies inside the window.
     """
     tau = np.asarray(arrival_s, dtype=float)
     e = np.nan_to_num(np.asarray(energy, dtype=float))
     p, n = tau.shape
-    s = pulse_sigma_s(pulse_width_s)
-    half = int(np.ceil(_KERNEL_SIGMAS * s / bin_width_s)) + 1
     valid = np.isfinite(tau) & (e > 0)
-    tau_v = np.where(valid, tau, 0.0)
-    centre = np.floor(tau_v / bin_width_s).astype(np.int64)
-    offs = np.arange(-half, half + 1)
-    bins = centre[..., None] + offs                                  # (p, n, k)
-    lo = (bins * bin_width_s - tau_v[..., None]) / (s * np.sqrt(2.0))
-    hi = ((bins + 1) * bin_width_s - tau_v[..., None]) / (s * np.sqrt(2.0))
-    mass = 0.5 * (erf(hi) - erf(lo)) * np.where(valid, e, 0.0)[..., None]
-    inside = (bins >= 0) & (bins < n_bins)
-    flat = (np.arange(p)[:, None, None] * n_bins + bins)[inside]
-    out = np.bincount(flat, weights=mass[inside], minlength=p * n_bins)
-    return out.reshape(p, n_bins)
+    pos = np.where(valid, tau, 0.0) / bin_width_s
+    b0 = np.floor(pos).astype(np.int64)
+    frac = pos - b0
+    rows = np.arange(p)[:, None]
+    impulses = np.zeros(p * (n_bins + 1))
+    for b, w in ((b0, 1.0 - frac), (b0 + 1, frac)):
+        ok = valid & (b >= 0) & (b <= n_bins)
+        np.add.at(impulses, (rows * (n_bins + 1) + b)[ok], (e * w)[ok])
+    impulses = impulses.reshape(p, n_bins + 1)[:, :n_bins]
+    from scipy.ndimage import convolve1d
+    return convolve1d(impulses, pulse_kernel(bin_width_s, pulse_width_s), axis=1, mode="constant")
+
+
+def echo_window(arrival_s, *, bin_width_s, pulse_width_s):
+    """Per-pulse receiver window that holds every echo: first bin and common length.
+
+    Parameters
+    ----------
+    arrival_s : (p, n) float
+        Round-trip times [s], NaN for none.
+
+    Returns
+    -------
+    start_bin : (p,) int
+        First bin of each pulse's window (absolute bin index, may be negative).
+    n_local : int
+        Window length in bins, the same for every pulse: the largest spread of arrivals within
+        one pulse plus the pulse kernel on both sides. Processing a window instead of the whole
+        range gate gives the same result (the waveform is zero outside it) at a cost set by
+        the echoes, not by the maximum range.
+    """
+    tau = np.asarray(arrival_s, dtype=float)
+    half = (len(pulse_kernel(bin_width_s, pulse_width_s)) - 1) // 2
+    has = np.isfinite(tau)
+    t_min = np.min(np.where(has, tau, np.inf), axis=1)
+    t_max = np.max(np.where(has, tau, -np.inf), axis=1)
+    any_echo = np.isfinite(t_min)
+    t_min = np.where(any_echo, t_min, 0.0)
+    t_max = np.where(any_echo, t_max, 0.0)
+    start = np.floor(t_min / bin_width_s).astype(np.int64) - half - 2
+    span = np.ceil((t_max - t_min) / bin_width_s).astype(np.int64)
+    return start, int(span.max(initial=0)) + 2 * half + 6
 
 
 def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, detection_threshold,
@@ -224,7 +269,7 @@ def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, 
     starts[:, 1:] = rising[:, 1:] & falling_before[:, :-1]
     label = np.cumsum(starts, axis=1)                                # segment id per bin
     n_seg = int(label.max()) + 1 if label.size else 1
-    b_i = np.clip(np.floor(np.where(has, tau, 0.0) / bin_width_s).astype(np.int64), 0, nb - 1)
+    b_i = np.clip(np.rint(np.where(has, tau, 0.0) / bin_width_s).astype(np.int64), 0, nb - 1)
     seg_i = np.where(has, np.take_along_axis(label, b_i, axis=1), -1)
     key = np.arange(p)[:, None] * n_seg + seg_i
     ok = seg_i >= 0

@@ -9,8 +9,8 @@ from hifi.params import Param
 from hifi.rng import stream
 
 from ._range import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
-from .beam import (process_returns, return_waveform, round_trip_s, subray_count, subray_directions,
-                   subray_pattern)
+from .beam import (echo_window, process_returns, return_waveform, round_trip_s, subray_count,
+                   subray_directions, subray_pattern)
 from .radiometry import lambertian_return
 
 RETURN_MODES = ("first", "last", "strongest", "average", "dual")
@@ -103,7 +103,7 @@ class SickLMS291(Sensor):
              **axis_coords()}
         if self.params["store_waveform"]:
             c["bin"] = Var(("bin",), np.arange(self.n_bins) * self.params["bin_width_s"], "s",
-                           "start of the receiver time bin after emission")
+                           "centre of the receiver time bin after emission")
         return c
 
     def attrs(self):
@@ -120,10 +120,13 @@ class SickLMS291(Sensor):
         energy = np.where(hits.hit, energy, 0.0).reshape(n_steps, n_sub)
         rng_sub = hits.distance.reshape(n_steps, n_sub)
         arrival = round_trip_s(rng_sub)
-        wf = return_waveform(arrival, energy, bin_width_s=p["bin_width_s"], n_bins=self.n_bins,
-                             pulse_width_s=p["pulse_width_s"])
+        dt = p["bin_width_s"]
+        # Work in a window around each pulse's echoes (the waveform is zero elsewhere).
+        start, n_local = echo_window(arrival, bin_width_s=dt, pulse_width_s=p["pulse_width_s"])
+        local = arrival - start[:, None] * dt
+        wf = return_waveform(local, energy, bin_width_s=dt, n_bins=n_local, pulse_width_s=p["pulse_width_s"])
         reported, ret_energy, dominant = process_returns(
-            wf, arrival, energy, rng_sub, bin_width_s=p["bin_width_s"], mode=p["return_mode"],
+            wf, local, energy, rng_sub, bin_width_s=dt, mode=p["return_mode"],
             detection_threshold=p["detection_threshold"], cutoff_m=p["cutoff_m"])
         rand = stream(self.ctx.seed, self.name, k, "noise")
         noisy = reported + p["noise_sigma_m"] * rand.standard_normal(reported.shape)
@@ -147,7 +150,11 @@ class SickLMS291(Sensor):
             **sensor_pose_vars(self.pose_at(t)),
         }
         if p["store_waveform"]:
-            extra["waveform"] = Var(("step", "bin"), wf, "1",
+            full = np.zeros((n_steps, self.n_bins))
+            cols = start[:, None] + np.arange(n_local)
+            inside = (cols >= 0) & (cols < self.n_bins)
+            full[np.nonzero(inside)[0], cols[inside]] = wf[inside]
+            extra["waveform"] = Var(("step", "bin"), full, "1",
                                     "received energy per time bin (relative to a white target at 1 m)")
         return range_frame(dims, shape, timestamp=np.repeat(t + self._dt, m), yaw=np.repeat(self.scan, m),
                            pitch=np.zeros(n_steps * m), hits=axis_hits, detected=detected.reshape(-1),
