@@ -1,0 +1,115 @@
+"""``hifi plot`` for ``gps_l1`` datasets: sky plot, position error, error budget per term.
+
+Registered in the entry-point group ``hifi.plots`` under the model name ``gps_l1``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+#: Colours of the sky plot's satellite states.
+_STATE_STYLE = {
+    "direct": dict(color="tab:green", marker="o", s=40, label="tracked, direct"),
+    "reflected": dict(color="tab:orange", marker="o", s=40, label="blocked, reflected (multipath)"),
+    "lost": dict(color="tab:red", marker="X", s=50, label="blocked, no pseudorange"),
+}
+
+
+def plot_gps(ds, out, frame: int = 0) -> Path:
+    """Write a four-panel PNG quick look of a ``gps_l1`` dataset and return its path.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Output of the ``gps_l1`` model (dimensions ``frame`` = epoch, ``sv``).
+    out : path-like
+        PNG file to write.
+    frame : int
+        Epoch whose satellites are labelled on the sky plot (the tracks show every epoch).
+
+    Notes
+    -----
+    Panels: (1) sky plot, azimuth clockwise from north and 90 deg - elevation as the radius:
+    the satellites above the mask at epoch ``frame``, green where tracked directly, orange where
+    blocked but tracked through a reflection, red where blocked and lost, labelled with the share
+    of the run's epochs each was blocked / reflected, and their tracks over the run in grey; (2) east, north, up and
+    horizontal error of the fix over time (gaps: fewer than four satellites); (3) the error
+    budget (VANE paper's Fig. 4 idea): the 3-D position error each term causes alone, the
+    ``error_budget_enu`` variable, i.e. the term's range residual after the receiver's own
+    ionosphere / troposphere corrections mapped through the solver's weighted least squares at
+    the epoch's geometry, beside the total error of the fix; (4) satellites visible, blocked,
+    reflected and used per epoch.
+    """
+    from hifi.plot import _pyplot
+
+    plt = _pyplot()
+    out = Path(out)
+    name = ds.attrs.get("sensor_name", "gps")
+    t = np.asarray(ds["timestamp"].values, dtype=float)
+    el = np.degrees(np.asarray(ds["elevation"].values, dtype=float))
+    az = np.asarray(ds["azimuth"].values, dtype=float)
+    visible = np.asarray(ds["visible"].values, bool)
+    blocked = np.asarray(ds["blocked"].values, bool) & visible
+    reflected = np.asarray(ds["reflected"].values, bool) & blocked
+    svs = np.asarray(ds["sv"].values).astype(str)
+    frame = int(np.clip(frame, 0, t.size - 1))
+
+    fig = plt.figure(figsize=(13, 9.5), constrained_layout=True)
+    ax_sky = fig.add_subplot(2, 2, 1, projection="polar")
+    ax_sky.set_theta_zero_location("N")
+    ax_sky.set_theta_direction(-1)
+    states = {"direct": visible & ~blocked, "reflected": reflected, "lost": blocked & ~reflected}
+    track_r = np.where(visible, 90.0 - el, np.nan)
+    ax_sky.plot(az, track_r, "-", color="0.6", lw=2.0)                 # tracks over the run (columns: satellites)
+    for state, mask in states.items():
+        m = mask[frame]
+        ax_sky.scatter(az[frame, m], 90.0 - el[frame, m], **_STATE_STYLE[state])
+    n_vis = np.maximum(visible.sum(axis=0), 1)
+    for j in np.flatnonzero(visible[frame]):
+        share = f"{svs[j]} b{100 * blocked[:, j].sum() / n_vis[j]:.0f}% r{100 * reflected[:, j].sum() / n_vis[j]:.0f}%"
+        ax_sky.annotate(share, (az[frame, j], 90.0 - el[frame, j]), fontsize=7,
+                        xytext=(4, 3), textcoords="offset points")
+    mask_deg = float(ds.attrs.get("elevation_mask_deg", 0.0))
+    ax_sky.set_rlim(0, 90)
+    ax_sky.set_rticks([0, 30, 60, 90 - mask_deg])
+    ax_sky.set_yticklabels(["90", "60", "30", f"{mask_deg:g}"])
+    ax_sky.set_title(f"{name}: sky at epoch {frame}, t = {t[frame]:g} s\n(label: % of epochs blocked / reflected)")
+    ax_sky.legend(loc="lower left", bbox_to_anchor=(-0.15, -0.12), fontsize="small")
+
+    err = np.asarray(ds["position_error_enu"].values, dtype=float)
+    ax_err = fig.add_subplot(2, 2, 2)
+    for i, lab in enumerate(("east", "north", "up")):
+        ax_err.plot(t, err[:, i], ".-", ms=3, label=lab)
+    ax_err.plot(t, np.hypot(err[:, 0], err[:, 1]), "k.-", ms=3, label="horizontal")
+    ax_err.axhline(0.0, color="0.6", lw=0.8)
+    ax_err.set_xlabel("time [s]")
+    ax_err.set_ylabel("position error [m]")
+    ax_err.set_title("fix minus truth (gaps: fewer than 4 satellites)")
+    ax_err.legend(fontsize="small")
+
+    ax_b = fig.add_subplot(2, 2, 3)
+    budget = np.asarray(ds["error_budget_enu"].values, dtype=float)
+    for j, term in enumerate(np.asarray(ds["term"].values).astype(str)):
+        ax_b.plot(t, np.linalg.norm(budget[:, j, :], axis=-1), ".-", ms=3, label=f"{term} alone")
+    ax_b.plot(t, np.linalg.norm(err, axis=-1), "k.-", ms=3, lw=1.5, label="all terms (fix)")
+    ax_b.set_xlabel("time [s]")
+    ax_b.set_ylabel("3-D position error [m]")
+    ax_b.set_title("error budget: each term alone (residual after the receiver's corrections)")
+    ax_b.legend(fontsize="small")
+
+    ax_n = fig.add_subplot(2, 2, 4)
+    ax_n.step(t, visible.sum(axis=1), where="mid", label="above mask")
+    ax_n.step(t, blocked.sum(axis=1), where="mid", label="blocked")
+    ax_n.step(t, reflected.sum(axis=1), where="mid", label="reflected")
+    ax_n.step(t, np.asarray(ds["n_sv_used"].values), "k", where="mid", label="used in the fix")
+    ax_n.axhline(4, color="0.6", ls="--", lw=0.8)
+    ax_n.set_xlabel("time [s]")
+    ax_n.set_ylabel("satellites")
+    ax_n.set_title("satellites per epoch")
+    ax_n.legend(fontsize="small")
+
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
