@@ -21,7 +21,10 @@ The chain of one frame, each step a plain function or an :mod:`optics` kernel (h
    (:func:`optics.radiometry.mechanical_vignetting`), times pixel area and exposure: mean
    photons per pixel mu_p (EMVA 1288 eq. (2) in photon form).
 5. **Optics.** Field-dependent Seidel PSF and distortion remap
-   (:func:`optics.aberrations.apply_seidel`), when any coefficient is non-zero.
+   (:func:`optics.aberrations.apply_field_psf`, :func:`optics.aberrations.apply_distortion`),
+   when any coefficient is non-zero; steps 1-4 then render a margin around the image
+   (:func:`optics_margin_px`) so that light from just outside the field blurs and distorts in,
+   and the margin is cropped afterwards.
 6. **Sensor.** :meth:`optics.SensorModel.expose` (EMVA 1288 linear model: shot noise, dark
    current, read noise, DSNU/PRNU, full well, gain, quantisation, bit depth, Bayer RGGB mosaic
    and bilinear demosaicing) with a per-frame generator from :func:`hifi.rng.stream`.
@@ -51,7 +54,8 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 from hifi.scenario import parse_utc
-from optics.aberrations import SeidelCoefficients, apply_distortion, apply_field_psf, pixel_positions
+from optics.aberrations import (MAX_KERNEL_SIZE, SeidelCoefficients, apply_distortion,
+                                apply_field_psf, pixel_positions)
 from optics.radiometry import field_angle, image_irradiance, mechanical_vignetting
 from optics.spectral import channel_photon_irradiance, channel_response_curves, relative_quantum_efficiency
 from optics.sun import clear_sky_spectral_irradiance, solar_position, sun_direction_enu
@@ -63,6 +67,7 @@ __all__ = [
     "camera_directions",
     "lambertian_photon_radiance",
     "sky_photon_radiance",
+    "optics_margin_px",
     "CCDCamera",
     "GENERIC_SENSOR",
     "SPECTRAL_GRID_M",
@@ -259,6 +264,43 @@ def sky_photon_radiance(sun: SunLight) -> np.ndarray:
     return np.asarray(sun.diffuse_horizontal, dtype=float) / np.pi
 
 
+def optics_margin_px(coefficients: SeidelCoefficients, *, wavelength_m: float, f_number: float,
+                     pixel_pitch_m: float) -> int:
+    """Pixels to render beyond each image edge so that the Seidel optics have input there.
+
+    Parameters
+    ----------
+    coefficients : SeidelCoefficients
+        [waves] at ``wavelength_m``.
+    wavelength_m, f_number, pixel_pitch_m : float
+        [m], [1], [m].
+
+    Returns
+    -------
+    int
+        Margin [pixel]; 0 without aberrations.
+
+    Notes
+    -----
+    Light from just outside the field reaches the edge pixels through the PSF, and a barrel
+    distortion remap samples the ideal image outside the array at the corners; rendering only
+    the array would darken a rim. Bound, at H = 1.25 (the padded corner, for a margin below
+    1/6 of the image half-diagonal): the
+    largest transverse aberration 2 N lambda (4 |W040| + 3 |W131| H + 2 (|W222| + |W220|) H^2)
+    (:func:`optics.aberrations.transverse_ray_aberration` at rho = 1) plus the distortion shift
+    2 N lambda |W311| H^3, in pixels, plus 2 pixels for the bilinear weights; capped at
+    ``MAX_KERNEL_SIZE`` (the PSF kernel's own cap).
+    """
+    w = coefficients
+    h = 1.25
+    reach_m = 2.0 * f_number * wavelength_m * (
+        4 * abs(w.W040) + 3 * abs(w.W131) * h + 2 * (abs(w.W222) + abs(w.W220)) * h ** 2
+        + abs(w.W311) * h ** 3)
+    if reach_m == 0.0:
+        return 0
+    return int(min(np.ceil(reach_m / pixel_pitch_m) + 2, MAX_KERNEL_SIZE))
+
+
 _PRESET_CHOICES = tuple(sorted(optics.PRESETS)) + ("generic",)
 
 
@@ -348,8 +390,15 @@ class CCDCamera(Sensor):
         rows, cols = p["resolution_y"], p["resolution_x"]
         self._channels = CHANNELS[p["color"]]
         self._offsets = pixel_sample_offsets(p["samples_per_pixel"])
-        self._dirs = camera_directions(cols, rows, p["pixel_pitch_m"], p["focal_length_m"],
-                                       self._offsets).reshape(-1, 3)
+        self._seidel = SeidelCoefficients.checked(**{k: p[k] for k in SeidelCoefficients._fields})
+        self._field_radius_m = 0.5 * p["pixel_pitch_m"] * np.hypot(rows, cols)
+        m = self._margin = optics_margin_px(
+            self._seidel, wavelength_m=p["wavelength_m"], f_number=p["f_number"],
+            pixel_pitch_m=p["pixel_pitch_m"])
+        # Rendered grid: the image plus the optics margin on every side (same principal point).
+        self._grid = (rows + 2 * m, cols + 2 * m)
+        self._dirs = camera_directions(cols + 2 * m, rows + 2 * m, p["pixel_pitch_m"],
+                                       p["focal_length_m"], self._offsets).reshape(-1, 3)
         bayer = bool(p["bayer"]) and p["color"] == "rgb"
         overrides = dict(bayer=bayer, blooming=p["blooming"],
                          pattern_seed=int(stream(ctx.seed, self.name, -1, "fixed_pattern")
@@ -375,15 +424,14 @@ class CCDCamera(Sensor):
         colour = ctx.scene.object_table("color_rgb")
         self._reflectance = colour if p["color"] == "rgb" else colour.mean(axis=1, keepdims=True)
         # Per-pixel optics factors, fixed for the run.
-        pos = pixel_positions((rows, cols), p["pixel_pitch_m"])
+        pos = pixel_positions(self._grid, p["pixel_pitch_m"])
         self._field_angle = field_angle(pos, p["focal_length_m"])
-        self._vignetting = np.ones((rows, cols))
+        self._vignetting = np.ones(self._grid)
         if p["vignetting_aperture_radius_m"] > 0.0:
             self._vignetting = mechanical_vignetting(
                 self._field_angle, pupil_radius_m=p["focal_length_m"] / (2.0 * p["f_number"]),
                 aperture_radius_m=p["vignetting_aperture_radius_m"],
                 aperture_distance_m=p["vignetting_aperture_distance_m"])
-        self._seidel = SeidelCoefficients.checked(**{k: p[k] for k in SeidelCoefficients._fields})
         self._offset_m = max(SECONDARY_RAY_OFFSET_REL * ctx.scene.extent_m(),
                              SECONDARY_RAY_OFFSET_MIN_M)
         self._start = np.datetime64(parse_utc(ctx.start_utc).replace(tzinfo=None), "ns")
@@ -474,6 +522,9 @@ class CCDCamera(Sensor):
     def apply_optics(self, photons) -> np.ndarray:
         """Seidel blur (field-dependent PSF) then the W311 distortion remap; identity if all 0.
 
+        Runs on the rendered grid (image plus :func:`optics_margin_px` on each side) with
+        H = 1 at the image's (not the grid's) half-diagonal; the caller crops the margin.
+
         :func:`optics.aberrations.apply_field_psf` (tiled, ``psf_tiles`` per axis) and
         :func:`optics.aberrations.apply_distortion`, at ``wavelength_m`` and ``f_number``
         (image-space f-number = object-space for objects at infinity).
@@ -481,7 +532,7 @@ class CCDCamera(Sensor):
         p = self.params
         w = self._seidel
         kw = dict(pixel_pitch_m=p["pixel_pitch_m"], wavelength_m=p["wavelength_m"],
-                  f_number=p["f_number"])
+                  f_number=p["f_number"], field_radius_m=self._field_radius_m)
         if any(getattr(w, k) != 0.0 for k in ("W040", "W131", "W222", "W220")):
             photons = apply_field_psf(photons, w, tiles=(p["psf_tiles"], p["psf_tiles"]), **kw)
         if w.W311 != 0.0:
@@ -492,6 +543,7 @@ class CCDCamera(Sensor):
         t_start = _time.perf_counter()
         p = self.params
         rows, cols, n_s = p["resolution_y"], p["resolution_x"], len(self._offsets)
+        m, grid = self._margin, self._grid
         n_ch = len(self._channels)
         self.last_timing_s = {"shadow_cast": 0.0, "shadow_rays": 0.0}
         t0 = _time.perf_counter()
@@ -501,8 +553,8 @@ class CCDCamera(Sensor):
         sun = self.sunlight_at(t)
         rad, lit = self.radiance(hits, sun, t)
         # Box filter over the pixel's samples (sample-major ray order).
-        rad = rad.reshape(n_s, rows, cols, n_ch).mean(axis=0)
-        photons = self.apply_optics(self.mean_photons(rad))
+        rad = rad.reshape(n_s, *grid, n_ch).mean(axis=0)
+        photons = self.apply_optics(self.mean_photons(rad))[m:m + rows, m:m + cols]
         sm = self.sensor_model
         ideal = (sm.quantum_efficiency * photons).astype(np.float32)
         rng = stream(self.ctx.seed, self.name, k, "sensor_noise")
@@ -510,9 +562,9 @@ class CCDCamera(Sensor):
             image = sm.expose(photons[..., 0], p["exposure_s"], rng)[..., None]
         else:
             image = sm.expose(photons, p["exposure_s"], rng)
-        centre = slice(0, rows * cols)           # sample 0 is the pixel-centre ray
-        dist = hits.distance[centre].reshape(rows, cols).astype(np.float32)
-        oid = hits.object_id[centre].reshape(rows, cols)
+        n_grid = grid[0] * grid[1]               # sample 0 is the pixel-centre ray
+        dist = hits.distance[:n_grid].reshape(grid)[m:m + rows, m:m + cols].astype(np.float32)
+        oid = hits.object_id[:n_grid].reshape(grid)[m:m + rows, m:m + cols]
         self.last_timing_s["total"] = _time.perf_counter() - t_start
         d3, d2 = ("row", "col", "channel"), ("row", "col")
         return {
@@ -529,6 +581,6 @@ class CCDCamera(Sensor):
             "sun_zenith": Var((), np.float64(sun.zenith_rad), "rad", "apparent solar zenith angle"),
             "sun_azimuth": Var((), np.float64(sun.azimuth_rad), "rad",
                                "solar azimuth from north towards east"),
-            "sunlit_fraction": Var((), np.float64(lit.reshape(n_s, -1)[0].mean()), "1",
+            "sunlit_fraction": Var((), np.float64(lit[:n_grid].reshape(grid)[m:m + rows, m:m + cols].mean()), "1",
                                    "fraction of pixel-centre rays ending on a sunlit facet"),
         }
