@@ -33,6 +33,15 @@ _MIN_COS_OFFSET = 0.05
 #: Relative margin on a moving object's swept bounding ball, against rounding in the cull test.
 _CULL_MARGIN_REL = 1e-6
 
+#: Barycentric coordinate (Embree's u, v, 1 - u - v) below which a hit counts as on the edge of
+#: its triangle, where another triangle may give the same float32 distance (a tie). float32
+#: rounds barycentrics at ~1e-7; 2**-16 (1.5e-5) keeps every exact tie with margin.
+_EDGE_BARY = 2.0**-16
+
+#: Distance of a hit point from a neighbouring triangle's plane within which that triangle is
+#: taken to contain the point too, relative to the scene extent (2**-20: a few float32 ulp).
+_TIE_PLANE_REL = 2.0**-20
+
 
 def _row_norm(v: np.ndarray) -> np.ndarray:
     """Euclidean norm of each row of ``v`` (n, 3), shape (n,).
@@ -63,6 +72,11 @@ def _row_dot(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     s = np.add(p[:, 0], p[:, 1])
     np.add(s, p[:, 2], out=s)
     return s
+
+
+def _on_edge(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Whether Embree's barycentrics ``u``, ``v`` put a hit on its triangle's edge (``_EDGE_BARY``)."""
+    return (np.minimum(u, v) < _EDGE_BARY) | (u + v > 1.0 - _EDGE_BARY)
 
 
 def _multiply_rows(v: np.ndarray, s: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -168,6 +182,12 @@ class RayCaster:
     bias the distance, and the reflected line itself is exact. The scene is frozen during a ray's flight (< 1 us at 300 m).
     """
 
+    #: Whether :meth:`nearest` is a collective over processes (the MPI facet-partitioned caster
+    #: sets it): then :meth:`cast` passes the first segment of all rays through one
+    #: :meth:`nearest` call instead of per-chunk work in the threads, so that every process makes
+    #: the same calls in the same order.
+    collective_nearest = False
+
     def __init__(self, scene: Scene, *, max_bounces: int = MAX_MIRROR_BOUNCES,
                  n_threads: int | None = None, face_subset=None):
         self.scene = scene
@@ -180,6 +200,8 @@ class RayCaster:
         # Per object id (and -1, last entry, NaN -> False): does a ray follow its reflection?
         self._mirror_object = self._mirror >= MIRROR_FOLLOW_THRESHOLD
         self._has_mirror = bool(np.any(self._mirror_object))
+        #: Triangles handed to Embree by :meth:`build` (all of the scene's, or this subset's).
+        self.n_triangles = 0
         self._offset_m = max(SECONDARY_RAY_OFFSET_REL * scene.extent_m(), SECONDARY_RAY_OFFSET_MIN_M)
 
     # -- building -------------------------------------------------------------------------------
@@ -187,6 +209,18 @@ class RayCaster:
         if self._face_subset is None:
             return np.arange(len(obj.faces))
         return np.asarray(self._face_subset(obj.index, len(obj.faces)), dtype=np.int64)
+
+    def _triangles_of(self, obj, vertices: np.ndarray):
+        """``(vertices, faces, face ids)`` handed to Embree for ``obj``.
+
+        With a face subset, only the vertices its faces use are kept (faces renumbered), so a
+        process holds about its share of the vertex buffer too; face ids is None for all faces.
+        """
+        sel = self._faces_of(obj)
+        if self._face_subset is None:
+            return vertices, obj.faces, None
+        used, faces = np.unique(obj.faces[sel], return_inverse=True)
+        return vertices[used], faces.reshape(-1, 3), sel
 
     @staticmethod
     def _lookup(geom_faces):
@@ -202,6 +236,7 @@ class RayCaster:
             return self
         scene = self.scene
         groups: list[_Group] = []
+        self.n_triangles = 0
         static = [o for o in scene.objects if not scene.is_moving(o.name)]
         if static:
             world = [scene.pose_at(o.name, 0.0).apply(o.vertices) for o in static]
@@ -211,26 +246,28 @@ class RayCaster:
             es = _embree_scene()
             geom_obj, geom_faces = [], []
             for obj, verts in zip(static, world):
-                sel = self._faces_of(obj)
-                if len(sel) == 0:
+                verts, faces, sel = self._triangles_of(obj, verts)
+                if len(faces) == 0:
                     continue
-                _add_triangles(es, verts - centre, obj.faces[sel])
+                _add_triangles(es, verts - centre, faces)
+                self.n_triangles += len(faces)
                 geom_obj.append(obj.index)
-                geom_faces.append(None if self._face_subset is None else sel)
+                geom_faces.append(sel)
             if geom_obj:
                 groups.append(_Group(es, np.asarray(geom_obj, dtype=np.int32),
                                      *self._lookup(geom_faces), None, centre))
         for obj in scene.objects:
             if not scene.is_moving(obj.name):
                 continue
-            sel = self._faces_of(obj)
-            if len(sel) == 0:
+            verts, faces, sel = self._triangles_of(obj, obj.vertices)
+            if len(faces) == 0:
                 continue
             es = _embree_scene()
-            _add_triangles(es, obj.vertices, obj.faces[sel])
+            _add_triangles(es, verts, faces)
+            self.n_triangles += len(faces)
             groups.append(_Group(es, np.asarray([obj.index], dtype=np.int32),
-                                 *self._lookup([None if self._face_subset is None else sel]),
-                                 obj.name, np.zeros(3), float(np.max(_row_norm(obj.vertices[obj.faces[sel].ravel()])))))
+                                 *self._lookup([sel]), obj.name, np.zeros(3),
+                                 float(np.max(_row_norm(verts[faces.ravel()])))))
         self._groups = groups
         return self
 
@@ -309,6 +346,7 @@ class RayCaster:
         obj = np.full(n, -1, dtype=np.int32)
         face = np.full(n, -1, dtype=np.int32)
         normal = np.zeros((n, 3))
+        edge = np.zeros(n, dtype=bool)
         for g in self._groups:
             pose = None
             if g.body is None:
@@ -348,10 +386,11 @@ class RayCaster:
             if pose is not None:
                 ng = (pose if pose.single else Pose(pose.rotation[sub], pose.translation[sub])).apply_vectors(ng)
             normal[idx] = ng
+            edge[idx] = _on_edge(r["u"][sub], r["v"][sub])
         hit = obj >= 0
         norms = _row_norm(normal[hit])
         normal[hit] /= norms[:, None]
-        return best, obj, face, normal
+        return best, obj, face, normal, edge
 
     def nearest(self, origins: np.ndarray, directions: np.ndarray, times: np.ndarray,
                 max_distance: np.ndarray):
@@ -381,24 +420,102 @@ class RayCaster:
         obj = np.full(n, -1, dtype=np.int32)
         face = np.full(n, -1, dtype=np.int32)
         normal = np.zeros((n, 3))
+        edge = np.zeros(n, dtype=bool)
         if n == 0:
             return best, obj, face, normal
         tfar32 = self._limit32(max_distance)
         uniform_time = bool(np.all(times == times[0]))
 
         def work(a, b):
-            best[a:b], obj[a:b], face[a:b], normal[a:b] = self._nearest_chunk(
+            best[a:b], obj[a:b], face[a:b], normal[a:b], edge[a:b] = self._nearest_chunk(
                 origins[a:b], directions[a:b], times[a:b], tfar32[a:b], uniform_time)
 
         self._map(work, n)
+        best, obj, face, normal, edge = self._combine(best, obj, face, normal, edge)
+        self._settle_ties(origins, directions, times, best, obj, face, normal, edge)
         return best, obj, face, normal
 
-    def _first_segment(self, a, b, origins, directions_in, times, uniform_time, max_range, out):
+    def _combine(self, best, obj, face, normal, edge):
+        """Hook of the partitioned caster: this process's nearest hits -> the global ones."""
+        return best, obj, face, normal, edge
+
+    # -- ties -------------------------------------------------------------------------------------
+    def _object_topology(self, index: int):
+        """Faces around each vertex of object ``index`` (vertices merged by position): CSR."""
+        cache = self.__dict__.setdefault("_topology_cache", {})
+        topo = cache.get(index)
+        if topo is None:
+            obj = self.scene.objects[index]
+            _, vid = np.unique(obj.vertices, axis=0, return_inverse=True)
+            corners = vid.reshape(-1)[obj.faces.reshape(-1)].reshape(-1, 3)
+            order = np.argsort(corners.ravel(), kind="stable")
+            indptr = np.searchsorted(corners.ravel()[order], np.arange(vid.max() + 2))
+            topo = cache[index] = (corners, indptr, order // 3)
+        return topo
+
+    def _settle_ties(self, origins, directions, times, best, obj, face, normal, edge) -> None:
+        """Tie rule, in place: a hit on a triangle's edge goes to the lowest-index face of that
+        object that contains the hit point, with that face's normal computed here.
+
+        Embree reports one of the triangles at the nearest float32 distance; when a ray meets
+        the shared edge (or vertex) of several, which one depends on the BVH, so on how the
+        facets are split over processes. Every hit flagged ``edge`` (a barycentric below
+        ``_EDGE_BARY``) is settled the same way whatever triangle Embree returned: candidates
+        are the object's faces sharing a vertex position with it; those whose plane passes
+        within ``_TIE_PLANE_REL`` of the scene extent of the hit point and whose barycentrics
+        there are >= -``_EDGE_BARY`` contain it; the lowest face index wins and its unit normal
+        (float64 cross product of its scene-frame vertices at the ray's time) replaces Embree's.
+        Ties between faces of two different objects (coincident surfaces) are not settled.
+        """
+        rows = np.nonzero(edge & (obj >= 0))[0]
+        if rows.size == 0:
+            return
+        tol = _TIE_PLANE_REL * max(self.scene.extent_m(), 1.0)
+        for index in np.unique(obj[rows]):
+            r = rows[obj[rows] == index]
+            o = self.scene.objects[int(index)]
+            corners, indptr, vertex_face = self._object_topology(int(index))
+            # (ray, candidate face) pairs: every face around each corner of the reported face.
+            v = corners[face[r]]                                   # (m, 3) vertex ids
+            start, count = indptr[v].ravel(), (indptr[v + 1] - indptr[v]).ravel()
+            pair_ray = np.repeat(np.repeat(np.arange(r.size), 3), count)
+            first = np.repeat(np.cumsum(count) - count, count)
+            cand = vertex_face[np.repeat(start, count) + np.arange(count.sum()) - first]
+            if self.scene.is_moving(o.name):
+                pose = self.scene.pose_at(o.name, times[r][pair_ray])
+                tri = [pose.apply(o.vertices[o.faces[cand, j]]) for j in range(3)]
+            else:
+                pose = self.scene.pose_at(o.name, 0.0)
+                tri = [pose.apply(o.vertices[o.faces[cand, j]]) for j in range(3)]
+            p = origins[r][pair_ray] + directions[r][pair_ray] * best[r][pair_ray, None]
+            e1, e2, w = tri[1] - tri[0], tri[2] - tri[0], p - tri[0]
+            n = np.cross(e1, e2)
+            n_len = _row_norm(n)
+            unit = n / n_len[:, None]
+            # Barycentrics of p projected on the candidate's plane (Cramer's rule).
+            d11, d12, d22 = _row_dot(e1, e1), _row_dot(e1, e2), _row_dot(e2, e2)
+            dw1, dw2 = _row_dot(w, e1), _row_dot(w, e2)
+            den = d11 * d22 - d12 * d12
+            b1 = (d22 * dw1 - d12 * dw2) / den
+            b2 = (d11 * dw2 - d12 * dw1) / den
+            inside = ((np.abs(_row_dot(w, unit)) <= tol) & (b1 >= -_EDGE_BARY) & (b2 >= -_EDGE_BARY)
+                      & (b1 + b2 <= 1.0 + _EDGE_BARY))
+            # Lowest containing candidate per ray; the reported face always counts.
+            key = np.where(inside | (cand == face[r][pair_ray]), cand, np.iinfo(np.int64).max)
+            order = np.lexsort((key, pair_ray))
+            firsts = order[np.searchsorted(pair_ray[order], np.arange(r.size))]
+            face[r] = cand[firsts]
+            normal[r] = unit[firsts]
+
+    def _first_segment(self, a, b, origins, directions_in, times, uniform_time, max_range, out,
+                       collective=False):
         """First segment of rays ``a:b``, written straight into the slices of the outputs.
 
         Normalises the directions, casts, and finishes every ray that reaches a diffuse surface
         or misses; rays on a mirror are left NaN / -1 and returned as
         ``(index, segment, point, normal, direction)`` for the next bounce (None if there are none).
+        With ``collective``, the segment is cast through :meth:`nearest` (see
+        :attr:`collective_nearest`) and the rays are finished as in the general path.
         """
         distance, point, normal, direction, object_id, face_index = out
         o = origins[a:b]
@@ -412,7 +529,7 @@ class RayCaster:
         dist, pt, nrm = distance[a:b], point[a:b], normal[a:b]
         obj, face = object_id[a:b], face_index[a:b]
         groups = self._groups
-        if len(groups) == 1 and groups[0].body is None:
+        if not collective and len(groups) == 1 and groups[0].body is None:
             # One static group (no moving objects): Embree's arrays go straight to the outputs.
             g = groups[0]
             o32 = np.empty((b - a, 3), dtype=np.float32)
@@ -444,8 +561,23 @@ class RayCaster:
                 denom[_row_dot(ng, d) > 0] *= -1.0
                 np.copyto(denom, np.nan, where=miss)        # misses: NaN normal, no 0/0 warning
                 _divide_rows(ng, denom, out=nrm)
+                edge = hit & _on_edge(r["u"], r["v"])
+                if np.any(edge):
+                    e = np.nonzero(edge)[0]
+                    seg_e, obj_e, face_e = np.copy(dist[e]), np.copy(obj[e]), np.copy(face[e])
+                    nrm_e = np.empty((e.size, 3))
+                    self._settle_ties(o[e], d[e], times[a:b][e], seg_e, obj_e, face_e, nrm_e,
+                                      np.ones(e.size, dtype=bool))
+                    face[e] = face_e
+                    facing = np.einsum("ij,ij->i", nrm_e, d[e])
+                    nrm[e] = nrm_e * np.where(facing > 0, -1.0, 1.0)[:, None]
         else:
-            seg, obj_g, face_g, nrm_g = self._nearest_chunk(o, d, times[a:b], tfar32, uniform_time)
+            if collective:
+                seg, obj_g, face_g, nrm_g = self.nearest(o, d, times[a:b],
+                                                         np.broadcast_to(max_range, (len(times),))[a:b])
+            else:
+                seg, obj_g, face_g, nrm_g, edge = self._nearest_chunk(o, d, times[a:b], tfar32, uniform_time)
+                self._settle_ties(o, d, times[a:b], seg, obj_g, face_g, nrm_g, edge)
             hit = obj_g >= 0
             any_hit = bool(np.any(hit))
             if any_hit:
@@ -529,9 +661,13 @@ class RayCaster:
         moving = any(g.body is not None for g in self._groups)
         uniform_time = bool(np.all(times == times[0])) if moving else True
         out = (distance, point, normal, out_dir, object_id, face_index)
-        states = [s for s in self._map(
-            lambda a, b: self._first_segment(a, b, origins, directions_in, times, uniform_time,
-                                             max_range, out), n) if s is not None]
+        if self.collective_nearest:
+            first = [self._first_segment(0, n, origins, directions_in, times, uniform_time,
+                                         max_range, out, collective=True)]
+        else:
+            first = self._map(lambda a, b: self._first_segment(a, b, origins, directions_in, times,
+                                                               uniform_time, max_range, out), n)
+        states = [s for s in first if s is not None]
         if not states or self.max_bounces == 0:
             return hits
 

@@ -21,6 +21,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--duration", type=float, default=None, help="override [simulation] duration_s [s]")
     r.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    r.add_argument("--partition", choices=("facets", "time"), default=None,
+                   help="MPI run (under mpirun): split the scene's facets or the simulated time "
+                        "over the ranks (default under mpirun with more than one rank: time)")
     i = sub.add_parser("info", help="validate a scenario and summarise it")
     i.add_argument("scenario", type=Path)
     pl = sub.add_parser("plot", help="PNG quick look of a dataset")
@@ -84,7 +87,51 @@ def main(argv=None) -> int:
     return 0
 
 
+#: Environment variables giving the number of processes of an MPI launch (MPICH's Hydra and
+#: Intel MPI, Open MPI), read without importing MPI.
+_LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
+
+#: Partition of ``hifi run`` under a launcher with more than one process and no ``--partition``.
+DEFAULT_MPI_PARTITION = "time"
+
+
+def _launcher_size() -> int:
+    """Processes of the MPI launch this process belongs to (1 when not under a launcher)."""
+    import os
+    for var in _LAUNCHER_SIZE_VARS:
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return 1
+
+
+def _partition_runner(name: str):
+    """The runner registered as ``name`` in the entry-point group ``hifi.partitions``."""
+    from importlib.metadata import entry_points
+    found = {ep.name: ep for ep in entry_points(group="hifi.partitions")}
+    if name not in found:
+        raise ImportError(f"--partition {name!r}: no runner registered in the entry-point group "
+                          f"'hifi.partitions' (found: {sorted(found) or 'none'}); install the MPI "
+                          f'extra with pip install ".[mpi]"')
+    return found[name].load()
+
+
+def _run_partitioned(args, partition: str) -> int:
+    if args.duration is not None and not args.duration > 0:
+        return _fail(f"--duration = {args.duration!r}: expected a number of seconds > 0")
+    runner = _partition_runner(partition)
+    results = runner(args.scenario, out=args.out, seed=args.seed, duration_s=args.duration,
+                     overwrite=args.overwrite, progress=False if args.no_progress else None)
+    for name, ds in (results or {}).items():       # None on ranks other than 0
+        print(f"{args.out / (name + '.nc')}: " + ", ".join(f"{d}={n}" for d, n in ds.sizes.items()))
+        ds.close()
+    return 0
+
+
 def _run(args) -> int:
+    partition = args.partition or (DEFAULT_MPI_PARTITION if _launcher_size() > 1 else None)
+    if partition is not None:
+        return _run_partitioned(args, partition)
     import hifi
     sim = hifi.load(args.scenario)
     if args.out.exists() and not args.overwrite:

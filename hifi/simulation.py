@@ -28,6 +28,11 @@ from .timemanager import TimeManager
 #: Simulated runs shorter than this (wall clock) show no progress bar [s].
 PROGRESS_DELAY_S = 2.0
 
+#: File present in an output directory while it is being written; removed just before the
+#: directory is moved into place, so a run killed half-way (an MPI job aborted by another rank)
+#: leaves ``.NAME.partial-*`` holding this file, never a directory that looks finished.
+INCOMPLETE_MARKER = "INCOMPLETE"
+
 
 class MotionRecorder(Model):
     """Ground-truth poses of every object and sensor at a fixed rate (``motion.nc``).
@@ -126,7 +131,7 @@ class Simulation:
 
     def run(self, out=None, *, seed: int | None = None, duration_s: float | None = None,
             overwrite: bool = False, progress: bool | None = None, caster: RayCaster | None = None,
-            keep=None, write: bool = True) -> dict[str, Any]:
+            keep=None, write: bool = True, partition=None) -> dict[str, Any]:
         """Run every model over the simulated interval.
 
         Parameters
@@ -144,6 +149,18 @@ class Simulation:
             Replace an existing output directory.
         progress : bool, optional
             Show a progress bar (default: when the run takes longer than a few seconds).
+        caster : RayCaster, optional
+            Ray caster to use (default: one over the whole scene).
+        keep : callable, optional
+            ``keep(model_index, k)``: whether this process computes event ``k`` of a model.
+        write : bool
+            Whether this process writes files (False on MPI ranks other than 0).
+        partition : object, optional
+            Hooks of a partitioned (MPI) run, used by the ``mpi`` package:
+            ``partition.start(models)`` returns the ``keep`` filter (or None) once the model
+            list is known; ``partition.frame(i, k, t, frame)`` sees every computed frame and
+            returns whether this process writes it now; ``partition.drain(write)`` runs after
+            the last event, before the files are closed, with ``write(i, k, t, frame)``.
 
         Returns
         -------
@@ -166,7 +183,11 @@ class Simulation:
         tmp_root = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-" if out_dir else ".hifi-run-",
                                          dir=out_dir.parent if out_dir else None))
         try:
-            written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write)
+            marker = tmp_root / INCOMPLETE_MARKER
+            marker.write_text("hifi run in progress or failed; not a finished output directory\n",
+                              encoding="utf-8")
+            written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition)
+            marker.unlink()
             if out_dir is None:
                 results = {}
                 for name, path in written.items():
@@ -184,7 +205,7 @@ class Simulation:
             if tmp_root.exists():
                 shutil.rmtree(tmp_root, ignore_errors=True)
 
-    def _run_into(self, directory: Path, seed, duration, progress, caster, keep, write):
+    def _run_into(self, directory: Path, seed, duration, progress, caster, keep, write, partition=None):
         sc = self.scenario
         bus = MessageBus()
         caster = caster or RayCaster(self.scene)
@@ -193,6 +214,8 @@ class Simulation:
         models = [*self.models, *self.extra_models, motion]
         for m in models:
             m.setup(ctx)
+        if partition is not None:
+            keep = partition.start(models)
         writers: dict[int, FrameWriter] = {}
         paths: dict[str, Path] = {}
         if write:
@@ -208,9 +231,13 @@ class Simulation:
                 writers[i] = FrameWriter(path, attrs, m.coords())
                 paths[m.name] = path
 
-            def on_frame(i, k, t, frame):
+            def write_frame(i, k, t, frame):
                 if i in writers:
                     writers[i].write(k, t, frame)
+
+            def on_frame(i, k, t, frame):
+                if partition is None or partition.frame(i, k, t, frame):
+                    write_frame(i, k, t, frame)
 
             tm = TimeManager(models, duration, bus)
             bar = _progress_bar(duration, progress)
@@ -225,6 +252,8 @@ class Simulation:
             finally:
                 if bar is not None:
                     bar.close()
+            if partition is not None:
+                partition.drain(write_frame)
             for m in models:
                 m.finish()
         finally:

@@ -1,0 +1,193 @@
+"""Partitioned ``hifi run`` under MPI: the runners of the entry-point group ``hifi.partitions``.
+
+``hifi run SCENARIO --out DIR --partition facets|time`` calls :func:`run_facets` or
+:func:`run_time` on every rank. Rank 0 writes; the other ranks return None.
+
+Failures: an error before the run (a bad scenario, an existing output directory, a mesh that
+does not load on one rank) is agreed on by every rank in one collective, and rank 0 raises it
+(the CLI prints one message, exit status 2) while the others exit with status 2 silently. An
+error during the run (an exception in a sensor on one rank) is printed by the failing rank with
+its rank number, and that rank calls ``MPI_Abort``: every rank stops, none waits forever in a
+collective, and the job exits non-zero. Rank 0 writes into ``.DIR.partial-*`` beside ``DIR``
+(holding an ``INCOMPLETE`` file) and renames it only at the very end, so an aborted run never
+leaves a ``DIR`` that looks finished.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+#: Exit status of ``MPI_Abort`` after a rank failed during the run.
+ABORT_STATUS = 3
+
+#: Tag of the point-to-point messages carrying frames to rank 0 in time mode.
+_FRAME_TAG = 77
+
+INSTALL_HINT = 'pip install ".[mpi]"'
+
+
+class PartitionError(ValueError):
+    """A rank failed before the run started (reported once, by rank 0)."""
+
+
+def world():
+    """``MPI.COMM_WORLD``, importing mpi4py (and so initialising MPI) only now.
+
+    Raises
+    ------
+    ImportError
+        With the install command, if mpi4py or an MPI library is missing.
+    """
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ImportError(f"--partition needs mpi4py and an MPI library ({exc}); install them with "
+                          f"{INSTALL_HINT}") from None
+    return MPI.COMM_WORLD
+
+
+def _agree(comm, fn):
+    """Run ``fn()`` on every rank; if any rank raised, every rank stops (one collective).
+
+    Rank 0 raises the error (its own, else the first failing rank's as :class:`PartitionError`);
+    the other ranks exit with status 2 without printing, so the job reports it once.
+    """
+    try:
+        value, error = fn(), None
+    except Exception as exc:          # reported below, by rank 0, never swallowed
+        value, error = None, exc
+    failures = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
+    if not any(failures):
+        return value
+    if comm.Get_rank() != 0:
+        raise SystemExit(2)
+    if error is not None:
+        raise error
+    first = next(r for r, f in enumerate(failures) if f)
+    raise PartitionError(f"rank {first} of {comm.Get_size()}: {failures[first]}")
+
+
+def _abort(comm, exc: BaseException) -> None:
+    """Print this rank's error and abort every rank of ``comm`` (does not return)."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    print(f"hifi: error: rank {rank} of {size}: {detail}", file=sys.stderr, flush=True)
+    comm.Abort(ABORT_STATUS)
+
+
+def _prepare(comm, scenario, out, overwrite):
+    """Load the scenario on every rank and check the output directory on rank 0 (agreed)."""
+    import hifi
+
+    def load():
+        sim = hifi.load(scenario)
+        if comm.Get_rank() == 0 and Path(out).exists() and not overwrite:
+            raise FileExistsError(f"output directory {out} exists; use --overwrite to replace it")
+        return sim
+
+    return _agree(comm, load)
+
+
+def run_facets(scenario, *, out, seed=None, duration_s=None, overwrite=False, progress=None):
+    """``--partition facets``: every rank holds 1/N of the facets and runs every model.
+
+    All ranks generate the same rays; :class:`mpi.caster.FacetCaster` finds each ray's global
+    nearest hit with one reduction per cast step. Rank 0 writes the files.
+
+    Parameters
+    ----------
+    scenario : path-like
+        Scenario file.
+    out : path-like
+        Output directory (rank 0 writes it).
+    seed, duration_s, overwrite, progress
+        As :meth:`hifi.Simulation.run` (``duration_s`` [s]); the progress bar shows on rank 0 only.
+
+    Returns
+    -------
+    dict of str to xarray.Dataset or None
+        Rank 0: the written datasets; other ranks: None.
+    """
+    from .caster import FacetCaster
+
+    comm = world()
+    sim = _prepare(comm, scenario, out, overwrite)
+    caster = _agree(comm, lambda: FacetCaster(sim.scene, comm).build())
+    root = comm.Get_rank() == 0
+    try:
+        results = sim.run(out=out if root else None, seed=seed, duration_s=duration_s,
+                          overwrite=overwrite, progress=progress if root else False,
+                          caster=caster, write=root)
+    except Exception as exc:
+        _abort(comm, exc)
+    comm.Barrier()
+    return results if root else None
+
+
+class TimePartition:
+    """Hooks of :meth:`hifi.Simulation.run` for a time-partitioned run.
+
+    The simulated interval ``[0, duration_s)`` is cut into ``size`` contiguous sub-intervals of
+    equal length; rank r computes the events with ``r D / N <= t < (r + 1) D / N`` (every model,
+    every frame in that span). Rank 0 writes its own frames as it computes them; then it
+    receives the frames of ranks 1, 2, ... in turn and writes them, which is event order.
+    The other ranks keep their frames in memory until rank 0 takes them.
+
+    Requires what every shipped model does: a frame depends only on the scenario, the seed and
+    the frame's index and time (random streams are keyed by seed, sensor and frame,
+    :mod:`hifi.rng`), not on the frames before it.
+    """
+
+    def __init__(self, comm, duration_s: float):
+        self.comm = comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.lo = duration_s * self.rank / self.size
+        self.hi = duration_s * (self.rank + 1) / self.size
+        self.last = self.rank == self.size - 1
+        self._held: list = []
+
+    def start(self, models):
+        def keep(i, k):
+            t = models[i].event_time(k)
+            return self.lo <= t and (self.last or t < self.hi)
+        return keep
+
+    def frame(self, i, k, t, frame) -> bool:
+        if self.rank == 0:
+            return True
+        self._held.append((i, k, t, frame))
+        return False
+
+    def drain(self, write) -> None:
+        comm = self.comm
+        if self.rank != 0:
+            comm.send(len(self._held), dest=0, tag=_FRAME_TAG)
+            for item in self._held:
+                comm.send(item, dest=0, tag=_FRAME_TAG)
+            self._held.clear()
+            return
+        for source in range(1, self.size):
+            for _ in range(comm.recv(source=source, tag=_FRAME_TAG)):
+                write(*comm.recv(source=source, tag=_FRAME_TAG))
+
+
+def run_time(scenario, *, out, seed=None, duration_s=None, overwrite=False, progress=None):
+    """``--partition time``: every rank holds the whole scene and computes a contiguous
+    sub-interval of the simulated time; rank 0 writes every frame in order.
+
+    Parameters and return value as :func:`run_facets`.
+    """
+    comm = world()
+    sim = _prepare(comm, scenario, out, overwrite)
+    root = comm.Get_rank() == 0
+    duration = sim.scenario.duration_s if duration_s is None else float(duration_s)
+    try:
+        results = sim.run(out=out if root else None, seed=seed, duration_s=duration_s,
+                          overwrite=overwrite, progress=progress if root else False,
+                          partition=TimePartition(comm, duration), write=root)
+    except Exception as exc:
+        _abort(comm, exc)
+    comm.Barrier()
+    return results if root else None
