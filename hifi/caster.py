@@ -202,7 +202,9 @@ class RayCaster:
         self._has_mirror = bool(np.any(self._mirror_object))
         #: Triangles handed to Embree by :meth:`build` (all of the scene's, or this subset's).
         self.n_triangles = 0
-        self._offset_m = max(SECONDARY_RAY_OFFSET_REL * scene.extent_m(), SECONDARY_RAY_OFFSET_MIN_M)
+        extent_m = scene.extent_m()
+        self._offset_m = max(SECONDARY_RAY_OFFSET_REL * extent_m, SECONDARY_RAY_OFFSET_MIN_M)
+        self._tie_plane_m = _TIE_PLANE_REL * max(extent_m, 1.0)
 
     # -- building -------------------------------------------------------------------------------
     def _faces_of(self, obj) -> np.ndarray:
@@ -470,7 +472,7 @@ class RayCaster:
         rows = np.nonzero(edge & (obj >= 0))[0]
         if rows.size == 0:
             return
-        tol = _TIE_PLANE_REL * max(self.scene.extent_m(), 1.0)
+        tol = self._tie_plane_m
         for index in np.unique(obj[rows]):
             r = rows[obj[rows] == index]
             o = self.scene.objects[int(index)]
