@@ -308,8 +308,9 @@ def test_failing_rank_aborts_the_job(serial_run, tmp_path, mode):
     script.write_text(_FAIL_SCRIPT)
     out = tmp_path / "out"
     r = _mpi(2, script, "run", scenario, "--out", out, "--partition", mode, "--no-progress")
-    assert r.returncode != 0
-    assert "rank 1 of 2" in r.stderr and "fragile sensor failed on purpose" in r.stderr
+    assert r.returncode != 0, r.stderr
+    assert "rank 1 of 2" in r.stderr and "fragile sensor failed on purpose" in r.stderr, \
+        (r.returncode, r.stdout, r.stderr)
     assert not out.exists()                       # never a directory that looks finished
     for partial in tmp_path.glob(".out.partial-*"):
         assert (partial / "INCOMPLETE").is_file()
