@@ -44,6 +44,9 @@ TARGET_RATIO = 1.15
 #: a 2 deg grazing angle moves a hit by up to ~0.1 mm.
 LOOSE_DISTANCE_ATOL_M = 1e-3  # 1 mm
 
+#: Largest share of hits whose face may differ from Embree's because they lie on a shared edge.
+EDGE_TIE_FRACTION = 1e-4
+
 
 def _cpu_model() -> str:
     try:
@@ -121,7 +124,10 @@ def _check(name, hits, raw, *, strict=True) -> dict:
         dist_ok = max_dd <= LOOSE_DISTANCE_ATOL_M
     obj_ok = bool(np.array_equal(hits.object_id[both], raw["geomID"][both]))
     same_face = hits.face_index[both] == raw["primID"][both]
-    face_ok = bool(np.all(same_face)) if strict else True
+    # hifi settles a hit on a shared edge to the lowest-index face holding it (its tie rule,
+    # `RayCaster._settle_ties`, for MPI-partition independence); Embree picks either face, so
+    # up to 1e-4 of hits (rays on edges) may name the neighbouring face at the same distance.
+    face_ok = bool(np.mean(same_face) >= 1.0 - EDGE_TIE_FRACTION) if strict else True
     miss_ok = bool(np.all(np.isnan(hits.distance[~hits.hit])) and np.all(hits.object_id[~hits.hit] == -1))
     ok = same_hit and dist_ok and obj_ok and face_ok and miss_ok
     print(f"check {name}: {int(hits.hit.sum())} hits vs raw {int(raw_hit.sum())}; same hit mask "

@@ -16,8 +16,12 @@ leaves a ``DIR`` that looks finished.
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from pathlib import Path
+
+#: Wall-clock pause before ``MPI_Abort`` so the failing rank's message reaches mpiexec [s].
+ABORT_GRACE_S = 0.5
 
 #: Exit status of ``MPI_Abort`` after a rank failed during the run.
 ABORT_STATUS = 3
@@ -74,6 +78,9 @@ def _abort(comm, exc: BaseException) -> None:
     rank, size = comm.Get_rank(), comm.Get_size()
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     print(f"hifi: error: rank {rank} of {size}: {detail}", file=sys.stderr, flush=True)
+    # Give mpiexec's output forwarding a moment to pass the message on before the abort tears
+    # the job down (without it the message was lost once in a loaded test run).
+    time.sleep(ABORT_GRACE_S)
     comm.Abort(ABORT_STATUS)
 
 
