@@ -16,6 +16,12 @@ import numpy as np
 from ._version import __version__
 from .model import Var
 
+#: Frames are written in blocks: at most this many frames or bytes are held before a write, so
+#: memory stays bounded in long runs while small frames (a GNSS epoch, a pose) do not pay one
+#: netCDF call per variable per frame.
+_BUFFER_MAX_FRAMES = 256
+_BUFFER_MAX_BYTES = 64 * 2**20
+
 #: netCDF4 compression of every variable: zlib level 1 with byte shuffle (deterministic bytes).
 _COMPRESSION = {"zlib": True, "complevel": 1, "shuffle": True}
 
@@ -73,6 +79,8 @@ class FrameWriter:
             var[...] = _prepare(v.data)
         self._vars: dict[str, Any] = {}
         self._n = 0
+        self._buffer: list = []
+        self._buffered_bytes = 0
 
     def _ensure_dims(self, dims, shape, name):
         if len(dims) != len(shape):
@@ -86,8 +94,7 @@ class FrameWriter:
                 self._nc.createDimension(dim, size)
 
     def write(self, k: int, t: float, frame: Mapping[str, Var]) -> None:
-        """Append frame ``k`` at event time ``t`` [s]."""
-        i = self._n
+        """Append frame ``k`` at event time ``t`` [s] (buffered; see :data:`_BUFFER_MAX_BYTES`)."""
         if not self._vars:
             for name, v in frame.items():
                 self._ensure_dims(v.dims, v.data.shape, name)
@@ -98,16 +105,31 @@ class FrameWriter:
                 self._vars[name] = var
         if set(frame) != set(self._vars):
             raise ValueError(f"frame {k} has variables {sorted(frame)}, expected {sorted(self._vars)}")
-        self._nc.variables["frame"][i] = k
-        self._nc.variables["frame_time"][i] = t
-        for name, v in frame.items():
-            self._vars[name][i, ...] = _prepare(np.asarray(v.data))
-        self._n += 1
+        self._buffer.append((k, t, {name: _prepare(np.asarray(v.data)) for name, v in frame.items()}))
+        self._buffered_bytes += sum(v.data.nbytes for v in frame.values())
+        if len(self._buffer) >= _BUFFER_MAX_FRAMES or self._buffered_bytes >= _BUFFER_MAX_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered frames in one call per variable."""
+        if not self._buffer:
+            return
+        i0, n = self._n, len(self._buffer)
+        self._nc.variables["frame"][i0:i0 + n] = [k for k, _, _ in self._buffer]
+        self._nc.variables["frame_time"][i0:i0 + n] = [t for _, t, _ in self._buffer]
+        for name, var in self._vars.items():
+            var[i0:i0 + n, ...] = np.stack([data[name] for _, _, data in self._buffer])
+        self._n += n
+        self._buffer.clear()
+        self._buffered_bytes = 0
 
     def close(self) -> None:
         if self._nc is not None:
-            self._nc.close()
-            self._nc = None
+            try:
+                self.flush()
+            finally:
+                self._nc.close()
+                self._nc = None
 
 
 def base_attrs(sensor_name: str, sensor_model: str, seed: int, scenario_text: str, **extra) -> dict:
