@@ -455,6 +455,14 @@ class RayCaster:
             topo = cache[index] = (corners, indptr, order // 3)
         return topo
 
+    def _static_world_vertices(self, index: int) -> np.ndarray:
+        """Scene-frame vertices (float64) of static object ``index``, cached."""
+        cache = self.__dict__.setdefault("_world_vertices_cache", {})
+        if index not in cache:
+            obj = self.scene.objects[index]
+            cache[index] = self.scene.pose_at(obj.name, 0.0).apply(obj.vertices)
+        return cache[index]
+
     def _settle_ties(self, origins, directions, times, best, obj, face, normal, edge) -> None:
         """Tie rule, in place: a hit on a triangle's edge goes to the lowest-index face of that
         object that contains the hit point, with that face's normal computed here.
@@ -486,9 +494,9 @@ class RayCaster:
             if self.scene.is_moving(o.name):
                 pose = self.scene.pose_at(o.name, times[r][pair_ray])
                 tri = [pose.apply(o.vertices[o.faces[cand, j]]) for j in range(3)]
-            else:
-                pose = self.scene.pose_at(o.name, 0.0)
-                tri = [pose.apply(o.vertices[o.faces[cand, j]]) for j in range(3)]
+            else:                   # static: scene-frame vertices computed once per object
+                world = self._static_world_vertices(int(index))
+                tri = [world[o.faces[cand, j]] for j in range(3)]
             p = origins[r][pair_ray] + directions[r][pair_ray] * best[r][pair_ray, None]
             e1, e2, w = tri[1] - tri[0], tri[2] - tri[0], p - tri[0]
             n = np.cross(e1, e2)
