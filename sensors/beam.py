@@ -12,6 +12,8 @@ reported.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.special import erf
 
@@ -213,6 +215,27 @@ def echo_window(arrival_s, *, bin_width_s, pulse_width_s):
     return start, int(span.max(initial=0)) + 2 * half + 6
 
 
+class EchoReport(NamedTuple):
+    """What the receiver reports per pulse and return slot (:func:`process_returns`).
+
+    Attributes
+    ----------
+    range_m : (p, m) float
+        Reported range [m], NaN where nothing is reported.
+    energy : (p, m) float
+        Energy of the reported return.
+    dominant : (p, m) int
+        Sub-ray carrying most of the return's energy, -1 for none.
+    members : (p, m, n) bool
+        Which sub-rays make up each reported return.
+    """
+
+    range_m: np.ndarray
+    energy: np.ndarray
+    dominant: np.ndarray
+    members: np.ndarray
+
+
 def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, detection_threshold,
                     cutoff_m):
     """The receiver's signal processing: ranges reported per pulse.
@@ -233,18 +256,17 @@ def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, 
 
     Returns
     -------
-    reported_m : (p, m) float
-        Reported range per return slot (m = 2 for ``dual``, else 1); NaN where none.
-    return_energy : (p, m) float
-        Energy of the reported return.
-    dominant : (p, m) int
-        Index of the sub-ray carrying the most energy within the reported return (-1 if none).
+    EchoReport
+        Per return slot (m = 2 for ``dual``, else 1): reported range, energy, dominant sub-ray
+        and member sub-rays.
 
     Notes
     -----
     The waveform is split into returns at its local minima: each local maximum and the bins
     down to the minima on either side form one return, and every sub-ray belongs to the return
-    whose span holds its arrival. A return is detected when its energy (the sum of its
+    whose span holds its arrival. Echoes closer than about the range resolution
+    ``c * pulse_width / 2`` (0.75 m for 5 ns) leave no minimum between them and merge into one
+    return whose centroid lies between the surfaces, as in a real receiver. A return is detected when its energy (the sum of its
     sub-rays') reaches ``detection_threshold``. Its range is the energy-weighted mean of its
     sub-rays' path lengths (the centroid of the echo), so a single sub-ray reports its own path
     length exactly. ``first`` / ``last`` / ``strongest`` report the earliest, latest or most
@@ -292,23 +314,23 @@ def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, 
     def pick(seg):
         r = np.where(seg >= 0, np.take_along_axis(seg_r, np.maximum(seg, 0)[:, None], axis=1)[:, 0], np.nan)
         en = np.where(seg >= 0, np.take_along_axis(seg_e, np.maximum(seg, 0)[:, None], axis=1)[:, 0], np.nan)
-        dom = _dominant(np.where(seg_i == seg[:, None], e, 0.0), seg >= 0)
-        return r, en, dom
+        members = (seg_i == seg[:, None]) & (seg >= 0)[:, None]
+        dom = _dominant(np.where(members, e, 0.0), seg >= 0)
+        return r, en, dom, members
 
     if mode == "average":
-        r_first, _, _ = pick(first)
-        near = has & (rng <= r_first[:, None] + cutoff_m) & np.isfinite(r_first)[:, None]
+        r_first = pick(first)[0]
+        near = has & (rng <= r_first[:, None] + cutoff_m) & np.isfinite(r_first)[:, None] & any_det[:, None]
         we = np.where(near, e, 0.0)
         tot = we.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             r = np.where(tot > 0, ref + (we * dev).sum(axis=1) / tot, np.nan)
         r = np.where(any_det, r, np.nan)
         en = np.where(any_det, tot, np.nan)
-        return r[:, None], en[:, None], _dominant(we, any_det)[:, None]
+        return EchoReport(r[:, None], en[:, None], _dominant(we, any_det)[:, None], near[:, None, :])
     chosen = {"first": [first], "last": [last], "strongest": [strongest], "dual": [first, last]}[mode]
     parts = [pick(s) for s in chosen]
-    return (np.stack([q[0] for q in parts], axis=1), np.stack([q[1] for q in parts], axis=1),
-            np.stack([q[2] for q in parts], axis=1))
+    return EchoReport(*(np.stack([q[k] for q in parts], axis=1) for k in range(4)))
 
 
 def _dominant(weights, valid):

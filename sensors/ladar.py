@@ -125,7 +125,7 @@ class SickLMS291(Sensor):
         start, n_local = echo_window(arrival, bin_width_s=dt, pulse_width_s=p["pulse_width_s"])
         local = arrival - start[:, None] * dt
         wf = return_waveform(local, energy, bin_width_s=dt, n_bins=n_local, pulse_width_s=p["pulse_width_s"])
-        reported, ret_energy, dominant = process_returns(
+        reported, ret_energy, dominant, _ = process_returns(
             wf, local, energy, rng_sub, bin_width_s=dt, mode=p["return_mode"],
             detection_threshold=p["detection_threshold"], cutoff_m=p["cutoff_m"])
         rand = stream(self.ctx.seed, self.name, k, "noise")

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from hifi.caster import Hits
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
 from . import calibration as cal
 from ._range import axis_coords, range_frame, sensor_pose_vars, yaw_pitch
+from .beam import echo_window, process_returns, return_waveform, round_trip_s, subray_directions, subray_pattern
 from .detection import detected as detect
 from .noise import gaussian_range_noise
 from .radiometry import lambertian_return
@@ -39,6 +41,20 @@ def _common_params(*, max_range_m, noise_sigma_m, bias_sigma_m=0.0, reflectivity
                                   doc="closer than this every surface with reflectivity > 0 is detected [m]"),
         "distance_upper_m": Param("float", default=distance_upper_m, minimum=0.0, exclusive_minimum=True,
                                   doc="nothing is detected beyond this distance [m]"),
+        # Optional divergent beam (sensors.beam, the VANE model); n_subrays = 1 is the pencil beam.
+        "n_subrays": Param("int", default=1, minimum=1, maximum=10_000,
+                           doc="sub-rays per pulse; 1: pencil beam (divergence ignored)"),
+        "divergence_rad": Param("float", default=0.003, minimum=0.0, maximum=0.5,
+                                doc="full beam divergence at the 1/e^2 points [rad] (assumed 3 mrad, typical "
+                                    "of 905 nm automotive lidars; set it from your unit's data sheet)"),
+        "aperture_radius_m": Param("float", default=0.005, minimum=0.0, doc="beam radius at the aperture [m]"),
+        "return_mode": Param("str", default="strongest", choices=("first", "last", "strongest", "average"),
+                             doc="echo reported when n_subrays > 1 (Velodyne's default: strongest)"),
+        "pulse_width_s": Param("float", default=5e-9, minimum=0.0, exclusive_minimum=True,
+                               doc="FWHM of the emitted pulse [s] (HDL-64E S2 data sheet: 5 ns)"),
+        "bin_width_s": Param("float", default=0.5e-9, minimum=0.0, exclusive_minimum=True,
+                             doc="receiver sampling interval [s]"),
+        "cutoff_m": Param("float", default=3.0, minimum=0.0, doc="average mode: window behind the first echo [m]"),
     }
 
 
@@ -64,17 +80,62 @@ class _PulsedLidar(Sensor):
         rng = stream(self.ctx.seed, self.name, -1, "laser_bias")
         return self.params["bias_sigma_m"] * rng.standard_normal(n_lasers)
 
-    def _measure(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch):
+    def _cast_beams(self, directions, times, origins_sensor=None):
+        """Cast every pulse: a pencil ray, or with ``n_subrays`` > 1 a divergent beam.
+
+        Returns ``(hits, origins, dirs, echo)``: the hits, origins and directions of the beam
+        axes (scene frame) and, for divergent beams, ``(range_m, reflectivity, energy)`` of
+        the echo the receiver reports (None for pencil beams). The divergent beam is the VANE
+        model of :mod:`sensors.beam`: sub-rays with Gaussian weights, Lambertian returns summed
+        into a waveform, one echo chosen by ``return_mode``. The echo's reflectivity for the
+        detection threshold (Eq. 1) is the spot-weighted reflectivity of the surfaces in it,
+        ``sum_i w_i rho_i (1 - mirror_i)`` over its sub-rays, so a half-covered spot counts
+        half and one sub-ray is exactly the pencil beam.
+        """
+        p = self.params
+        n = p["n_subrays"]
+        if n == 1:
+            hits, origins, dirs = self.cast(directions, times, p["max_range_m"], origins_sensor)
+            return hits, origins, dirs, None
+        m = directions.shape[0]
+        uv, w = subray_pattern(n)
+        off, d = subray_directions(directions, uv, p["divergence_rad"], p["aperture_radius_m"])
+        o = off if origins_sensor is None else off + np.asarray(origins_sensor)[:, None, :]
+        hits, origins, dirs = self.cast(d.reshape(-1, 3), np.repeat(times, n), p["max_range_m"], o.reshape(-1, 3))
+        oid = hits.object_id
+        weight = np.broadcast_to(w, (m, n))
+        energy = np.where(hits.hit, weight.ravel() * lambertian_return(
+            self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid]), 0.0).reshape(m, n)
+        rng_sub = hits.distance.reshape(m, n)
+        arrival = round_trip_s(rng_sub)
+        dt = p["bin_width_s"]
+        start, n_local = echo_window(arrival, bin_width_s=dt, pulse_width_s=p["pulse_width_s"])
+        local = arrival - start[:, None] * dt
+        wf = return_waveform(local, energy, bin_width_s=dt, n_bins=n_local, pulse_width_s=p["pulse_width_s"])
+        echo = process_returns(wf, local, energy, rng_sub, bin_width_s=dt, mode=p["return_mode"],
+                               detection_threshold=0.0, cutoff_m=p["cutoff_m"])
+        rho_sub = (self._refl[oid] * (1.0 - self._mirror[oid])).reshape(m, n)
+        rho_echo = np.sum(np.where(echo.members[:, 0, :], weight * np.nan_to_num(rho_sub), 0.0), axis=1)
+        axis = np.arange(m) * n
+        axis_hits = Hits(*(getattr(hits, f)[axis] for f in Hits.__dataclass_fields__))
+        return axis_hits, origins[axis], dirs[axis], (echo.range_m[:, 0], rho_echo, echo.energy[:, 0])
+
+    def _measure(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echo=None):
         p = self.params
         rng = stream(self.ctx.seed, self.name, k, "noise")
-        d_noisy = gaussian_range_noise(hits.distance, p["noise_sigma_m"], rng, bias_m=bias)
         oid = hits.object_id
-        rho = self._refl[oid] * (1.0 - self._mirror[oid])
-        det = detect(hits.distance, rho, reflectivity_lower=p["reflectivity_lower"],
+        if echo is None:
+            measured = hits.distance
+            rho = self._refl[oid] * (1.0 - self._mirror[oid])
+            intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
+        else:
+            measured, rho, intensity = echo
+            intensity = np.nan_to_num(intensity)
+        d_noisy = gaussian_range_noise(measured, p["noise_sigma_m"], rng, bias_m=bias)
+        det = detect(measured, rho, reflectivity_lower=p["reflectivity_lower"],
                      reflectivity_upper=p["reflectivity_upper"], distance_lower_m=p["distance_lower_m"],
                      distance_upper_m=p["distance_upper_m"])
         reported = origins + dirs * d_noisy[:, None]          # on the emitted ray: mirror ghosts
-        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
         start = self.pose_at(t)
         flag_values = np.arange(len(self._class_names), dtype=np.uint8)
         extra = {
@@ -102,6 +163,9 @@ class RotatingLidar(_PulsedLidar):
 
     Noise (BlenSor Eq. 2): ``d_noisy = d + b_laser + N(0, noise_sigma_m)`` with
     ``b_laser ~ N(0, bias_sigma_m)`` drawn once per run and fixed across rotations.
+    With ``n_subrays`` > 1 every pulse is a divergent Gaussian beam (VANE model,
+    :meth:`_PulsedLidar._cast_beams`): the reported range is the echo ``return_mode`` picks from
+    the waveform, so spots straddling an edge give mixed pixels in ``average`` mode.
     Detection (BlenSor Eq. 1, continuous form): :func:`sensors.detection.min_detectable_reflectivity`.
     Intensity: :func:`sensors.radiometry.lambertian_return`.
     """
@@ -155,10 +219,10 @@ class RotatingLidar(_PulsedLidar):
 
     def step(self, k, t):
         times = t + self._dt.ravel()
-        hits, origins, dirs = self.cast(self._dirs, times, self.params["max_range_m"], self._origins)
+        hits, origins, dirs, echo = self._cast_beams(self._dirs, times, self._origins)
         shape = (self.n_steps, self.calib.n_lasers)
         return self._measure(k, t, hits, origins, dirs, self._bias, ("step", "laser"), shape, times,
-                             self._yaw, self._pitch)
+                             self._yaw, self._pitch, echo)
 
 
 class HDL64E_S2(RotatingLidar):
@@ -296,10 +360,10 @@ class LineLidar(_PulsedLidar):
 
     def step(self, k, t):
         times = t + self._dt
-        hits, origins, dirs = self.cast(self._dirs, times, self.params["max_range_m"])
+        hits, origins, dirs, echo = self._cast_beams(self._dirs, times)
         shape = (len(self.mirror_yaw), len(self.layer_pitch))
         return self._measure(k, t, hits, origins, dirs, self._bias, ("step", "layer"), shape, times,
-                             self._yaw, self._pitch)
+                             self._yaw, self._pitch, echo)
 
 
 class IbeoLux(LineLidar):

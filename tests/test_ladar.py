@@ -135,10 +135,10 @@ def test_process_returns_separates_two_echoes():
     r = np.array([[10.0, 13.0]])
     wf = return_waveform(tau, e, bin_width_s=0.5e-9, n_bins=400, pulse_width_s=5e-9)
     for mode, want in (("first", 10.0), ("last", 13.0), ("strongest", 10.0), ("average", 11.0)):
-        rep, _, _ = process_returns(wf, tau, e, r, bin_width_s=0.5e-9, mode=mode, detection_threshold=0.05,
+        rep, _, _, _ = process_returns(wf, tau, e, r, bin_width_s=0.5e-9, mode=mode, detection_threshold=0.05,
                                     cutoff_m=5.0)
         assert rep[0, 0] == pytest.approx(want if mode != "average" else (0.3 * 10 + 0.1 * 13) / 0.4)
-    rep, _, _ = process_returns(wf, tau, e, r, bin_width_s=0.5e-9, mode="last", detection_threshold=0.2,
+    rep, _, _, _ = process_returns(wf, tau, e, r, bin_width_s=0.5e-9, mode="last", detection_threshold=0.2,
                                 cutoff_m=5.0)
     assert rep[0, 0] == pytest.approx(10.0)                          # the weak echo is below threshold
 
