@@ -104,6 +104,15 @@ def _raw_embree(scene):
     return es, centre, time.perf_counter() - t0
 
 
+def raw_two_threads(pool, es, origins32, dirs32, tfar32):
+    """Raw embreex over two contiguous halves of the rays on a 2-thread pool (the baseline)."""
+    n = len(origins32)
+    half = n // 2
+    return list(pool.map(lambda ab: es.run(origins32[ab[0]:ab[1]], dirs32[ab[0]:ab[1]],
+                                           dists=tfar32[ab[0]:ab[1]].copy(), output=1),
+                         [(0, half), (half, n)]))
+
+
 def _check(name, hits, raw, *, strict=True) -> dict:
     """Compare hifi's hits with raw embreex's over the same rays; prints and returns a summary.
 

@@ -36,8 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-import hifi
-from hifi.caster import RayCaster
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import hifi  # noqa: E402
+from bench_caster import _raw_embree  # noqa: E402
+from hifi.caster import RayCaster  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DURATION_S = 3600.0
@@ -93,23 +96,6 @@ def scenario(name: str = "crossing") -> dict:
     return d
 
 
-def _raw_embree(scene):
-    """Every object's triangles in one EmbreeScene, minus the centre hifi uses (bench_caster)."""
-    from embreex import rtcore_scene
-    from embreex.mesh_construction import TriangleMesh
-    world = [scene.pose_at(o.name, 0.0).apply(o.vertices) for o in scene.objects]
-    lo = np.min([w.min(axis=0) for w in world], axis=0)
-    hi = np.max([w.max(axis=0) for w in world], axis=0)
-    centre = (lo + hi) / 2.0
-    es = rtcore_scene.EmbreeScene()
-    for obj, verts in zip(scene.objects, world):
-        TriangleMesh(es, np.ascontiguousarray(verts - centre, dtype=np.float32),
-                     np.ascontiguousarray(obj.faces, dtype=np.int32))
-    one = np.zeros((1, 3), dtype=np.float32)
-    es.run(one, one + np.float32(1.0), dists=np.ones(1, dtype=np.float32), output=1)
-    return es, centre
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="timed repetitions (default 3)")
@@ -146,7 +132,7 @@ def main(argv=None) -> int:
           f"{n_rays} rays in {len(recorded.batches)} nearest() calls")
 
     # raw embreex on the same rays, batch by batch, two threads
-    es, centre = _raw_embree(sim.scene)
+    es, centre, _ = _raw_embree(sim.scene)
     batches = []
     for o, dvec, tmax, dist_hifi, obj_hifi in recorded.batches:
         o32 = np.ascontiguousarray(o - centre, dtype=np.float32)

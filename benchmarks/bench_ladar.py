@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -25,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _scene import build_scene  # noqa: E402
 from bench_caster import _cpu_model, _raw_embree  # noqa: E402
-from bench_sensors import _error, _Recorder  # noqa: E402
+from bench_sensors import _error, _Recorder, time_against_raw  # noqa: E402
 
 from hifi.bus import MessageBus  # noqa: E402
 from hifi.caster import RayCaster  # noqa: E402
@@ -56,27 +55,7 @@ def main(argv=None) -> int:
         model.setup(RunContext(scene, rec, MessageBus(), 0, 1.0, "2000-01-01T12:00:00Z", {}, "."))
         model.step(0, 0.0)
         o, d, max_range = rec.rays
-        o32 = np.ascontiguousarray(o - centre, dtype=np.float32)
-        d32 = np.ascontiguousarray(d / np.linalg.norm(d, axis=1, keepdims=True), dtype=np.float32)
-        tfar = np.full(len(o), np.float32(max_range))
-        half = len(o) // 2
-
-        def raw():
-            return list(pool.map(lambda ab: es.run(o32[ab[0]:ab[1]], d32[ab[0]:ab[1]],
-                                                   dists=tfar[ab[0]:ab[1]].copy(), output=1),
-                                 [(0, half), (half, len(o))]))
-        raw()
-        t_raw, t_model, t_cast = [], [], []
-        for _ in range(args.repeat):
-            t0 = time.perf_counter()
-            raw()
-            t_raw.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            caster.cast(o, d, 0.0, max_range)
-            t_cast.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            model.step(0, 0.0)
-            t_model.append(time.perf_counter() - t0)
+        t_raw, t_cast, t_model = time_against_raw(model, caster, es, centre, pool, rec.rays, args.repeat)
         r, m, c = float(np.median(t_raw)), float(np.median(t_model)), float(np.median(t_cast))
         rows.append({"n_subrays": n, "pulses": len(model.scan), "subrays": len(o), "raw_s": r, "hifi_s": m,
                      "hifi_cast_s": c, "cast_ratio": r / c,

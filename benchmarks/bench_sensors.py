@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _scene import build_scene  # noqa: E402
-from bench_caster import _cpu_model, _raw_embree  # noqa: E402
+from bench_caster import _cpu_model, _raw_embree, raw_two_threads  # noqa: E402
 
 from hifi.bus import MessageBus  # noqa: E402
 from hifi.caster import RayCaster  # noqa: E402
@@ -66,6 +66,32 @@ def _error(reason, key=None, value=None):
     return ScenarioError(reason, key=key, value=value)
 
 
+def time_against_raw(model, caster, es, centre, pool, rays, repeat):
+    """Wall times [s] of raw embreex (2 threads), hifi's caster and the whole model step.
+
+    ``rays = (origins, directions, max_range_m)`` as the model cast them; the three are timed
+    round by round over ``repeat`` rounds after one warm-up of the raw cast.
+    """
+    o, d, max_range = rays
+    o32 = np.ascontiguousarray(o - centre, dtype=np.float32)
+    d32 = np.ascontiguousarray(d / np.linalg.norm(d, axis=1, keepdims=True), dtype=np.float32)
+    limit = np.broadcast_to(np.asarray(max_range, dtype=float), (len(o),))
+    tfar = np.ascontiguousarray(np.where(np.isfinite(limit), limit, np.finfo(np.float32).max), dtype=np.float32)
+    raw_two_threads(pool, es, o32, d32, tfar)
+    t_raw, t_cast, t_model = [], [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        raw_two_threads(pool, es, o32, d32, tfar)
+        t_raw.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        caster.cast(o, d, 0.0, max_range)
+        t_cast.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        model.step(0, 0.0)
+        t_model.append(time.perf_counter() - t0)
+    return t_raw, t_cast, t_model
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -87,28 +113,7 @@ def main(argv=None) -> int:
         model.setup(RunContext(scene, rec, MessageBus(), 0, 1.0, "2000-01-01T12:00:00Z", {}, "."))
         model.step(0, 0.0)                                    # warm-up, records the rays
         o, d, max_range = rec.rays
-        o32 = np.ascontiguousarray(o - centre, dtype=np.float32)
-        d32 = np.ascontiguousarray(d / np.linalg.norm(d, axis=1, keepdims=True), dtype=np.float32)
-        limit = np.broadcast_to(np.asarray(max_range, dtype=float), (len(o),))
-        tfar = np.ascontiguousarray(np.where(np.isfinite(limit), limit, np.finfo(np.float32).max), dtype=np.float32)
-        half = len(o) // 2
-
-        def raw():
-            parts = [(0, half), (half, len(o))]
-            return list(pool.map(lambda ab: es.run(o32[ab[0]:ab[1]], d32[ab[0]:ab[1]],
-                                                   dists=tfar[ab[0]:ab[1]].copy(), output=1), parts))
-        raw()
-        t_raw, t_cast, t_model = [], [], []
-        for _ in range(args.repeat):
-            t0 = time.perf_counter()
-            raw()
-            t_raw.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            caster.cast(o, d, 0.0, max_range)
-            t_cast.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            model.step(0, 0.0)
-            t_model.append(time.perf_counter() - t0)
+        t_raw, t_cast, t_model = time_against_raw(model, caster, es, centre, pool, rec.rays, args.repeat)
         r, c, m = (float(np.median(x)) for x in (t_raw, t_cast, t_model))
         rows.append({"sensor": model_name, "rays": len(o), "raw_embreex_2t_s": r, "hifi_cast_s": c,
                      "hifi_model_step_s": m, "cast_ratio": c / r, "model_ratio": m / r,

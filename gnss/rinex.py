@@ -12,7 +12,6 @@ References
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np

@@ -133,6 +133,12 @@ class Hits:
         return self.distance.shape[0]
 
 
+def _no_hits(n: int):
+    """Nearest-hit buffers for n rays before any cast: inf distance, ids -1, zero normals, no edge."""
+    return (np.full(n, np.inf), np.full(n, -1, dtype=np.int32), np.full(n, -1, dtype=np.int32),
+            np.zeros((n, 3)), np.zeros(n, dtype=bool))
+
+
 @dataclass
 class _Group:
     """One Embree scene: all static objects (scene frame) or one moving object (body frame)."""
@@ -344,11 +350,7 @@ class RayCaster:
     def _nearest_chunk(self, origins, directions, times, tfar32, uniform_time: bool):
         """:meth:`nearest` over one chunk of rays; ``tfar32`` is shortened in place by Embree."""
         n = origins.shape[0]
-        best = np.full(n, np.inf)
-        obj = np.full(n, -1, dtype=np.int32)
-        face = np.full(n, -1, dtype=np.int32)
-        normal = np.zeros((n, 3))
-        edge = np.zeros(n, dtype=bool)
+        best, obj, face, normal, edge = _no_hits(n)
         for g in self._groups:
             pose = None
             if g.body is None:
@@ -418,11 +420,7 @@ class RayCaster:
         """
         self.build()
         n = origins.shape[0]
-        best = np.full(n, np.inf)
-        obj = np.full(n, -1, dtype=np.int32)
-        face = np.full(n, -1, dtype=np.int32)
-        normal = np.zeros((n, 3))
-        edge = np.zeros(n, dtype=bool)
+        best, obj, face, normal, edge = _no_hits(n)
         if n == 0:
             return best, obj, face, normal
         tfar32 = self._limit32(max_distance)

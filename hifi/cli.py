@@ -153,7 +153,7 @@ def _info(args) -> int:
     print(f"scenario  {sc.source}")
     print(f"duration  {sc.duration_s} s from {sc.start_utc}, seed {sc.seed}")
     print(f"origin    lat {sc.origin['lat_deg']} deg, lon {sc.origin['lon_deg']} deg, h {sc.origin['height_m']} m")
-    print(f"classes   " + ", ".join(f"{i}={n}" for i, n in enumerate(scene.class_names)))
+    print("classes   " + ", ".join(f"{i}={n}" for i, n in enumerate(scene.class_names)))
     print("objects")
     total = 0
     for obj in scene.objects:

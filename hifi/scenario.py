@@ -18,7 +18,7 @@ from typing import Any
 
 from . import meshes
 from .errors import ScenarioError
-from .params import REQUIRED, Param, check_params
+from .params import Param, check_params
 from .registry import available_models, load_model
 
 SUPPORTED_VERSIONS = (1,)
@@ -314,12 +314,7 @@ def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_
         if not mesh_path.is_file():
             raise v.error(f"mesh file not found (looked for {mesh_path})", key=f"{key}.mesh", value=mesh)
     spec = check_params(fixed, OBJECT_KEYS, v.error, key)
-    name = spec["name"]
-    if not name:
-        raise v.error("expected a non-empty name", key=f"{key}.name", value=name)
-    if name in names:
-        raise v.error(f"name already used by {names[name]}; names of objects and sensors must be unique",
-                      key=f"{key}.name", value=name)
+    name = _unique_name(v, key, spec["name"], names)
     if spec["material"] != "default" and spec["material"] not in materials:
         allowed = ", ".join(repr(m) for m in ["default", *materials])
         raise v.error(f"unknown material; allowed: {allowed}", key=f"{key}.material", value=spec["material"])
@@ -342,6 +337,16 @@ def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_
                       spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path)
 
 
+def _unique_name(v: _Validator, key: str, name: str, names: dict) -> str:
+    """A non-empty name not yet used by an object or a sensor (they share one namespace)."""
+    if not name:
+        raise v.error("expected a non-empty name", key=f"{key}.name", value=name)
+    if name in names:
+        raise v.error(f"name already used by {names[name]}; names of objects and sensors must be unique",
+                      key=f"{key}.name", value=name)
+    return name
+
+
 def _track(v: _Validator, key: str, raw: Any) -> list:
     if not isinstance(raw, list) or not raw:
         raise v.error("expected a non-empty list of { t_s, position_m, rpy_deg } keyframes", key=key, value=raw)
@@ -359,12 +364,7 @@ def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path) -> Sen
     if not isinstance(raw, dict):
         raise v.error("expected a table", key=key, value=raw)
     spec = check_params(raw, SENSOR_KEYS, v.error, key)
-    name = spec["name"]
-    if not name:
-        raise v.error("expected a non-empty name", key=f"{key}.name", value=name)
-    if name in names:
-        raise v.error(f"name already used by {names[name]}; names of objects and sensors must be unique",
-                      key=f"{key}.name", value=name)
+    name = _unique_name(v, key, spec["name"], names)
     try:
         cls = load_model(spec["model"])
     except KeyError:

@@ -85,3 +85,9 @@ def axis_coords() -> dict:
     """Coordinates of the ``xyz`` and ``quat`` dimensions used by :func:`sensor_pose_vars`."""
     return {"xyz": Var(("xyz",), np.array(["x", "y", "z"]), "1", "scene-frame axis"),
             "quat": Var(("quat",), np.array(["x", "y", "z", "w"]), "1", "quaternion component")}
+
+
+def image_coords(resolution_x: int, resolution_y: int) -> dict:
+    """``row`` and ``col`` coordinates of an image sensor (row 0 at the top, col 0 at the left)."""
+    return {"row": Var(("row",), np.arange(resolution_y, dtype=np.int32), "1", "image row, 0 at the top"),
+            "col": Var(("col",), np.arange(resolution_x, dtype=np.int32), "1", "image column, 0 at the left")}

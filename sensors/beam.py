@@ -19,6 +19,8 @@ from scipy.special import erf
 
 from hifi.constants import SPEED_OF_LIGHT_M_S
 
+from .noise import orthonormal_basis
+
 #: Largest number of sub-rays per pulse (VANE Eq. 1 is clamped to 1..10,000).
 MAX_SUBRAYS = 10_000
 
@@ -111,13 +113,7 @@ def subray_directions(axis, uv, divergence_rad, aperture_radius_m):
         axis at range R, so the sub-rays span the spot at every range.
     """
     a = np.asarray(axis, dtype=float)
-    x, y, z = a[:, 0], a[:, 1], a[:, 2]
-    # Orthonormal basis around each axis (Duff et al., JCGT 6(1), 2017).
-    sign = np.where(z >= 0.0, 1.0, -1.0)
-    q = -1.0 / (sign + z)
-    b = x * y * q
-    e1 = np.column_stack([1.0 + sign * x * x * q, sign * b, -sign * x])
-    e2 = np.column_stack([b, sign + y * y * q, -y])
+    e1, e2 = orthonormal_basis(a)
     across = uv[None, :, 0:1] * e1[:, None, :] + uv[None, :, 1:2] * e2[:, None, :]
     d = a[:, None, :] + np.tan(divergence_rad / 2.0) * across
     d /= np.linalg.norm(d, axis=-1, keepdims=True)
@@ -341,3 +337,52 @@ def _dominant(weights, valid):
 def round_trip_s(range_m):
     """Round-trip time 2 R / c [s] of a path of one-way length ``range_m`` [m]."""
     return 2.0 * np.asarray(range_m, dtype=float) / SPEED_OF_LIGHT_M_S
+
+
+class BeamEchoes(NamedTuple):
+    """Echoes of a set of divergent pulses (:func:`beam_echoes`).
+
+    Attributes
+    ----------
+    report : EchoReport
+        What the receiver reports per pulse (:func:`process_returns`).
+    waveform : (p, n_local) float
+        Each pulse's waveform in its echo window.
+    start_bin : (p,) int
+        Absolute bin of each window's first sample (:func:`echo_window`).
+    """
+
+    report: EchoReport
+    waveform: np.ndarray
+    start_bin: np.ndarray
+
+
+def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_threshold, cutoff_m):
+    """From sub-ray path lengths and return energies to reported echoes, per pulse.
+
+    Round-trip times ``2 R / c``, the echo window of each pulse (:func:`echo_window`), the
+    waveform in it (:func:`return_waveform`) and the receiver's processing
+    (:func:`process_returns`): the one pipeline every divergent-beam sensor uses.
+
+    Parameters
+    ----------
+    range_m, energy : (p, n) float
+        Path length [m] (NaN for no return) and return energy of every sub-ray of every pulse.
+    """
+    arrival = round_trip_s(range_m)
+    start, n_local = echo_window(arrival, bin_width_s=bin_width_s, pulse_width_s=pulse_width_s)
+    local = arrival - start[:, None] * bin_width_s
+    wf = return_waveform(local, energy, bin_width_s=bin_width_s, n_bins=n_local, pulse_width_s=pulse_width_s)
+    report = process_returns(wf, local, energy, range_m, bin_width_s=bin_width_s, mode=mode,
+                             detection_threshold=detection_threshold, cutoff_m=cutoff_m)
+    return BeamEchoes(report, wf, start)
+
+
+def full_waveform(echoes: BeamEchoes, n_bins: int) -> np.ndarray:
+    """The windowed waveforms of :func:`beam_echoes` placed in the full range gate (p, n_bins)."""
+    p, n_local = echoes.waveform.shape
+    full = np.zeros((p, n_bins))
+    cols = echoes.start_bin[:, None] + np.arange(n_local)
+    inside = (cols >= 0) & (cols < n_bins)
+    full[np.nonzero(inside)[0], cols[inside]] = echoes.waveform[inside]
+    return full

@@ -60,6 +60,8 @@ from optics.radiometry import field_angle, image_irradiance, mechanical_vignetti
 from optics.spectral import channel_photon_irradiance, channel_response_curves, relative_quantum_efficiency
 from optics.sun import clear_sky_spectral_irradiance, solar_position, sun_direction_enu
 
+from ._range import image_coords
+
 __all__ = [
     "SunLight",
     "sunlight",
@@ -441,8 +443,7 @@ class CCDCamera(Sensor):
     def coords(self):
         p = self.params
         return {
-            "row": Var(("row",), np.arange(p["resolution_y"], dtype=np.int32), "1", "image row, 0 at the top"),
-            "col": Var(("col",), np.arange(p["resolution_x"], dtype=np.int32), "1", "image column, 0 at the left"),
+            **image_coords(p["resolution_x"], p["resolution_y"]),
             "channel": Var(("channel",), np.array(self._channels), "1",
                            "colour channel (R, G, B through the default filters; Y: no filter)"),
         }

@@ -7,6 +7,8 @@ import numpy as np
 from hifi.model import Sensor, Var
 from hifi.params import Param
 
+from ._range import image_coords
+
 
 def pinhole_directions(resolution_x: int, resolution_y: int, fov_x_rad: float, fov_y_rad: float | None = None):
     """Unit ray directions (rows, cols, 3) of a pinhole camera looking along sensor +x.
@@ -83,8 +85,7 @@ class DepthMap(Sensor):
 
     def coords(self):
         p = self.params
-        return {"row": Var(("row",), np.arange(p["resolution_y"], dtype=np.int32), "1", "image row, 0 at the top"),
-                "col": Var(("col",), np.arange(p["resolution_x"], dtype=np.int32), "1", "image column, 0 at the left")}
+        return image_coords(p["resolution_x"], p["resolution_y"])
 
     def attrs(self):
         w, h = self.params["resolution_x"], self.params["resolution_y"]

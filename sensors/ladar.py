@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from hifi.caster import Hits
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
 from ._range import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
-from .beam import (echo_window, process_returns, return_waveform, round_trip_s, subray_count,
-                   subray_directions, subray_pattern)
+from .beam import beam_echoes, full_waveform, round_trip_s, subray_count, subray_directions, subray_pattern
 from .radiometry import lambertian_return
 
 RETURN_MODES = ("first", "last", "strongest", "average", "dual")
@@ -119,15 +119,10 @@ class SickLMS291(Sensor):
                   * lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid]))
         energy = np.where(hits.hit, energy, 0.0).reshape(n_steps, n_sub)
         rng_sub = hits.distance.reshape(n_steps, n_sub)
-        arrival = round_trip_s(rng_sub)
-        dt = p["bin_width_s"]
-        # Work in a window around each pulse's echoes (the waveform is zero elsewhere).
-        start, n_local = echo_window(arrival, bin_width_s=dt, pulse_width_s=p["pulse_width_s"])
-        local = arrival - start[:, None] * dt
-        wf = return_waveform(local, energy, bin_width_s=dt, n_bins=n_local, pulse_width_s=p["pulse_width_s"])
-        reported, ret_energy, dominant, _ = process_returns(
-            wf, local, energy, rng_sub, bin_width_s=dt, mode=p["return_mode"],
-            detection_threshold=p["detection_threshold"], cutoff_m=p["cutoff_m"])
+        echoes = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
+                             mode=p["return_mode"], detection_threshold=p["detection_threshold"],
+                             cutoff_m=p["cutoff_m"])
+        reported, ret_energy, dominant, _ = echoes.report
         rand = stream(self.ctx.seed, self.name, k, "noise")
         noisy = reported + p["noise_sigma_m"] * rand.standard_normal(reported.shape)
         detected = np.isfinite(reported)
@@ -136,7 +131,6 @@ class SickLMS291(Sensor):
         axis_o, axis_d = origins[ax], dirs[ax]
         m = self.n_returns
         rep = lambda a: np.repeat(a, m, axis=0)  # noqa: E731
-        from hifi.caster import Hits
         axis_hits = Hits(rep(hits.distance[ax]), rep(hits.point[ax]), rep(hits.normal[ax]),
                          rep(hits.direction[ax]), rep(hits.object_id[ax]), rep(hits.face_index[ax]),
                          rep(hits.bounces[ax]))
@@ -150,11 +144,7 @@ class SickLMS291(Sensor):
             **sensor_pose_vars(self.pose_at(t)),
         }
         if p["store_waveform"]:
-            full = np.zeros((n_steps, self.n_bins))
-            cols = start[:, None] + np.arange(n_local)
-            inside = (cols >= 0) & (cols < self.n_bins)
-            full[np.nonzero(inside)[0], cols[inside]] = wf[inside]
-            extra["waveform"] = Var(("step", "bin"), full, "1",
+            extra["waveform"] = Var(("step", "bin"), full_waveform(echoes, self.n_bins), "1",
                                     "received energy per time bin (relative to a white target at 1 m)")
         return range_frame(dims, shape, timestamp=np.repeat(t + self._dt, m), yaw=np.repeat(self.scan, m),
                            pitch=np.zeros(n_steps * m), hits=axis_hits, detected=detected.reshape(-1),

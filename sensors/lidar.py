@@ -18,7 +18,7 @@ from hifi.rng import stream
 
 from . import calibration as cal
 from ._range import axis_coords, range_frame, sensor_pose_vars, yaw_pitch
-from .beam import echo_window, process_returns, return_waveform, round_trip_s, subray_directions, subray_pattern
+from .beam import beam_echoes, subray_directions, subray_pattern
 from .detection import detected as detect
 from .noise import gaussian_range_noise
 from .radiometry import lambertian_return
@@ -107,13 +107,8 @@ class _PulsedLidar(Sensor):
         energy = np.where(hits.hit, weight.ravel() * lambertian_return(
             self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid]), 0.0).reshape(m, n)
         rng_sub = hits.distance.reshape(m, n)
-        arrival = round_trip_s(rng_sub)
-        dt = p["bin_width_s"]
-        start, n_local = echo_window(arrival, bin_width_s=dt, pulse_width_s=p["pulse_width_s"])
-        local = arrival - start[:, None] * dt
-        wf = return_waveform(local, energy, bin_width_s=dt, n_bins=n_local, pulse_width_s=p["pulse_width_s"])
-        echo = process_returns(wf, local, energy, rng_sub, bin_width_s=dt, mode=p["return_mode"],
-                               detection_threshold=0.0, cutoff_m=p["cutoff_m"])
+        echo = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
+                           mode=p["return_mode"], detection_threshold=0.0, cutoff_m=p["cutoff_m"]).report
         rho_sub = (self._refl[oid] * (1.0 - self._mirror[oid])).reshape(m, n)
         rho_echo = np.sum(np.where(echo.members[:, 0, :], weight * np.nan_to_num(rho_sub), 0.0), axis=1)
         axis = np.arange(m) * n

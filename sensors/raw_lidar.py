@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from hifi.model import Sensor, Var
-from hifi.params import Param
 from hifi.motion import rotation_from_rpy_deg
+from hifi.params import Param
 
+from ._range import image_coords
 from .depthmap import pinhole_directions
 
 
@@ -58,8 +59,7 @@ class RawLidar(Sensor):
     def coords(self):
         p = self.params
         return {"camera": Var(("camera",), np.radians(self.CAMERA_YAWS_DEG), "rad", "camera yaw about the sensor z axis"),
-                "row": Var(("row",), np.arange(p["resolution_y"], dtype=np.int32), "1", "image row, 0 at the top"),
-                "col": Var(("col",), np.arange(p["resolution_x"], dtype=np.int32), "1", "image column, 0 at the left")}
+                **image_coords(p["resolution_x"], p["resolution_y"])}
 
     def step(self, k, t):
         p = self.params

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from hifi.constants import SPEED_OF_LIGHT_M_S
-from hifi.model import Sensor, Var
+from hifi.model import Sensor
 from hifi.params import Param
 from hifi.rng import stream
 
-from ._range import axis_coords, range_frame, sensor_pose_vars, yaw_pitch
+from ._range import axis_coords, image_coords, range_frame, sensor_pose_vars, yaw_pitch
 from .depthmap import pinhole_directions
 from .noise import gaussian_range_noise
 from .radiometry import lambertian_return
@@ -81,8 +81,7 @@ class ToFSR4000(Sensor):
 
     def coords(self):
         p = self.params
-        return {"row": Var(("row",), np.arange(p["resolution_y"], dtype=np.int32), "1", "image row, 0 at the top"),
-                "col": Var(("col",), np.arange(p["resolution_x"], dtype=np.int32), "1", "image column, 0 at the left"),
+        return {**image_coords(p["resolution_x"], p["resolution_y"]),
                 **axis_coords()}
 
     def step(self, k, t):

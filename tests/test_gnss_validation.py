@@ -3,7 +3,6 @@
 import importlib.util
 from pathlib import Path
 
-import pytest
 
 import gnss
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import xarray as xr
 
 import gnss
 import hifi

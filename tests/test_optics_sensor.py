@@ -8,7 +8,6 @@ import pytest
 import optics
 from optics.sensor import (
     PRESETS,
-    QUANTISATION_VARIANCE_DN2,
     SensorModel,
     clip_full_well,
     dark_current_mean_e,

@@ -3,7 +3,6 @@ and no output directory left behind."""
 
 import subprocess
 import sys
-import textwrap
 
 import pytest
 

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import trimesh
-from scipy.spatial.transform import Rotation
 
 import hifi
 from hifi import meshes
