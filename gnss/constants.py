@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from hifi import constants as _hifi_constants
+from hifi import timebase as _hifi_timebase
+
 # --- IS-GPS-200 (IS-GPS-200N, 2022), section 20.3.3.4.3, Table 20-IV and 20.3.3.3.3.1 ---
 MU_GPS = 3.986005e14
 """WGS 84 value of the Earth's gravitational constant for GPS users [m^3 s^-2] (IS-GPS-200, Table 20-IV)."""
@@ -14,7 +17,7 @@ MU_GPS = 3.986005e14
 OMEGA_E_DOT = 7.2921151467e-5
 """WGS 84 value of the Earth's rotation rate [rad s^-1] (IS-GPS-200, Table 20-IV)."""
 
-SPEED_OF_LIGHT = 2.99792458e8
+SPEED_OF_LIGHT = _hifi_constants.SPEED_OF_LIGHT_M_S
 """Speed of light in vacuum [m s^-1] (IS-GPS-200, 20.3.3.3.3.1; exact SI value)."""
 
 F_RELATIVITY = -4.442807633e-10
@@ -43,7 +46,7 @@ SECONDS_PER_WEEK = 604800
 """Seconds in a GPS week [s] (integer)."""
 SECONDS_PER_DAY = 86400
 """Seconds in a day [s] (integer)."""
-GPS_EPOCH = np.datetime64("1980-01-06T00:00:00", "ns")
+GPS_EPOCH = _hifi_timebase.GPS_EPOCH
 """Origin of GPS time, 1980-01-06 00:00:00 UTC = GPST (IS-GPS-200, 3.3.4)."""
 WEEK_ROLLOVER = 1024
 """The legacy navigation message broadcasts the week number modulo 1024 (10 bits, IS-GPS-200 20.3.3.3.1.1)."""

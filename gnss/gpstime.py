@@ -6,10 +6,9 @@ Internally a time is a :class:`GpsTime` pair of an integer week and a float seco
 (0 <= sow < 604800, so a float64 resolves it to ~1e-10 s).  Differences of two times are formed
 as ``(week_a - week_b) * 604800 + (sow_a - sow_b)``, exact to the float resolution of ``sow``.
 
-Leap seconds (UTC -> GPST) come from the IERS table of TAI - UTC (IERS Bulletin C; the list at
-https://hpiers.obspm.fr/iers/bul/bulc/Leap_Second.dat), with GPST - UTC = (TAI - UTC) - 19 s.
-The table ends with the leap second of 2017-01-01 (the last one at the time of writing); add a
-row when IERS Bulletin C announces a new one.
+Leap seconds (UTC -> GPST) come from the project's one table, :mod:`hifi.timebase` (IERS
+Bulletin C, GPST - UTC = (TAI - UTC) - 19 s); :func:`utc_to_gpst`, :func:`gpst_to_utc` and
+:func:`gpst_minus_utc` are its functions.
 """
 
 from __future__ import annotations
@@ -18,21 +17,15 @@ from typing import NamedTuple
 
 import numpy as np
 
+from hifi import timebase as _timebase
+
 from .constants import GPS_EPOCH, SECONDS_PER_WEEK, WEEK_ROLLOVER
 
 _NS_PER_S = 1_000_000_000
 _NS_PER_WEEK = SECONDS_PER_WEEK * _NS_PER_S
 
-# UTC date from which GPST - UTC takes the value [s] (IERS Bulletin C leap seconds since 1980).
-LEAP_SECONDS_GPST_MINUS_UTC = (
-    ("1981-07-01", 1), ("1982-07-01", 2), ("1983-07-01", 3), ("1985-07-01", 4),
-    ("1988-01-01", 5), ("1990-01-01", 6), ("1991-01-01", 7), ("1992-07-01", 8),
-    ("1993-07-01", 9), ("1994-07-01", 10), ("1996-01-01", 11), ("1997-07-01", 12),
-    ("1999-01-01", 13), ("2006-01-01", 14), ("2009-01-01", 15), ("2012-07-01", 16),
-    ("2015-07-01", 17), ("2017-01-01", 18),
-)
-_LEAP_DATES_NS = np.array([np.datetime64(d, "ns").astype(np.int64) for d, _ in LEAP_SECONDS_GPST_MINUS_UTC])
-_LEAP_VALUES = np.array([v for _, v in LEAP_SECONDS_GPST_MINUS_UTC], dtype=np.int64)
+#: The project's one leap-second table (:mod:`hifi.timebase`), re-exported.
+LEAP_SECONDS_GPST_MINUS_UTC = _timebase.LEAP_SECONDS_GPST_MINUS_UTC
 
 
 class GpsTime(NamedTuple):
@@ -144,25 +137,6 @@ def resolve_week(week_mod, reference_week) -> np.ndarray:
     return np.where(week_mod >= WEEK_ROLLOVER, week_mod, resolved)
 
 
-def gpst_minus_utc(t_utc) -> np.ndarray:
-    """GPST - UTC [s] (integer leap seconds since 1980) at UTC datetime64 instants ``t_utc``."""
-    t = np.asarray(t_utc).astype("datetime64[ns]").astype(np.int64)
-    idx = np.searchsorted(_LEAP_DATES_NS, t, side="right")
-    return np.where(idx > 0, _LEAP_VALUES[np.maximum(idx - 1, 0)], 0)
-
-
-def utc_to_gpst(t_utc) -> np.ndarray:
-    """Convert UTC datetime64 values to GPST datetime64[ns] with the leap-second table.
-
-    Instants inside a leap second (23:59:60) cannot be represented by numpy.datetime64 and are
-    not handled.
-    """
-    t = np.asarray(t_utc).astype("datetime64[ns]")
-    return t + (gpst_minus_utc(t) * _NS_PER_S).astype("timedelta64[ns]")
-
-
-def gpst_to_utc(t_gps) -> np.ndarray:
-    """Convert GPST datetime64 values to UTC datetime64[ns] (inverse of :func:`utc_to_gpst`)."""
-    t = np.asarray(t_gps).astype("datetime64[ns]")
-    first = t - (gpst_minus_utc(t) * _NS_PER_S).astype("timedelta64[ns]")
-    return t - (gpst_minus_utc(first) * _NS_PER_S).astype("timedelta64[ns]")
+gpst_minus_utc = _timebase.gpst_minus_utc
+utc_to_gpst = _timebase.utc_to_gpst
+gpst_to_utc = _timebase.gpst_to_utc

@@ -34,6 +34,8 @@ import datetime as _dt
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from .timebase import Epoch
+
 #: Formats ``hifi export`` writes (CONTRACTS "Command line").
 FORMATS = ("pcd", "ply", "las", "ptx", "evd", "kitti")
 
@@ -41,21 +43,6 @@ FORMATS = ("pcd", "ply", "las", "ptx", "evd", "kitti")
 _NOISY_XYZ = ("x_noisy", "y_noisy", "z_noisy")
 _TRUE_XYZ = ("x", "y", "z")
 _POSE = ("sensor_position", "sensor_orientation")
-
-#: GPST - UTC [s] from the given UTC date on: the leap seconds since the GPS epoch 1980-01-06,
-#: from IERS Bulletin C (https://hpiers.obspm.fr/iers/bul/bulc/Leap_Second.dat, TAI - UTC minus
-#: the 19 s of TAI - GPST). The last row is the leap second of 2017-01-01 (Bulletin C 52); add a
-#: row when a Bulletin C announces a new one.
-LEAP_SECONDS_GPST_MINUS_UTC = (
-    ("1981-07-01", 1), ("1982-07-01", 2), ("1983-07-01", 3), ("1985-07-01", 4),
-    ("1988-01-01", 5), ("1990-01-01", 6), ("1991-01-01", 7), ("1992-07-01", 8),
-    ("1993-07-01", 9), ("1994-07-01", 10), ("1996-01-01", 11), ("1997-07-01", 12),
-    ("1999-01-01", 13), ("2006-01-01", 14), ("2009-01-01", 15), ("2012-07-01", 16),
-    ("2015-07-01", 17), ("2017-01-01", 18),
-)
-
-#: GPS epoch, 1980-01-06T00:00:00 (UTC = GPST then); IS-GPS-200, section 3.3.4.
-_GPS_EPOCH = np.datetime64("1980-01-06T00:00:00", "ns")
 
 #: Offset of LAS "adjusted standard GPS time" [s]: GPS seconds since the GPS epoch minus 1e9
 #: (ASPRS LAS 1.4 R15, Global Encoding bit 0).
@@ -441,46 +428,14 @@ def read_ply(path) -> np.ndarray:
 def gps_seconds_from_utc(start_utc: str, t_s) -> tuple[np.ndarray, np.ndarray]:
     """GPS time of instants ``start_utc + t_s`` as integer seconds and a fraction.
 
-    Parameters
-    ----------
-    start_utc : str
-        ISO 8601 UTC epoch (``2024-05-01T12:00:00Z``), nanosecond resolution.
-    t_s : array_like
-        Seconds after ``start_utc`` [s] (UTC elapsed time, SI seconds).
-
-    Returns
-    -------
-    seconds : numpy.ndarray of int64
-        Whole GPS seconds since the GPS epoch 1980-01-06T00:00:00 [s].
-    fraction : numpy.ndarray of float64
-        The rest [s]; ``seconds + fraction`` is the GPS time (may exceed 1 when ``t_s`` does).
-
-    Notes
-    -----
-    GPST = UTC + (GPST - UTC), the leap-second count of :data:`LEAP_SECONDS_GPST_MINUS_UTC`
-    (18 s from 2017-01-01) taken at each instant. The epoch is split into integer seconds and a
-    fraction so that no step holds GPS time as one float of seconds since 1980 (house style 6).
-    Instants inside an inserted leap second (23:59:60) are not represented.
-
-    References
-    ----------
-    IERS Bulletin C (leap seconds), https://hpiers.obspm.fr/iers/bul/bulc/Leap_Second.dat;
-    IS-GPS-200, section 3.3.4 (GPS time).
+    ``start_utc`` is the dataset's ISO 8601 attribute; see :meth:`hifi.timebase.Epoch.gps_seconds`.
     """
-    t_s = np.asarray(t_s, dtype=float)
     try:
-        start = np.datetime64(str(start_utc).strip().rstrip("Z"), "ns")
+        epoch = Epoch.from_utc(str(start_utc))
     except ValueError:
         raise ExportError(f"start_utc = {start_utc!r}: expected an ISO 8601 UTC time such as "
                           f"'2024-05-01T12:00:00Z'") from None
-    ns0 = int((start - _GPS_EPOCH).astype(np.int64))
-    sec0, frac0 = divmod(ns0, 1_000_000_000)
-    leap_dates = np.array([(np.datetime64(d, "ns") - _GPS_EPOCH).astype(np.int64)
-                           for d, _ in LEAP_SECONDS_GPST_MINUS_UTC])
-    leap_values = np.array([0] + [v for _, v in LEAP_SECONDS_GPST_MINUS_UTC], dtype=np.int64)
-    utc_ns = ns0 + np.round(t_s * 1e9).astype(np.int64)
-    leap = leap_values[np.searchsorted(leap_dates, utc_ns, side="right")]
-    return sec0 + leap, frac0 * 1e-9 + t_s
+    return epoch.gps_seconds(t_s)
 
 
 def las_classification(object_id, *, annotation=None, class_id=None) -> np.ndarray:

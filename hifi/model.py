@@ -8,7 +8,7 @@ casting in the sensor frame.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 import numpy as np
@@ -48,7 +48,11 @@ class RunContext:
     seed : int
     duration_s : float
     start_utc : str
-        ISO 8601 epoch of t = 0.
+        ISO 8601 epoch of t = 0, as the scenario gave it (normalised).
+    epoch : hifi.timebase.Epoch or None
+        ``start_utc`` parsed once: UTC and GPS time of t = 0 as datetime64[ns] (None when
+        ``start_utc`` is empty, for contexts built by hand in tests). Models use this, never
+        the string.
     origin : dict
         ``lat_deg``, ``lon_deg``, ``height_m`` of the scene frame's origin (ENU).
     base_dir : pathlib.Path
@@ -63,6 +67,12 @@ class RunContext:
     start_utc: str
     origin: dict
     base_dir: Any
+    epoch: Any = field(init=False, default=None)
+
+    def __post_init__(self):
+        if self.start_utc:
+            from .timebase import Epoch
+            self.epoch = Epoch.from_utc(self.start_utc)
 
 
 class Model:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from . import meshes
 from .errors import ScenarioError
 from .params import Param, check_params
 from .registry import available_models, load_model
+from .timebase import parse_utc
 
 SUPPORTED_VERSIONS = (1,)
 
@@ -190,19 +191,6 @@ class _Validator:
     def error(self, reason: str, *, key: str | None = None, value: Any = ScenarioError._MISSING) -> ScenarioError:
         line = self.locator.find(_parse_key(key)) if key else None
         return ScenarioError(reason, file=self.source, key=key, value=value, line=line)
-
-
-def parse_utc(value: Any) -> datetime:
-    """Parse an ISO 8601 UTC time (string or TOML datetime) to an aware UTC datetime."""
-    if isinstance(value, datetime):
-        dt = value
-    elif isinstance(value, str):
-        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    else:
-        raise ValueError("not a string")
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
 
 
 def load(path) -> Scenario:

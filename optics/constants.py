@@ -5,9 +5,11 @@ Every constant states its source. SI units throughout.
 
 from __future__ import annotations
 
+from hifi import constants as _hifi_constants
+
 # --- exact SI defining constants (BIPM, The International System of Units, 9th ed., 2019) ---
 PLANCK_J_S = 6.62607015e-34          # h [J s], exact
-SPEED_OF_LIGHT_M_S = 299792458.0     # c [m/s], exact
+SPEED_OF_LIGHT_M_S = _hifi_constants.SPEED_OF_LIGHT_M_S   # c [m/s], exact (the one value, hifi.constants)
 BOLTZMANN_J_K = 1.380649e-23         # k_B [J/K], exact
 
 # --- astronomy ---

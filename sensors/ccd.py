@@ -53,7 +53,6 @@ from hifi.constants import SECONDARY_RAY_OFFSET_MIN_M, SECONDARY_RAY_OFFSET_REL
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
-from hifi.scenario import parse_utc
 from optics.aberrations import (MAX_KERNEL_SIZE, SeidelCoefficients, apply_distortion,
                                 apply_field_psf, pixel_positions)
 from optics.radiometry import field_angle, image_irradiance, mechanical_vignetting
@@ -436,7 +435,7 @@ class CCDCamera(Sensor):
                 aperture_distance_m=p["vignetting_aperture_distance_m"])
         self._offset_m = max(SECONDARY_RAY_OFFSET_REL * ctx.scene.extent_m(),
                              SECONDARY_RAY_OFFSET_MIN_M)
-        self._start = np.datetime64(parse_utc(ctx.start_utc).replace(tzinfo=None), "ns")
+        self._start = ctx.epoch.utc
         #: Wall-clock seconds of the last frame's steps (read by benchmarks/bench_ccd.py).
         self.last_timing_s: dict[str, float] = {}
 

@@ -446,8 +446,7 @@ class GpsL1(Sensor):
         o = ctx.origin
         self._origin = (float(o["lat_deg"]), float(o["lon_deg"]), float(o["height_m"]))
         self._origin_ecef = np.array(self._enu_to_ecef(np.zeros((1, 3)))[0])
-        start = np.datetime64(str(ctx.start_utc).rstrip("Z"), "ns")
-        self._t0_gps = gnss.utc_to_gpst(start)
+        self._t0_gps = ctx.epoch.gps
         if p["iono_model"] == "klobuchar" or p["solver_iono_model"] == "klobuchar":
             if not (np.all(np.isfinite(self._nav["ion_alpha"].values))
                     and np.all(np.isfinite(self._nav["ion_beta"].values))):
