@@ -59,7 +59,7 @@ from optics.radiometry import field_angle, image_irradiance, mechanical_vignetti
 from optics.spectral import channel_photon_irradiance, channel_response_curves, relative_quantum_efficiency
 from optics.sun import clear_sky_spectral_irradiance, solar_position, sun_direction_enu
 
-from ._range import image_coords
+from hifi.dataset import image_coords
 
 __all__ = [
     "SunLight",

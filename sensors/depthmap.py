@@ -7,7 +7,7 @@ import numpy as np
 from hifi.model import Sensor, Var
 from hifi.params import Param
 
-from ._range import image_coords
+from hifi.dataset import annotation_var, image_coords
 
 
 def pinhole_directions(resolution_x: int, resolution_y: int, fov_x_rad: float, fov_y_rad: float | None = None):
@@ -100,7 +100,6 @@ class DepthMap(Sensor):
         scene = self.ctx.scene
         dims = ("row", "col")
         class_ids = self._class[hits.object_id].reshape(shape)
-        flag_values = np.arange(len(scene.class_names), dtype=np.uint8)
         return {
             "distance": Var(dims, dist.astype(np.float32), "m", "radial distance from the camera centre to the hit"),
             "depth": Var(dims, depth.astype(np.float32), "m", "distance along the optical axis (z-buffer depth)"),
@@ -108,7 +107,5 @@ class DepthMap(Sensor):
             "y": Var(dims, hits.point[:, 1].reshape(shape).astype(np.float32), "m", "hit point y, scene frame"),
             "z": Var(dims, hits.point[:, 2].reshape(shape).astype(np.float32), "m", "hit point z, scene frame"),
             "object_id": Var(dims, hits.object_id.reshape(shape), "1", "index of the object hit, -1 for none"),
-            "annotation": Var(dims, class_ids, "1", "semantic class id of the surface hit (0: none/unlabelled)",
-                              {"flag_values": flag_values, "flag_meanings": " ".join(
-                                  n.replace(" ", "_") for n in scene.class_names)}),
+            "annotation": annotation_var(dims, class_ids, scene.class_names),
         }

@@ -8,7 +8,7 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
-from ._range import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
+from hifi.dataset import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
 from .noise import gaussian_range_noise, orthogonal_point_noise
 from .radiometry import lambertian_return
 

@@ -9,7 +9,7 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
-from ._range import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
+from hifi.dataset import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
 from .beam import beam_echoes, full_waveform, round_trip_s, subray_count, subray_directions, subray_pattern
 from .radiometry import lambertian_return
 

@@ -17,7 +17,7 @@ from hifi.params import Param
 from hifi.rng import stream
 
 from . import calibration as cal
-from ._range import axis_coords, range_frame, sensor_pose_vars, yaw_pitch
+from hifi.dataset import annotation_var, axis_coords, range_frame, sensor_pose_vars, yaw_pitch
 from .beam import beam_echoes, subray_directions, subray_pattern
 from .detection import detected as detect
 from .noise import gaussian_range_noise
@@ -132,12 +132,8 @@ class _PulsedLidar(Sensor):
                      distance_upper_m=p["distance_upper_m"])
         reported = origins + dirs * d_noisy[:, None]          # on the emitted ray: mirror ghosts
         start = self.pose_at(t)
-        flag_values = np.arange(len(self._class_names), dtype=np.uint8)
         extra = {
-            "annotation": Var(dims, self._class[oid].reshape(shape), "1",
-                              "semantic class id of the surface hit (0: none/unlabelled)",
-                              {"flag_values": flag_values,
-                               "flag_meanings": " ".join(n.replace(" ", "_") for n in self._class_names)}),
+            "annotation": annotation_var(dims, self._class[oid].reshape(shape), self._class_names),
             **sensor_pose_vars(start),
         }
         return range_frame(dims, shape, timestamp=times, yaw=yaw, pitch=pitch, hits=hits, detected=det,

@@ -8,7 +8,7 @@ from hifi.model import Sensor, Var
 from hifi.motion import rotation_from_rpy_deg
 from hifi.params import Param
 
-from ._range import image_coords
+from hifi.dataset import annotation_var, image_coords
 from .depthmap import pinhole_directions
 
 
@@ -74,6 +74,6 @@ class RawLidar(Sensor):
             "depth": Var(dims, depth.reshape(self._shape).astype(np.float32), "m", "depth along the camera axis"),
             "distance": Var(dims, dist.reshape(self._shape).astype(np.float32), "m", "radial distance to the hit"),
             "object_id": Var(dims, oid.reshape(self._shape), "1", "index of the object hit, -1 for none"),
-            "annotation": Var(dims, self._class[oid].reshape(self._shape), "1",
-                              "semantic class id of the surface hit (0: none/unlabelled)"),
+            "annotation": annotation_var(dims, self._class[oid].reshape(self._shape),
+                                         self.ctx.scene.class_names),
         }

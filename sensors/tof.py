@@ -9,7 +9,7 @@ from hifi.model import Sensor
 from hifi.params import Param
 from hifi.rng import stream
 
-from ._range import axis_coords, image_coords, range_frame, sensor_pose_vars, yaw_pitch
+from hifi.dataset import axis_coords, image_coords, range_frame, sensor_pose_vars, yaw_pitch
 from .depthmap import pinhole_directions
 from .noise import gaussian_range_noise
 from .radiometry import lambertian_return

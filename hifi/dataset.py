@@ -1,10 +1,32 @@
-"""Assembly of the range-sensor variables of CONTRACTS from a cast."""
+"""The dataset schema: names, units and long names of the variables sensors write, and builders.
+
+Sensors, exporters, the ``ds.hifi`` accessor and third-party models use these, so a variable
+means the same thing in every file (CONTRACTS "Datasets"):
+
+- :data:`RANGE_VARIABLES` and :func:`range_frame`: the range-sensor variables of one frame
+  (rotating and line lidars, ToF, generic grid, divergent LADAR);
+- :func:`annotation_var`: the semantic class id per ray or pixel, with CF ``flag_values`` and
+  ``flag_meanings`` naming the classes;
+- :func:`sensor_pose_vars` with :func:`axis_coords`: the sensor pose at the start of a frame;
+- :func:`image_coords`: ``row`` / ``col`` of image sensors;
+- :data:`POINTS_NOISY` / :data:`POINTS_TRUE` / :data:`SENSOR_POSE`: the names readers look for.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from hifi.model import Var
+from .model import Var
+
+#: Reported (noisy) point variables, scene frame, in x, y, z order.
+POINTS_NOISY = ("x_noisy", "y_noisy", "z_noisy")
+#: True hit point variables, scene frame, in x, y, z order.
+POINTS_TRUE = ("x", "y", "z")
+#: Per-frame sensor pose variables (frame start): position (xyz) and quaternion (x, y, z, w).
+SENSOR_POSE = ("sensor_position", "sensor_orientation")
+
+#: long_name of the ``annotation`` variable.
+ANNOTATION_LONG_NAME = "semantic class id of the surface hit (0: none/unlabelled)"
 
 #: units and long_name of every range-sensor variable (CONTRACTS "Datasets").
 RANGE_VARIABLES = {
@@ -69,6 +91,31 @@ def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_
     for name, var in (extra or {}).items():
         out[name] = var
     return out
+
+
+def annotation_var(dims, class_ids, class_names) -> Var:
+    """The ``annotation`` variable: uint8 semantic class id, with CF flag attributes.
+
+    Parameters
+    ----------
+    dims : tuple of str
+        Dimensions of the frame's data (without ``frame``).
+    class_ids : array_like of uint8
+        Class id per ray or pixel, already shaped to ``dims``; 0 is "no hit / unlabelled".
+    class_names : sequence of str
+        The scene's class names, indexed by id (``Scene.class_names``).
+
+    Notes
+    -----
+    ``flag_values`` lists every id and ``flag_meanings`` the class names (spaces replaced by
+    underscores, CF conventions section 3.5), so a reader can name the classes without the
+    scenario.
+    """
+    flag_values = np.arange(len(class_names), dtype=np.uint8)
+    return Var(tuple(dims), np.ascontiguousarray(np.asarray(class_ids, dtype=np.uint8)), "1",
+               ANNOTATION_LONG_NAME,
+               {"flag_values": flag_values,
+                "flag_meanings": " ".join(str(n).replace(" ", "_") for n in class_names)})
 
 
 def sensor_pose_vars(pose) -> dict:
