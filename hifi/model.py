@@ -103,6 +103,19 @@ class Model:
         """Simulated time of event ``k`` [s], or None when the model has no more events."""
         return k / self.rate_hz
 
+    def available_at(self, k: int, t: float, frame: Mapping[str, Var]) -> float:
+        """Simulated time [s] at which frame ``k`` (event at ``t``) is complete and published.
+
+        Default: the latest per-measurement ``timestamp`` of the frame when it has one (a
+        lidar sweep is seen when its last ray has fired), else ``t``. Override for models
+        whose output takes time to become available (a latency).
+        """
+        ts = frame.get("timestamp")
+        if ts is not None and np.size(ts.data) and np.issubdtype(np.asarray(ts.data).dtype, np.floating):
+            last = np.nanmax(ts.data) if np.any(np.isfinite(ts.data)) else t
+            return max(float(last), t)
+        return t
+
     def setup(self, ctx: RunContext) -> None:
         """Called once before the first event (subscribe to the bus here)."""
         self.ctx = ctx

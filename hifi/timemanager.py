@@ -14,6 +14,9 @@ from typing import Callable
 from .bus import MessageBus, SensorData
 from .errors import ModelError
 
+#: Kinds of time-manager events; at equal times deliveries come before steps.
+_DELIVERY, _STEP = 0, 1
+
 
 class TimeManager:
     """Runs models in event order until the end of the simulated interval.
@@ -48,12 +51,13 @@ class TimeManager:
 
     def run(self, on_frame: Callable | None = None, keep: Callable[[int, int], bool] | None = None,
             on_progress: Callable[[float], None] | None = None) -> int:
-        """Run every event in order.
+        """Run every event in order, publishing each frame on the bus when it is complete.
 
         Parameters
         ----------
         on_frame : callable, optional
-            ``on_frame(model_index, k, t, frame_vars)`` for each event that produced data.
+            ``on_frame(model_index, k, t, frame_vars)`` for each event that produced data
+            (called when the step returns, before the frame is published).
         keep : callable, optional
             ``keep(model_index, k)``: whether this process computes event k (MPI time partition).
         on_progress : callable, optional
@@ -63,31 +67,45 @@ class TimeManager:
         -------
         int
             Events run.
+
+        Notes
+        -----
+        The heap holds two kinds of entries, ordered by ``(time, kind, priority, registration,
+        frame)``: deliveries (kind 0) of a frame as :class:`~hifi.bus.SensorData` at the
+        model's :meth:`~hifi.model.Model.available_at` time, and model steps (kind 1). So at
+        equal times every frame completed by then is delivered before any model steps, and
+        the order never depends on the machine. Deliveries due after the end of the run are
+        made before the run ends.
         """
         heap = []
         for reg, m in enumerate(self.models):
             t = m.event_time(0)
             if t is not None and t < self.duration_s:
-                heapq.heappush(heap, (t, m.priority, reg, 0))
+                heapq.heappush(heap, (t, _STEP, m.priority, reg, 0, None))
         count = 0
         while heap:
-            t, _, reg, k = heapq.heappop(heap)
+            t, kind, _, reg, k, message = heapq.heappop(heap)
             model = self.models[reg]
+            if kind == _DELIVERY:
+                self.bus.publish(message)
+                continue
             if keep is None or keep(reg, k):
                 try:
                     frame = model.step(k, t)
+                    t_pub = None if frame is None else float(model.available_at(k, t, frame))
                 except Exception as exc:
                     raise ModelError(f"model {model.name!r} ({model.model_name}) failed at "
                                      f"t = {t:.6f} s, frame {k}: {type(exc).__name__}: {exc}") from exc
                 count += 1
                 if frame is not None:
+                    message = SensorData(model.name, max(t_pub, t), frame=k, frame_time_s=t,
+                                         data={n: v.data for n, v in frame.items()})
                     if on_frame is not None:
                         on_frame(reg, k, t, frame)
-                    self.bus.publish(SensorData(model.name, t, frame=k,
-                                                data={n: v.data for n, v in frame.items()}))
+                    heapq.heappush(heap, (message.time_s, _DELIVERY, model.priority, reg, k, message))
             if on_progress is not None:
                 on_progress(t)
             t_next = model.event_time(k + 1)
             if t_next is not None and t_next < self.duration_s:
-                heapq.heappush(heap, (t_next, model.priority, reg, k + 1))
+                heapq.heappush(heap, (t_next, _STEP, model.priority, reg, k + 1, None))
         return count

@@ -141,3 +141,126 @@ def test_motion_recorder_publishes_poses():
     car = [(t, p) for t, b, p in poses if b == "car"]
     assert [t for t, _ in car] == [k / 50.0 for k in range(5)]
     np.testing.assert_allclose([p[0] for _, p in car], [10 * k / 50.0 for k in range(5)])   # the track
+
+
+# -- bus: read-only messages, delivery when a frame is complete, commands by target ------------
+
+def _vlp16_wall(tmp_path, listener=None, out="run"):
+    d = wall_scenario(10.0, duration_s=0.2, sensors=[
+        {"name": "lidar", "model": "vlp16", "rate_hz": 10.0, "params": {"azimuth_step_deg": 2.0}}])
+    sim = hifi.Simulation.from_dict(d)
+    if listener is not None:
+        sim.add_model(listener)
+    sim.run(out=tmp_path / out)
+    import xarray as xr
+    with xr.open_dataset(tmp_path / out / "lidar.nc") as ds:
+        return ds.load()
+
+
+def test_subscriber_cannot_rewrite_the_output(tmp_path):
+    # Regression (issue 10, defect 2): SensorData shared its arrays with the writer's unflushed
+    # buffer, so a subscriber's fill(-1) changed the file. Arrays are read-only now.
+    errors = []
+
+    class Vandal(Model):
+        model_name = "vandal"
+        writes_dataset = False
+
+        def setup(self, ctx):
+            super().setup(ctx)
+            ctx.bus.subscribe(self.on_data, SensorData, sender="lidar")
+
+        def on_data(self, msg):
+            for name in ("distance", "x_noisy", "object_id"):
+                arr = msg.data[name]
+                try:
+                    arr.fill(-1)
+                except ValueError as exc:              # "assignment destination is read-only"
+                    errors.append(str(exc))
+                try:
+                    arr.flags.writeable = True          # cannot be switched back on either
+                except ValueError:
+                    errors.append("flag")
+
+        def event_time(self, k):
+            return None
+
+    clean = _vlp16_wall(tmp_path, out="clean")
+    vandalised = _vlp16_wall(tmp_path, Vandal("vandal"), out="vandal")
+    assert len(errors) == 2 * 3 * 2            # 2 frames x 3 variables x (fill, flag)
+    for name in clean.data_vars:
+        np.testing.assert_array_equal(vandalised[name].values, clean[name].values, err_msg=name)
+
+
+def test_message_is_immutable():
+    msg = SensorData("s", 0.0, frame=0, data={"a": np.arange(3.0)})
+    with np.testing.assert_raises(ValueError):
+        msg.data["a"][0] = 5.0
+    with np.testing.assert_raises(TypeError):
+        msg.data["b"] = np.zeros(1)             # the mapping is a read-only proxy
+
+
+def test_sweep_published_when_complete(tmp_path):
+    # A sweep is delivered at the firing time of its last ray, not at its start.
+    got = []
+
+    class Listener(Model):
+        model_name = "listener"
+        writes_dataset = False
+
+        def setup(self, ctx):
+            super().setup(ctx)
+            ctx.bus.subscribe(lambda m: got.append((m.time_s, m.frame_time_s, np.nanmax(m.data["timestamp"]))),
+                              SensorData, sender="lidar")
+
+        def event_time(self, k):
+            return None
+
+    ds = _vlp16_wall(tmp_path, Listener("listener"))
+    assert [g[1] for g in got] == [0.0, 0.1]                      # frame start times (rate 10 Hz)
+    last = ds["timestamp"].max(dim=[d for d in ds["timestamp"].dims if d != "frame"]).values
+    np.testing.assert_array_equal([g[0] for g in got], last)      # delivered at the last firing
+    assert all(0.09 < g[0] - g[1] < 0.1 for g in got)             # a sweep lasts almost 1 / 10 Hz
+
+
+def test_delivery_before_steps_at_equal_time():
+    # A frame completed at time T is seen by a model stepping at T (deliveries come first).
+    bus = MessageBus()
+    seen_at_step = []
+
+    class Late(Model):
+        model_name = "late"
+
+        def step(self, k, t):
+            return {"timestamp": Var(("n",), np.array([t, t + 0.5]), "s", "t"),
+                    "v": Var(("n",), np.zeros(2), "1", "v")}
+
+    class Reader(Model):
+        model_name = "reader"
+        writes_dataset = False
+
+        def setup(self, ctx):
+            super().setup(ctx)
+            self.frames = []
+            ctx.bus.subscribe(lambda m: self.frames.append(m.frame), SensorData, sender="late")
+
+        def step(self, k, t):
+            seen_at_step.append((t, list(self.frames)))
+
+    models = [Late("late", rate_hz=1.0), Reader("reader", rate_hz=2.0)]
+    for m in models:
+        m.setup(hifi.RunContext(None, None, bus, 0, 2.0, "", {}, "."))
+    TimeManager(models, 2.0, bus).run()
+    # Frame 0 (t = 0) completes at 0.5, frame 1 (t = 1) at 1.5.
+    assert seen_at_step == [(0.0, []), (0.5, [0]), (1.0, [0]), (1.5, [0, 1])]
+
+
+def test_commands_go_to_their_target():
+    bus = MessageBus()
+    got = {"vehicle": [], "other": []}
+    bus.subscribe(lambda m: got["vehicle"].append(m.value["speed_m_s"]), target="vehicle")
+    bus.subscribe(lambda m: got["other"].append(m.value), target="other")
+    bus.publish(Command("driver", 0.0, target="vehicle", name="drive", value={"speed_m_s": 2.0}))
+    assert got == {"vehicle": [2.0], "other": []}
+    with np.testing.assert_raises(ValueError):
+        Command("driver", 0.0, name="drive")                      # no target
