@@ -32,12 +32,31 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--frame", type=int, default=0)
     pl.add_argument("--color", choices=("object", "height"), default="object",
                     help="colour of the bird's-eye view")
-    from .export import FORMATS
-    e = sub.add_parser("export", help="convert a dataset to another format")
-    e.add_argument("dataset", type=Path)
-    e.add_argument("--format", required=True, choices=FORMATS)
-    e.add_argument("--out", type=Path, default=None, help="output file (default: beside the dataset)")
+    names, lines = _export_formats()
+    e = sub.add_parser("export", help="convert a dataset (or a run directory) to another format",
+                       description="Write a sensor's dataset DIR/NAME.nc, or a whole run directory DIR, in "
+                                   "a format other tools read. Formats come from the entry-point group "
+                                   "'hifi.exporters'.",
+                       epilog="formats:\n" + "\n".join(lines), formatter_class=argparse.RawDescriptionHelpFormatter)
+    e.add_argument("dataset", type=Path, metavar="SOURCE", help="DIR/NAME.nc, or DIR for run-level formats")
+    e.add_argument("--format", required=True, choices=names, metavar="FORMAT",
+                   help="one of: " + ", ".join(names))
+    e.add_argument("--out", type=Path, default=None, help="output file (default: beside the source)")
+    e.add_argument("--sensor", default=None, help="sensor name, for run-level formats that export one sensor")
     return p
+
+
+def _export_formats():
+    """Names of the registered export formats and one help line per format."""
+    from .exporters import available_exporters, load_exporter
+    names, lines = available_exporters(), []
+    for name in names:
+        try:
+            ex = load_exporter(name)
+            lines.append(f"  {name:<14} {ex.summary} [{'run directory' if ex.scope == 'run' else 'sensor file'}]")
+        except Exception as exc:          # a broken third-party plugin must not break the CLI's help
+            lines.append(f"  {name:<14} (cannot be loaded: {type(exc).__name__}: {exc})")
+    return names, lines
 
 
 def _fail(message: str) -> int:
@@ -70,20 +89,36 @@ def main(argv=None) -> int:
             print(plot_dataset(ds, out, frame=args.frame, color=args.color))
             return 0
         if args.command == "export":
-            from .export import ExportError, export
-            ds = _open(args.dataset)
-            ext = {"kitti": "bin"}.get(args.format, args.format)
-            out = args.out or args.dataset.with_suffix("." + ext)
-            try:
-                for path in export(ds, args.format, out):     # nothing is left behind on failure
-                    print(path)
-            except ExportError as exc:
-                return _fail(f"{args.dataset}: {exc}")
-            return 0
+            return _export(args)
     except ScenarioError as exc:
         return _fail(str(exc))
     except (FileNotFoundError, FileExistsError, ValueError, ImportError) as exc:
         return _fail(str(exc))
+    return 0
+
+
+def _export(args) -> int:
+    from .exporters import ExportError, export, load_exporter
+    try:
+        exporter = load_exporter(args.format)
+        if exporter.scope == "run":
+            if not args.dataset.is_dir():
+                return _fail(f"{args.dataset}: format {args.format!r} takes a run directory (hifi run --out DIR)")
+            out = args.out or args.dataset.with_name(args.dataset.name + exporter.suffix)
+            written = export(args.dataset, args.format, out, sensor=args.sensor)
+        else:
+            if args.dataset.is_dir():
+                if args.sensor is None:
+                    return _fail(f"{args.dataset} is a directory; format {args.format!r} takes one sensor's "
+                                 f"file DIR/NAME.nc (or give --sensor NAME)")
+                args.dataset = args.dataset / f"{args.sensor}.nc"
+            ds = _open(args.dataset)
+            out = args.out or args.dataset.with_suffix(exporter.suffix)
+            written = export(ds, args.format, out)     # nothing is left behind on failure
+    except ExportError as exc:
+        return _fail(f"{args.dataset}: {exc}")
+    for path in written:
+        print(path)
     return 0
 
 

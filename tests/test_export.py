@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import struct
 
+import laspy
 import numpy as np
 import pytest
+import trimesh
 import xarray as xr
 from scipy.spatial.transform import Rotation
 
 import hifi
 from hifi.cli import main
-from hifi.export import (FORMATS, ExportError, export, gps_seconds_from_utc, las_classification, read_evd,
-                         read_kitti_bin, read_pcd, read_ply)
+from hifi.export import (FORMATS, ExportError, Exporter, export, gps_seconds_from_utc, las_classification,
+                         load_exporter, read_evd, read_kitti_bin, read_pcd, read_ply, register_exporter)
 
 from _scenes import wall_scenario
 
-laspy = pytest.importorskip("laspy")
 
 N_THETA, N_PHI = 9, 5
 LAS_ATOL_M = 0.5e-4 + 1e-9     # half the 0.1 mm LAS scale, plus float64 rounding of the offset
@@ -108,11 +109,53 @@ def _frame_of_detected(ds):
 # ----------------------------------------------------------------------------- formats list
 
 
-def test_formats_are_the_contract_list():
-    # CONTRACTS "Command line": hifi export ... --format pcd|ply|las|ptx|evd|kitti
-    assert FORMATS == ("pcd", "ply", "las", "ptx", "evd", "kitti")
-    with pytest.raises(ExportError, match="'xyz' is not supported; allowed: pcd, ply, las"):
+def test_formats_are_the_contract_list(capsys):
+    # CONTRACTS "Command line": hifi export ... --format pcd|ply|las|ptx|evd|kitti, found through
+    # the entry-point group hifi.exporters (pyproject.toml), each an Exporter named like its entry.
+    from importlib.metadata import entry_points
+    contract = {"pcd", "ply", "las", "ptx", "evd", "kitti"}
+    assert contract <= set(FORMATS)
+    assert contract <= {ep.name for ep in entry_points(group="hifi.exporters")}
+    for name in FORMATS:
+        assert load_exporter(name).name == name
+    with pytest.raises(ExportError, match="'xyz' is not supported; allowed: evd, kitti, las"):
         export(_synthetic(), "xyz", "/nonexistent/x.xyz")
+    # hifi export --help lists every format with its one-line summary
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    help_text = capsys.readouterr().out
+    for name in FORMATS:
+        assert f"  {name} " in help_text and load_exporter(name).summary in help_text
+
+
+def test_exporter_plugin_and_run_level_source(tmp_path, run_dir, capsys):
+    # A format registered in-process (as a third-party entry point would be) is used by the CLI;
+    # a run-level format takes the run directory and the --sensor option.
+    seen = []
+
+    def write_names(source, path, *, sensor=None):
+        seen.append((source, sensor))
+        path.write_text("\n".join(sorted(p.name for p in source.iterdir())) + "\n", encoding="utf-8")
+        return path
+
+    register_exporter(Exporter(name="listing_test", write=write_names, suffix=".txt", scope="run",
+                               summary="file names of a run (test plugin)"))
+    try:
+        out = tmp_path / "names.txt"
+        assert main(["export", str(run_dir), "--format", "listing_test", "--sensor", "grid", "--out", str(out)]) == 0
+        assert out.read_text(encoding="utf-8").split() == ["cam.nc", "grid.nc", "motion.nc", "scenario.toml"]
+        assert seen == [(run_dir, "grid")]
+        # a run-level format refuses a sensor file; a sensor format takes DIR with --sensor
+        assert main(["export", str(run_dir / "grid.nc"), "--format", "listing_test", "--out", str(out)]) == 2
+        assert "takes a run directory" in capsys.readouterr().err
+        assert main(["export", str(run_dir), "--format", "ply", "--sensor", "grid",
+                     "--out", str(tmp_path / "g.ply")]) == 0
+        assert (tmp_path / "g.ply").is_file()
+        assert main(["export", str(run_dir), "--format", "ply"]) == 2
+        assert "is a directory" in capsys.readouterr().err
+    finally:
+        from hifi.exporters import _extra
+        _extra.pop("listing_test", None)
 
 
 # ----------------------------------------------------------------------------- PCD
@@ -150,6 +193,27 @@ def test_pcd_organised_round_trip_one_file_per_frame(grid, tmp_path):
         np.testing.assert_array_equal(vp[:3], fr.sensor_position.values)
         q = fr.sensor_orientation.values
         np.testing.assert_array_equal(vp[3:], [q[3], q[0], q[1], q[2]])
+
+
+def test_pcd_read_by_pypcd4(grid, tmp_path):
+    # Independent reader: pypcd4 (PyPI, test extra) parses our header and binary body into the
+    # same fields, cell for cell, with the organised layout (WIDTH, HEIGHT) and the VIEWPOINT.
+    from pypcd4 import PointCloud
+    paths = export(grid, "pcd", tmp_path / "scan.pcd")
+    for f, p in enumerate(paths):
+        pc = PointCloud.from_path(p)
+        assert tuple(pc.fields) == ("x", "y", "z", "intensity", "x_true", "y_true", "z_true")
+        assert (pc.metadata.width, pc.metadata.height) == (N_THETA, N_PHI)
+        fr = grid.isel(frame=f)
+        det = fr.detected.values.ravel(order="F")             # PCD rows of WIDTH: Fortran order
+        arr = pc.numpy(("x", "y", "z", "x_true", "y_true", "z_true"))
+        want = np.column_stack([fr[v].values.ravel(order="F") for v in
+                                ("x_noisy", "y_noisy", "z_noisy", "x", "y", "z")]).astype(np.float32)
+        np.testing.assert_array_equal(arr[det], want[det])
+        assert np.all(np.isnan(arr[~det, :3]))
+        q = fr.sensor_orientation.values
+        np.testing.assert_allclose(pc.metadata.viewpoint, [*fr.sensor_position.values, q[3], q[0], q[1], q[2]],
+                                   rtol=0, atol=1e-12)
 
 
 def test_pcd_one_frame_writes_out_and_one_dim_sensor_has_height_1(tmp_path):
@@ -212,7 +276,6 @@ def test_ply_round_trip(grid, tmp_path):
     np.testing.assert_array_equal(v["intensity"], _det_flat(grid, "intensity").astype(np.float32))
     np.testing.assert_array_equal(v["frame"], _frame_of_detected(grid))
     # independent reader: trimesh parses the same vertices
-    trimesh = pytest.importorskip("trimesh")
     cloud = trimesh.load(path)
     np.testing.assert_array_equal(np.asarray(cloud.vertices),
                                   np.column_stack([v["x"], v["y"], v["z"]]))
@@ -275,16 +338,21 @@ def test_las_classification_function():
         las_classification(oid, class_id=["road"])
 
 
-def test_gps_time_leap_seconds_against_gnss_and_bulletin_c():
-    gpstime = pytest.importorskip("gnss.gpstime")
-    epochs = ["1980-01-06T00:00:00", "1981-06-30T23:59:59", "1981-07-01T00:00:00", "1999-06-01T08:30:00.25",
-              "2016-12-31T23:59:59", "2017-01-01T00:00:00", "2024-05-01T12:00:00"]
-    for e in epochs:
+def test_gps_time_leap_seconds_against_bulletin_c():
+    import datetime as dt
+    # GPST - UTC at each epoch, read off IERS Bulletin C's leap-second list (TAI - UTC minus 19 s):
+    # 0 until 1981-06-30, 1 from 1981-07-01, 13 from 1999-01-01, 17 from 2015-07-01, 18 from 2017-01-01.
+    epochs = {"1980-01-06T00:00:00": 0, "1981-06-30T23:59:59": 0, "1981-07-01T00:00:00": 1,
+              "1999-06-01T08:30:00.250000": 13, "2016-12-31T23:59:59": 17, "2017-01-01T00:00:00": 18,
+              "2024-05-01T12:00:00": 18}
+    gps_epoch = dt.datetime(1980, 1, 6)
+    for e, leap in epochs.items():
         sec, frac = gps_seconds_from_utc(e + "Z", np.array([0.0, 0.5]))
-        # independent implementation: gnss.gpstime.utc_to_gpst, integer ns since the GPS epoch
-        ns = gpstime.to_ns(gpstime.utc_to_gpst(np.datetime64(e, "ns")))
+        # analytic: whole UTC seconds since 1980-01-06 by calendar arithmetic, plus the leap count
+        since = dt.datetime.fromisoformat(e) - gps_epoch
+        want_ns = (since.days * 86400 + since.seconds + leap) * 1_000_000_000 + since.microseconds * 1000
         np.testing.assert_array_equal(sec * 1_000_000_000 + np.round(frac * 1e9).astype(np.int64),
-                                      ns + np.array([0, 500_000_000]), err_msg=e)
+                                      want_ns + np.array([0, 500_000_000]), err_msg=e)
     # IERS Bulletin C: GPST - UTC is 17 s before and 18 s from 2017-01-01 (analytic difference)
     a, _ = gps_seconds_from_utc("2016-12-31T23:59:59Z", [0.0])
     b, _ = gps_seconds_from_utc("2017-01-01T00:00:00Z", [0.0])

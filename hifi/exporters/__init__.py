@@ -1,0 +1,124 @@
+"""Exporters: hifi datasets to the file formats the field's tools read.
+
+Every format is a module with an :class:`Exporter` record, found through the entry-point group
+``hifi.exporters`` (name -> ``Exporter``), like models, plots and partitions, so another
+package can add a format without touching hifi; :func:`register_exporter` adds one in-process.
+``hifi export SOURCE --format NAME`` calls :func:`export`. A format takes one sensor file
+(``scope = "sensor"``: ``DIR/NAME.nc``) or a whole run directory (``scope = "run"``).
+
+Layout decisions shared by the built-in formats
+-----------------------------------------------
+* Input is a range-sensor dataset (CONTRACTS "Datasets", :mod:`hifi.dataset`): a ``frame``
+  dimension followed by the sensor's own dimensions, in the order of ``x_noisy``'s dimensions.
+  A dataset without ``frame`` is treated as one frame. "Frame index" is the 0-based position
+  along ``frame``.
+* Point lists (PLY, LAS, EVD, KITTI) hold the *detected* returns only (``detected`` true), the
+  reported (noisy) points, in frame order and within a frame in the C order of the sensor
+  dimensions (acquisition order for ``generic_grid`` and the rotating lidars).
+* Formats with one file per frame (PCD, KITTI): a one-frame dataset is written to ``out``
+  itself; with more than one frame, ``<stem>_<frame:06d>.<ext>`` next to ``out`` (``out``
+  itself is not written).
+* :func:`export` writes into a temporary directory beside ``out`` and moves the files into
+  place only when the writer has succeeded, so a failed export leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from ._common import Exporter, ExportError
+
+__all__ = ["ExportError", "Exporter", "available_exporters", "export", "load_exporter",
+           "register_exporter"]
+
+GROUP = "hifi.exporters"
+_extra: dict[str, Exporter] = {}
+
+
+def register_exporter(exporter: Exporter) -> None:
+    """Register ``exporter`` for this process (overrides an entry point of the same name)."""
+    if not isinstance(exporter, Exporter):
+        raise TypeError(f"expected a hifi.exporters.Exporter, got {type(exporter).__name__}")
+    _extra[exporter.name] = exporter
+
+
+def available_exporters() -> list[str]:
+    """Names of every registered format, sorted."""
+    return sorted({ep.name for ep in entry_points(group=GROUP)} | set(_extra))
+
+
+def load_exporter(name: str) -> Exporter:
+    """The :class:`Exporter` registered as ``name``.
+
+    Raises
+    ------
+    ExportError
+        No format of that name is registered (the message lists those that are).
+    """
+    if name in _extra:
+        return _extra[name]
+    for ep in entry_points(group=GROUP):
+        if ep.name == name:
+            exporter = ep.load()
+            if not isinstance(exporter, Exporter) or exporter.name != name:
+                raise ExportError(f"entry point {ep.value!r} of group {GROUP!r} is not an Exporter named {name!r}")
+            return exporter
+    raise ExportError(f"format {name!r} is not supported; allowed: {', '.join(available_exporters())}")
+
+
+def export(source, fmt: str, out, *, sensor: str | None = None) -> list[Path]:
+    """Write ``source`` in format ``fmt`` to ``out``.
+
+    Parameters
+    ----------
+    source : xarray.Dataset or path-like
+        A sensor dataset for ``scope = "sensor"`` formats; a run directory for ``scope =
+        "run"`` formats.
+    fmt : str
+        A name of :func:`available_exporters`.
+    out : path-like
+        Output file (or directory, for formats that write one). For the per-frame formats and
+        a dataset with more than one frame, the files are ``<stem>_<frame:06d><suffix>`` beside
+        ``out``.
+    sensor : str, optional
+        Sensor name, for run-level formats that export one sensor.
+
+    Returns
+    -------
+    list of pathlib.Path
+        Every file written, in frame order (one element for the single-file formats).
+
+    Raises
+    ------
+    ExportError
+        The format is unknown or the source lacks what the format needs (the message names
+        the missing variables or attributes). Nothing is left written.
+    FileNotFoundError
+        The directory of ``out`` does not exist.
+    """
+    exporter = load_exporter(fmt)
+    out = Path(out)
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"{out.parent}: no such directory for {out.name}")
+    if exporter.scope == "run":
+        if not Path(source).is_dir():
+            raise ExportError(f"format {fmt!r} takes a run directory (hifi run --out DIR), got {source}")
+    elif isinstance(source, (str, os.PathLike)):
+        raise ExportError(f"format {fmt!r} takes one sensor's dataset (DIR/NAME.nc), got {source}")
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        if exporter.scope == "run":
+            written = exporter.write(Path(source), staging / out.name, sensor=sensor)
+        else:
+            written = exporter.write(source, staging / out.name)
+        written = [written] if isinstance(written, Path) else list(written)
+        final = [out.parent / p.name for p in written]
+        for src, dst in zip(written, final):
+            os.replace(src, dst)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final

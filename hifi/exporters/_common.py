@@ -1,0 +1,119 @@
+"""What every exporter shares: the :class:`Exporter` record, its error, and dataset access
+(required variables, frame-first arrays, detected returns, poses, per-frame file names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from ..dataset import SENSOR_POSE
+
+
+class ExportError(ValueError):
+    """The dataset cannot be written in the requested format."""
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """A file format ``hifi export`` writes, registered in the entry-point group ``hifi.exporters``.
+
+    Attributes
+    ----------
+    name : str
+        The ``--format`` value (the entry point's name).
+    write : callable
+        ``scope = "sensor"``: ``write(ds, path) -> Path | list[Path]`` for one sensor's
+        :class:`xarray.Dataset`; ``scope = "run"``: ``write(run_dir, path, *, sensor=None) ->
+        Path | list[Path]`` for a whole run directory (``sensor`` names one sensor when the
+        format needs one). ``path`` lies in a staging directory; :func:`hifi.exporters.export`
+        moves what was written into place only on success.
+    suffix : str
+        File suffix of the default output name (``.pcd``); empty for a directory.
+    scope : str
+        ``"sensor"`` (takes ``DIR/NAME.nc``) or ``"run"`` (takes ``DIR``).
+    per_frame : bool
+        Whether a dataset of several frames gives one file per frame
+        (``<stem>_<frame:06d><suffix>``).
+    summary : str
+        One line for ``hifi export --help``.
+    """
+
+    name: str
+    write: Callable
+    suffix: str
+    scope: str = "sensor"
+    per_frame: bool = False
+    summary: str = ""
+
+    def __post_init__(self):
+        if self.scope not in ("sensor", "run"):
+            raise ValueError(f"exporter {self.name!r}: scope = {self.scope!r}; allowed: 'sensor', 'run'")
+
+
+def require(ds, fmt: str, names, why: str = "") -> None:
+    """Raise :class:`ExportError` naming the variables of ``names`` that ``ds`` lacks."""
+    missing = [n for n in names if n not in ds.variables]
+    if missing:
+        raise ExportError(f"{fmt} needs {why or 'the range-sensor variables'} {', '.join(names)}; the dataset "
+                          f"(sensor_model {ds.attrs.get('sensor_model')!r}) lacks {', '.join(missing)}")
+
+
+def frame_first(ds, names) -> dict:
+    """Variables ``names`` as arrays (n_frames, *sensor_shape), dims ordered like ``x_noisy``."""
+    if "frame" not in ds.dims:
+        ds = ds.expand_dims("frame")
+    ref = ds["x_noisy"] if "x_noisy" in ds.variables else ds[names[0]]
+    dims = ("frame",) + tuple(d for d in ref.dims if d != "frame")
+    out = {}
+    for n in names:
+        var = ds[n]
+        extra = [d for d in var.dims if d not in dims]
+        if extra:
+            raise ExportError(f"variable {n!r} has dimensions {var.dims}, expected a subset of {dims}")
+        out[n] = np.asarray(var.broadcast_like(ref).transpose(*dims).values)
+    return out
+
+
+def n_frames(ds) -> int:
+    return int(ds.sizes["frame"]) if "frame" in ds.dims else 1
+
+
+def sensor_pose(ds, fmt: str):
+    """Sensor -> scene pose at the start of every frame: positions (n_frames, 3) [m], Rotation."""
+    require(ds, fmt, SENSOR_POSE, why="the sensor pose at the start of each frame,")
+    n = n_frames(ds)
+    arrs = []
+    for name, width in zip(SENSOR_POSE, (3, 4)):
+        var = ds[name]
+        var = var.transpose("frame", ...) if "frame" in var.dims else var.expand_dims(frame=n)  # static pose
+        a = np.asarray(var.values, dtype=float)
+        if a.shape != (n, width):
+            raise ExportError(f"{fmt}: variable {name!r} has shape {var.shape} over {var.dims}, expected "
+                              f"(frame, {width})")
+        arrs.append(a)
+    return arrs[0], Rotation.from_quat(arrs[1])
+
+
+def detected_returns(ds, names) -> dict:
+    """The detected returns: ``names`` as flat arrays plus ``frame`` (frame index, int32).
+
+    Order: frame by frame, within a frame the C order of the sensor dimensions.
+    """
+    arrs = frame_first(ds, list(names) + ["detected"])
+    det = arrs.pop("detected").astype(bool)
+    frame = np.broadcast_to(np.arange(det.shape[0], dtype=np.int32).reshape((-1,) + (1,) * (det.ndim - 1)),
+                            det.shape)
+    out = {n: a[det] for n, a in arrs.items()}
+    out["frame"] = frame[det]
+    return out
+
+
+def frame_paths(path: Path, n_frames: int, ext: str) -> list[Path]:
+    """``[path]`` for one frame, else ``<stem>_<frame:06d><ext>`` beside ``path``."""
+    if n_frames == 1:
+        return [path]
+    return [path.with_name(f"{path.stem}_{f:06d}{ext}") for f in range(n_frames)]
