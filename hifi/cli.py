@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="one of: " + ", ".join(names))
     e.add_argument("--out", type=Path, default=None, help="output file (default: beside the source)")
     e.add_argument("--sensor", default=None, help="sensor name, for run-level formats that export one sensor")
+    e.add_argument("--overwrite", action="store_true", help="replace existing output files")
     return p
 
 
@@ -105,7 +106,7 @@ def _export(args) -> int:
             if not args.dataset.is_dir():
                 return _fail(f"{args.dataset}: format {args.format!r} takes a run directory (hifi run --out DIR)")
             out = args.out or args.dataset.with_name(args.dataset.name + exporter.suffix)
-            written = export(args.dataset, args.format, out, sensor=args.sensor)
+            written = export(args.dataset, args.format, out, sensor=args.sensor, overwrite=args.overwrite)
         else:
             if args.dataset.is_dir():
                 if args.sensor is None:
@@ -114,7 +115,7 @@ def _export(args) -> int:
                 args.dataset = args.dataset / f"{args.sensor}.nc"
             ds = _open(args.dataset)
             out = args.out or args.dataset.with_suffix(exporter.suffix)
-            written = export(ds, args.format, out)     # nothing is left behind on failure
+            written = export(ds, args.format, out, overwrite=args.overwrite)   # nothing left behind on failure
     except ExportError as exc:
         return _fail(f"{args.dataset}: {exc}")
     for path in written:
@@ -169,8 +170,8 @@ def _run(args) -> int:
         return _run_partitioned(args, partition)
     import hifi
     sim = hifi.load(args.scenario)
-    if args.out.exists() and not args.overwrite:
-        return _fail(f"output directory {args.out} exists; use --overwrite to replace it")
+    from .output import check_output_dir
+    check_output_dir(args.out, args.overwrite)
     if args.duration is not None and not args.duration > 0:
         return _fail(f"--duration = {args.duration!r}: expected a number of seconds > 0")
     results = sim.run(out=args.out, seed=args.seed, duration_s=args.duration, overwrite=args.overwrite,

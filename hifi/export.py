@@ -17,7 +17,8 @@ from .exporters.pcd import PCD_FIELDS, PcdCloud, read_pcd, write_pcd
 from .exporters.ply import PLY_PROPERTIES, read_ply, write_ply
 from .exporters.ptx import read_ptx, write_ptx
 
-__all__ = ["EVD_RECORD", "ExportError", "Exporter", "FORMATS", "KittiScan", "LAS_ADJUSTED_GPS_OFFSET_S",
+__all__ = ["EVD_RECORD"  # noqa: F822  (FORMATS comes from __getattr__)
+           , "ExportError", "Exporter", "FORMATS", "KittiScan", "LAS_ADJUSTED_GPS_OFFSET_S",
            "LAS_INTENSITY_FULL_SCALE", "LAS_SCALE_M", "PCD_FIELDS", "PLY_PROPERTIES", "PcdCloud",
            "available_exporters", "export", "gps_seconds_from_utc", "las_classification", "load_exporter",
            "read_evd", "read_kitti_bin", "read_pcd", "read_ply", "read_ptx", "register_exporter",

@@ -132,6 +132,72 @@ class FrameWriter:
                 self._nc = None
 
 
+#: File that marks a directory written by ``hifi run``: it lists, one per line, every file the
+#: run wrote. ``--overwrite`` replaces only a directory holding this file and nothing else
+#: than the files it lists.
+RUN_MARKER = ".hifi-run"
+
+
+def write_run_marker(directory: Path, names) -> None:
+    """Write :data:`RUN_MARKER` into ``directory`` listing ``names`` (the files the run wrote)."""
+    lines = ["# written by hifi run; hifi run --overwrite replaces this directory only while it holds",
+             "# nothing but these files", *sorted(names)]
+    (Path(directory) / RUN_MARKER).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def check_output_dir(out_dir, overwrite: bool) -> None:
+    """Refuse an output directory that a run must not write or replace.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        The ``--out`` directory.
+    overwrite : bool
+        Whether an existing directory may be replaced.
+
+    Raises
+    ------
+    FileExistsError
+        ``out_dir`` exists and ``overwrite`` is false, or it exists and is not a directory
+        written by ``hifi run`` (no :data:`RUN_MARKER`, or it holds files the marker does not
+        list); an empty directory may be replaced.
+    ValueError
+        ``out_dir`` is empty, ``.``, ``..``, the file-system root, the home directory, the
+        working directory or one of its ancestors: never replaced, whatever ``overwrite``.
+    """
+    text = str(out_dir)
+    if text.strip() == "":
+        raise ValueError("--out = '': expected a directory path for the run's files")
+    path = Path(out_dir)
+    resolved = path.expanduser().resolve()
+    cwd = Path.cwd().resolve()
+    protected = {Path(resolved.anchor), Path.home().resolve(), cwd, *cwd.parents}
+    if path.name in ("", ".", "..") or resolved in protected:
+        raise ValueError(f"--out = {text!r}: refusing to write a run into {resolved} (the root, home or "
+                         f"working directory or one of its parents); give a new directory such as out/run1")
+    if not path.exists() and not path.is_symlink():
+        return
+    if not overwrite:
+        raise FileExistsError(f"output directory {path} exists; use --overwrite to replace it")
+    if path.is_symlink() or not path.is_dir():
+        raise FileExistsError(f"--out {path} exists and is not a directory; --overwrite replaces only a "
+                              f"directory written by hifi run")
+    present = {p.name for p in path.iterdir()}
+    if not present:
+        return
+    marker = path / RUN_MARKER
+    if not marker.is_file():
+        raise FileExistsError(f"--overwrite: {path} was not written by hifi run (no {RUN_MARKER} file); "
+                              f"refusing to delete it, choose another --out")
+    listed = {line.strip() for line in marker.read_text(encoding="utf-8", errors="replace").splitlines()
+              if line.strip() and not line.startswith("#")}
+    foreign = sorted(present - listed - {RUN_MARKER})
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        raise FileExistsError(f"--overwrite: {path} holds files hifi run did not write ({shown}); "
+                              f"refusing to delete them, move them or choose another --out")
+
+
 def base_attrs(sensor_name: str, sensor_model: str, seed: int, scenario_text: str, **extra) -> dict:
     """The global attributes CONTRACTS requires of every dataset."""
     attrs = {"sensor_name": sensor_name, "sensor_model": sensor_model,

@@ -347,11 +347,26 @@ def _track(v: _Validator, key: str, raw: Any) -> list:
     return frames
 
 
+#: A sensor's name is its output file's stem (``DIR/<name>.nc``): letters, digits, ``_`` and
+#: ``-``, starting with a letter or digit, so it can never leave the output directory.
+SENSOR_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+#: Names of the files every run writes besides the sensors' (``motion.nc``, ``scenario.toml``).
+RESERVED_SENSOR_NAMES = ("motion", "scenario")
+
+
 def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path) -> SensorSpec:
     key = f"sensors[{i}]"
     if not isinstance(raw, dict):
         raise v.error("expected a table", key=key, value=raw)
     spec = check_params(raw, SENSOR_KEYS, v.error, key)
+    if isinstance(spec["name"], str) and spec["name"]:
+        if not SENSOR_NAME_PATTERN.fullmatch(spec["name"]):
+            raise v.error("expected a sensor name of letters, digits, '_' and '-' starting with a letter "
+                          "or digit (it names the output file DIR/<name>.nc)", key=f"{key}.name", value=spec["name"])
+        if spec["name"].lower() in RESERVED_SENSOR_NAMES:
+            raise v.error(f"this name is reserved for the run's own files; not one of "
+                          f"{', '.join(RESERVED_SENSOR_NAMES)}", key=f"{key}.name", value=spec["name"])
     name = _unique_name(v, key, spec["name"], names)
     try:
         cls = load_model(spec["model"])

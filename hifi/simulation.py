@@ -21,7 +21,7 @@ from .caster import RayCaster
 from .errors import ScenarioError
 from .model import Model, RunContext, Var
 from .motion import Pose, Track
-from .output import FrameWriter, base_attrs
+from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
 from .scene import Material, Scene
 from .timemanager import TimeManager
 
@@ -175,8 +175,8 @@ class Simulation:
         if duration <= 0:
             raise ScenarioError("expected a duration > 0 s", key="--duration", value=duration)
         out_dir = None if out is None else Path(out)
-        if out_dir is not None and out_dir.exists() and not overwrite:
-            raise FileExistsError(f"output directory {out_dir} exists; use --overwrite to replace it")
+        if out_dir is not None:
+            check_output_dir(out, overwrite)
 
         if out_dir is not None:
             out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -188,6 +188,8 @@ class Simulation:
                               encoding="utf-8")
             written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition)
             marker.unlink()
+            if write:
+                write_run_marker(tmp_root, [p.name for p in tmp_root.iterdir()])
             if out_dir is None:
                 results = {}
                 for name, path in written.items():
@@ -195,6 +197,7 @@ class Simulation:
                         results[name] = ds.load()
                 return results
             if out_dir.exists():
+                check_output_dir(out_dir, overwrite)      # still a hifi output (checked again, just before)
                 shutil.rmtree(out_dir)
             umask = os.umask(0)
             os.umask(umask)

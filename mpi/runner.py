@@ -18,7 +18,6 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from pathlib import Path
 
 #: Wall-clock pause before ``MPI_Abort`` so the failing rank's message reaches mpiexec [s].
 ABORT_GRACE_S = 0.5
@@ -87,11 +86,12 @@ def _abort(comm, exc: BaseException) -> None:
 def _prepare(comm, scenario, out, overwrite):
     """Load the scenario on every rank and check the output directory on rank 0 (agreed)."""
     import hifi
+    from hifi.output import check_output_dir
 
     def load():
         sim = hifi.load(scenario)
-        if comm.Get_rank() == 0 and Path(out).exists() and not overwrite:
-            raise FileExistsError(f"output directory {out} exists; use --overwrite to replace it")
+        if comm.Get_rank() == 0:
+            check_output_dir(out, overwrite)
         return sim
 
     return _agree(comm, load)

@@ -143,7 +143,7 @@ def test_exporter_plugin_and_run_level_source(tmp_path, run_dir, capsys):
     try:
         out = tmp_path / "names.txt"
         assert main(["export", str(run_dir), "--format", "listing_test", "--sensor", "grid", "--out", str(out)]) == 0
-        assert out.read_text(encoding="utf-8").split() == ["cam.nc", "grid.nc", "motion.nc", "scenario.toml"]
+        assert out.read_text(encoding="utf-8").split() == [".hifi-run", "cam.nc", "grid.nc", "motion.nc", "scenario.toml"]
         assert seen == [(run_dir, "grid")]
         # a run-level format refuses a sensor file; a sensor format takes DIR with --sensor
         assert main(["export", str(run_dir / "grid.nc"), "--format", "listing_test", "--out", str(out)]) == 2

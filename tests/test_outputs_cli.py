@@ -39,7 +39,7 @@ def test_same_seed_same_bytes_different_seed_differs(tmp_path):
 def test_dataset_conventions(tmp_path):
     res = hifi.Simulation.from_dict(_scenario()).run(out=tmp_path / "o")
     files = sorted(p.name for p in (tmp_path / "o").iterdir())
-    assert files == ["cam.nc", "grid.nc", "motion.nc", "scenario.toml"]
+    assert files == [".hifi-run", "cam.nc", "grid.nc", "motion.nc", "scenario.toml"]
     ds = res["grid"]
     for key in ("sensor_name", "sensor_model", "hifi_version", "seed", "scenario"):
         assert key in ds.attrs

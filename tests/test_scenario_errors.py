@@ -74,6 +74,12 @@ CASES = {
     "start_utc": ("seed = 3", 'seed = 3\nstart_utc = "yesterday"', ["simulation.start_utc = 'yesterday'", "ISO 8601"]),
     "vector_length": ("size_m = [20, 20]", "size_m = [20, 20, 1]", ["objects[0].size_m = [20, 20, 1]", "2 numbers"]),
     "negative_seed": ("seed = 3", "seed = -1", ["simulation.seed = -1", ">= 0"]),
+    # issue 11 (2): a sensor's name is its file name DIR/<name>.nc; it must not leave DIR
+    "sensor_name_parent": ('name = "cam"', 'name = "../evil"', ["sensors[0].name = '../evil'", "letters, digits"]),
+    "sensor_name_absolute": ('name = "cam"', 'name = "/abs/path"', ["sensors[0].name = '/abs/path'", "letters, digits"]),
+    "sensor_name_slash": ('name = "cam"', 'name = "a/b"', ["sensors[0].name = 'a/b'", "letters, digits"]),
+    "sensor_name_motion": ('name = "cam"', 'name = "motion"', ["sensors[0].name = 'motion'", "reserved"]),
+    "sensor_name_scenario": ('name = "cam"', 'name = "Scenario"', ["sensors[0].name = 'Scenario'", "reserved"]),
 }
 
 
@@ -86,7 +92,10 @@ def _write(tmp_path, text):
 def test_good_scenario_runs(tmp_path):
     path = _write(tmp_path, GOOD)
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 0
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["cam.nc", "motion.nc", "scenario.toml"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".hifi-run", "cam.nc", "motion.nc", "scenario.toml"]
+    # the marker lists what the run wrote, so --overwrite can tell a hifi output from anything else
+    listed = [ln for ln in (tmp_path / "out" / ".hifi-run").read_text().splitlines() if not ln.startswith("#")]
+    assert listed == ["cam.nc", "motion.nc", "scenario.toml"]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -132,12 +141,58 @@ def test_from_dict_errors_name_the_key():
 def test_existing_output_refused_then_overwritten(tmp_path, capsys):
     path = _write(tmp_path, GOOD)
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "keep.txt").write_text("x")
+    assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 0
     assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 2
-    assert "exists" in capsys.readouterr().err and (out / "keep.txt").exists()
+    assert "exists; use --overwrite" in capsys.readouterr().err
+    before = (out / "cam.nc").stat().st_mtime_ns
     assert main(["run", str(path), "--out", str(out), "--overwrite", "--no-progress"]) == 0
-    assert not (out / "keep.txt").exists() and (out / "cam.nc").exists()
+    assert (out / "cam.nc").stat().st_mtime_ns != before           # a hifi output is replaced
+
+
+def test_overwrite_never_deletes_what_hifi_did_not_write(tmp_path, capsys, monkeypatch):
+    # Regression (issue 11, 1): --out . --overwrite emptied the working directory. --overwrite
+    # replaces only a directory hifi wrote (its .hifi-run lists every file in it).
+    path = _write(tmp_path, GOOD)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "thesis.tex").write_text("precious")
+    monkeypatch.chdir(work)
+    for out in (".", "", "..", str(work), str(tmp_path), "/", str(__import__("pathlib").Path.home())):
+        assert main(["run", str(path), "--out", out, "--overwrite", "--no-progress"]) == 2, out
+        err = capsys.readouterr().err
+        assert err.startswith("hifi: error: --out") and len(err.strip().splitlines()) == 1, err
+    assert (work / "thesis.tex").read_text() == "precious"
+    # a directory without the marker, or with a file the marker does not list, is kept
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "data.csv").write_text("1,2\n")
+    assert main(["run", str(path), "--out", str(foreign), "--overwrite", "--no-progress"]) == 2
+    assert "not written by hifi run" in capsys.readouterr().err and (foreign / "data.csv").exists()
+    run = tmp_path / "run"
+    assert main(["run", str(path), "--out", str(run), "--no-progress"]) == 0
+    (run / "notes.txt").write_text("mine")
+    assert main(["run", str(path), "--out", str(run), "--overwrite", "--no-progress"]) == 2
+    assert "notes.txt" in capsys.readouterr().err and (run / "notes.txt").exists()
+    # an empty directory may be filled
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["run", str(path), "--out", str(empty), "--overwrite", "--no-progress"]) == 0
+    assert not any(p.name.startswith(".") and p.name != ".hifi-run" for p in tmp_path.rglob("*"))
+
+
+def test_export_refuses_an_existing_file_like_run(tmp_path, capsys):
+    # Regression (issue 11, 3): hifi export --out EXISTING_FILE overwrote silently.
+    path = _write(tmp_path, GOOD.replace('model = "depthmap"', 'model = "generic_grid"').replace(
+        "resolution_x = 16\nresolution_y = 12", "n_theta = 5\nn_phi = 3"))
+    run = tmp_path / "run"
+    assert main(["run", str(path), "--out", str(run), "--no-progress"]) == 0
+    target = tmp_path / "scan.ply"
+    target.write_text("keep me")
+    assert main(["export", str(run / "cam.nc"), "--format", "ply", "--out", str(target)]) == 2
+    assert "exists; use --overwrite" in capsys.readouterr().err and target.read_text() == "keep me"
+    assert main(["export", str(run / "cam.nc"), "--format", "ply", "--out", str(target), "--overwrite"]) == 0
+    assert target.read_bytes().startswith(b"ply\n")
+    assert main(["export", str(run / "cam.nc"), "--format", "ply", "--out", str(tmp_path)]) == 2
 
 
 def test_console_script_exit_status(tmp_path):

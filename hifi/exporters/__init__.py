@@ -70,7 +70,7 @@ def load_exporter(name: str) -> Exporter:
     raise ExportError(f"format {name!r} is not supported; allowed: {', '.join(available_exporters())}")
 
 
-def export(source, fmt: str, out, *, sensor: str | None = None) -> list[Path]:
+def export(source, fmt: str, out, *, sensor: str | None = None, overwrite: bool = False) -> list[Path]:
     """Write ``source`` in format ``fmt`` to ``out``.
 
     Parameters
@@ -86,6 +86,9 @@ def export(source, fmt: str, out, *, sensor: str | None = None) -> list[Path]:
         ``out``.
     sensor : str, optional
         Sensor name, for run-level formats that export one sensor.
+    overwrite : bool
+        Replace existing files of the same names (as ``hifi run --overwrite``); without it an
+        existing output file stops the export before anything is moved into place.
 
     Returns
     -------
@@ -99,11 +102,14 @@ def export(source, fmt: str, out, *, sensor: str | None = None) -> list[Path]:
         the missing variables or attributes). Nothing is left written.
     FileNotFoundError
         The directory of ``out`` does not exist.
+    FileExistsError
+        An output file exists and ``overwrite`` is false, or an output path is a directory.
     """
     exporter = load_exporter(fmt)
     out = Path(out)
     if not out.parent.is_dir():
         raise FileNotFoundError(f"{out.parent}: no such directory for {out.name}")
+    _check_targets([out], overwrite)
     if exporter.scope == "run":
         if not Path(source).is_dir():
             raise ExportError(f"format {fmt!r} takes a run directory (hifi run --out DIR), got {source}")
@@ -117,8 +123,18 @@ def export(source, fmt: str, out, *, sensor: str | None = None) -> list[Path]:
             written = exporter.write(source, staging / out.name)
         written = [written] if isinstance(written, Path) else list(written)
         final = [out.parent / p.name for p in written]
+        _check_targets(final, overwrite)
         for src, dst in zip(written, final):
             os.replace(src, dst)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return final
+
+
+def _check_targets(paths, overwrite: bool) -> None:
+    """Refuse to replace a directory, or an existing file unless ``overwrite``."""
+    for p in paths:
+        if p.is_dir():
+            raise FileExistsError(f"{p} is a directory; give an output file name")
+        if (p.exists() or p.is_symlink()) and not overwrite:
+            raise FileExistsError(f"{p} exists; use --overwrite to replace it")
