@@ -39,8 +39,8 @@ def test_sagnac_rotation_agrees_with_first_order():
 
 
 @pytest.fixture
-def brdc(shared_file):
-    return gnss.read_nav(shared_file("gnss/brdc1820.10n"))
+def brdc(test_data):
+    return gnss.read_nav(test_data("gnss/brdc1820.10n"))
 
 
 T0 = np.datetime64("2010-07-01T00:15:00", "ns")
@@ -75,8 +75,8 @@ def test_relativistic_term_equals_minus_2_r_dot_v(brdc):
     assert F_RELATIVITY == -4.442807633e-10
 
 
-def test_broadcast_vs_precise_orbit(brdc, shared_file):
-    sp3 = gnss.read_sp3(shared_file("gnss/igs15904.sp3"))
+def test_broadcast_vs_precise_orbit(brdc, test_data):
+    sp3 = gnss.read_sp3(test_data("gnss/igs15904.sp3"))
     t = sp3["epoch"].values[1:5]
     svs = [s for s in sp3["sv"].values if s.startswith("G")]
     st = gnss.sv_states(brdc, svs, t)

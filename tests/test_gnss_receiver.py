@@ -12,8 +12,8 @@ TERMS = ("geometric_range", "receiver_clock_bias", "ephemeris_error", "iono_dela
 
 
 @pytest.fixture
-def nav(shared_file):
-    return gnss.read_nav(shared_file("gnss/07590920.05n"))
+def nav(test_data):
+    return gnss.read_nav(test_data("gnss/07590920.05n"))
 
 
 def test_terms_sum_to_pseudorange(nav):

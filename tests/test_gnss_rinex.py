@@ -1,4 +1,4 @@
-"""RINEX 2 and 3 readers on RTKLIB's shared files and on our RINEX 3.04 fixtures."""
+"""RINEX 2 and 3 readers on RTKLIB's files (vendored in tests/data/gnss) and on our RINEX 3.04 fixtures."""
 
 from pathlib import Path
 
@@ -10,8 +10,8 @@ import gnss
 DATA = Path(__file__).parent / "data" / "gnss"
 
 
-def test_read_nav_v2(shared_file):
-    nav = gnss.read_nav(shared_file("gnss/07590920.05n"))
+def test_read_nav_v2(test_data):
+    nav = gnss.read_nav(test_data("gnss/07590920.05n"))
     # header values as printed in the file (ION ALPHA / ION BETA lines)
     np.testing.assert_array_equal(nav["ion_alpha"].values, [1.1180e-08, 1.4900e-08, -5.9600e-08, -5.9600e-08])
     np.testing.assert_array_equal(nav["ion_beta"].values, [8.8060e04, 1.6380e04, -1.9660e05, -1.3110e05])
@@ -26,14 +26,14 @@ def test_read_nav_v2(shared_file):
     assert nav.attrs["leap_seconds"] == 13
 
 
-def test_read_nav_brdc(shared_file):
-    nav = gnss.read_nav(shared_file("gnss/brdc1820.10n"))
+def test_read_nav_brdc(test_data):
+    nav = gnss.read_nav(test_data("gnss/brdc1820.10n"))
     assert nav.sizes["record"] == 421  # regression value: number of ephemeris records in the file
     assert set(np.unique(nav["toe_week"].values)) <= {1590, 1591}  # 2010-07-01 is in GPS week 1590
 
 
-def test_read_obs_v2(shared_file):
-    obs = gnss.read_obs(shared_file("gnss/07590920.05o"))
+def test_read_obs_v2(test_data):
+    obs = gnss.read_obs(test_data("gnss/07590920.05o"))
     assert obs.sizes["epoch"] == 120  # 00:00:00 - 00:59:30 at 30 s (SOURCES.md)
     assert obs["C1"].sel(sv="G03").values[0] == 24767686.375  # first epoch, as printed
     assert obs["P2"].sel(sv="G28").values[0] == 21543403.046
@@ -41,8 +41,8 @@ def test_read_obs_v2(shared_file):
     assert obs["C1"].attrs["units"] == "m"
 
 
-def test_nav_v3_fixture_matches_v2(shared_file):
-    v2 = gnss.read_nav(shared_file("gnss/07590920.05n"))
+def test_nav_v3_fixture_matches_v2(test_data):
+    v2 = gnss.read_nav(test_data("gnss/07590920.05n"))
     v3 = gnss.read_nav(DATA / "0759_v304_nav.rnx")
     v2 = v2.isel(record=np.flatnonzero(np.isin(v2["prn"].values, v3["prn"].values)))
     assert v3.sizes["record"] == v2.sizes["record"] > 0
@@ -50,8 +50,8 @@ def test_nav_v3_fixture_matches_v2(shared_file):
         np.testing.assert_array_equal(v3[name].values, v2[name].values, err_msg=name)  # same digits, same values
 
 
-def test_obs_v3_fixture_matches_v2(shared_file):
-    v2 = gnss.read_obs(shared_file("gnss/07590920.05o")).isel(epoch=slice(0, 4))
+def test_obs_v3_fixture_matches_v2(test_data):
+    v2 = gnss.read_obs(test_data("gnss/07590920.05o")).isel(epoch=slice(0, 4))
     v3 = gnss.read_obs(DATA / "0759_v304_obs.rnx")
     np.testing.assert_array_equal(v3["epoch"].values, v2["epoch"].values)
     np.testing.assert_array_equal(v3["C1C"].values, v2["C1"].sel(sv=v3["sv"]).values)
@@ -59,7 +59,7 @@ def test_obs_v3_fixture_matches_v2(shared_file):
 
 
 def test_v3_fixture_standalone():
-    # runs without the shared data: header Klobuchar from IONOSPHERIC CORR GPSA/GPSB
+    # the RINEX 3 fixture alone: header Klobuchar from IONOSPHERIC CORR GPSA/GPSB
     nav = gnss.read_nav(DATA / "0759_v304_nav.rnx")
     np.testing.assert_array_equal(nav["ion_alpha"].values, [1.1180e-08, 1.4900e-08, -5.9600e-08, -5.9600e-08])
     assert sorted(set(nav["sv"].values)) == ["G03", "G07", "G08", "G19"]
@@ -70,9 +70,9 @@ def test_not_a_nav_file():
         gnss.read_nav(DATA / "0759_v304_obs.rnx")
 
 
-def test_solver_same_on_v2_and_v3(shared_file):
+def test_solver_same_on_v2_and_v3(test_data):
     nav3, obs3 = gnss.read_nav(DATA / "0759_v304_nav.rnx"), gnss.read_obs(DATA / "0759_v304_obs.rnx")
-    nav2, obs2 = gnss.read_nav(shared_file("gnss/07590920.05n")), gnss.read_obs(shared_file("gnss/07590920.05o"))
+    nav2, obs2 = gnss.read_nav(test_data("gnss/07590920.05n")), gnss.read_obs(test_data("gnss/07590920.05o"))
     obs2 = obs2.isel(epoch=slice(0, 4))
     # same satellites in both: the v3 nav fixture holds G03, G07, G08, G19 only
     keep = [s for s in obs3["sv"].values if s in set(nav3["sv"].values)]

@@ -10,8 +10,8 @@ HEADER = np.array([-3976219.5082, 3382372.5671, 3652512.9849])  # 0759 APPROX PO
 
 
 @pytest.fixture
-def station(shared_file):
-    return gnss.read_obs(shared_file("gnss/07590920.05o")), gnss.read_nav(shared_file("gnss/07590920.05n"))
+def station(test_data):
+    return gnss.read_obs(test_data("gnss/07590920.05o")), gnss.read_nav(test_data("gnss/07590920.05n"))
 
 
 def test_station_0759_accuracy(station):
