@@ -1,9 +1,15 @@
 """RINEX 2 and 3 readers on RTKLIB's files (vendored in tests/data/gnss) and on our RINEX 3.04 fixtures."""
 
+import gzip
+import io
+import zipfile
 from pathlib import Path
 
+import hatanaka
+import ncompress
 import numpy as np
 import pytest
+import xarray as xr
 
 import gnss
 
@@ -82,3 +88,84 @@ def test_solver_same_on_v2_and_v3(test_data):
     # identical inputs through both readers: identical fixes (NaN where < 4 satellites)
     np.testing.assert_array_equal(a["position_ecef"].values, b["position_ecef"].values)
     np.testing.assert_array_equal(a["n_sv_used"].values, b["n_sv_used"].values)
+
+
+# --- compressed RINEX (gzip, Unix compress, zip, Hatanaka) ---------------------------------------
+
+def _compressed_copies(src: Path, tmp_path: Path) -> dict[str, Path]:
+    """Compressed copies of a RINEX file, named as IGS archives name them, plus misnamed ones.
+
+    gzip: Python's gzip module; zip: zipfile (deflate); .Z (LZW, Unix compress): the
+    ``ncompress`` package (installed with hatanaka, which uses it for .Z); Hatanaka CRINEX
+    through ``hatanaka.rnx2crx`` and .crx.Z through ``hatanaka.compress(compression="Z")``
+    (observation files only).
+    """
+    raw = src.read_bytes()
+    out = {"gz": gzip.compress(raw), "Z": ncompress.compress(raw)}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(src.name, raw)
+    out["zip"] = buf.getvalue()
+    if b"OBSERVATION DATA" in raw[:80]:
+        crx = hatanaka.rnx2crx(raw)
+        out.update({"crx": crx, "crx.gz": gzip.compress(crx), "crx.Z": hatanaka.compress(raw, compression="Z")})
+    paths = {}
+    for suffix, blob in out.items():
+        paths[suffix] = tmp_path / f"{src.name}.{suffix}"
+        paths[suffix].write_bytes(blob)
+        # detection is by content: the same bytes under the plain file's name read the same
+        paths[f"misnamed {suffix}"] = tmp_path / f"misnamed_{suffix.replace('.', '_')}" / src.name
+        paths[f"misnamed {suffix}"].parent.mkdir()
+        paths[f"misnamed {suffix}"].write_bytes(blob)
+    return paths
+
+
+@pytest.mark.parametrize("name, reader", [("gnss/07590920.05n", gnss.read_nav),
+                                          ("gnss/07590920.05o", gnss.read_obs),
+                                          ("gnss/0759_v304_nav.rnx", gnss.read_nav),
+                                          ("gnss/0759_v304_obs.rnx", gnss.read_obs),
+                                          ("gnss/igs15904.sp3", gnss.read_sp3),
+                                          ("gnss/igs15904.clk", gnss.read_clk)])
+def test_compressed_reads_identical(test_data, tmp_path, name, reader):
+    # expected: the plain file's Dataset (lossless compression), only source_file names the copy
+    plain = reader(test_data(name))
+    copies = _compressed_copies(test_data(name), tmp_path)
+    if reader is gnss.read_obs:
+        assert {"crx", "crx.gz", "crx.Z"} <= set(copies)
+        assert b"COMPACT RINEX FORMAT" in ncompress.decompress(copies["crx.Z"].read_bytes())[:80]
+    assert ncompress.decompress(copies["Z"].read_bytes()) == test_data(name).read_bytes()  # plain file inside
+    for kind, path in copies.items():
+        ds = reader(path)
+        assert ds.attrs["source_file"] == str(path), kind
+        xr.testing.assert_identical(ds.assign_attrs(source_file=plain.attrs["source_file"]), plain)
+
+
+def test_hatanaka_suffixes(test_data, tmp_path):
+    # a short-name Hatanaka file (.05d) and its .Z, as IGS archives hold them: same as the .05o
+    src = test_data("gnss/07590920.05o")
+    plain = gnss.read_obs(src)
+    crx = hatanaka.rnx2crx(src.read_bytes())
+    (tmp_path / "07590920.05d").write_bytes(crx)
+    (tmp_path / "07590920.05d.Z").write_bytes(hatanaka.compress(src.read_bytes(), compression="Z"))
+    for p in (tmp_path / "07590920.05d", tmp_path / "07590920.05d.Z"):
+        xr.testing.assert_identical(gnss.read_obs(p).assign_attrs(source_file=plain.attrs["source_file"]), plain)
+
+
+@pytest.mark.parametrize("kind", ["gz", "Z", "zip", "crx", "crx.gz"])
+def test_corrupt_compressed_file_is_a_clear_value_error(test_data, tmp_path, kind):
+    copies = _compressed_copies(test_data("gnss/07590920.05o"), tmp_path)
+    blob = copies[kind].read_bytes()
+    bad = tmp_path / f"bad.05o.{kind}"
+    # truncated in the middle: gzip, zip and CRINEX detect it while decompressing; LZW (.Z) has
+    # no length or checksum, so the .Z yields a RINEX file cut inside an epoch, which read_obs refuses
+    bad.write_bytes(blob[: len(blob) // 2])
+    with pytest.raises(ValueError, match=r"bad\.05o\.") as info:
+        gnss.read_obs(bad)
+    assert "END OF HEADER" not in str(info.value)
+
+
+def test_corrupt_gzip_nav_names_file_and_format(tmp_path):
+    bad = tmp_path / "brdc1820.10n.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"not deflate data at all" * 8)
+    with pytest.raises(ValueError, match=r"brdc1820\.10n\.gz.*gzip"):
+        gnss.read_nav(bad)
