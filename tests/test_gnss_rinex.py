@@ -169,3 +169,9 @@ def test_corrupt_gzip_nav_names_file_and_format(tmp_path):
     bad.write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"not deflate data at all" * 8)
     with pytest.raises(ValueError, match=r"brdc1820\.10n\.gz.*gzip"):
         gnss.read_nav(bad)
+
+
+def test_missing_vendored_file_fails_not_skips(test_data):
+    # vendored files are part of the repository: a missing one is a failure, never a skip
+    with pytest.raises(pytest.fail.Exception, match="vendored test file missing"):
+        test_data("gnss/no_such_file.05o")
