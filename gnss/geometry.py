@@ -1,4 +1,4 @@
-"""Receiver-satellite geometry: geodetic coordinates, local ENU axes, azimuth and elevation."""
+"""Receiver-satellite geometry: geodetic coordinates, local ENU frames and axes, azimuth and elevation."""
 
 from __future__ import annotations
 
@@ -32,6 +32,56 @@ def ecef_to_geodetic(position_ecef) -> Geodetic:
     lat, lon, h = pymap3d.ecef2geodetic(p[..., 0], p[..., 1], p[..., 2], deg=False)
     shape = p.shape[:-1]
     return Geodetic(*(np.asarray(v, dtype=float).reshape(shape) for v in (lat, lon, h)))
+
+
+def enu_to_ecef(points_enu, origin_lat_deg, origin_lon_deg, origin_height_m) -> np.ndarray:
+    """WGS 84 ECEF positions of points given in a local east-north-up frame.
+
+    Parameters
+    ----------
+    points_enu : array_like, shape (..., 3)
+        East, north, up coordinates relative to the origin [m].
+    origin_lat_deg, origin_lon_deg : float
+        Geodetic latitude and longitude of the frame's origin [deg].
+    origin_height_m : float
+        Ellipsoidal height of the origin [m].
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., 3)
+        ECEF x, y, z [m].
+
+    Notes
+    -----
+    ``pymap3d.enu2ecef`` on the WGS 84 ellipsoid: the origin's ECEF position plus the ENU
+    vector rotated by the transpose of :func:`enu_rotation` at the origin (a tangent plane, so
+    "up" is the ellipsoid normal at the origin, not at the point).
+    """
+    e = np.asarray(points_enu, dtype=float)
+    return np.stack(pymap3d.enu2ecef(e[..., 0], e[..., 1], e[..., 2], origin_lat_deg, origin_lon_deg,
+                                     origin_height_m), axis=-1)
+
+
+def ecef_to_enu(points_ecef, origin_lat_deg, origin_lon_deg, origin_height_m) -> np.ndarray:
+    """Local east-north-up coordinates of WGS 84 ECEF positions; inverse of :func:`enu_to_ecef`.
+
+    Parameters
+    ----------
+    points_ecef : array_like, shape (..., 3)
+        ECEF x, y, z [m].
+    origin_lat_deg, origin_lon_deg : float
+        Geodetic latitude and longitude of the frame's origin [deg].
+    origin_height_m : float
+        Ellipsoidal height of the origin [m].
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., 3)
+        East, north, up relative to the origin [m] (``pymap3d.ecef2enu``).
+    """
+    x = np.asarray(points_ecef, dtype=float)
+    return np.stack(pymap3d.ecef2enu(x[..., 0], x[..., 1], x[..., 2], origin_lat_deg, origin_lon_deg,
+                                     origin_height_m), axis=-1)
 
 
 def enu_rotation(latitude_rad, longitude_rad) -> np.ndarray:

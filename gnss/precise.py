@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .rinex import _epoch_ns
+from .rinex import _epoch_ns, read_text
 
 SP3_BAD_CLOCK_US = 999999.0
 """SP3 marks a missing clock with 999999.999999 [us]; any value at least this is missing."""
@@ -25,7 +25,7 @@ def read_sp3(path) -> xr.Dataset:
     Parameters
     ----------
     path : str or path-like
-        SP3 file.
+        SP3 file, plain or compressed (gzip, .Z, zip, bzip2; see :func:`gnss.rinex.read_text`).
 
     Returns
     -------
@@ -42,7 +42,7 @@ def read_sp3(path) -> xr.Dataset:
     path = Path(path)
     epochs, recs = [], {}
     time_system = "GPS"
-    for line in path.read_text(errors="replace").splitlines():
+    for line in read_text(path).splitlines():
         if line.startswith("%c") and not epochs and line[9:12].strip() and line[9:12] != "ccc":
             time_system = line[9:12].strip()
         elif line.startswith("*  "):
@@ -78,7 +78,7 @@ def read_clk(path) -> xr.Dataset:
     Parameters
     ----------
     path : str or path-like
-        RINEX clock file, version 2 or 3.00.
+        RINEX clock file, version 2 or 3.00, plain or compressed (see :func:`gnss.rinex.read_text`).
 
     Returns
     -------
@@ -86,8 +86,11 @@ def read_clk(path) -> xr.Dataset:
         ``sv_clock_bias`` (epoch, sv) [s], NaN where absent.
     """
     path = Path(path)
-    text = path.read_text(errors="replace").splitlines()
-    start = next(i for i, line in enumerate(text) if line[60:73] == "END OF HEADER") + 1
+    text = read_text(path).splitlines()
+    start = next((i for i, line in enumerate(text) if line[60:73] == "END OF HEADER"), None)
+    if start is None:
+        raise ValueError(f"{path}: no 'END OF HEADER' record; not a RINEX clock file")
+    start += 1
     values = {}
     for line in text[start:]:
         if not line.startswith("AS "):

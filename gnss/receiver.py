@@ -1,4 +1,9 @@
-"""Pseudorange model: every error term separately, summed as CONTRACTS writes it."""
+"""Pseudorange model: every error term separately, summed as CONTRACTS writes it.
+
+:func:`pseudorange_sum` is the one place where the terms are added up; :func:`model_pseudoranges`
+computes the terms and calls it, and so does a caller that adds terms of its own (the ``gps_l1``
+sensor adds the multipath it finds by ray casting).
+"""
 
 from __future__ import annotations
 
@@ -25,6 +30,55 @@ _TERMS = {
 }
 
 
+PSEUDORANGE_TERMS = tuple(_TERMS)
+"""Names of the pseudorange terms in the order :func:`pseudorange_sum` adds them (CONTRACTS)."""
+
+
+def pseudorange_sum(*, geometric_range, receiver_clock_bias, sv_clock_error, ephemeris_error, iono_delay,
+                    tropo_delay_dry, tropo_delay_wet, multipath_error, noise, valid=None) -> np.ndarray:
+    """Pseudorange from its terms: the CONTRACTS sum, in its order.
+
+    Parameters
+    ----------
+    geometric_range : array_like
+        Geometric range at the light-time solution, Sagnac included [m].
+    receiver_clock_bias : array_like
+        Receiver clock offset times c [m].
+    sv_clock_error : array_like
+        Satellite clock offset times c (broadcast polynomial + relativity - TGD + any clock
+        error) [m]; subtracted.
+    ephemeris_error, iono_delay, tropo_delay_dry, tropo_delay_wet, multipath_error, noise : array_like
+        Satellite range error, ionospheric group delay, slant hydrostatic and wet tropospheric
+        delays, multipath excess path, receiver code noise [m].
+    valid : array_like of bool, optional
+        Where the pseudorange exists (visible, tracked); NaN elsewhere.  All terms when omitted.
+
+    All arguments are keyword-only and broadcast together (e.g. ``(n_epoch, n_sv)``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Pseudorange [m], the broadcast shape of the terms.
+
+    Notes
+    -----
+    pseudorange = geometric_range + receiver_clock_bias - sv_clock_error + ephemeris_error
+    + iono_delay + tropo_delay_dry + tropo_delay_wet + multipath_error + noise,
+
+    evaluated left to right in this order, so a caller that adds the same float64 terms in the
+    same order gets the same bits.  Every pseudorange of the package (:func:`model_pseudoranges`,
+    the ``gps_l1`` sensor) is formed here.
+    """
+    pseudorange = (np.asarray(geometric_range, dtype=float) + np.asarray(receiver_clock_bias, dtype=float)
+                   - np.asarray(sv_clock_error, dtype=float) + np.asarray(ephemeris_error, dtype=float)
+                   + np.asarray(iono_delay, dtype=float) + np.asarray(tropo_delay_dry, dtype=float)
+                   + np.asarray(tropo_delay_wet, dtype=float) + np.asarray(multipath_error, dtype=float)
+                   + np.asarray(noise, dtype=float))
+    if valid is None:
+        return pseudorange
+    return np.where(valid, pseudorange, np.nan)
+
+
 def _check_choice(key, value, allowed):
     if value not in allowed:
         raise ValueError(f"{key}: got {value!r}; allowed: {', '.join(repr(a) for a in allowed)}")
@@ -35,7 +89,8 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
                        ephemeris_error_model="sisre", sisre_rms_m=0.7, sv_clock_error_sigma_m=0.0,
                        receiver_clock_model="random_walk", receiver_clock_initial_bias_s=0.0,
                        receiver_clock_initial_drift=0.0, receiver_clock_bias_m=None, ephemeris_error_m=None,
-                       noise_sigma_m=0.3, relative_humidity=0.5, iono_zenith_delay_m=1.5) -> xr.Dataset:
+                       noise_sigma_m=0.3, noise_draw=None, multipath_error_m=None, relative_humidity=0.5,
+                       iono_zenith_delay_m=1.5) -> xr.Dataset:
     """Modelled L1 C/A pseudoranges of a receiver, term by term.
 
     Parameters
@@ -51,7 +106,8 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
     rng : numpy.random.Generator, optional, keyword-only
         Source of every random term.  ``None`` makes the model deterministic: ephemeris error,
         satellite clock error, receiver clock random walk and noise are all zero (the receiver
-        clock keeps its initial bias and drift) and ``attrs["stochastic"]`` says so.
+        clock keeps its initial bias and drift) unless passed in (``ephemeris_error_m``,
+        ``receiver_clock_bias_m``, ``noise_draw``), and ``attrs["stochastic"]`` says so.
     elevation_mask_deg : float, keyword-only
         Satellites below this elevation are not visible (pseudorange NaN) [deg].
     iono_model : {"klobuchar", "vane", "none"}, keyword-only
@@ -78,7 +134,16 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
     ephemeris_error_m : array_like, shape (n_sv,) or (n_epoch, n_sv), optional, keyword-only
         Use these ephemeris range errors [m] instead of drawing them (same reason).
     noise_sigma_m : float, keyword-only
-        Zenith code noise sigma [m]; the sigma grows as 1 / sin(elevation).
+        Zenith code noise sigma [m]; the sigma grows as 1 / sin(elevation)
+        (:func:`gnss.errors.elevation_sigma`).
+    noise_draw : array_like, shape (n_epoch, n_sv), optional, keyword-only
+        Standard normal draws [1] to scale into the code noise instead of drawing them from
+        ``rng`` (for a caller with its own random stream per epoch); used with or without
+        ``rng``.
+    multipath_error_m : array_like, broadcastable to (n_epoch, n_sv), optional, keyword-only
+        Multipath excess path [m] computed outside (e.g. by ray casting in a scene); zero when
+        omitted.  A caller that needs this model's geometry first (the satellite positions to
+        cast toward) adds its multipath afterwards with :func:`pseudorange_sum`.
     relative_humidity : float, keyword-only
         Relative humidity of the standard atmosphere, 0..1 [1].
     iono_zenith_delay_m : float, keyword-only
@@ -89,7 +154,8 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
     xarray.Dataset
         Dimensions (epoch, sv[, xyz]) with the CONTRACTS variables ``pseudorange``,
         ``geometric_range``, ``receiver_clock_bias``, ``sv_clock_error``, ``ephemeris_error``,
-        ``iono_delay``, ``tropo_delay_dry``, ``tropo_delay_wet``, ``multipath_error`` (zeros),
+        ``iono_delay``, ``tropo_delay_dry``, ``tropo_delay_wet``, ``multipath_error`` (zeros
+        unless ``multipath_error_m`` is given),
         ``noise`` (all m), ``elevation``, ``azimuth`` (rad), ``visible``, ``blocked`` (False),
         ``sv_position_ecef`` (at transmission, in the reception-time ECEF frame), plus
         ``true_position_ecef`` (epoch, xyz), ``receiver_clock_drift`` and the coordinate
@@ -99,8 +165,10 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
     Notes
     -----
     pseudorange = geometric_range + receiver_clock_bias - sv_clock_error + ephemeris_error
-    + iono_delay + tropo_delay_dry + tropo_delay_wet + multipath_error + noise, evaluated in this
-    order, where visible; NaN elsewhere (the terms are still given).  A satellite is visible when
+    + iono_delay + tropo_delay_dry + tropo_delay_wet + multipath_error + noise, formed by
+    :func:`pseudorange_sum` (in this order), where visible; NaN elsewhere (the terms are still
+    given).  The code noise is ``draw * noise_sigma_m / sin(el)``, the draw from ``rng`` or
+    ``noise_draw``.  A satellite is visible when
     a healthy ephemeris lies within 2 h and its elevation is at least the mask.  Random numbers
     are drawn in a fixed order and fixed shapes (ephemeris (n_sv), satellite clock
     (n_epoch, n_sv), receiver clock (n_epoch, 2), noise (n_epoch, n_sv)) whatever the visibility,
@@ -130,6 +198,10 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
         rx = np.broadcast_to(rx, (n_epoch, 3))
     if rx.shape != (n_epoch, 3):
         raise ValueError(f"receiver_ecef: shape {rx.shape!r}; allowed: (3,) or (n_epoch, 3) = ({n_epoch}, 3)")
+    if noise_draw is not None:
+        noise_draw = np.asarray(noise_draw, dtype=float)
+        if noise_draw.shape != (n_epoch, n_sv):
+            raise ValueError(f"noise_draw: shape {noise_draw.shape!r}; allowed: (n_epoch, n_sv) = ({n_epoch}, {n_sv})")
 
     gt = gpstime.from_datetime64(t)
     trans = orbit.light_time(nav, prn[None, :], gpstime.GpsTime(gt.week[:, None], gt.sow[:, None]), rx[:, None, :])
@@ -151,7 +223,7 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
         clock = errors.receiver_clock_walk(np.concatenate([[0.0], dt]), rng,
                                            initial_bias_s=receiver_clock_initial_bias_s,
                                            initial_drift=receiver_clock_initial_drift)
-        noise_draw = rng.standard_normal((n_epoch, n_sv))
+        rng_noise = rng.standard_normal((n_epoch, n_sv))
     else:
         eph_draw = np.zeros(n_sv)
         svclk_draw = zeros
@@ -159,7 +231,6 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
         elapsed = np.concatenate([[0.0], np.cumsum(dt)])
         clock = errors.ClockWalk(receiver_clock_initial_bias_s + receiver_clock_initial_drift * elapsed,
                                  np.full(n_epoch, float(receiver_clock_initial_drift)))
-        noise_draw = zeros
 
     # --- terms ---
     geometric_range = trans.geometric_range
@@ -196,13 +267,21 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
         tropo_dry, tropo_wet = tropo.dry_m, tropo.wet_m
     else:
         tropo_dry = tropo_wet = zeros
-    multipath = zeros
-    noise = noise_draw * errors.elevation_sigma(np.where(has_eph, el, np.pi / 2), zenith_sigma_m=noise_sigma_m) \
-        if stochastic else zeros
+    multipath = zeros if multipath_error_m is None else \
+        np.broadcast_to(np.asarray(multipath_error_m, dtype=float), (n_epoch, n_sv))
+    if noise_draw is not None:
+        draw = noise_draw
+    elif stochastic:
+        draw = rng_noise
+    else:
+        draw = None
+    noise = zeros if draw is None else \
+        draw * errors.elevation_sigma(np.where(has_eph, el, np.pi / 2), zenith_sigma_m=noise_sigma_m)
 
-    pseudorange = (geometric_range + receiver_clock_bias - sv_clock_error + ephemeris_error + iono
-                   + tropo_dry + tropo_wet + multipath + noise)
-    pseudorange = np.where(visible, pseudorange, np.nan)
+    pseudorange = pseudorange_sum(geometric_range=geometric_range, receiver_clock_bias=receiver_clock_bias,
+                                  sv_clock_error=sv_clock_error, ephemeris_error=ephemeris_error, iono_delay=iono,
+                                  tropo_delay_dry=tropo_dry, tropo_delay_wet=tropo_wet, multipath_error=multipath,
+                                  noise=noise, valid=visible)
 
     def var(values, units, long_name, dims=("epoch", "sv")):
         return dims, np.array(values), {"units": units, "long_name": long_name}
@@ -238,6 +317,6 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
         attrs={"elevation_mask_deg": float(elevation_mask_deg), "iono_model": iono_model,
                "tropo_model": tropo_model, "ephemeris_error_model": ephemeris_error_model,
                "receiver_clock_model": receiver_clock_model,
-               "stochastic": "on" if stochastic else "off (rng=None: random terms are zero)"},
+               "stochastic": "on" if stochastic else "off (rng=None: random terms are zero unless passed in)"},
     )
     return ds

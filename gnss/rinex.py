@@ -2,7 +2,9 @@
 
 Own fixed-column parser (no georinex).  Fortran ``D`` exponents are accepted.  Times are returned
 as numpy.datetime64[ns] on the GPS time scale; ephemeris reference times are additionally kept as
-integer week + seconds of week (house style 6).
+integer week + seconds of week (house style 6).  Compressed files (gzip, Unix compress ``.Z``,
+zip, bzip2, Hatanaka CRINEX and their combinations) are read transparently, see
+:func:`read_text`.
 
 References
 ----------
@@ -12,6 +14,9 @@ References
 
 from __future__ import annotations
 
+import warnings
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +71,93 @@ NAV_ATTRS = {
 }
 
 
+# Leading bytes of the compressed containers (RFC 1952; ncompress; PKWARE APPNOTE 4.3.7 / 4.3.16
+# (an empty archive starts with its end record); bzip2), and the label of a Hatanaka file's
+# first line (Y. Hatanaka, "A Compression Format and Tools for GNSS Observation Data", Bulletin
+# of the Geographical Survey Institute 55, 2008).
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x1f\x9d", "Unix compress (.Z)"), (b"PK\x03\x04", "zip"),
+          (b"PK\x05\x06", "zip"), (b"BZh", "bzip2"))
+_HATANAKA_LABEL = b"COMPACT RINEX FORMAT"
+
+# What the decompressors raise on a damaged stream: gzip.BadGzipFile (an OSError), EOFError
+# (truncated gzip/bzip2), zlib.error, zipfile.BadZipFile, ValueError (ncompress, bz2, hatanaka's
+# own checks) and hatanaka.HatanakaException (a RuntimeError, damaged CRINEX).
+_DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError, RuntimeError)
+
+
+def compression_of(data: bytes) -> str | None:
+    """Name of the compression of a file's leading bytes, or None for plain text.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's contents (the first 80 bytes suffice).
+
+    Returns
+    -------
+    str or None
+        ``"gzip"``, ``"Unix compress (.Z)"``, ``"zip"``, ``"bzip2"``, ``"Hatanaka (CRINEX)"``, or
+        None when the bytes are none of these (a plain RINEX file or anything else).
+
+    Notes
+    -----
+    Decided by content, not by the file name, so a misnamed file is still read.  A Hatanaka file
+    is recognised by "COMPACT RINEX FORMAT" in its first line (the CRINEX VERS / TYPE record);
+    inside a container it is recognised after the container is opened.
+    """
+    for magic, name in _MAGIC:
+        if data.startswith(magic):
+            return name
+    if _HATANAKA_LABEL in data[:80].split(b"\n", 1)[0]:
+        return "Hatanaka (CRINEX)"
+    return None
+
+
+def read_text(path) -> str:
+    """Text of a RINEX, SP3 or clock file, decompressed when it is compressed.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Plain file, or one compressed with gzip (``.gz``), Unix compress (``.Z``), zip (one
+        member), bzip2, Hatanaka (``.crx``, ``.yyd``) or Hatanaka inside one of the others
+        (``.crx.gz``, ``.yyd.Z``).
+
+    Returns
+    -------
+    str
+        The file's text (bytes decoded as UTF-8, undecodable bytes replaced).
+
+    Raises
+    ------
+    ValueError
+        When a compressed file cannot be decompressed (truncated, damaged, an empty zip or one
+        with several members, Hatanaka epochs that cannot be restored); the message names the
+        file, the compression found and the decompressor's complaint.
+
+    Notes
+    -----
+    The compression is detected from the content (:func:`compression_of`), not the suffix.
+    Decompression is done by the ``hatanaka`` package (``hatanaka.decompress``: gzip, bzip2 and
+    zip through the standard library, .Z through ``ncompress``, CRINEX through RNXCMP's
+    crx2rnx), imported only when a file is compressed.  A warning from crx2rnx means epochs were
+    skipped, so it is raised as an error rather than returning a silently shortened file.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    kind = compression_of(data)
+    if kind is not None:
+        import hatanaka
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", UserWarning)   # crx2rnx warns when it skips epochs
+                data = hatanaka.decompress(data)
+        except (*_DECOMPRESSION_ERRORS, UserWarning) as exc:
+            raise ValueError(f"{path}: cannot decompress this {kind} file: {type(exc).__name__}: {exc}") from exc
+    return data.decode("utf-8", errors="replace")
+
+
 def _float(text: str) -> float:
     """One RINEX number; blank means 0 (optional trailing fields), D exponents allowed."""
     text = text.strip()
@@ -78,7 +170,7 @@ def _fields(line: str, start: int, n: int = 4, width: int = 19) -> list[float]:
     return [_float(line[start + i * width: start + (i + 1) * width]) for i in range(n)]
 
 
-def _header(lines: list[str]) -> tuple[dict[str, list[str]], int]:
+def _header(lines: list[str], path) -> tuple[dict[str, list[str]], int]:
     """Header records keyed by label (cols 61-80), and the index of the first data line."""
     header: dict[str, list[str]] = {}
     for i, line in enumerate(lines):
@@ -86,7 +178,8 @@ def _header(lines: list[str]) -> tuple[dict[str, list[str]], int]:
         header.setdefault(label, []).append(line[:60])
         if label == "END OF HEADER":
             return header, i + 1
-    raise ValueError("RINEX file has no 'END OF HEADER' record")
+    raise ValueError(f"{path}: no 'END OF HEADER' record; not a RINEX file (plain, or compressed with "
+                     "gzip, Unix compress, zip, bzip2 or Hatanaka)")
 
 
 def _version(header: dict[str, list[str]], path) -> float:
@@ -134,7 +227,7 @@ def read_nav(path) -> xr.Dataset:
     ----------
     path : str or path-like
         RINEX 2.x GPS navigation file (``*.05n``) or RINEX 3.0x navigation file (GPS records are
-        kept; other constellations are skipped).
+        kept; other constellations are skipped), plain or compressed (see :func:`read_text`).
 
     Returns
     -------
@@ -148,7 +241,8 @@ def read_nav(path) -> xr.Dataset:
     Raises
     ------
     ValueError
-        If the file is not a RINEX navigation file of version 2 or 3.
+        If the file is not a RINEX navigation file of version 2 or 3, or is compressed and
+        cannot be decompressed.
 
     Notes
     -----
@@ -156,8 +250,8 @@ def read_nav(path) -> xr.Dataset:
     :func:`gnss.gpstime.resolve_week`, so files that write a 10-bit week still decode.
     """
     path = Path(path)
-    lines = path.read_text(errors="replace").splitlines()
-    header, start = _header(lines)
+    lines = read_text(path).splitlines()
+    header, start = _header(lines, path)
     version = _version(header, path)
     ftype = header["RINEX VERSION / TYPE"][0][20:21].upper()
     if int(version) not in (2, 3):
@@ -272,13 +366,19 @@ def _obs_types(header: dict[str, list[str]], version: float) -> dict[str, list[s
     return types
 
 
+def _truncated(path, line_index: int, nsat: int) -> str:
+    return (f"{path}: the file ends inside the epoch record at line {line_index + 1} ({nsat} satellites "
+            "announced); truncated file?")
+
+
 def read_obs(path) -> xr.Dataset:
     """Read a RINEX 2 or 3 observation file into a Dataset (epoch, sv).
 
     Parameters
     ----------
     path : str or path-like
-        RINEX 2.10/2.11 (``*.05o``) or 3.0x observation file.
+        RINEX 2.10/2.11 (``*.05o``) or 3.0x observation file, plain or compressed, Hatanaka
+        (``*.05d``, ``*.crx``) included (see :func:`read_text`).
 
     Returns
     -------
@@ -288,6 +388,12 @@ def read_obs(path) -> xr.Dataset:
         ``C1C``, ``L1C``, ... in RINEX 3), NaN where not observed; ``epoch_flag``;
         ``approx_position_ecef`` (xyz) from the header when present.
 
+    Raises
+    ------
+    ValueError
+        If the file is not a RINEX 2/3 observation file, is compressed and cannot be
+        decompressed, or ends inside an epoch record (truncated).
+
     Notes
     -----
     Event epochs (flag > 1) are skipped together with their special records.  Epoch times are
@@ -295,8 +401,8 @@ def read_obs(path) -> xr.Dataset:
     based) is converted to GPST with the leap-second table.
     """
     path = Path(path)
-    lines = path.read_text(errors="replace").splitlines()
-    header, start = _header(lines)
+    lines = read_text(path).splitlines()
+    header, start = _header(lines, path)
     version = _version(header, path)
     if int(version) not in (2, 3) or header["RINEX VERSION / TYPE"][0][20:21].upper() != "O":
         raise ValueError(f"{path}: not a RINEX 2/3 observation file (version {version!r})")
@@ -319,6 +425,7 @@ def read_obs(path) -> xr.Dataset:
         if not line.strip():
             i += 1
             continue
+        epoch_line = i
         if v2:
             flag = int(line[26:29] or 0)
             nsat = int(line[29:32])
@@ -330,6 +437,8 @@ def read_obs(path) -> xr.Dataset:
             sats: list[str] = []
             j = i
             while len(sats) < nsat:
+                if j >= n_lines:
+                    raise ValueError(_truncated(path, epoch_line, nsat))
                 chunk = lines[j][32:68]
                 for k in range(0, len(chunk.rstrip()), 3):
                     s = chunk[k:k + 3]
@@ -339,6 +448,8 @@ def read_obs(path) -> xr.Dataset:
             i = j
             codes_n = len(all_codes)
             lines_per_sat = (codes_n + 4) // 5
+            if i + len(sats) * lines_per_sat > n_lines:
+                raise ValueError(_truncated(path, epoch_line, nsat))
             e = len(epochs)
             for s in sats:
                 text = "".join(lines[i + k].ljust(80) for k in range(lines_per_sat)) if lines_per_sat else ""
@@ -364,6 +475,8 @@ def read_obs(path) -> xr.Dataset:
                 continue
             t = _epoch_ns(int(line[2:6]), int(line[7:9]), int(line[10:12]), int(line[13:15]),
                           int(line[16:18]), line[18:29])
+            if i + nsat >= n_lines:
+                raise ValueError(_truncated(path, epoch_line, nsat))
             e = len(epochs)
             for k in range(1, nsat + 1):
                 rec = lines[i + k]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import xarray as xr
 
@@ -19,6 +21,138 @@ elevations are meaningless)."""
 
 MIN_WEIGHT_ELEVATION_RAD = np.radians(1.0)
 """Elevations below this are weighted as this [rad] (only matters with a mask below 1 deg)."""
+
+
+IONO_CORRECTIONS = ("klobuchar", "none")
+"""Ionospheric corrections a receiver may apply (``iono_model`` of :func:`solve`)."""
+TROPO_CORRECTIONS = ("saastamoinen_niell", "none")
+"""Tropospheric corrections a receiver may apply (``tropo_model`` of :func:`solve`)."""
+
+
+class AtmosphericCorrections(NamedTuple):
+    """Delays a receiver removes from its pseudoranges.
+
+    Attributes
+    ----------
+    iono_m : numpy.ndarray
+        Modelled ionospheric group delay on L1 [m] (zeros when not corrected).
+    tropo_m : numpy.ndarray
+        Modelled slant tropospheric delay, hydrostatic plus wet [m] (zeros when not corrected).
+    """
+
+    iono_m: np.ndarray
+    tropo_m: np.ndarray
+
+
+def atmospheric_corrections(latitude_rad, longitude_rad, height_m, azimuth_rad, elevation_rad, gps_sow_s,
+                            day_of_year, *, alpha, beta, iono_model="klobuchar",
+                            tropo_model="saastamoinen_niell", relative_humidity=0.5) -> AtmosphericCorrections:
+    """Ionospheric and tropospheric corrections of a single-frequency receiver.
+
+    Parameters
+    ----------
+    latitude_rad, longitude_rad : array_like
+        Geodetic latitude and longitude of the receiver [rad].
+    height_m : array_like
+        Ellipsoidal height of the receiver [m].
+    azimuth_rad, elevation_rad : array_like
+        Look angles of the satellites [rad].
+    gps_sow_s : array_like
+        GPS seconds of week of the (receiver's) reception time [s] (Klobuchar's local time).
+    day_of_year : array_like
+        Day of year with fraction [day] (Niell's seasonal term).
+    alpha, beta : array_like, shape (4,), keyword-only
+        Broadcast Klobuchar coefficients (``nav["ion_alpha"]``, ``nav["ion_beta"]``).
+    iono_model : {"klobuchar", "none"}, keyword-only
+    tropo_model : {"saastamoinen_niell", "none"}, keyword-only
+    relative_humidity : float, keyword-only
+        Relative humidity of the standard atmosphere, 0..1 [1].
+
+    All array arguments broadcast together (e.g. receiver quantities ``(n_epoch, 1)`` with
+    satellite ones ``(n_epoch, n_sv)``).
+
+    Returns
+    -------
+    AtmosphericCorrections
+        ``iono_m`` and ``tropo_m`` [m], the broadcast shape.
+
+    Notes
+    -----
+    iono = :func:`gnss.atmosphere.klobuchar_delay` (IS-GPS-200 20.3.3.5.2.5), tropo = dry + wet
+    of :func:`gnss.atmosphere.tropo_delay` (Saastamoinen zenith delays in a standard atmosphere,
+    Niell mapping).  :func:`solve` subtracts ``iono_m + tropo_m`` at its estimate in each
+    iteration; the ``gps_l1`` sensor evaluates them at the true position to split its error
+    budget.
+    """
+    _choice("iono_model", iono_model, IONO_CORRECTIONS)
+    _choice("tropo_model", tropo_model, TROPO_CORRECTIONS)
+    shape = np.broadcast_shapes(*(np.shape(a) for a in (latitude_rad, longitude_rad, height_m, azimuth_rad,
+                                                         elevation_rad, gps_sow_s, day_of_year)))
+    if iono_model == "klobuchar":
+        iono = np.broadcast_to(atmosphere.klobuchar_delay(latitude_rad, longitude_rad, azimuth_rad, elevation_rad,
+                                                          gps_sow_s, alpha, beta), shape)
+    else:
+        iono = np.zeros(shape)
+    if tropo_model == "saastamoinen_niell":
+        tr = atmosphere.tropo_delay(elevation_rad, latitude_rad, height_m, day_of_year,
+                                    relative_humidity=relative_humidity)
+        tropo = np.broadcast_to(tr.dry_m + tr.wet_m, shape)
+    else:
+        tropo = np.zeros(shape)
+    return AtmosphericCorrections(iono, tropo)
+
+
+def _choice(key, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{key}: got {value!r}; allowed: {', '.join(repr(a) for a in allowed)}")
+
+
+def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weighting="elevation"):
+    """Position error caused by each pseudorange error term alone, through the solver's LSQ.
+
+    Parameters
+    ----------
+    terms_m : numpy.ndarray, shape (n_term, n_epoch, n_sv)
+        Residual range error of each term after the receiver's own corrections [m].
+    used : numpy.ndarray of bool, shape (n_epoch, n_sv)
+        Satellites the solver used.
+    elevation_rad, azimuth_rad : numpy.ndarray, shape (n_epoch, n_sv)
+        Look angles at the true position [rad].
+    weighting : {"elevation", "none"}, keyword-only
+        As :func:`solve` (weights sin^2 el).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_term, n_epoch, 3)
+        East, north, up position error [m]; NaN at epochs with fewer than 4 satellites used.
+
+    Notes
+    -----
+    The least-squares solution is linear in the pseudorange residuals near the truth:
+    dx = (G^T W G)^-1 G^T W r with rows G = [-e_E, -e_N, -e_U, 1] (unit line of sight e in
+    local ENU) and W = diag(sin^2 el).  Each term's dx is what the solver returns when only that
+    term is switched on, to first order; the clock column absorbs the part common to all
+    satellites, so the receiver clock gives no position error.  The terms add up to the
+    linearised total error.  The real fix differs from that sum by the non-linearity
+    (|dx|^2 / range, negligible) and because the receiver evaluates its troposphere and
+    ionosphere corrections at its estimate, not at the truth (the tropospheric delay falls by
+    about 0.3 mm per metre of height at the zenith, more at low elevation): in the urban canyon
+    example 9 cm for a 55 m vertical error.  Unlike :func:`solve`, the weights are not floored
+    at :data:`MIN_WEIGHT_ELEVATION_RAD`, which matters only for satellites used below 1 deg.
+    """
+    _choice("weighting", weighting, ("elevation", "none"))
+    el = np.where(used, elevation_rad, 0.0)
+    az = np.where(used, azimuth_rad, 0.0)
+    g = np.stack([-np.cos(el) * np.sin(az), -np.cos(el) * np.cos(az), -np.sin(el), np.ones_like(el)], axis=-1)
+    w = np.sin(el) ** 2 if weighting == "elevation" else np.ones_like(el)
+    w = np.where(used, w, 0.0)
+    nmat = np.einsum("ek,eki,ekj->eij", w, g, g)
+    ok = used.sum(axis=1) >= 4
+    nmat[~ok] = np.eye(4)
+    r = np.where(used[None], np.nan_to_num(terms_m), 0.0)
+    rhs = np.einsum("ek,eki,tek->tei", w, g, r)
+    dx = np.linalg.solve(nmat[None], rhs[..., None])[..., 0]
+    return np.where(ok[None, :, None], dx[..., :3], np.nan)
 
 
 def _pick_pseudorange(obs: xr.Dataset, observable):
@@ -119,12 +253,9 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     (G^T W G) dx = G^T W v for all epochs at once (batched 4x4 solves; epochs are independent).
     DOPs are the unweighted geometric ones (:func:`dops`) at the final position, in local ENU.
     """
-    if iono_model not in ("klobuchar", "none"):
-        raise ValueError(f"iono_model: got {iono_model!r}; allowed: 'klobuchar', 'none'")
-    if tropo_model not in ("saastamoinen_niell", "none"):
-        raise ValueError(f"tropo_model: got {tropo_model!r}; allowed: 'saastamoinen_niell', 'none'")
-    if weighting not in ("elevation", "none"):
-        raise ValueError(f"weighting: got {weighting!r}; allowed: 'elevation', 'none'")
+    _choice("iono_model", iono_model, IONO_CORRECTIONS)
+    _choice("tropo_model", tropo_model, TROPO_CORRECTIONS)
+    _choice("weighting", weighting, ("elevation", "none"))
     name = _pick_pseudorange(obs, observable)
     sv_all = np.asarray(obs["sv"].values).astype(str)
     gps = np.char.startswith(sv_all, "G")
@@ -177,14 +308,10 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         geo_b = geometry.Geodetic(*(g[:, None] for g in geo))
         look = geometry.look_angles(x[:, None, :], sv_rot, geo_b)
         el = look.elevation_rad
-        corr = np.zeros((n_epoch, n_sv))
-        if iono_model == "klobuchar":
-            corr += atmosphere.klobuchar_delay(geo_b.latitude_rad, geo_b.longitude_rad, look.azimuth_rad, el,
-                                               gt.sow[:, None], alpha, beta)
-        if tropo_model == "saastamoinen_niell":
-            tr = atmosphere.tropo_delay(el, geo_b.latitude_rad, geo_b.height_m, doy[:, None],
-                                        relative_humidity=relative_humidity)
-            corr += tr.dry_m + tr.wet_m
+        ac = atmospheric_corrections(geo_b.latitude_rad, geo_b.longitude_rad, geo_b.height_m, look.azimuth_rad, el,
+                                     gt.sow[:, None], doy[:, None], alpha=alpha, beta=beta, iono_model=iono_model,
+                                     tropo_model=tropo_model, relative_humidity=relative_humidity)
+        corr = ac.iono_m + ac.tropo_m
         corr = np.where(near[:, None] & np.isfinite(corr), corr, 0.0)
         used = valid & (~near[:, None] | (el >= mask_rad))
         if weighting == "elevation":

@@ -110,6 +110,10 @@ class Epoch:
         """UTC datetime64[ns] of instants ``t_s`` [s] after the epoch (SI seconds)."""
         return self.utc + np.round(np.asarray(t_s, dtype=float) * 1e9).astype("timedelta64[ns]")
 
+    def gps_at(self, t_s) -> np.ndarray:
+        """GPST datetime64[ns] of instants ``t_s`` [s] after the epoch (SI seconds; GPST has no leaps)."""
+        return self.gps + np.round(np.asarray(t_s, dtype=float) * 1e9).astype("timedelta64[ns]")
+
     def gps_seconds(self, t_s) -> tuple[np.ndarray, np.ndarray]:
         """GPS time of instants ``t_s`` [s] after the epoch as whole seconds and a fraction.
 

@@ -1,9 +1,11 @@
 """GPS L1 C/A pseudorange receiver on a scene body: ray-cast blockage and planar multipath.
 
-The numerical core is :mod:`gnss` (orbits, atmosphere, error terms, solver); this module adds
-what needs the scene: the antenna's trajectory (scene ENU -> WGS 84 ECEF through pymap3d at the
-scenario origin), line-of-sight blockage by ray casting, and reflected paths found with the image
-method on planar facets near the antenna.
+The numerical core is :mod:`gnss` (orbits, atmosphere, error terms, the pseudorange sum
+:func:`gnss.receiver.pseudorange_sum`, solver, error budget :func:`gnss.solver.position_error_budget`,
+ENU <-> ECEF :func:`gnss.geometry.enu_to_ecef`); this module holds the receiver's parameters and
+adds what needs the scene: the antenna's trajectory (scene ENU -> WGS 84 ECEF at the scenario
+origin), line-of-sight blockage by ray casting, and reflected paths found with the image method
+on planar facets near the antenna.
 
 Dataset layout
 --------------
@@ -311,52 +313,6 @@ def find_reflections(caster, antenna_scene, times_s, sv_scene, blocked, *, searc
     return Multipath(out_excess, out_point, out_obj)
 
 
-def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weighting="elevation"):
-    """Position error caused by each pseudorange error term alone, through the solver's LSQ.
-
-    Parameters
-    ----------
-    terms_m : numpy.ndarray, shape (n_term, n_epoch, n_sv)
-        Residual range error of each term after the receiver's own corrections [m].
-    used : numpy.ndarray of bool, shape (n_epoch, n_sv)
-        Satellites the solver used.
-    elevation_rad, azimuth_rad : numpy.ndarray, shape (n_epoch, n_sv)
-        Look angles at the true position [rad].
-    weighting : {"elevation", "none"}, keyword-only
-        As :func:`gnss.solve` (weights sin^2 el).
-
-    Returns
-    -------
-    numpy.ndarray, shape (n_term, n_epoch, 3)
-        East, north, up position error [m]; NaN at epochs with fewer than 4 satellites used.
-
-    Notes
-    -----
-    The least-squares solution is linear in the pseudorange residuals near the truth:
-    dx = (G^T W G)^-1 G^T W r with rows G = [-e_E, -e_N, -e_U, 1] (unit line of sight e in
-    local ENU) and W = diag(sin^2 el).  Each term's dx is what the solver returns when only that
-    term is switched on, to first order; the clock column absorbs the part common to all
-    satellites, so the receiver clock gives no position error.  The terms add up to the
-    linearised total error.  The real fix differs from that sum by the non-linearity
-    (|dx|^2 / range, negligible) and because the receiver evaluates its troposphere and
-    ionosphere corrections at its estimate, not at the truth (the tropospheric delay falls by
-    about 0.3 mm per metre of height at the zenith, more at low elevation): in the urban canyon
-    example 9 cm for a 55 m vertical error.
-    """
-    el = np.where(used, elevation_rad, 0.0)
-    az = np.where(used, azimuth_rad, 0.0)
-    g = np.stack([-np.cos(el) * np.sin(az), -np.cos(el) * np.cos(az), -np.sin(el), np.ones_like(el)], axis=-1)
-    w = np.sin(el) ** 2 if weighting == "elevation" else np.ones_like(el)
-    w = np.where(used, w, 0.0)
-    nmat = np.einsum("ek,eki,ekj->eij", w, g, g)
-    ok = used.sum(axis=1) >= 4
-    nmat[~ok] = np.eye(4)
-    r = np.where(used[None], np.nan_to_num(terms_m), 0.0)
-    rhs = np.einsum("ek,eki,tek->tei", w, g, r)
-    dx = np.linalg.solve(nmat[None], rhs[..., None])[..., 0]
-    return np.where(ok[None, :, None], dx[..., :3], np.nan)
-
-
 def epoch_view(ds):
     """A written ``gps_l1`` dataset in the CONTRACTS layout: dimension ``epoch`` instead of ``frame``.
 
@@ -383,11 +339,14 @@ class GpsL1(Sensor):
         pseudorange = geometric_range + receiver_clock_bias - sv_clock_error + ephemeris_error
                       + iono_delay + tropo_delay_dry + tropo_delay_wet + multipath_error + noise
 
-    summed in this order.  The fix is :func:`gnss.solve` on these pseudoranges (elevation
-    weights, broadcast Klobuchar and Saastamoinen-Niell corrections as set by
-    ``solver_iono_model`` / ``solver_tropo_model``, started at the scenario origin); epochs with
-    fewer than four satellites are NaN.  ``error_budget_enu`` is each error term's share of the
-    position error (:func:`position_error_budget`).  The antenna is isotropic and at the
+    summed in this order by :func:`gnss.receiver.pseudorange_sum` (the terms come from
+    :func:`gnss.model_pseudoranges`, the code noise scaled there from this model's per-epoch
+    draws; ``multipath_error`` is added here).  The fix is :func:`gnss.solve` on these
+    pseudoranges (elevation weights, broadcast Klobuchar and Saastamoinen-Niell corrections as
+    set by ``solver_iono_model`` / ``solver_tropo_model``, started at the scenario origin);
+    epochs with fewer than four satellites are NaN.  ``error_budget_enu`` is each error term's
+    share of the position error (:func:`gnss.solver.position_error_budget`, the residuals after
+    :func:`gnss.solver.atmospheric_corrections` at the true position).  The antenna is isotropic and at the
     sensor's origin; its orientation does not matter.
     """
 
@@ -446,7 +405,6 @@ class GpsL1(Sensor):
         o = ctx.origin
         self._origin = (float(o["lat_deg"]), float(o["lon_deg"]), float(o["height_m"]))
         self._origin_ecef = np.array(self._enu_to_ecef(np.zeros((1, 3)))[0])
-        self._t0_gps = ctx.epoch.gps
         if p["iono_model"] == "klobuchar" or p["solver_iono_model"] == "klobuchar":
             if not (np.all(np.isfinite(self._nav["ion_alpha"].values))
                     and np.all(np.isfinite(self._nav["ion_beta"].values))):
@@ -477,14 +435,12 @@ class GpsL1(Sensor):
         self._block: tuple[int, dict] | None = None
 
     def _enu_to_ecef(self, enu):
-        import pymap3d
-        e = np.asarray(enu, dtype=float)
-        return np.stack(pymap3d.enu2ecef(e[..., 0], e[..., 1], e[..., 2], *self._origin), axis=-1)
+        from gnss.geometry import enu_to_ecef
+        return enu_to_ecef(enu, *self._origin)
 
     def _ecef_to_enu(self, ecef):
-        import pymap3d
-        x = np.asarray(ecef, dtype=float)
-        return np.stack(pymap3d.ecef2enu(x[..., 0], x[..., 1], x[..., 2], *self._origin), axis=-1)
+        from gnss.geometry import ecef_to_enu
+        return ecef_to_enu(ecef, *self._origin)
 
     # -- dataset layout --------------------------------------------------------------------------
     def coords(self):
@@ -521,29 +477,31 @@ class GpsL1(Sensor):
     def _compute(self, ks) -> dict[str, Var]:
         """Every variable of epochs ``ks`` (one block), vectorised over epochs and satellites."""
         import gnss
-        from gnss import atmosphere, errors, geometry, gpstime
+        from gnss import geometry, gpstime
         from gnss.constants import SPEED_OF_LIGHT
+        from gnss.receiver import PSEUDORANGE_TERMS, pseudorange_sum
+        from gnss.solver import atmospheric_corrections, position_error_budget
 
         p = self.params
         ts = self._times[ks]
         n_e, n_sv = ks.size, self._prn.size
-        t_gps = self._t0_gps + np.round(ts * 1e9).astype(np.int64).astype("timedelta64[ns]")
+        t_gps = self.ctx.epoch.gps_at(ts)
         antenna = np.broadcast_to(self.pose_at(ts).translation, (n_e, 3)).copy()
         rx_ecef = self._enu_to_ecef(antenna)
         clock_m = SPEED_OF_LIGHT * self._clock_bias_s[ks]     # drawn for the whole run at setup
+        # receiver noise: one stream per epoch (frame), scaled by the kernel
+        z = np.stack([stream(self.ctx.seed, self.name, int(k), "noise").standard_normal(n_sv) for k in ks]) \
+            if n_e else np.zeros((0, n_sv))
         pred = gnss.model_pseudoranges(
             self._nav, rx_ecef, t_gps, self._prn, rng=None, elevation_mask_deg=p["elevation_mask_deg"],
             iono_model=p["iono_model"], tropo_model=p["tropo_model"],
             ephemeris_error_model=p["ephemeris_error_model"],
             receiver_clock_bias_m=clock_m, ephemeris_error_m=self._eph,
+            noise_sigma_m=p["noise_sigma_m"], noise_draw=z,
             relative_humidity=p["relative_humidity"], iono_zenith_delay_m=p["iono_zenith_delay_m"])
         el = pred["elevation"].values
         az = pred["azimuth"].values
         visible = pred["visible"].values
-        # receiver noise: one stream per epoch (frame)
-        z = np.stack([stream(self.ctx.seed, self.name, int(k), "noise").standard_normal(n_sv) for k in ks]) \
-            if n_e else np.zeros((0, n_sv))
-        noise = z * errors.elevation_sigma(np.where(np.isfinite(el), el, np.pi / 2), zenith_sigma_m=p["noise_sigma_m"])
         # blockage: one ray per visible satellite
         sv_ecef = pred["sv_position_ecef"].values
         sv_scene = self._ecef_to_enu(sv_ecef)
@@ -556,42 +514,32 @@ class GpsL1(Sensor):
         mp = find_reflections(self.ctx.caster, antenna, ts, np.where(np.isfinite(sv_scene), sv_scene, 0.0),
                               blocked, search_radius_m=p["multipath_search_radius_m"], fan_directions=self._fan)
         reflected = blocked & np.isfinite(mp.excess_m)
-        multipath = np.where(reflected, mp.excess_m, 0.0)
-        terms = {name: np.asarray(pred[name].values, dtype=float) for name in _TERM_VARIABLES}
-        terms["multipath_error"] = multipath
-        terms["noise"] = noise
-        pr = (terms["geometric_range"] + terms["receiver_clock_bias"] - terms["sv_clock_error"]
-              + terms["ephemeris_error"] + terms["iono_delay"] + terms["tropo_delay_dry"]
-              + terms["tropo_delay_wet"] + terms["multipath_error"] + terms["noise"])
+        terms = {name: np.asarray(pred[name].values, dtype=float) for name in PSEUDORANGE_TERMS}
+        terms["multipath_error"] = np.where(reflected, mp.excess_m, 0.0)
         tracked = visible & (~blocked | reflected)
-        pr = np.where(tracked, pr, np.nan)
+        pr = pseudorange_sum(**terms, valid=tracked)
         # the fix
         obs = pred[["pseudorange", "true_position_ecef"]].assign(pseudorange=(("epoch", "sv"), pr))
         sol = gnss.solve(obs, self._nav, elevation_mask_deg=p["elevation_mask_deg"],
                          iono_model=p["solver_iono_model"], tropo_model=p["solver_tropo_model"],
                          relative_humidity=p["relative_humidity"], initial_position_ecef=self._origin_ecef)
         used = sol["used"].values
-        # error budget: residual of each term after the receiver's corrections
+        # error budget: residual of each term after the receiver's corrections (at the truth)
         geo = geometry.ecef_to_geodetic(rx_ecef)
-        lat, lon = geo.latitude_rad[:, None], geo.longitude_rad[:, None]
-        iono_corr = 0.0
-        if p["solver_iono_model"] == "klobuchar":
-            sow = gpstime.from_datetime64(pred["time_tag"].values).sow[:, None]
-            iono_corr = atmosphere.klobuchar_delay(lat, lon, az, el, sow, self._nav["ion_alpha"].values,
-                                                   self._nav["ion_beta"].values)
-        tropo_corr = 0.0
-        if p["solver_tropo_model"] == "saastamoinen_niell":
-            tr = atmosphere.tropo_delay(el, lat, geo.height_m[:, None], geometry.day_of_year(t_gps)[:, None],
-                                        relative_humidity=p["relative_humidity"])
-            tropo_corr = tr.dry_m + tr.wet_m
+        corr = atmospheric_corrections(
+            geo.latitude_rad[:, None], geo.longitude_rad[:, None], geo.height_m[:, None], az, el,
+            gpstime.from_datetime64(pred["time_tag"].values).sow[:, None], geometry.day_of_year(t_gps)[:, None],
+            alpha=self._nav["ion_alpha"].values, beta=self._nav["ion_beta"].values,
+            iono_model=p["solver_iono_model"], tropo_model=p["solver_tropo_model"],
+            relative_humidity=p["relative_humidity"])
         residual_terms = np.stack([terms["ephemeris_error"],
-                                   terms["iono_delay"] - iono_corr,
-                                   terms["tropo_delay_dry"] + terms["tropo_delay_wet"] - tropo_corr,
+                                   terms["iono_delay"] - corr.iono_m,
+                                   terms["tropo_delay_dry"] + terms["tropo_delay_wet"] - corr.tropo_m,
                                    terms["multipath_error"], terms["noise"]])
         budget = position_error_budget(residual_terms, used, el, az).transpose(1, 0, 2)
 
-        ns = (t_gps - np.datetime64("1980-01-06T00:00:00", "ns")).astype(np.int64)
-        ns_tag = (pred["time_tag"].values.astype("datetime64[ns]") - np.datetime64("1980-01-06T00:00:00", "ns")).astype(np.int64)
+        ns = gpstime.to_ns(t_gps)
+        ns_tag = gpstime.to_ns(pred["time_tag"].values)
         es, ex, e3 = ("sv",), ("sv", "xyz"), ("xyz",)
         cal = {"calendar": "proleptic_gregorian", "time_scale": "GPST"}
         out = {

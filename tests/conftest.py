@@ -1,9 +1,15 @@
 """Shared pytest fixtures.
 
-Reference data lives in ``../shared/data`` beside the checkout (see its SOURCES.md). A test
-that needs a file there asks for it with ``shared_file("gnss/07590920.05o")``; when the file is
-absent the test is skipped and the skip reason names the file, so a missing file is visible in
-``pytest -ra`` output, never a silent pass.
+Two kinds of reference data:
+
+- Vendored files in ``tests/data`` (licences and sources in each folder's README.md), part of
+  the repository. A test asks for one with ``test_data("gnss/07590920.05o")``; a missing file
+  FAILS the test, because a clone without it is broken, not merely incomplete.
+- Files in ``../shared/data`` beside the checkout (see its SOURCES.md) that the project may not
+  ship (non-commercial licences, large recordings). A test asks for one with
+  ``shared_file("lidar/nuscenes_hdl32e_sweep.pcd.bin")``; when the file is absent the test is
+  skipped and the skip reason names the file, so a missing file is visible in ``pytest -ra``
+  output, never a silent pass. ``HIFI_SHARED_DATA`` overrides the folder.
 """
 
 from __future__ import annotations
@@ -14,7 +20,17 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+TEST_DATA = REPO_ROOT / "tests" / "data"
 SHARED_DATA = Path(os.environ.get("HIFI_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+def test_data_path(relative: str) -> Path:
+    """Path of a vendored file in tests/data; fails the calling test when it is missing."""
+    path = TEST_DATA / relative
+    if not path.is_file():
+        pytest.fail(f"vendored test file missing from the repository: {path} "
+                    f"(see {path.parent / 'README.md'})", pytrace=False)
+    return path
 
 
 def shared_path(relative: str) -> Path:
@@ -26,6 +42,12 @@ def shared_path(relative: str) -> Path:
 
 
 @pytest.fixture
+def test_data():
+    """Fixture form of :func:`test_data_path`: ``test_data("gnss/brdc1820.10n")``."""
+    return test_data_path
+
+
+@pytest.fixture
 def shared_file():
-    """Fixture form of :func:`shared_path`: ``shared_file("gnss/brdc1820.10n")``."""
+    """Fixture form of :func:`shared_path`: ``shared_file("lidar/ouster_os1_128.pcap")``."""
     return shared_path

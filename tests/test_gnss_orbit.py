@@ -39,8 +39,8 @@ def test_sagnac_rotation_agrees_with_first_order():
 
 
 @pytest.fixture
-def brdc(shared_file):
-    return gnss.read_nav(shared_file("gnss/brdc1820.10n"))
+def brdc(test_data):
+    return gnss.read_nav(test_data("gnss/brdc1820.10n"))
 
 
 T0 = np.datetime64("2010-07-01T00:15:00", "ns")
@@ -75,8 +75,8 @@ def test_relativistic_term_equals_minus_2_r_dot_v(brdc):
     assert F_RELATIVITY == -4.442807633e-10
 
 
-def test_broadcast_vs_precise_orbit(brdc, shared_file):
-    sp3 = gnss.read_sp3(shared_file("gnss/igs15904.sp3"))
+def test_broadcast_vs_precise_orbit(brdc, test_data):
+    sp3 = gnss.read_sp3(test_data("gnss/igs15904.sp3"))
     t = sp3["epoch"].values[1:5]
     svs = [s for s in sp3["sv"].values if s.startswith("G")]
     st = gnss.sv_states(brdc, svs, t)
@@ -119,3 +119,29 @@ def test_light_time_consistency(brdc):
     st = orbit.sv_state_at(brdc, np.arange(2, 33), gpstime.add_seconds(gt, -tr.travel_time_s))
     again = orbit.rotate_to_reception_frame(st.position_ecef, tr.travel_time_s)
     np.testing.assert_allclose(np.linalg.norm(again - rx, axis=-1)[ok], tr.geometric_range[ok], atol=1e-3)
+
+
+def test_enu_ecef_round_trip_and_origin():
+    from gnss.geometry import ecef_to_enu, enu_rotation, enu_to_ecef
+    # station 0759's header position in geodetic coordinates (pymap3d.ecef2geodetic, examples/data/README.md),
+    # rounded to 1e-10 deg (10 um) and 1 mm in height
+    lat, lon, h = 35.1608750388, 139.6138372528, 70.153
+    origin = enu_to_ecef(np.zeros(3), lat, lon, h)
+    # expected: APPROX POSITION XYZ of 07590920.05o, within the 1 mm rounding of the height
+    np.testing.assert_allclose(origin, [-3976219.5082, 3382372.5671, 3652512.9849], atol=1e-3)
+    pts = np.random.default_rng(1).uniform(-5e3, 5e3, (7, 3))     # scene points within 5 km
+    ecef = enu_to_ecef(pts, lat, lon, h)
+    assert ecef.shape == (7, 3)
+    np.testing.assert_allclose(ecef_to_enu(ecef, lat, lon, h), pts, atol=1e-6)   # round trip, 1 um
+    # analytic: ENU offsets are the rows of the ECEF->ENU rotation applied to ECEF differences
+    rot = enu_rotation(np.radians(lat), np.radians(lon))
+    np.testing.assert_allclose((ecef - origin) @ rot.T, pts, atol=1e-6)
+
+
+def test_epoch_gps_at_has_no_leap_seconds():
+    from hifi.timebase import Epoch
+    ep = Epoch.from_utc("2005-04-02T00:10:00Z")
+    # GPST - UTC = 13 s in 2005 (IERS Bulletin C; leap-second table in hifi.timebase)
+    assert ep.gps_at(0.0) == np.datetime64("2005-04-02T00:10:13", "ns")
+    np.testing.assert_array_equal(ep.gps_at([0.5, 3600.0]) - ep.gps,
+                                  np.array([500_000_000, 3_600_000_000_000], dtype="timedelta64[ns]"))

@@ -12,8 +12,8 @@ TERMS = ("geometric_range", "receiver_clock_bias", "ephemeris_error", "iono_dela
 
 
 @pytest.fixture
-def nav(shared_file):
-    return gnss.read_nav(shared_file("gnss/07590920.05n"))
+def nav(test_data):
+    return gnss.read_nav(test_data("gnss/07590920.05n"))
 
 
 def test_terms_sum_to_pseudorange(nav):
@@ -110,3 +110,44 @@ def test_moving_receiver_and_per_epoch_calls(nav):
     one = gnss.model_pseudoranges(nav, rx[5], T[5], ephemeris_error_m=np.zeros(28), receiver_clock_bias_m=[0.0])
     # a sensor stepping epoch by epoch gets the same numbers as one batched call (regression of design)
     np.testing.assert_allclose(one["pseudorange"].values[0], whole["pseudorange"].values[5], atol=1e-6)
+
+
+# --- the pseudorange sum kernel and externally computed terms ------------------------------------
+
+def test_pseudorange_sum_is_the_contracts_identity():
+    from gnss.receiver import PSEUDORANGE_TERMS, pseudorange_sum
+    assert PSEUDORANGE_TERMS == ("geometric_range", "receiver_clock_bias", "sv_clock_error", "ephemeris_error",
+                                 "iono_delay", "tropo_delay_dry", "tropo_delay_wet", "multipath_error", "noise")
+    rng = np.random.default_rng(5)
+    terms = {k: rng.normal(size=(3, 4)) for k in PSEUDORANGE_TERMS}
+    terms["geometric_range"] = 2.2e7 + terms["geometric_range"]
+    # expected: CONTRACTS written out, left to right (analytic; same order, so same bits)
+    expected = (terms["geometric_range"] + terms["receiver_clock_bias"] - terms["sv_clock_error"]
+                + terms["ephemeris_error"] + terms["iono_delay"] + terms["tropo_delay_dry"]
+                + terms["tropo_delay_wet"] + terms["multipath_error"] + terms["noise"])
+    np.testing.assert_array_equal(pseudorange_sum(**terms), expected)
+    valid = np.zeros((3, 4), dtype=bool)
+    valid[1] = True
+    masked = pseudorange_sum(**terms, valid=valid)
+    np.testing.assert_array_equal(masked[1], expected[1])
+    assert np.all(np.isnan(masked[[0, 2]]))
+    # broadcasting: a per-epoch clock (3, 1) with per-satellite terms (3, 4)
+    terms["receiver_clock_bias"] = np.array([[1.0], [2.0], [3.0]])
+    assert pseudorange_sum(**terms).shape == (3, 4)
+
+
+def test_external_multipath_and_noise_draws(nav):
+    base = gnss.model_pseudoranges(nav, RX, T)
+    mp = np.full((T.size, base.sizes["sv"]), 0.25)
+    z = np.random.default_rng(9).standard_normal((T.size, base.sizes["sv"]))
+    ds = gnss.model_pseudoranges(nav, RX, T, multipath_error_m=mp, noise_draw=z, noise_sigma_m=0.4)
+    vis = ds["visible"].values
+    np.testing.assert_array_equal(ds["multipath_error"].values, mp)
+    # analytic: noise = draw * sigma / sin(el) above the 2 deg floor of gnss.errors.elevation_sigma
+    np.testing.assert_allclose(ds["noise"].values[vis], z[vis] * 0.4 / np.sin(ds["elevation"].values[vis]),
+                               rtol=1e-15, atol=0)
+    # the extra terms enter the one sum: 1 um tolerance for float rounding of ~2e7 m ranges
+    np.testing.assert_allclose(ds["pseudorange"].values[vis] - base["pseudorange"].values[vis],
+                               0.25 + ds["noise"].values[vis], rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="noise_draw"):
+        gnss.model_pseudoranges(nav, RX, T, noise_draw=z[:, :3])

@@ -1,17 +1,23 @@
-"""RINEX 2 and 3 readers on RTKLIB's shared files and on our RINEX 3.04 fixtures."""
+"""RINEX 2 and 3 readers on RTKLIB's files (vendored in tests/data/gnss) and on our RINEX 3.04 fixtures."""
 
+import gzip
+import io
+import zipfile
 from pathlib import Path
 
+import hatanaka
+import ncompress
 import numpy as np
 import pytest
+import xarray as xr
 
 import gnss
 
 DATA = Path(__file__).parent / "data" / "gnss"
 
 
-def test_read_nav_v2(shared_file):
-    nav = gnss.read_nav(shared_file("gnss/07590920.05n"))
+def test_read_nav_v2(test_data):
+    nav = gnss.read_nav(test_data("gnss/07590920.05n"))
     # header values as printed in the file (ION ALPHA / ION BETA lines)
     np.testing.assert_array_equal(nav["ion_alpha"].values, [1.1180e-08, 1.4900e-08, -5.9600e-08, -5.9600e-08])
     np.testing.assert_array_equal(nav["ion_beta"].values, [8.8060e04, 1.6380e04, -1.9660e05, -1.3110e05])
@@ -26,14 +32,14 @@ def test_read_nav_v2(shared_file):
     assert nav.attrs["leap_seconds"] == 13
 
 
-def test_read_nav_brdc(shared_file):
-    nav = gnss.read_nav(shared_file("gnss/brdc1820.10n"))
+def test_read_nav_brdc(test_data):
+    nav = gnss.read_nav(test_data("gnss/brdc1820.10n"))
     assert nav.sizes["record"] == 421  # regression value: number of ephemeris records in the file
     assert set(np.unique(nav["toe_week"].values)) <= {1590, 1591}  # 2010-07-01 is in GPS week 1590
 
 
-def test_read_obs_v2(shared_file):
-    obs = gnss.read_obs(shared_file("gnss/07590920.05o"))
+def test_read_obs_v2(test_data):
+    obs = gnss.read_obs(test_data("gnss/07590920.05o"))
     assert obs.sizes["epoch"] == 120  # 00:00:00 - 00:59:30 at 30 s (SOURCES.md)
     assert obs["C1"].sel(sv="G03").values[0] == 24767686.375  # first epoch, as printed
     assert obs["P2"].sel(sv="G28").values[0] == 21543403.046
@@ -41,8 +47,8 @@ def test_read_obs_v2(shared_file):
     assert obs["C1"].attrs["units"] == "m"
 
 
-def test_nav_v3_fixture_matches_v2(shared_file):
-    v2 = gnss.read_nav(shared_file("gnss/07590920.05n"))
+def test_nav_v3_fixture_matches_v2(test_data):
+    v2 = gnss.read_nav(test_data("gnss/07590920.05n"))
     v3 = gnss.read_nav(DATA / "0759_v304_nav.rnx")
     v2 = v2.isel(record=np.flatnonzero(np.isin(v2["prn"].values, v3["prn"].values)))
     assert v3.sizes["record"] == v2.sizes["record"] > 0
@@ -50,8 +56,8 @@ def test_nav_v3_fixture_matches_v2(shared_file):
         np.testing.assert_array_equal(v3[name].values, v2[name].values, err_msg=name)  # same digits, same values
 
 
-def test_obs_v3_fixture_matches_v2(shared_file):
-    v2 = gnss.read_obs(shared_file("gnss/07590920.05o")).isel(epoch=slice(0, 4))
+def test_obs_v3_fixture_matches_v2(test_data):
+    v2 = gnss.read_obs(test_data("gnss/07590920.05o")).isel(epoch=slice(0, 4))
     v3 = gnss.read_obs(DATA / "0759_v304_obs.rnx")
     np.testing.assert_array_equal(v3["epoch"].values, v2["epoch"].values)
     np.testing.assert_array_equal(v3["C1C"].values, v2["C1"].sel(sv=v3["sv"]).values)
@@ -59,7 +65,7 @@ def test_obs_v3_fixture_matches_v2(shared_file):
 
 
 def test_v3_fixture_standalone():
-    # runs without the shared data: header Klobuchar from IONOSPHERIC CORR GPSA/GPSB
+    # the RINEX 3 fixture alone: header Klobuchar from IONOSPHERIC CORR GPSA/GPSB
     nav = gnss.read_nav(DATA / "0759_v304_nav.rnx")
     np.testing.assert_array_equal(nav["ion_alpha"].values, [1.1180e-08, 1.4900e-08, -5.9600e-08, -5.9600e-08])
     assert sorted(set(nav["sv"].values)) == ["G03", "G07", "G08", "G19"]
@@ -70,9 +76,9 @@ def test_not_a_nav_file():
         gnss.read_nav(DATA / "0759_v304_obs.rnx")
 
 
-def test_solver_same_on_v2_and_v3(shared_file):
+def test_solver_same_on_v2_and_v3(test_data):
     nav3, obs3 = gnss.read_nav(DATA / "0759_v304_nav.rnx"), gnss.read_obs(DATA / "0759_v304_obs.rnx")
-    nav2, obs2 = gnss.read_nav(shared_file("gnss/07590920.05n")), gnss.read_obs(shared_file("gnss/07590920.05o"))
+    nav2, obs2 = gnss.read_nav(test_data("gnss/07590920.05n")), gnss.read_obs(test_data("gnss/07590920.05o"))
     obs2 = obs2.isel(epoch=slice(0, 4))
     # same satellites in both: the v3 nav fixture holds G03, G07, G08, G19 only
     keep = [s for s in obs3["sv"].values if s in set(nav3["sv"].values)]
@@ -82,3 +88,90 @@ def test_solver_same_on_v2_and_v3(shared_file):
     # identical inputs through both readers: identical fixes (NaN where < 4 satellites)
     np.testing.assert_array_equal(a["position_ecef"].values, b["position_ecef"].values)
     np.testing.assert_array_equal(a["n_sv_used"].values, b["n_sv_used"].values)
+
+
+# --- compressed RINEX (gzip, Unix compress, zip, Hatanaka) ---------------------------------------
+
+def _compressed_copies(src: Path, tmp_path: Path) -> dict[str, Path]:
+    """Compressed copies of a RINEX file, named as IGS archives name them, plus misnamed ones.
+
+    gzip: Python's gzip module; zip: zipfile (deflate); .Z (LZW, Unix compress): the
+    ``ncompress`` package (installed with hatanaka, which uses it for .Z); Hatanaka CRINEX
+    through ``hatanaka.rnx2crx`` and .crx.Z through ``hatanaka.compress(compression="Z")``
+    (observation files only).
+    """
+    raw = src.read_bytes()
+    out = {"gz": gzip.compress(raw), "Z": ncompress.compress(raw)}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(src.name, raw)
+    out["zip"] = buf.getvalue()
+    if b"OBSERVATION DATA" in raw[:80]:
+        crx = hatanaka.rnx2crx(raw)
+        out.update({"crx": crx, "crx.gz": gzip.compress(crx), "crx.Z": hatanaka.compress(raw, compression="Z")})
+    paths = {}
+    for suffix, blob in out.items():
+        paths[suffix] = tmp_path / f"{src.name}.{suffix}"
+        paths[suffix].write_bytes(blob)
+        # detection is by content: the same bytes under the plain file's name read the same
+        paths[f"misnamed {suffix}"] = tmp_path / f"misnamed_{suffix.replace('.', '_')}" / src.name
+        paths[f"misnamed {suffix}"].parent.mkdir()
+        paths[f"misnamed {suffix}"].write_bytes(blob)
+    return paths
+
+
+@pytest.mark.parametrize("name, reader", [("gnss/07590920.05n", gnss.read_nav),
+                                          ("gnss/07590920.05o", gnss.read_obs),
+                                          ("gnss/0759_v304_nav.rnx", gnss.read_nav),
+                                          ("gnss/0759_v304_obs.rnx", gnss.read_obs),
+                                          ("gnss/igs15904.sp3", gnss.read_sp3),
+                                          ("gnss/igs15904.clk", gnss.read_clk)])
+def test_compressed_reads_identical(test_data, tmp_path, name, reader):
+    # expected: the plain file's Dataset (lossless compression), only source_file names the copy
+    plain = reader(test_data(name))
+    copies = _compressed_copies(test_data(name), tmp_path)
+    if reader is gnss.read_obs:
+        assert {"crx", "crx.gz", "crx.Z"} <= set(copies)
+        assert b"COMPACT RINEX FORMAT" in ncompress.decompress(copies["crx.Z"].read_bytes())[:80]
+    assert ncompress.decompress(copies["Z"].read_bytes()) == test_data(name).read_bytes()  # plain file inside
+    for kind, path in copies.items():
+        ds = reader(path)
+        assert ds.attrs["source_file"] == str(path), kind
+        xr.testing.assert_identical(ds.assign_attrs(source_file=plain.attrs["source_file"]), plain)
+
+
+def test_hatanaka_suffixes(test_data, tmp_path):
+    # a short-name Hatanaka file (.05d) and its .Z, as IGS archives hold them: same as the .05o
+    src = test_data("gnss/07590920.05o")
+    plain = gnss.read_obs(src)
+    crx = hatanaka.rnx2crx(src.read_bytes())
+    (tmp_path / "07590920.05d").write_bytes(crx)
+    (tmp_path / "07590920.05d.Z").write_bytes(hatanaka.compress(src.read_bytes(), compression="Z"))
+    for p in (tmp_path / "07590920.05d", tmp_path / "07590920.05d.Z"):
+        xr.testing.assert_identical(gnss.read_obs(p).assign_attrs(source_file=plain.attrs["source_file"]), plain)
+
+
+@pytest.mark.parametrize("kind", ["gz", "Z", "zip", "crx", "crx.gz"])
+def test_corrupt_compressed_file_is_a_clear_value_error(test_data, tmp_path, kind):
+    copies = _compressed_copies(test_data("gnss/07590920.05o"), tmp_path)
+    blob = copies[kind].read_bytes()
+    bad = tmp_path / f"bad.05o.{kind}"
+    # truncated in the middle: gzip, zip and CRINEX detect it while decompressing; LZW (.Z) has
+    # no length or checksum, so the .Z yields a RINEX file cut inside an epoch, which read_obs refuses
+    bad.write_bytes(blob[: len(blob) // 2])
+    with pytest.raises(ValueError, match=r"bad\.05o\.") as info:
+        gnss.read_obs(bad)
+    assert "END OF HEADER" not in str(info.value)
+
+
+def test_corrupt_gzip_nav_names_file_and_format(tmp_path):
+    bad = tmp_path / "brdc1820.10n.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"not deflate data at all" * 8)
+    with pytest.raises(ValueError, match=r"brdc1820\.10n\.gz.*gzip"):
+        gnss.read_nav(bad)
+
+
+def test_missing_vendored_file_fails_not_skips(test_data):
+    # vendored files are part of the repository: a missing one is a failure, never a skip
+    with pytest.raises(pytest.fail.Exception, match="vendored test file missing"):
+        test_data("gnss/no_such_file.05o")

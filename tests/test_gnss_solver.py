@@ -10,8 +10,8 @@ HEADER = np.array([-3976219.5082, 3382372.5671, 3652512.9849])  # 0759 APPROX PO
 
 
 @pytest.fixture
-def station(shared_file):
-    return gnss.read_obs(shared_file("gnss/07590920.05o")), gnss.read_nav(shared_file("gnss/07590920.05n"))
+def station(test_data):
+    return gnss.read_obs(test_data("gnss/07590920.05o")), gnss.read_nav(test_data("gnss/07590920.05n"))
 
 
 def test_station_0759_accuracy(station):
@@ -84,3 +84,22 @@ def test_bad_solver_options(station):
         gnss.solve(obs, nav, weighting="snr")
     with pytest.raises(ValueError, match="observable"):
         gnss.solve(obs, nav, observable="C5Q")
+
+
+def test_atmospheric_corrections_kernel(station):
+    from gnss import atmosphere
+    from gnss.solver import atmospheric_corrections
+    _, nav = station
+    lat, lon, h = np.radians(35.0), np.radians(140.0), 100.0
+    az, el = np.radians([[60.0, 190.0]]), np.radians([[75.0, 3.0]])
+    alpha, beta = nav["ion_alpha"].values, nav["ion_beta"].values
+    both = atmospheric_corrections(lat, lon, h, az, el, 3600.0, 92.0, alpha=alpha, beta=beta)
+    # expected: the atmosphere kernels it combines (tested against RTKLIB in test_gnss_atmosphere)
+    np.testing.assert_array_equal(both.iono_m, atmosphere.klobuchar_delay(lat, lon, az, el, 3600.0, alpha, beta))
+    tr = atmosphere.tropo_delay(el, lat, h, 92.0)
+    np.testing.assert_array_equal(both.tropo_m, tr.dry_m + tr.wet_m)
+    off = atmospheric_corrections(lat, lon, h, az, el, 3600.0, 92.0, alpha=alpha, beta=beta, iono_model="none",
+                                  tropo_model="none")
+    assert off.iono_m.shape == off.tropo_m.shape == (1, 2) and not off.iono_m.any() and not off.tropo_m.any()
+    with pytest.raises(ValueError, match="tropo_model"):
+        atmospheric_corrections(lat, lon, h, az, el, 3600.0, 92.0, alpha=alpha, beta=beta, tropo_model="hopfield")

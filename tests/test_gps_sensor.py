@@ -157,7 +157,7 @@ def test_terms_add_up_exactly(example):
 def test_error_budget_adds_up_to_the_fix(example):
     """Linearised terms sum to the solver's error.  They differ by the corrections the solver
     evaluates at its estimate (tropo ~0.3 mm per metre of height at the zenith, ~1 mm/m at
-    20 deg; see sensors.gps.position_error_budget): bound 1 cm + 0.5 % of the error."""
+    20 deg; see gnss.solver.position_error_budget): bound 1 cm + 0.5 % of the error."""
     ds = example
     ok = ds["n_sv_used"].values >= 4
     total = ds["error_budget_enu"].values.sum(axis=1)

@@ -1,8 +1,11 @@
 """Validate the gnss core against real data: precise orbits/clocks and a real station.
 
-    python validation/gnss_station.py --obs ../shared/data/gnss/07590920.05o \
-        --nav ../shared/data/gnss/07590920.05n --sp3 ../shared/data/gnss/igs15904.sp3 \
-        --clk ../shared/data/gnss/igs15904.clk --precise-nav ../shared/data/gnss/brdc1820.10n [--json]
+    python validation/gnss_station.py --precise [--json]
+
+reads RTKLIB's files vendored in tests/data/gnss (station 0759: 07590920.05o/.05n; with
+--precise also igs15904.sp3/.clk and brdc1820.10n; sources in tests/data/gnss/README.md). Other
+files: --obs, --nav, --sp3, --clk, --precise-nav, or another folder with --data-dir (default
+tests/data/gnss when present, else ../shared/data/gnss).
 
 Prints one table per check (see validation/gnss.md for the figures and their reading):
 
@@ -28,6 +31,11 @@ import gnss  # noqa: E402
 from gnss import gpstime  # noqa: E402
 from gnss.constants import SPEED_OF_LIGHT  # noqa: E402
 
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA_DIR = next((d for d in (REPO / "tests" / "data" / "gnss", REPO.parent / "shared" / "data" / "gnss")
+                         if d.is_dir()), REPO / "tests" / "data" / "gnss")
+"""Folder of the default files: the vendored RTKLIB files when present, else ../shared/data/gnss."""
 
 GROSS_ORBIT_ERROR_M = 100.0
 """Broadcast-minus-precise 3D differences above this [m] are reported as bad records, not averaged."""
@@ -141,8 +149,14 @@ def station_checks(obs, nav, elevation_mask_deg=10.0, visibility_mask_deg=5.0) -
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--obs", required=True, help="RINEX observation file of a station with APPROX POSITION XYZ")
-    ap.add_argument("--nav", required=True, help="RINEX navigation file for --obs")
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
+                    help=f"folder of the default files (default: {DEFAULT_DATA_DIR})")
+    ap.add_argument("--obs", help="RINEX observation file of a station with APPROX POSITION XYZ "
+                                  "(default: DATA_DIR/07590920.05o)")
+    ap.add_argument("--nav", help="RINEX navigation file for --obs (default: DATA_DIR/07590920.05n)")
+    ap.add_argument("--precise", action="store_true",
+                    help="compare broadcast with precise orbits and clocks using DATA_DIR/igs15904.sp3, "
+                         "igs15904.clk and brdc1820.10n (unless --sp3/--clk/--precise-nav are given)")
     ap.add_argument("--sp3", help="precise orbit file (SP3)")
     ap.add_argument("--clk", help="precise clock file (RINEX clock)")
     ap.add_argument("--precise-nav", help="broadcast file covering the --sp3 day (default: --nav)")
@@ -151,6 +165,12 @@ def main(argv=None) -> int:
                     help="mask of the visibility prediction (0759's lowest logged elevation is 5.0 deg)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args(argv)
+    args.obs = args.obs or args.data_dir / "07590920.05o"
+    args.nav = args.nav or args.data_dir / "07590920.05n"
+    if args.precise:
+        args.sp3 = args.sp3 or args.data_dir / "igs15904.sp3"
+        args.clk = args.clk or args.data_dir / "igs15904.clk"
+        args.precise_nav = args.precise_nav or args.data_dir / "brdc1820.10n"
 
     results = {}
     if args.sp3:

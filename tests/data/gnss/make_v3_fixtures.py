@@ -2,13 +2,12 @@
 
 Run from the repository root:  python tests/data/gnss/make_v3_fixtures.py
 The numeric fields are copied as text (same digits) so the v2 and v3 readers must agree exactly.
-Source data: tomojitakasu/RTKLIB test/data/rinex/07590920.05n/.05o @ 71db0ffa (BSD-2), see
-../shared/data/SOURCES.md.
+Source data: tomojitakasu/RTKLIB test/data/rinex/07590920.05n/.05o @ 71db0ffa (BSD-2), vendored
+beside this script (see README.md and RTKLIB-LICENSE.txt here).
 """
 
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "gnss"
 HERE = Path(__file__).resolve().parent
 PRNS = (3, 7, 8, 19)          # satellites kept in the nav fixture
 N_EPOCHS = 4                  # epochs kept in the obs fixture
@@ -19,7 +18,7 @@ def label(text, lab):
 
 
 def nav():
-    lines = (SHARED / "07590920.05n").read_text().splitlines()
+    lines = (HERE / "07590920.05n").read_text().splitlines()
     start = next(i for i, s in enumerate(lines) if "END OF HEADER" in s) + 1
     alpha = next(s for s in lines if "ION ALPHA" in s)[2:50]
     beta = next(s for s in lines if "ION BETA" in s)[2:50]
@@ -44,7 +43,7 @@ def nav():
 
 
 def obs():
-    lines = (SHARED / "07590920.05o").read_text().splitlines()
+    lines = (HERE / "07590920.05o").read_text().splitlines()
     start = next(i for i, s in enumerate(lines) if "END OF HEADER" in s) + 1
     out = [label("     3.04           OBSERVATION DATA    G: GPS", "RINEX VERSION / TYPE"),
            label("make_v3_fixtures    hifi                20050402 000000 UTC", "PGM / RUN BY / DATE"),
