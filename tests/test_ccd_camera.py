@@ -16,9 +16,9 @@ from scipy.spatial.transform import Rotation
 
 import hifi
 import optics
+from optics.illumination import SPECTRAL_GRID_M
 from optics.spectral import channel_photon_irradiance, channel_response_curves
 from optics.sun import clear_sky_spectral_irradiance, solar_position, sun_direction_enu
-from sensors.ccd import SPECTRAL_GRID_M
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
