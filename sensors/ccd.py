@@ -70,10 +70,11 @@ __all__ = [
 
 #: The sensor behind ``preset = "generic"``: the example of CONTRACTS.md
 #: (``optics.SensorModel()``'s defaults: QE 0.5, 8 e- dark noise, 6000 e- full well,
-#: 0.1 DN/e-, 12 bit) with its QE taken at 545 nm and a 40 DN black level so that dark noise is
-#: not clipped at 0 DN. A documented round-number sensor, not a particular camera.
+#: 0.1 DN/e-, 12 bit) with its QE taken at 545 nm and SensorModel's default black level
+#: (:func:`optics.sensor.default_black_level_dn`: 6 DN, 6 sigma of the dark noise, so the dark
+#: noise is not clipped at 0 DN). A documented round-number sensor, not a particular camera.
 GENERIC_SENSOR = dict(quantum_efficiency=0.5, dark_noise_e=8.0, full_well_e=6000.0,
-                      gain_dn_per_e=0.1, bit_depth=12, black_level_dn=40.0, wavelength_m=545e-9)
+                      gain_dn_per_e=0.1, bit_depth=12, wavelength_m=545e-9)
 
 #: Channel names of the two colour modes.
 CHANNELS = {"rgb": ("R", "G", "B"), "mono": ("Y",)}

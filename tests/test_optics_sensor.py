@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,6 +16,21 @@ from optics.sensor import (
     dark_current_mean_e,
     emva_figures,
 )
+
+#: Quantisation noise of rounding to whole DN [DN^2] (EMVA 1288: sigma_q^2 = 1/12).
+SIGMA_Q2 = 1.0 / 12.0
+#: Width of the acceptance bands, in standard errors of the estimate.
+Z = 5.0
+
+_VALIDATION = Path(__file__).resolve().parents[1] / "validation" / "emva1288.py"
+
+
+def _validation():
+    spec = importlib.util.spec_from_file_location("hifi_validation_emva1288", _VALIDATION)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 
 def _flat_pair(sensor, mu_p, shape=(256, 256), exposure_s=0.01, seed=1):
@@ -136,7 +154,8 @@ def test_emva_figures_reproduce_published_dynamic_ranges():
 
 def test_bayer_round_trip_on_grey_image():
     # A uniform grey scene through RGGB mosaic + bilinear demosaic stays grey (analytic), and
-    # the noise-free sensor maps it to K * eta * mu_p + offset DN in every channel.
+    # the noise-free sensor maps it to K * eta * mu_p + offset DN in every channel (offset: the
+    # default black level, ceil(6 sqrt(1/12)) = 2 DN without read noise).
     grey = np.full((16, 20, 3), 0.37)
     rgb = optics.demosaic_bilinear(optics.mosaic(grey))
     np.testing.assert_allclose(rgb, grey, rtol=0, atol=1e-12)
@@ -145,4 +164,55 @@ def test_bayer_round_trip_on_grey_image():
     # Poisson noise is still there: 1e6 photons -> 5e5 e- +- 707 -> 5000 DN +- 7 DN.
     dn = s.expose(np.full((16, 20, 3), 1e6), 0.01, np.random.default_rng(3))
     assert dn.shape == (16, 20, 3)
-    assert np.abs(dn.astype(float).mean(axis=(0, 1)) - 5000.0).max() < 3.0  # 5 sigma of mean
+    assert np.abs(dn.astype(float).mean(axis=(0, 1)) - 5002.0).max() < 3.0  # 5 sigma of mean
+
+
+@pytest.mark.parametrize("dark_noise_e", [
+    8.0,   # CONTRACTS.md example
+    9.0,   # issue 10's report: 5.1 e- recovered for a set 9 e- with the old 0 DN default
+])
+def test_default_black_level_keeps_the_emva_dark_noise_measurement_unbiased(dark_noise_e):
+    # Regression (issue 10): a sensor built with the documented arguments only. The EMVA 1288
+    # dark-noise measurement -- two dark frames, temporal variance from their difference,
+    # sigma_d = sqrt(sigma_y.dark^2 - 1/12) / K (validation/emva1288.py) -- must recover the set
+    # sigma_d0. With the old default offset of 0 DN half of the read noise was clipped at 0 DN
+    # and this very test recovered 4.36 e- (set 8) and 4.98 e- (set 9).
+    k = 0.1
+    s = optics.SensorModel(quantum_efficiency=0.5, dark_noise_e=dark_noise_e,
+                           full_well_e=6000.0, gain_dn_per_e=k, bit_depth=12)
+    rng = np.random.default_rng(10)
+    dark = np.zeros((512, 512))
+    a, b = (s.expose(dark, exposure_s=0.01, rng=rng) for _ in range(2))
+    sigma_d = _validation().dark_noise_from_pair(a, b, k)
+    # sigma_y.dark^2 = K^2 sigma_d0^2 + 1/12 from n = 262144 pixels has relative standard error
+    # sqrt(2 / n) = 0.28 %; sigma_d = sqrt(var - 1/12) / K then has standard error
+    # var sqrt(2 / n) / (2 K^2 sigma_d0) = 0.012 e- (set 8) / 0.013 e- (set 9); 5 sigma.
+    var = k ** 2 * dark_noise_e ** 2 + SIGMA_Q2
+    tol_e = Z * var * np.sqrt(2 / a.size) / (2 * k ** 2 * dark_noise_e)
+    assert tol_e < 0.07                                    # 0.8 % of sigma_d0
+    assert sigma_d == pytest.approx(dark_noise_e, abs=tol_e)
+    # and no dark pixel is at the 0 DN clip (expected count 262144 x 5e-11, analytic tail)
+    assert np.count_nonzero(a == 0) == 0
+
+
+def test_default_black_level_rule_and_explicit_values():
+    # Rule: b = ceil(6 sqrt(K^2 (sigma_d0^2 + DSNU^2) + 1/12)) [DN], written out.
+    contracts = optics.SensorModel(quantum_efficiency=0.5, dark_noise_e=8.0, full_well_e=6000.0,
+                                   gain_dn_per_e=0.1, bit_depth=12)
+    assert contracts.black_level_dn == 6.0                 # ceil(6 x 0.8505) = ceil(5.10)
+    with_dsnu = SensorModel(dark_noise_e=8.0, gain_dn_per_e=0.1, dsnu_e=6.0)
+    assert with_dsnu.black_level_dn == 7.0        # ceil(6 x sqrt(1.0 + 1/12)) = ceil(6.25)
+    assert SensorModel(dark_noise_e=0.0).black_level_dn == 2.0   # ceil(6 / sqrt(12)) = ceil(1.73)
+    # The default does not depend on the exposure or the dark current (a camera setting).
+    assert SensorModel(dark_current_e_per_s=1e5).black_level_dn == 6.0
+    # Presets without a data-sheet black level use the rule:
+    # Basler K = 0.5, sigma_d0 = 13 e-: ceil(6 x 6.506) = 40 DN; GS3 K = 0.6, 8.28 e-:
+    # ceil(6 x 4.976) = 30 DN; IMX174 K = 0.1225, 6.83 e-: ceil(6 x 0.885) = 6 DN.
+    assert [SensorModel.from_preset(name).black_level_dn for name in
+            ("basler_pia2400_17gm", "pointgrey_gs3_pge_50s5m", "pointgrey_grasshopper3_imx174")
+            ] == [40.0, 30.0, 6.0]
+    # An explicit value wins, 0 included.
+    assert SensorModel(black_level_dn=0.0).black_level_dn == 0.0
+    assert SensorModel(black_level_dn=100.0).black_level_dn == 100.0
+    basler_64 = SensorModel.from_preset("basler_pia2400_17gm", black_level_dn=64.0)
+    assert basler_64.black_level_dn == 64.0
