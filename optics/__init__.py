@@ -11,10 +11,19 @@ aberrations  Seidel wavefront, ray aberrations, spot diagrams, field-dependent P
 radiometry   camera equation, cos^4 and mechanical vignetting, photons per pixel
 spectral     filter x silicon QE channel responses, spectral -> per-channel photon irradiance
 sun          solar position (PSA), air mass, clear-sky broadband and spectral irradiance
+illumination sun and sky on Lambertian facets per channel (photon radiance), shadow-ray facets
 """
 
 from .aberrations import SeidelCoefficients, apply_distortion, apply_field_psf, apply_seidel
 from .bayer import demosaic_bilinear, mosaic
+from .illumination import (
+    SunLight,
+    lambertian_photon_radiance,
+    scene_photon_radiance,
+    sky_photon_radiance,
+    sun_facing,
+    sunlight,
+)
 from .radiometry import (
     field_angle,
     image_irradiance,
@@ -34,4 +43,6 @@ __all__ = [
     "photons_per_pixel",
     "channel_response_curves", "channel_photon_irradiance",
     "solar_position", "clear_sky_irradiance", "clear_sky_spectral_irradiance",
+    "SunLight", "sunlight", "sun_facing", "lambertian_photon_radiance", "sky_photon_radiance",
+    "scene_photon_radiance",
 ]

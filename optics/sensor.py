@@ -2,9 +2,9 @@
 
 Three layers (house style rule 1): the physics is in small vectorised functions
 (:func:`collect_electrons`, :func:`dark_current_mean_e`, :func:`clip_full_well`, :func:`read_out`,
-:func:`fixed_pattern_maps`, and the closed forms :func:`emva_mean_dn`,
-:func:`emva_temporal_variance_dn2`, :func:`emva_figures`); :class:`SensorModel` holds the
-parameters and chains them.
+:func:`fixed_pattern_maps`, :func:`default_black_level_dn`, and the closed forms
+:func:`emva_mean_dn`, :func:`emva_temporal_variance_dn2`, :func:`emva_figures`);
+:class:`SensorModel` holds the parameters and chains them.
 
 Symbols follow EMVA 1288 (Release 3.1 and 4.0): mu_p mean photons per pixel during the exposure,
 eta quantum efficiency, mu_e = eta mu_p mean photo-electrons, mu_d mean dark electrons,
@@ -32,16 +32,22 @@ __all__ = [
     "clip_full_well",
     "read_out",
     "fixed_pattern_maps",
+    "default_black_level_dn",
     "emva_mean_dn",
     "emva_temporal_variance_dn2",
     "emva_figures",
     "emva_saturation_capacity",
     "full_well_for_saturation_capacity",
     "QUANTISATION_VARIANCE_DN2",
+    "BLACK_LEVEL_SIGMAS",
 ]
 
 # Variance of uniform rounding to the nearest integer [DN^2] (EMVA 1288 R3.1 eq. (8): sigma_q^2).
 QUANTISATION_VARIANCE_DN2 = 1.0 / 12.0
+# Standard deviations of the total dark noise by which the default black level keeps the mean
+# dark signal above 0 DN (see default_black_level_dn). A Gaussian falls below -6 sigma with
+# probability Phi(-6) = 9.9e-10, so fewer than 1e-9 of the dark pixel values are clipped.
+BLACK_LEVEL_SIGMAS = 6.0
 # Number of vertical spill passes of the blooming model (a fixed bound, house style rule 6):
 # charge can travel at most this many pixels from a saturated pixel before it is drained.
 BLOOMING_PASSES = 64
@@ -263,6 +269,63 @@ def read_out(electrons, *, dark_noise_e: float, gain_dn_per_e: float, black_leve
     return y.astype(dtype)
 
 
+def default_black_level_dn(*, dark_noise_e: float, gain_dn_per_e: float, dsnu_e: float = 0.0,
+                           sigmas: float = BLACK_LEVEL_SIGMAS) -> float:
+    """Default offset: the smallest whole DN that keeps the dark signal clear of the 0 DN clip.
+
+    Parameters
+    ----------
+    dark_noise_e : float
+        Temporal dark (read) noise sigma_d0 [e-].
+    gain_dn_per_e : float
+        Overall system gain K [DN/e-].
+    dsnu_e : float, optional
+        Dark signal non-uniformity, spatial std [e-].
+    sigmas : float, optional
+        k, the margin in standard deviations. Default ``BLACK_LEVEL_SIGMAS`` = 6.
+
+    Returns
+    -------
+    float
+        b = ceil(k sqrt(K^2 (sigma_d0^2 + DSNU^2) + sigma_q^2)) [DN], sigma_q^2 = 1/12 DN^2.
+
+    Notes
+    -----
+    The read-out (:func:`read_out`) clips at 0 DN, so an offset of 0 clips half of the dark
+    read noise and the EMVA 1288 dark-noise measurement then gives about 0.55 sigma_d0
+    instead of sigma_d0 (4.9 to 5.0 e- for a set 9 e- at K = 0.1 DN/e-). The dark signal of
+    a pixel is b + K (DSNU_i + n_read) with a Gaussian DSNU map and Gaussian read noise (plus
+    rounding), so its spread over pixels and frames is the root sum of squares above; an offset
+    of k = 6 of those standard deviations leaves Phi(-6) = 9.9e-10 of the dark pixel values
+    below 0 DN before rounding (about one pixel value in a thousand 1-Mpixel frames). Including
+    sigma_q overstates the spread slightly (rounding is not a Gaussian tail), erring on the safe
+    side; with no read noise and no DSNU the rule gives ceil(6 / sqrt(12)) = 2 DN.
+
+    The rule does not depend on the exposure time, for two reasons. The black level is a
+    camera setting fixed at construction: EMVA 1288's dark signal mu_y.dark = offset +
+    K mu_I t_exp (R4.0 Linear section 3, dark current) is linear in t_exp only if the offset
+    stays put, and an offset that moved with the exposure would bias every dark-current and
+    photon-transfer fit. And it does not need to: dark-current and photo-electrons are Poisson
+    counts, never negative, so they only lift the signal further from 0 DN; their shot noise
+    cannot push a pixel below the offset.
+
+    EMVA 1288 itself asks only that the offset be set so that the dark signal, temporal noise
+    and nonuniformity included, is not significantly clipped (R3.1 section 6.5, measurement
+    conditions, "Offset"); k = 6 makes the clipped fraction negligible at any frame size, so the
+    dark-noise measurement is unbiased. The presets of :data:`PRESETS` use this rule because no
+    data sheet quoted for them states a black level.
+
+    References
+    ----------
+    EMVA Standard 1288, Release 3.1 (2016), section 6.5; Release 4.0 Linear (2021), section 3.
+    """
+    gain = _checks.non_negative("gain_dn_per_e", gain_dn_per_e)
+    sigma_d = _checks.non_negative("dark_noise_e", dark_noise_e)
+    dsnu = _checks.non_negative("dsnu_e", dsnu_e)
+    sigma_dn = np.sqrt(gain * gain * (sigma_d * sigma_d + dsnu * dsnu) + QUANTISATION_VARIANCE_DN2)
+    return float(np.ceil(_checks.non_negative("sigmas", sigmas) * sigma_dn))
+
+
 def emva_mean_dn(mean_photons, *, quantum_efficiency, gain_dn_per_e, dark_mean_e=0.0,
                  black_level_dn=0.0):
     """Mean digital signal of the EMVA 1288 linear model (below saturation).
@@ -413,6 +476,9 @@ def full_well_for_saturation_capacity(saturation_e: float) -> float:
 # presets from published EMVA 1288 data
 # --------------------------------------------------------------------------------------------
 
+# Black level: none of the data sheets quoted below states one, so the presets use the default
+# rule (default_black_level_dn: 6 sigma of the dark noise, whole DN): 40 DN (Basler), 30 DN
+# (GS3-PGE-50S5M), 6 DN (IMX174). Until issue 10 they carried unsourced 64, 32 and 16 DN.
 PRESETS: dict[str, dict] = {
     # Basler pilot piA2400-17gm, Sony ICX625 CCD, 5 MP, 3.45 um pixels.
     # Published EMVA 1288 figures (Basler piA2400-17gm EMVA 1288 data sheet, as tabulated in
@@ -428,7 +494,7 @@ PRESETS: dict[str, dict] = {
     # "effective pixel depth of 12 bits"), not an EMVA figure.
     "basler_pia2400_17gm": dict(
         quantum_efficiency=0.47, wavelength_m=545e-9, dark_noise_e=13.0, saturation_capacity_e=7000.0,
-        gain_dn_per_e=0.5, bit_depth=12, black_level_dn=64.0,
+        gain_dn_per_e=0.5, bit_depth=12,
         datasheet=dict(snr_max_db=38.4, dynamic_range_bit=9.1,
                        dynamic_range_definition="log2(mu_e,sat/sigma_d0)",
                        absolute_sensitivity_threshold_p=27.0),
@@ -443,7 +509,7 @@ PRESETS: dict[str, dict] = {
     # assumption, not a data-sheet figure.
     "pointgrey_gs3_pge_50s5m": dict(
         quantum_efficiency=0.57, wavelength_m=525e-9, dark_noise_e=8.28, saturation_capacity_e=5903.0,
-        gain_dn_per_e=0.6, bit_depth=12, black_level_dn=32.0,
+        gain_dn_per_e=0.6, bit_depth=12,
         datasheet=dict(snr_max_db=37.71, dynamic_range_bit=9.41,
                        dynamic_range_definition="EMVA 1288 mu_p,sat/mu_p,min",
                        absolute_sensitivity_threshold_p=15.69),
@@ -460,7 +526,7 @@ PRESETS: dict[str, dict] = {
     # DSNU, PRNU (set to 0).
     "pointgrey_grasshopper3_imx174": dict(
         quantum_efficiency=0.77, wavelength_m=525e-9, dark_noise_e=6.83, saturation_capacity_e=32691.0,
-        gain_dn_per_e=1.0 / (0.51 * 16.0), bit_depth=12, black_level_dn=16.0,
+        gain_dn_per_e=1.0 / (0.51 * 16.0), bit_depth=12,
         datasheet=dict(snr_max_db=45.12, dynamic_range_db=73.0, dynamic_range_bit=12.1,
                        dynamic_range_definition="EMVA 1288 mu_p,sat/mu_p,min"),
     ),
@@ -487,10 +553,14 @@ class SensorModel:
         Overall system gain K [DN/e-], > 0.
     bit_depth : int
         ADC resolution [bit], 1..32.
-    black_level_dn : float, keyword-only
-        Offset added before quantisation [DN]. Default 0: then half of the dark read noise is
-        clipped at 0 DN; set an offset of several sigma_d K for unbiased dark statistics (the
-        presets do).
+    black_level_dn : float or None, keyword-only
+        Offset added before quantisation [DN]. Default None: the smallest whole DN that keeps
+        the dark signal 6 standard deviations of the total dark noise (read noise, DSNU,
+        quantisation; not the exposure-dependent dark-current shot noise) above the 0 DN clip,
+        :func:`default_black_level_dn`; for the CONTRACTS.md example (K = 0.1 DN/e-,
+        sigma_d0 = 8 e-) that is 6 DN. An explicit value, 0 included, is used as given (a
+        value below that rule clips part of the dark noise and biases the EMVA dark-noise
+        measurement low).
     dark_current_e_per_s : float, keyword-only
         Dark current at ``reference_temperature_k`` [e-/s]. Default 0.
     temperature_k, reference_temperature_k : float, keyword-only
@@ -533,7 +603,7 @@ class SensorModel:
 
     def __init__(self, quantum_efficiency: float = 0.5, dark_noise_e: float = 8.0,
                  full_well_e: float = 6000.0, gain_dn_per_e: float = 0.1, bit_depth: int = 12,
-                 *, black_level_dn: float = 0.0, dark_current_e_per_s: float = 0.0,
+                 *, black_level_dn: float | None = None, dark_current_e_per_s: float = 0.0,
                  temperature_k: float = 298.15, reference_temperature_k: float = 298.15,
                  doubling_temperature_k: float = 8.0, dsnu_e: float = 0.0, prnu: float = 0.0,
                  pattern_seed: int = 0, blooming: bool = False, bayer: bool = False):
@@ -545,6 +615,17 @@ class SensorModel:
         self.full_well_e = _checks.positive("full_well_e", full_well_e)
         self.gain_dn_per_e = _checks.positive("gain_dn_per_e", gain_dn_per_e)
         self.bit_depth = _checks.integer_in_range("bit_depth", bit_depth, 1, 32)
+        self.dsnu_e = _checks.non_negative("dsnu_e", dsnu_e)
+        if black_level_dn is None:
+            black_level_dn = default_black_level_dn(dark_noise_e=self.dark_noise_e,
+                                                    gain_dn_per_e=self.gain_dn_per_e,
+                                                    dsnu_e=self.dsnu_e)
+            if black_level_dn >= 2 ** self.bit_depth - 1:
+                raise ValueError(
+                    f"bit_depth = {bit_depth!r}: the default black level ({black_level_dn:g} DN, "
+                    f"6 sigma of the dark noise) leaves no signal range below "
+                    f"{2 ** self.bit_depth - 1} DN; pass black_level_dn explicitly or use more "
+                    "bits")
         self.black_level_dn = _checks.non_negative("black_level_dn", black_level_dn)
         self.dark_current_e_per_s = _checks.non_negative("dark_current_e_per_s",
                                                          dark_current_e_per_s)
@@ -553,7 +634,6 @@ class SensorModel:
                                                         reference_temperature_k)
         self.doubling_temperature_k = _checks.positive("doubling_temperature_k",
                                                        doubling_temperature_k)
-        self.dsnu_e = _checks.non_negative("dsnu_e", dsnu_e)
         self.prnu = _checks.non_negative("prnu", prnu)
         self.pattern_seed = _checks.integer_in_range("pattern_seed", pattern_seed, 0, 2 ** 63 - 1)
         if not isinstance(blooming, bool):
@@ -579,7 +659,9 @@ class SensorModel:
             of :data:`PRESETS` in ``optics/sensor.py``. The data sheet's saturation capacity is
             the EMVA-measured mean at the variance maximum; the full-well clip is set so that
             the EMVA method measures exactly that value
-            (:func:`full_well_for_saturation_capacity`).
+            (:func:`full_well_for_saturation_capacity`). No data sheet states a black level, so
+            the default rule applies (:func:`default_black_level_dn`, with the preset's or the
+            overridden gain).
         **overrides
             Any constructor keyword, replacing the preset's value.
         """

@@ -10,12 +10,14 @@ The chain of one frame, each step a plain function or an :mod:`optics` kernel (h
    (:func:`optics.sun.solar_position`, PSA algorithm), clear-sky direct and diffuse spectral
    irradiance (:func:`optics.sun.clear_sky_spectral_irradiance`), integrated over each channel's
    spectral response (filter x silicon QE, :mod:`optics.spectral`) to photon irradiances
-   (:func:`sunlight`). The sun's direction in ENU is the scene frame (x east, y north, z up).
+   (:func:`optics.illumination.sunlight`). The sun's direction in ENU is the scene frame
+   (x east, y north, z up).
 3. **Shading.** Each hit facet is Lambertian with its material's ``color_rgb`` as the band
    reflectance of each channel; direct sun times cos(incidence) where a shadow ray towards the
-   sun reaches the sky, plus an isotropic diffuse sky weighted by the facet's sky view factor
-   (:func:`lambertian_photon_radiance`). Pixels that see nothing get the sky radiance
-   (:func:`sky_photon_radiance`).
+   sun reaches the sky (cast for the facets of :func:`optics.illumination.sun_facing`), plus an
+   isotropic diffuse sky weighted by the facet's sky view factor; pixels that see nothing get
+   the sky radiance (:func:`optics.illumination.scene_photon_radiance`). The model casts the
+   shadow rays; the illumination kernels take the result as a mask.
 4. **Camera equation.** Image photon irradiance pi L T cos^4(theta) / (4 N^2)
    (:func:`optics.radiometry.image_irradiance`), times the optional mechanical vignetting
    (:func:`optics.radiometry.mechanical_vignetting`), times pixel area and exposure: mean
@@ -43,9 +45,6 @@ EMVA Standard 1288, Release 3.1, European Machine Vision Association, 2016.
 
 from __future__ import annotations
 
-import time as _time
-from typing import NamedTuple
-
 import numpy as np
 
 import optics
@@ -55,106 +54,33 @@ from hifi.params import Param
 from hifi.rng import stream
 from optics.aberrations import (MAX_KERNEL_SIZE, SeidelCoefficients, apply_distortion,
                                 apply_field_psf, pixel_positions)
+from optics.illumination import SPECTRAL_GRID_M, SunLight, scene_photon_radiance, sun_facing, sunlight
 from optics.radiometry import field_angle, image_irradiance, mechanical_vignetting
-from optics.spectral import channel_photon_irradiance, channel_response_curves, relative_quantum_efficiency
-from optics.sun import clear_sky_spectral_irradiance, solar_position, sun_direction_enu
+from optics.spectral import channel_response_curves, relative_quantum_efficiency
 
 from hifi.dataset import image_coords
 
 __all__ = [
-    "SunLight",
-    "sunlight",
     "pixel_sample_offsets",
     "camera_directions",
-    "lambertian_photon_radiance",
-    "sky_photon_radiance",
     "optics_margin_px",
     "CCDCamera",
     "GENERIC_SENSOR",
-    "SPECTRAL_GRID_M",
 ]
-
-#: Wavelength grid of the spectral integration [m]: 350 .. 1100 nm in 5 nm steps, the range
-#: where silicon responds (optics.spectral's absorption table ends at 1100 nm).
-SPECTRAL_GRID_M = np.arange(350, 1101, 5) * 1e-9
 
 #: The sensor behind ``preset = "generic"``: the example of CONTRACTS.md
 #: (``optics.SensorModel()``'s defaults: QE 0.5, 8 e- dark noise, 6000 e- full well,
-#: 0.1 DN/e-, 12 bit) with its QE taken at 545 nm and a 40 DN black level so that dark noise is
-#: not clipped at 0 DN. A documented round-number sensor, not a particular camera.
+#: 0.1 DN/e-, 12 bit) with its QE taken at 545 nm and SensorModel's default black level
+#: (:func:`optics.sensor.default_black_level_dn`: 6 DN, 6 sigma of the dark noise, so the dark
+#: noise is not clipped at 0 DN). A documented round-number sensor, not a particular camera.
 GENERIC_SENSOR = dict(quantum_efficiency=0.5, dark_noise_e=8.0, full_well_e=6000.0,
-                      gain_dn_per_e=0.1, bit_depth=12, black_level_dn=40.0, wavelength_m=545e-9)
+                      gain_dn_per_e=0.1, bit_depth=12, wavelength_m=545e-9)
 
 #: Channel names of the two colour modes.
 CHANNELS = {"rgb": ("R", "G", "B"), "mono": ("Y",)}
 
 #: Plastic number, the generator of Roberts' R2 sequence (real root of x^3 = x + 1).
 _PLASTIC = 1.324717957244746
-
-
-class SunLight(NamedTuple):
-    """The sun and sky as a camera's channels see them at one instant."""
-
-    direction_scene: np.ndarray
-    """(3,) unit vector towards the sun, scene frame = ENU [1]."""
-    zenith_rad: float
-    """Apparent solar zenith angle [rad]."""
-    azimuth_rad: float
-    """Solar azimuth from north towards east [rad]."""
-    direct_normal: np.ndarray
-    """(n_channels,) direct-beam photon irradiance on a plane normal to the sun, weighted by
-    each channel's relative response [photons s^-1 m^-2]."""
-    diffuse_horizontal: np.ndarray
-    """(n_channels,) diffuse-sky photon irradiance on a horizontal plane, same weighting
-    [photons s^-1 m^-2]."""
-
-
-def sunlight(time_utc, lat_deg: float, lon_deg: float, height_m: float, response, *,
-             wavelength_m=SPECTRAL_GRID_M, diffuse_fraction: float = 0.1) -> SunLight:
-    """Solar direction and per-channel clear-sky photon irradiance at one instant.
-
-    Parameters
-    ----------
-    time_utc : numpy.datetime64 or str
-        UTC instant.
-    lat_deg, lon_deg : float
-        Geodetic latitude and longitude of the scene origin [deg].
-    height_m : float
-        Height of the scene origin [m]; clipped to 0 .. 10 km for the clear-sky model.
-    response : array_like, shape (n_channels, n_lambda)
-        Relative channel responses on ``wavelength_m`` (filter x QE / QE(lambda_ref)) [1].
-    wavelength_m : array_like, shape (n_lambda,)
-        Wavelength grid [m].
-    diffuse_fraction : float
-        Diffuse horizontal irradiance as a fraction of the direct normal irradiance [1].
-
-    Returns
-    -------
-    SunLight
-
-    Notes
-    -----
-    Position: PSA algorithm (Blanco-Muriel et al. 2001) with SPA refraction
-    (:func:`optics.sun.solar_position`); the apparent zenith sets the air mass and the
-    direction. Irradiance: Meinel & Meinel broadband DNI with Laue's altitude term, DHI =
-    ``diffuse_fraction`` DNI, spread over wavelength by a Rayleigh-attenuated 5772 K blackbody
-    (direct) and its scattered complement (sky) (:func:`optics.sun.clear_sky_spectral_irradiance`).
-    Per channel, Phi_c = integral E(lambda) lambda / (h c) R_c(lambda) d lambda
-    (:func:`optics.spectral.channel_photon_irradiance`). The low sun's reddening and the blue
-    sky are what shift the colours; absorption bands are not modelled. With the sun below the
-    horizon both irradiances are 0.
-    """
-    pos = solar_position(time_utc, lat_deg, lon_deg)
-    zen = float(pos.apparent_zenith_rad)
-    altitude = float(np.clip(height_m, 0.0, 10_000.0))
-    spec = clear_sky_spectral_irradiance(wavelength_m, zen, altitude_m=altitude,
-                                         diffuse_fraction=diffuse_fraction)
-    direct = channel_photon_irradiance(wavelength_m, spec.direct_normal, response)
-    sky = channel_photon_irradiance(wavelength_m, spec.diffuse_horizontal, response)
-    return SunLight(direction_scene=sun_direction_enu(zen, float(pos.azimuth_rad)),
-                    zenith_rad=zen, azimuth_rad=float(pos.azimuth_rad),
-                    direct_normal=np.asarray(direct, dtype=float),
-                    diffuse_horizontal=np.asarray(sky, dtype=float))
 
 
 def pixel_sample_offsets(n: int) -> np.ndarray:
@@ -217,52 +143,6 @@ def camera_directions(resolution_x: int, resolution_y: int, pixel_pitch_m: float
     d[..., 2] = -v[:, :, None]
     d /= np.linalg.norm(d, axis=-1, keepdims=True)
     return d
-
-
-def lambertian_photon_radiance(reflectance, normal_scene, sun: SunLight, lit):
-    """Photon radiance of Lambertian facets under the direct sun and an isotropic sky.
-
-    Parameters
-    ----------
-    reflectance : array_like, shape (n, n_channels)
-        Band reflectance of each facet per channel, 0..1 [1].
-    normal_scene : array_like, shape (n, 3)
-        Unit facet normal on the side the camera sees, scene frame [1].
-    sun : SunLight
-    lit : array_like of bool, shape (n,)
-        Whether the shadow ray towards the sun reached the sky.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n, n_channels)
-        L_c [photons s^-1 m^-2 sr^-1] (response-weighted as ``sun``'s irradiances).
-
-    Notes
-    -----
-    L_c = rho_c / pi (E_dir,c max(n . s, 0) [lit] + E_sky,c (1 + n_z) / 2). The first term is
-    Lambert's cosine law for the direct beam (a facet facing away from the sun, n . s <= 0,
-    gets none); the second is the isotropic-sky model of Liu & Jordan (1963): a facet tilted by
-    beta from horizontal sees the fraction (1 + cos beta) / 2 of a uniform sky whose horizontal
-    irradiance is E_sky. Deviations: the sky is not occluded by scene objects (no ambient
-    occlusion), ground-reflected light and inter-reflections are not modelled, and
-    ``color_rgb`` is taken as each channel's band-average reflectance (no spectral
-    reflectance curves).
-    """
-    rho = np.asarray(reflectance, dtype=float)
-    n = np.asarray(normal_scene, dtype=float)
-    cos_i = np.maximum(n @ sun.direction_scene, 0.0) * np.asarray(lit, dtype=float)
-    view = 0.5 * (1.0 + n[:, 2])
-    irr = cos_i[:, None] * sun.direct_normal + view[:, None] * sun.diffuse_horizontal
-    return rho * irr / np.pi
-
-
-def sky_photon_radiance(sun: SunLight) -> np.ndarray:
-    """Radiance of a uniform (isotropic) clear sky, L_c = E_sky,c / pi [photons s^-1 m^-2 sr^-1].
-
-    A uniform sky of radiance L gives a horizontal plane the irradiance pi L; this inverts it
-    for the diffuse horizontal irradiance of :func:`sunlight`. Shape (n_channels,).
-    """
-    return np.asarray(sun.diffuse_horizontal, dtype=float) / np.pi
 
 
 def optics_margin_px(coefficients: SeidelCoefficients, *, wavelength_m: float, f_number: float,
@@ -436,8 +316,6 @@ class CCDCamera(Sensor):
         self._offset_m = max(SECONDARY_RAY_OFFSET_REL * ctx.scene.extent_m(),
                              SECONDARY_RAY_OFFSET_MIN_M)
         self._start = ctx.epoch.utc
-        #: Wall-clock seconds of the last frame's steps (read by benchmarks/bench_ccd.py).
-        self.last_timing_s: dict[str, float] = {}
 
     def coords(self):
         p = self.params
@@ -464,13 +342,18 @@ class CCDCamera(Sensor):
         return self._start + np.timedelta64(int(round(t_s * 1e9)), "ns")
 
     def sunlight_at(self, t_s: float) -> SunLight:
-        """:func:`sunlight` at the scene origin at simulated time ``t_s`` [s]."""
+        """:func:`optics.illumination.sunlight` at the scene origin at simulated time ``t_s`` [s]."""
         o = self.ctx.origin
         return sunlight(self.time_utc(t_s), o["lat_deg"], o["lon_deg"], o["height_m"],
                         self._response, diffuse_fraction=self.params["diffuse_fraction"])
 
     def radiance(self, hits, sun: SunLight, t_s: float):
         """Photon radiance along each ray (n, n_channels) and the lit mask (n,).
+
+        The illumination kernels named below are in :mod:`optics.illumination`
+        (:func:`~optics.illumination.scene_photon_radiance` applies both); this method finds
+        the facets that face the sun (:func:`~optics.illumination.sun_facing`) and casts their
+        shadow rays.
 
         Hits: :func:`lambertian_photon_radiance` with a shadow ray per facet that faces the sun;
         misses: :func:`sky_photon_radiance`. A shadow ray leaves the hit point offset along
@@ -480,28 +363,23 @@ class CCDCamera(Sensor):
         follows mirrors and does not report a mirror on a path that ends in a miss).
         """
         hit = hits.object_id >= 0
-        n_ch = len(self._channels)
-        out = np.empty((len(hits.object_id), n_ch))
-        out[~hit] = sky_photon_radiance(sun)
         idx = np.nonzero(hit)[0]
-        nrm = hits.normal[idx]
-        facing = (nrm @ sun.direction_scene) > 0.0
+        facing = sun_facing(hits.normal[idx], sun.direction_scene, sun.zenith_rad)
         lit = np.zeros(idx.size, dtype=bool)
-        if sun.zenith_rad < np.pi / 2 and np.any(facing):
+        if np.any(facing):
             f = idx[facing]
             if self.params["shadows"]:
-                t0 = _time.perf_counter()
                 origins = hits.point[f] + self._offset_m * hits.normal[f]
                 dirs = np.broadcast_to(sun.direction_scene, origins.shape)
                 shadow = self.ctx.caster.cast(origins, dirs, t_s, np.inf)
-                self.last_timing_s["shadow_cast"] = _time.perf_counter() - t0
-                self.last_timing_s["shadow_rays"] = float(f.size)
                 lit[facing] = ~shadow.hit
             else:
                 lit[facing] = True
-        out[idx] = lambertian_photon_radiance(self._reflectance[hits.object_id[idx]], nrm, sun, lit)
         lit_all = np.zeros(hit.shape, dtype=bool)
         lit_all[idx] = lit
+        out = scene_photon_radiance(hit, self._reflectance[hits.object_id], hits.normal, lit_all,
+                                    sun.direction_scene, sun.direct_normal,
+                                    sun.diffuse_horizontal)
         return out, lit_all
 
     def mean_photons(self, radiance_image) -> np.ndarray:
@@ -540,16 +418,11 @@ class CCDCamera(Sensor):
         return np.maximum(photons, 0.0)          # FFT round-off can leave -1e-12
 
     def step(self, k, t):
-        t_start = _time.perf_counter()
         p = self.params
         rows, cols, n_s = p["resolution_y"], p["resolution_x"], len(self._offsets)
         m, grid = self._margin, self._grid
         n_ch = len(self._channels)
-        self.last_timing_s = {"shadow_cast": 0.0, "shadow_rays": 0.0}
-        t0 = _time.perf_counter()
         hits, _, _ = self.cast(self._dirs, t, p["max_range_m"])
-        self.last_timing_s["primary_cast"] = _time.perf_counter() - t0
-        self.last_timing_s["primary_rays"] = float(len(self._dirs))
         sun = self.sunlight_at(t)
         rad, lit = self.radiance(hits, sun, t)
         # Box filter over the pixel's samples (sample-major ray order).
@@ -565,7 +438,6 @@ class CCDCamera(Sensor):
         n_grid = grid[0] * grid[1]               # sample 0 is the pixel-centre ray
         dist = hits.distance[:n_grid].reshape(grid)[m:m + rows, m:m + cols].astype(np.float32)
         oid = hits.object_id[:n_grid].reshape(grid)[m:m + rows, m:m + cols]
-        self.last_timing_s["total"] = _time.perf_counter() - t_start
         d3, d2 = ("row", "col", "channel"), ("row", "col")
         return {
             "image": Var(d3, image.astype(np.uint16), "DN",

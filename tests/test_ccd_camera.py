@@ -16,9 +16,9 @@ from scipy.spatial.transform import Rotation
 
 import hifi
 import optics
+from optics.illumination import SPECTRAL_GRID_M
 from optics.spectral import channel_photon_irradiance, channel_response_curves
 from optics.sun import clear_sky_spectral_irradiance, solar_position, sun_direction_enu
-from sensors.ccd import SPECTRAL_GRID_M
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -210,7 +210,7 @@ def test_saturation_clips_at_the_sensor_maximum():
     assert (with_gain.ideal_image.values > 10 * sm.full_well_e).all()
     # K x full well = 16,600 DN > 4095: the ADC clips at its maximum.
     assert (with_gain.image.values == 2 ** 12 - 1).all()
-    # With the preset's gain the full well (K F + black = 4091.5 DN) comes first: every pixel sits
+    # With the preset's gain the full well (K F + black = 4081.6 DN) comes first: every pixel sits
     # there within the read noise (6.83 e- x 0.1225 DN/e- = 0.84 DN, +-5 sigma), never above 4095.
     preset = _run(_scenario([_ground()], base))["cam"].isel(frame=0).image.values
     expected = sm.gain_dn_per_e * sm.full_well_e + sm.black_level_dn

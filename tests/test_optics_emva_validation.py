@@ -35,3 +35,17 @@ def test_photon_transfer_recovers_configured_parameters():
     # saturation: the mean at the variance maximum, predicted for this clip by
     # emva_saturation_capacity (analytic, clipped Gaussian shot noise); steps of 0.96 %.
     assert a.saturation_e == pytest.approx(emva_saturation_capacity(8000.0), rel=0.02)
+
+
+def test_photon_transfer_with_the_documented_arguments_only():
+    # Issue 10: the CONTRACTS.md example camera, no black level given (the default rule), must
+    # come out of the same analysis with its configured K, QE and sigma_d (same 2 % bound and
+    # series size as above). With the old 0 DN default the dark noise came out at 4.3 e- for a
+    # set 8 e- (-46 %), and K and QE were about 2 % off.
+    v = _load()
+    sensor = SensorModel(quantum_efficiency=0.5, dark_noise_e=8.0, full_well_e=6000.0,
+                         gain_dn_per_e=0.1, bit_depth=12)
+    a = v.analyse(v.simulate_series(sensor, pixels=128, steps=120, seed=5))
+    assert a.dark_noise_e == pytest.approx(8.0, rel=0.02)
+    assert a.gain_dn_per_e == pytest.approx(0.1, rel=0.02)
+    assert a.quantum_efficiency == pytest.approx(0.5, rel=0.02)

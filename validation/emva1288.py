@@ -82,12 +82,45 @@ class Analysis(NamedTuple):
     dynamic_range_sigma_d_bit: float
 
 
-def _pair_stats(a, b):
-    a = a.astype(np.float64)
-    b = b.astype(np.float64)
+def pair_statistics(a, b):
+    """Mean and temporal variance of a pair of frames taken under the same conditions.
+
+    Parameters
+    ----------
+    a, b : array_like
+        Two frames [DN].
+
+    Returns
+    -------
+    mean : float
+        mu_y = (mean(A) + mean(B)) / 2 [DN].
+    temporal_variance : float
+        sigma_y^2 = mean(((A - mean A) - (B - mean B))^2) / 2 [DN^2].
+
+    Notes
+    -----
+    The two-frame method of EMVA 1288 (R3.1 section 6.6, R4.0 Linear section 6): the
+    difference image cancels the fixed pattern (DSNU, PRNU), and removing each frame's own
+    mean also cancels a frame-to-frame change of the whole signal. With N pixels and Gaussian
+    noise the relative standard error of sigma_y^2 is sqrt(2 / N).
+    """
+    a = np.asarray(a).astype(np.float64)
+    b = np.asarray(b).astype(np.float64)
     mean = 0.5 * (a.mean() + b.mean())
     diff = (a - a.mean()) - (b - b.mean())
     return mean, 0.5 * np.mean(diff * diff)
+
+
+def dark_noise_from_pair(dark_a, dark_b, gain_dn_per_e: float) -> float:
+    """Temporal dark noise from two dark frames, sigma_d = sqrt(sigma_y.dark^2 - 1/12) / K [e-].
+
+    The EMVA 1288 dark-noise measurement with a known gain K [DN/e-] (R3.1 section 6.6,
+    eq. (8) solved for sigma_d at mu_p = 0); it includes the dark-current shot noise of the
+    frames' exposure. :func:`analyse` does the same from the intercept at t = 0 of a whole
+    dark series, with the measured K.
+    """
+    _, var = pair_statistics(dark_a, dark_b)
+    return float(np.sqrt(max(var - QUANTISATION_VARIANCE_DN2, 0.0)) / gain_dn_per_e)
 
 
 def _package_entry(a, b):
@@ -119,8 +152,8 @@ def simulate_series(sensor: SensorModel, *, pixels: int = 256, steps: int = 150,
         bright = np.full(shape, mu_p)
         a, b = (sensor.expose(bright, t, rng) for _ in range(2))
         da, db = (sensor.expose(dark, t, rng) for _ in range(2))
-        m, v = _pair_stats(a, b)
-        md, vd = _pair_stats(da, db)
+        m, v = pair_statistics(a, b)
+        md, vd = pair_statistics(da, db)
         out["u_p"].append(mu_p)
         out["u_y"].append(m)
         out["s2_y"].append(v)
