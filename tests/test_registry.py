@@ -38,3 +38,11 @@ def test_vendored_recordings_are_unmodified(name):
     path = Path(__file__).parent / "data" / name
     assert path.is_file(), f"vendored reference file missing: {path}"
     assert hashlib.sha256(path.read_bytes()).hexdigest() == VENDORED[name]
+
+
+def test_scenario_reference_is_current():
+    # docs/scenario.md is rendered from the Param declarations the loader validates against;
+    # regenerate with `python -m hifi.reference > docs/scenario.md` after changing a parameter.
+    from hifi.reference import scenario_reference
+    shipped = (Path(__file__).resolve().parents[1] / "docs" / "scenario.md").read_text(encoding="utf-8")
+    assert shipped == scenario_reference(), "docs/scenario.md is stale: python -m hifi.reference > docs/scenario.md"
