@@ -31,6 +31,28 @@ _GOLDEN_ANGLE = np.pi * (3.0 - np.sqrt(5.0))
 #: (the Gaussian mass beyond 8.5 sigma is 2e-17, below float64 resolution of the sum).
 _KERNEL_SIGMAS = 8.5
 
+#: Memory budget [bytes] of the working arrays of one chunk of pulses in :func:`beam_echoes`
+#: (:func:`window_chunks`). 32 MiB: below the numpy arrays of a pencil-beam HDL-64E frame
+#: (48 MiB at their peak, benchmarks/bench_beam_memory.py), large enough that a chunk holds
+#: thousands of pulses and the loop over chunks costs little.
+WAVEFORM_BUDGET_BYTES = 32 * 2**20
+
+#: Working memory per (pulse, window bin) [bytes]: the float64 waveform held by
+#: :func:`beam_echoes` while :func:`process_returns` holds its int64 segment labels and four
+#: bool masks (8 + 8 + 4); :func:`return_waveform` needs less (float64 impulses and result).
+#: Measured with tracemalloc: 27 B; rounded up to 32.
+_BYTES_PER_BIN = 32
+
+#: The same when the full range-gate waveform is kept: the waveform held while
+#: :func:`full_waveform` builds its int64 column indices, mask, row/column indices and
+#: gathered values. Measured with tracemalloc: 48 B; rounded up to 56.
+_BYTES_PER_BIN_GATE = 56
+
+#: Working memory per (pulse, sub-ray) [bytes]: the chunk's copies of the sub-ray arrays and the
+#: temporaries of :func:`return_waveform` and :func:`process_returns`. Measured with
+#: tracemalloc: about 100 B; rounded up to 128.
+_BYTES_PER_SUBRAY = 128
+
 
 def subray_count(aperture_radius_m, max_range_m, divergence_rad, target_scale_m):
     """Number of sub-rays per pulse, VANE Eq. (1): ``N = 2 (r + R_max tan(Theta/2)) / x``.
@@ -180,35 +202,112 @@ def return_waveform(arrival_s, energy, *, bin_width_s, n_bins, pulse_width_s):
     return convolve1d(impulses, pulse_kernel(bin_width_s, pulse_width_s), axis=1, mode="constant")
 
 
+class EchoWindow(NamedTuple):
+    """Receiver window of each pulse that holds every echo (:func:`echo_window`).
+
+    Attributes
+    ----------
+    start_bin : (p,) int
+        Absolute bin of the window's first sample (may be negative); bin b is centred on
+        ``b dt`` after emission.
+    n_bins : (p,) int
+        Number of bins the pulse needs: the spread of its arrivals plus the pulse kernel and a
+        margin on both sides. Any longer window starting at ``start_bin`` holds the same
+        waveform followed by zeros.
+    """
+
+    start_bin: np.ndarray
+    n_bins: np.ndarray
+
+
 def echo_window(arrival_s, *, bin_width_s, pulse_width_s):
-    """Per-pulse receiver window that holds every echo: first bin and common length.
+    """Per-pulse receiver window that holds every echo: first bin and length.
 
     Parameters
     ----------
     arrival_s : (p, n) float
         Round-trip times [s], NaN for none.
+    bin_width_s : float
+        Sampling interval of the receiver [s].
+    pulse_width_s : float
+        Full width at half maximum of the emitted pulse [s].
 
     Returns
     -------
-    start_bin : (p,) int
-        First bin of each pulse's window (absolute bin index, may be negative).
-    n_local : int
-        Window length in bins, the same for every pulse: the largest spread of arrivals within
-        one pulse plus the pulse kernel on both sides. Processing a window instead of the whole
-        range gate gives the same result (the waveform is zero outside it) at a cost set by
-        the echoes, not by the maximum range.
+    EchoWindow
+        ``start_bin`` and ``n_bins``, both (p,) int64.
+
+    Notes
+    -----
+    ``start_bin = floor(t_min / dt) - h - 2`` and ``n_bins = ceil((t_max - t_min) / dt) + 2 h + 6``
+    with ``t_min``, ``t_max`` the earliest and latest arrival of the pulse and h the half-width
+    of :func:`pulse_kernel` in bins (a pulse without echoes gets ``t_min = t_max = 0``). The
+    margin of 2 to 3 bins beyond the kernel on each side holds the linear split of an arrival
+    between two bins and the rounding of ``tau / dt``, so the waveform is exactly zero outside
+    the window. Processing a window instead of the whole range gate gives the same result at a
+    cost set by the echoes, not by the maximum range; :func:`beam_echoes` processes pulses
+    of similar window length together (:func:`window_chunks`).
     """
     tau = np.asarray(arrival_s, dtype=float)
     half = (len(pulse_kernel(bin_width_s, pulse_width_s)) - 1) // 2
     has = np.isfinite(tau)
-    t_min = np.min(np.where(has, tau, np.inf), axis=1)
-    t_max = np.max(np.where(has, tau, -np.inf), axis=1)
+    t_min = np.min(np.where(has, tau, np.inf), axis=1, initial=np.inf)
+    t_max = np.max(np.where(has, tau, -np.inf), axis=1, initial=-np.inf)
     any_echo = np.isfinite(t_min)
     t_min = np.where(any_echo, t_min, 0.0)
     t_max = np.where(any_echo, t_max, 0.0)
     start = np.floor(t_min / bin_width_s).astype(np.int64) - half - 2
     span = np.ceil((t_max - t_min) / bin_width_s).astype(np.int64)
-    return start, int(span.max(initial=0)) + 2 * half + 6
+    return EchoWindow(start, span + 2 * half + 6)
+
+
+def window_chunks(n_bins, *, bin_bytes=_BYTES_PER_BIN, row_bytes=0, budget_bytes=WAVEFORM_BUDGET_BYTES):
+    """Pulses grouped by the length of their echo window and cut into chunks within a budget.
+
+    Parameters
+    ----------
+    n_bins : (p,) int
+        Window length each pulse needs (:attr:`EchoWindow.n_bins`).
+    bin_bytes : int
+        Working memory per (pulse, window bin) [bytes] (:data:`_BYTES_PER_BIN`).
+    row_bytes : int
+        Memory per pulse that does not depend on the window length [bytes] (the pulse's
+        sub-ray arrays, its row of a full range-gate waveform).
+    budget_bytes : int
+        Memory budget of one chunk's working arrays [bytes], :data:`WAVEFORM_BUDGET_BYTES`.
+
+    Returns
+    -------
+    list of (rows, width)
+        ``rows`` (k,) int64: ascending indices of the pulses of one chunk; ``width`` int: the
+        chunk's common window length, the largest ``n_bins`` in it. Every pulse is in exactly
+        one chunk. Empty for p = 0.
+
+    Notes
+    -----
+    Pulses are bucketed by the power of two of their need, ``ceil(log2(n_bins))``, so a
+    chunk's window is less than twice the need of any pulse in it and its (pulses x bins)
+    arrays are tight: one pulse whose echoes are 100 m apart no longer sets the window of a
+    whole sweep. Each bucket is cut into chunks of at most
+    ``max(1, budget_bytes // (bin_bytes * width + row_bytes))`` pulses, so the working
+    arrays of a chunk stay within ``budget_bytes`` (a single pulse larger than the budget is a
+    chunk of its own). The number of chunks is about the number of occupied buckets (5 for
+    a 120 m gate in 0.5 ns bins with a 5 ns pulse: 128 to 2,048 bins) plus the total working
+    memory over the budget.
+    """
+    need = np.asarray(n_bins, dtype=np.int64)
+    # ceil(log2(need)) exactly, from the binary exponent: need - 1 = m 2^e with 0.5 <= m < 1.
+    bucket = np.frexp(np.maximum(need - 1, 0).astype(float))[1]
+    order = np.argsort(bucket, kind="stable")
+    chunks = []
+    for rows in np.split(order, np.flatnonzero(np.diff(bucket[order])) + 1):
+        if rows.size == 0:
+            continue
+        size = max(1, int(budget_bytes) // (int(bin_bytes) * int(need[rows].max()) + int(row_bytes)))
+        for lo in range(0, rows.size, size):
+            part = rows[lo:lo + size]
+            chunks.append((part, int(need[part].max())))
+    return chunks
 
 
 class EchoReport(NamedTuple):
@@ -346,10 +445,11 @@ class BeamEchoes(NamedTuple):
     ----------
     report : EchoReport
         What the receiver reports per pulse (:func:`process_returns`).
-    waveform : (p, n_local) float
-        Each pulse's waveform in its echo window.
+    waveform : (p, gate_bins) float
+        Each pulse's waveform in the full range gate, bin b centred on ``b dt`` after emission
+        (:func:`full_waveform`); (p, 0) unless ``gate_bins`` was asked for.
     start_bin : (p,) int
-        Absolute bin of each window's first sample (:func:`echo_window`).
+        Absolute bin of the first sample of each pulse's echo window (:func:`echo_window`).
     """
 
     report: EchoReport
@@ -357,7 +457,8 @@ class BeamEchoes(NamedTuple):
     start_bin: np.ndarray
 
 
-def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_threshold, cutoff_m):
+def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_threshold, cutoff_m,
+                gate_bins=0, budget_bytes=WAVEFORM_BUDGET_BYTES):
     """From sub-ray path lengths and return energies to reported echoes, per pulse.
 
     Round-trip times ``2 R / c``, the echo window of each pulse (:func:`echo_window`), the
@@ -368,21 +469,82 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     ----------
     range_m, energy : (p, n) float
         Path length [m] (NaN for no return) and return energy of every sub-ray of every pulse.
+    bin_width_s, pulse_width_s : float
+        Receiver sampling interval and FWHM of the emitted pulse [s].
+    mode, detection_threshold, cutoff_m
+        As in :func:`process_returns`.
+    gate_bins : int
+        Number of bins of the full range gate to return the waveforms in; 0 (default) keeps no
+        waveform.
+    budget_bytes : int
+        Memory budget of the working arrays of one chunk of pulses [bytes]
+        (:data:`WAVEFORM_BUDGET_BYTES`, :func:`window_chunks`).
+
+    Returns
+    -------
+    BeamEchoes
+
+    Notes
+    -----
+    Pulses are processed in chunks of similar window length (:func:`window_chunks`): pulses
+    are bucketed by the power of two of the bins their echoes need and each bucket is cut so
+    that a chunk's working arrays stay within ``budget_bytes``. Peak memory is then about the
+    sub-ray arrays plus the budget, and time grows with the number of sub-rays and the bins
+    each pulse needs, not with ``pulses x`` the widest spread of any pulse. The result does not
+    depend on the chunking: each pulse's waveform is binned on the same absolute bins from the
+    same window start (:attr:`EchoWindow.start_bin`), a window longer than the pulse needs only
+    adds zeros, and :func:`return_waveform` and :func:`process_returns` work row by row, so the
+    report and the waveform are bit for bit those of one window common to every pulse.
     """
-    arrival = round_trip_s(range_m)
-    start, n_local = echo_window(arrival, bin_width_s=bin_width_s, pulse_width_s=pulse_width_s)
-    local = arrival - start[:, None] * bin_width_s
-    wf = return_waveform(local, energy, bin_width_s=bin_width_s, n_bins=n_local, pulse_width_s=pulse_width_s)
-    report = process_returns(wf, local, energy, range_m, bin_width_s=bin_width_s, mode=mode,
-                             detection_threshold=detection_threshold, cutoff_m=cutoff_m)
-    return BeamEchoes(report, wf, start)
+    rng = np.asarray(range_m, dtype=float)
+    en = np.asarray(energy, dtype=float)
+    p, n = rng.shape
+    arrival = round_trip_s(rng)
+    window = echo_window(arrival, bin_width_s=bin_width_s, pulse_width_s=pulse_width_s)
+    m = 2 if mode == "dual" else 1
+    out = EchoReport(np.full((p, m), np.nan), np.full((p, m), np.nan), np.full((p, m), -1, dtype=np.int64),
+                     np.zeros((p, m, n), dtype=bool))
+    gate = np.zeros((p, int(gate_bins)))
+    # Per pulse: its sub-ray arrays and, when kept, the chunk's float64 range-gate row.
+    row_bytes = _BYTES_PER_SUBRAY * n + 8 * int(gate_bins)
+    bin_bytes = _BYTES_PER_BIN_GATE if gate_bins else _BYTES_PER_BIN
+    for rows, width in window_chunks(window.n_bins, bin_bytes=bin_bytes, row_bytes=row_bytes,
+                                     budget_bytes=budget_bytes):
+        start = window.start_bin[rows]
+        local = arrival[rows] - start[:, None] * bin_width_s
+        e = en[rows]
+        wf = return_waveform(local, e, bin_width_s=bin_width_s, n_bins=width, pulse_width_s=pulse_width_s)
+        report = process_returns(wf, local, e, rng[rows], bin_width_s=bin_width_s, mode=mode,
+                                 detection_threshold=detection_threshold, cutoff_m=cutoff_m)
+        for whole, part in zip(out, report):
+            whole[rows] = part
+        if gate_bins:
+            gate[rows] = full_waveform(wf, start, gate_bins)
+    return BeamEchoes(out, gate, window.start_bin)
 
 
-def full_waveform(echoes: BeamEchoes, n_bins: int) -> np.ndarray:
-    """The windowed waveforms of :func:`beam_echoes` placed in the full range gate (p, n_bins)."""
-    p, n_local = echoes.waveform.shape
+def full_waveform(waveform, start_bin, n_bins: int) -> np.ndarray:
+    """Windowed waveforms placed in the full range gate.
+
+    Parameters
+    ----------
+    waveform : (p, w) float
+        Waveform of each pulse in its window (:func:`return_waveform` on times relative to the
+        window start).
+    start_bin : (p,) int
+        Absolute bin of each window's first sample (:attr:`EchoWindow.start_bin`).
+    n_bins : int
+        Bins of the range gate.
+
+    Returns
+    -------
+    ndarray, shape (p, n_bins)
+        Bin b centred on ``b dt`` after emission; samples outside the gate are dropped.
+    """
+    wf = np.asarray(waveform, dtype=float)
+    p, n_local = wf.shape
     full = np.zeros((p, n_bins))
-    cols = echoes.start_bin[:, None] + np.arange(n_local)
+    cols = np.asarray(start_bin)[:, None] + np.arange(n_local)
     inside = (cols >= 0) & (cols < n_bins)
-    full[np.nonzero(inside)[0], cols[inside]] = echoes.waveform[inside]
+    full[np.nonzero(inside)[0], cols[inside]] = wf[inside]
     return full

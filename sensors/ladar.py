@@ -10,7 +10,7 @@ from hifi.params import Param
 from hifi.rng import stream
 
 from hifi.dataset import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
-from .beam import beam_echoes, full_waveform, round_trip_s, subray_count, subray_directions, subray_pattern
+from .beam import beam_echoes, round_trip_s, subray_count, subray_directions, subray_pattern
 from .radiometry import lambertian_return
 
 RETURN_MODES = ("first", "last", "strongest", "average", "dual")
@@ -121,7 +121,7 @@ class SickLMS291(Sensor):
         rng_sub = hits.distance.reshape(n_steps, n_sub)
         echoes = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
                              mode=p["return_mode"], detection_threshold=p["detection_threshold"],
-                             cutoff_m=p["cutoff_m"])
+                             cutoff_m=p["cutoff_m"], gate_bins=self.n_bins if p["store_waveform"] else 0)
         reported, ret_energy, dominant, _ = echoes.report
         rand = stream(self.ctx.seed, self.name, k, "noise")
         noisy = reported + p["noise_sigma_m"] * rand.standard_normal(reported.shape)
@@ -144,7 +144,7 @@ class SickLMS291(Sensor):
             **sensor_pose_vars(self.pose_at(t)),
         }
         if p["store_waveform"]:
-            extra["waveform"] = Var(("step", "bin"), full_waveform(echoes, self.n_bins), "1",
+            extra["waveform"] = Var(("step", "bin"), echoes.waveform, "1",
                                     "received energy per time bin (relative to a white target at 1 m)")
         return range_frame(dims, shape, timestamp=np.repeat(t + self._dt, m), yaw=np.repeat(self.scan, m),
                            pitch=np.zeros(n_steps * m), hits=axis_hits, detected=detected.reshape(-1),
