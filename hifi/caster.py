@@ -148,6 +148,42 @@ class Hits:
         return self.distance.shape[0]
 
 
+def secondary_ray_offset_m(coordinate_bound_m, *, rel: float = SECONDARY_RAY_OFFSET_REL,
+                           min_m: float = SECONDARY_RAY_OFFSET_MIN_M) -> np.ndarray:
+    """Clearance [m] of a secondary ray's origin from the surface it leaves (mirror bounce,
+    shadow ray), per ray.
+
+    Parameters
+    ----------
+    coordinate_bound_m : (n,) array_like
+        Bound on the float32 coordinates Embree handled for each hit [m]: the hit point and the
+        vertices of the triangle hit, in the frame the hit was computed in (see
+        :meth:`EmbreeBackend.secondary_offset_m`).
+    rel : float, keyword-only
+        Offset relative to that bound (:data:`~hifi.constants.SECONDARY_RAY_OFFSET_REL`, 2**-16).
+    min_m : float, keyword-only
+        Floor [m] (:data:`~hifi.constants.SECONDARY_RAY_OFFSET_MIN_M`).
+
+    Returns
+    -------
+    (n,) float64
+        ``max(rel * coordinate_bound_m, min_m)`` [m]; NaN where the bound is NaN (a miss).
+
+    Notes
+    -----
+    Embree intersects in float32 (24-bit significand, ulp = 2**-23 relative): the ray origin,
+    the triangle's vertices and the intersection arithmetic each carry errors of a few ulp of
+    the largest coordinate involved, so a ray leaving a surface from exactly on it may hit that
+    surface again at a distance of a few ulp. Clearing it by 2**-16 of that magnitude (128 ulp
+    of relative error, or more) cannot re-hit it whatever the scale. The magnitude is the one
+    of *this* hit in *its* Embree frame, so the offset does not grow with the size or the
+    number of other objects in the scene (a scene-wide extent did: 400 posts 100 m away once
+    lifted shadow rays 0.41 m off the ground).
+    """
+    bound = np.asarray(coordinate_bound_m, dtype=float)
+    return np.maximum(rel * bound, min_m)          # NaN propagates
+
+
 class NearestHits(NamedTuple):
     """Nearest facet along each of n rays, one segment, before the edge-tie rule.
 
@@ -221,6 +257,23 @@ class NearestHitBackend(Protocol):
         -------
         NearestHits
             Ties on shared edges not yet settled (:func:`settle_ties` does that).
+        """
+
+    def secondary_offset_m(self, points_scene: np.ndarray, object_id: np.ndarray) -> np.ndarray:
+        """Clearance [m] a secondary ray leaving each hit needs (:func:`secondary_ray_offset_m`
+        of the float32 magnitude of that hit in the frame this backend computed it in).
+
+        Parameters
+        ----------
+        points_scene : (n, 3) float64
+            Hit points, scene frame [m].
+        object_id : (n,) int
+            Object hit (-1: NaN offset).
+
+        Returns
+        -------
+        (n,) float64
+            Offset [m]; the same on every process of a collective backend.
         """
 
     def close(self) -> None:
@@ -336,9 +389,16 @@ class EmbreeBackend:
         self._centre_rows: np.ndarray | None = None
         #: Triangles handed to Embree by :meth:`build` (all of the scene's, or this subset's).
         self.n_triangles = 0
-        # Margin of the swept-ball cull [m].
+        # Margin of the swept-ball cull [m] against float32 rounding of rays cast in a body
+        # frame: ray origins lie within the scene's extent, and 2**-16 of it is hundreds of ulp.
         self._cull_margin_m = max(SECONDARY_RAY_OFFSET_REL * scene.extent_m(),
                                   SECONDARY_RAY_OFFSET_MIN_M)
+        # Float32 frames: the static BVH's centre (set by build()) and, per object id (and -1
+        # last), static or moving and the size added to the hit point's magnitude (set on the
+        # first secondary_offset_m; see _frame_tables).
+        self._centre = np.zeros(3)
+        self._static_object: np.ndarray | None = None
+        self._size_m: np.ndarray | None = None
 
     # -- building -------------------------------------------------------------------------------
     def _triangles_of(self, obj, vertices: np.ndarray):
@@ -373,7 +433,7 @@ class EmbreeBackend:
             world = [scene.pose_at(o.name, 0.0).apply(o.vertices) for o in static]
             lo = np.min([w.min(axis=0) for w in world], axis=0)
             hi = np.max([w.max(axis=0) for w in world], axis=0)
-            centre = (lo + hi) / 2.0
+            centre = self._centre = (lo + hi) / 2.0
             es = _embree_scene()
             geom_obj, geom_faces = [], []
             for obj, verts in zip(static, world):
@@ -403,6 +463,51 @@ class EmbreeBackend:
                                  float(np.max(_row_norm(verts[faces.ravel()])))))
         self._groups = groups
         return self
+
+    def _frame_tables(self) -> None:
+        """Per object id (and -1 last): static or moving, and the size term of its offset [m].
+
+        Static objects are cast in the scene frame minus the static centre; the term is the
+        object's longest triangle edge, which bounds the distance from a hit point to every
+        vertex of its triangle. A moving object is cast in its body frame, where its hit points
+        and vertices all lie within its reach (largest vertex distance from its origin); the
+        term is that reach. Computed from the whole meshes (not a face subset), so every process
+        of a partitioned cast gets the same offsets.
+        """
+        scene = self.scene
+        n = len(scene.objects)
+        static = np.zeros(n + 1, dtype=bool)
+        size = np.full(n + 1, np.nan)
+        for obj in scene.objects:
+            v, f = obj.vertices, obj.faces
+            if len(f) == 0:
+                continue
+            if scene.is_moving(obj.name):
+                size[obj.index] = float(np.max(_row_norm(v[f.ravel()])))
+            else:
+                static[obj.index] = True
+                size[obj.index] = max(float(np.max(_row_norm(v[f[:, (j + 1) % 3]] - v[f[:, j]])))
+                                      for j in range(3))
+        self._static_object, self._size_m = static, size
+
+    def secondary_offset_m(self, points_scene, object_id) -> np.ndarray:
+        """Clearance [m] of a secondary ray leaving each hit (see :class:`NearestHitBackend`).
+
+        The float32 magnitude of a hit on a static object is ``|point - centre|`` (its
+        coordinates in the static BVH's frame) plus the object's longest triangle edge; on a
+        moving object, its reach (see :meth:`_frame_tables`); the offset is
+        :func:`secondary_ray_offset_m` of it.
+        """
+        self.build()
+        if self._size_m is None:
+            self._frame_tables()
+        points = np.asarray(points_scene, dtype=float).reshape(-1, 3)
+        k = np.asarray(object_id, dtype=np.int64)
+        static = self._static_object[k]
+        bound = self._size_m[k]
+        if np.any(static):
+            bound = np.where(static, _row_norm(points - self._centre) + bound, bound)
+        return secondary_ray_offset_m(bound)
 
     def close(self) -> None:
         """Nothing to release (threads belong to the caller)."""
@@ -684,8 +789,8 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     Normalises the directions, casts them (backend, then tie rule) and finishes every ray that
     reaches a diffuse surface or misses: normal turned toward the ray, misses NaN / -1, hit
     point. Rays on a mirror (``mirror_object``, None if the scene has none) are left NaN / -1
-    and returned as ``(index, segment, point, normal, direction)`` for the bounce loop (None if
-    there are none).
+    and returned as ``(index, segment, point, normal, direction, object id)`` for the bounce
+    loop (None if there are none).
     """
     distance, point, normal, direction, object_id, face_index = out
     o = origins[a:b]
@@ -721,7 +826,7 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     if not np.any(on_mirror):
         return None
     m = np.nonzero(on_mirror)[0]
-    state = (m + a, dist[m], pt[m], nrm[m], d[m])
+    state = (m + a, dist[m], pt[m], nrm[m], d[m], obj[m])
     dist[m] = np.nan
     pt[m] = np.nan
     nrm[m] = np.nan
@@ -731,7 +836,7 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
 
 
 def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_m=np.inf, *,
-          mirror_object: np.ndarray, offset_m: float, max_bounces: int = MAX_MIRROR_BOUNCES,
+          mirror_object: np.ndarray, max_bounces: int = MAX_MIRROR_BOUNCES,
           settle=None, map_chunks=None) -> Hits:
     """Cast rays and follow them through mirrors to the first diffuse surface.
 
@@ -749,8 +854,6 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
         Maximum total path length [m]; a surface beyond it is a miss.
     mirror_object : (n_objects + 1,) bool
         Per object id, and -1 last: does a ray follow its reflection off that object?
-    offset_m : float
-        Clearance of a secondary ray's origin from the mirror it leaves [m].
     max_bounces : int
         Bound on mirror reflections per ray; a ray still on a mirror after that many
         reflections reports no hit.
@@ -770,9 +873,12 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
     with a collective backend it is one step over all rays. Only rays that hit a mirror go on
     to the bounce loop, one step per reflection, at most ``max_bounces``.
     A secondary ray leaves the mirror from a point on the reflected line that clears the
-    surface by ``offset_m``; the path length is measured from the true reflection point, so
-    the offset does not bias the distance, and the reflected line itself is exact. The scene
-    is frozen during a ray's flight (< 1 us at 300 m).
+    surface by ``backend.secondary_offset_m`` of that reflection point (float32-safe for that
+    hit, whatever else the scene holds: :func:`secondary_ray_offset_m`), stepping along the
+    line offset / cos (cos clamped at ``_MIN_COS_OFFSET`` for grazing reflections); the path
+    length is measured from the true reflection point, so the offset does not bias the
+    distance, and the reflected line itself is exact. The scene is frozen during a ray's
+    flight (< 1 us at 300 m).
     """
     origins = np.asarray(origins, dtype=float).reshape(-1, 3)
     directions_in = np.asarray(directions, dtype=float).reshape(-1, 3)
@@ -813,7 +919,7 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
 
     # Rays on a mirror: reflect and follow, up to max_bounces reflections.
     active = np.concatenate([s[0] for s in states])
-    seg, p, nrm, d = (np.concatenate([s[i] for s in states]) for i in range(1, 5))
+    seg, p, nrm, d, mirror = (np.concatenate([s[i] for s in states]) for i in range(1, 6))
     all_times = np.broadcast_to(times, (n,))
     remaining = np.broadcast_to(max_range, (n,))[active] - seg
     travelled = seg
@@ -823,6 +929,7 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
         # Leave along the reflected line itself, far enough to clear the mirror by the
         # offset (clamped at grazing reflection), so the path stays exact.
         cos_out = np.maximum(np.einsum("ij,ij->i", reflected, nrm), _MIN_COS_OFFSET)
+        offset_m = backend.secondary_offset_m(start, mirror)
         o = start + reflected * (offset_m / cos_out)[:, None]
         d = reflected
         seg, obj, face, nrm, _ = nearest_step(backend, o, d, all_times[active], remaining,
@@ -848,7 +955,7 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
             break
         m = is_mirror
         active, travelled, remaining = active[m], total[m], remaining[m] - seg[m]
-        seg, p, nrm, d = seg[m], p[m], nrm[m], d[m]
+        seg, p, nrm, d, mirror = seg[m], p[m], nrm[m], d[m], obj[m]
     return hits
 
 
@@ -880,9 +987,11 @@ class RayCaster:
     -----
     BVHs are built on first use, not at construction, so creating a caster is cheap.
     Secondary rays leave a mirror from a point on the reflected line that clears the surface by
-    ``SECONDARY_RAY_OFFSET_REL`` times the scene's coordinate magnitude (float32 safe at any
-    scale); the path length is measured from the true reflection point, so the offset does not
-    bias the distance, and the reflected line itself is exact. The scene is frozen during a ray's flight (< 1 us at 300 m).
+    :meth:`secondary_offset_m` of the reflection point: ``SECONDARY_RAY_OFFSET_REL`` times the
+    float32 magnitude of that hit in its Embree frame (float32 safe at any scale, and
+    independent of the rest of the scene); the path length is measured from the true
+    reflection point, so the offset does not bias the distance, and the reflected line itself
+    is exact. The scene is frozen during a ray's flight (< 1 us at 300 m).
     """
 
     def __init__(self, scene: Scene, *, max_bounces: int = MAX_MIRROR_BOUNCES,
@@ -898,10 +1007,8 @@ class RayCaster:
         self.backend = backend if backend is not None else EmbreeBackend(scene, face_subset=face_subset)
         # Per object id (and -1, last entry, NaN -> False): does a ray follow its reflection?
         self._mirror_object = scene.object_table("mirror") >= MIRROR_FOLLOW_THRESHOLD
-        extent_m = scene.extent_m()
-        self._offset_m = max(SECONDARY_RAY_OFFSET_REL * extent_m, SECONDARY_RAY_OFFSET_MIN_M)
         self._tie_cache: dict = {}
-        self._tie_plane_m = _TIE_PLANE_REL * max(extent_m, 1.0)
+        self._tie_plane_m = _TIE_PLANE_REL * max(scene.extent_m(), 1.0)
 
     @property
     def collective_nearest(self) -> bool:
@@ -922,6 +1029,26 @@ class RayCaster:
         """Release the threads (the caster stays usable)."""
         self.threads.close()
         self.backend.close()
+
+    def secondary_offset_m(self, points_scene, object_id) -> np.ndarray:
+        """Clearance [m] a secondary ray (mirror bounce, shadow ray) leaving each hit needs.
+
+        Parameters
+        ----------
+        points_scene : (n, 3) array_like
+            Hit points, scene frame [m] (``Hits.point``).
+        object_id : (n,) array_like of int
+            Object hit (``Hits.object_id``); -1 gives NaN.
+
+        Returns
+        -------
+        (n,) float64
+            Offset [m] along the surface normal: :func:`secondary_ray_offset_m` of the hit's
+            float32 magnitude in the Embree frame it was computed in (the static BVH's frame or
+            the moving object's body frame) plus the size of the object's triangles. It does
+            not depend on the other objects in the scene.
+        """
+        return self.backend.secondary_offset_m(points_scene, object_id)
 
     def _settle(self, origins, directions, times, hits: NearestHits) -> None:
         settle_ties(self.scene, origins, directions, times, hits, plane_tol_m=self._tie_plane_m,
@@ -982,6 +1109,5 @@ class RayCaster:
         :func:`trace` over this caster's backend, threads and scene.
         """
         return trace(self.backend, origins, directions, times, max_range_m,
-                     mirror_object=self._mirror_object, offset_m=self._offset_m,
-                     max_bounces=self.max_bounces, settle=self._settle,
+                     mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
                      map_chunks=self.threads.map)

@@ -143,6 +143,11 @@ class FacetBackend:
         """Release this rank's threads."""
         self.threads.close()
 
+    def secondary_offset_m(self, points_scene, object_id) -> np.ndarray:
+        """As :meth:`hifi.caster.EmbreeBackend.secondary_offset_m`: every rank's share uses the
+        serial float32 frames and whole-mesh sizes, so the offsets are the serial ones."""
+        return self.local.secondary_offset_m(points_scene, object_id)
+
     def nearest(self, origins, directions, times, max_distance) -> NearestHits:
         """Global nearest facet along each ray (collective; see the class notes)."""
         self.build()

@@ -433,8 +433,6 @@ class CCDCamera(Sensor):
                 self._field_angle, pupil_radius_m=p["focal_length_m"] / (2.0 * p["f_number"]),
                 aperture_radius_m=p["vignetting_aperture_radius_m"],
                 aperture_distance_m=p["vignetting_aperture_distance_m"])
-        self._offset_m = max(SECONDARY_RAY_OFFSET_REL * ctx.scene.extent_m(),
-                             SECONDARY_RAY_OFFSET_MIN_M)
         self._start = ctx.epoch.utc
         #: Wall-clock seconds of the last frame's steps (read by benchmarks/bench_ccd.py).
         self.last_timing_s: dict[str, float] = {}
@@ -491,7 +489,8 @@ class CCDCamera(Sensor):
             f = idx[facing]
             if self.params["shadows"]:
                 t0 = _time.perf_counter()
-                origins = hits.point[f] + self._offset_m * hits.normal[f]
+                offset_m = self.ctx.caster.secondary_offset_m(hits.point[f], hits.object_id[f])
+                origins = hits.point[f] + offset_m[:, None] * hits.normal[f]
                 dirs = np.broadcast_to(sun.direction_scene, origins.shape)
                 shadow = self.ctx.caster.cast(origins, dirs, t_s, np.inf)
                 self.last_timing_s["shadow_cast"] = _time.perf_counter() - t0
