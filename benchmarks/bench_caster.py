@@ -134,7 +134,7 @@ def _check(name, hits, raw, *, strict=True) -> dict:
     obj_ok = bool(np.array_equal(hits.object_id[both], raw["geomID"][both]))
     same_face = hits.face_index[both] == raw["primID"][both]
     # hifi settles a hit on a shared edge to the lowest-index face holding it (its tie rule,
-    # `RayCaster._settle_ties`, for MPI-partition independence); Embree picks either face, so
+    # `hifi.caster.settle_ties`, for MPI-partition independence); Embree picks either face, so
     # up to 1e-4 of hits (rays on edges) may name the neighbouring face at the same distance.
     face_ok = bool(np.mean(same_face) >= 1.0 - EDGE_TIE_FRACTION) if strict else True
     miss_ok = bool(np.all(np.isnan(hits.distance[~hits.hit])) and np.all(hits.object_id[~hits.hit] == -1))

@@ -1,9 +1,19 @@
 """Embree ray caster (through embreex) that follows rays through mirrors.
 
-Static objects share one BVH built once in the scene frame (shifted to the scene centre so
-float32 keeps its precision); every moving object has its own BVH built once in its body frame,
-and rays are transformed into that frame at each ray's own emission time instead of rebuilding
-the BVH. Casting is split over threads (embreex releases the GIL inside ``run``).
+Three layers:
+
+- a nearest-hit backend (:class:`NearestHitBackend`): the nearest facet along each ray for one
+  straight segment. :class:`EmbreeBackend` is the serial one: static objects share one BVH built
+  once in the scene frame (shifted to the scene centre so float32 keeps its precision); every
+  moving object has its own BVH built once in its body frame, and rays are transformed into
+  that frame at each ray's own emission time instead of rebuilding the BVH.
+  :class:`mpi.caster.FacetBackend` casts a share of the facets and reduces over processes;
+- plain functions over a backend: :func:`trace` (first segment, then the bounded mirror
+  bounce loop) and :func:`settle_ties` (the edge-tie rule that makes a hit independent of how
+  the facets are split);
+- :class:`RayCaster`, the public facade the sensors call (``ctx.caster.cast(...)``), which
+  also splits the rays over threads (:class:`ChunkPool`; embreex releases the GIL inside
+  ``run``).
 """
 
 from __future__ import annotations
@@ -11,11 +21,16 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from .constants import (MAX_MIRROR_BOUNCES, MIRROR_FOLLOW_THRESHOLD, SECONDARY_RAY_OFFSET_MIN_M,
-                        SECONDARY_RAY_OFFSET_REL)
+from .constants import (
+    MAX_MIRROR_BOUNCES,
+    MIRROR_FOLLOW_THRESHOLD,
+    SECONDARY_RAY_OFFSET_MIN_M,
+    SECONDARY_RAY_OFFSET_REL,
+)
 from .motion import Pose, Track
 from .scene import Scene
 
@@ -133,12 +148,186 @@ class Hits:
         return self.distance.shape[0]
 
 
-def _no_hits(n: int):
-    """Nearest-hit buffers for n rays before any cast: inf distance, ids -1, zero normals, no edge."""
-    return (np.full(n, np.inf), np.full(n, -1, dtype=np.int32), np.full(n, -1, dtype=np.int32),
-            np.zeros((n, 3)), np.zeros(n, dtype=bool))
+def secondary_ray_offset_m(coordinate_bound_m, *, rel: float = SECONDARY_RAY_OFFSET_REL,
+                           min_m: float = SECONDARY_RAY_OFFSET_MIN_M) -> np.ndarray:
+    """Clearance [m] of a secondary ray's origin from the surface it leaves (mirror bounce,
+    shadow ray), per ray.
+
+    Parameters
+    ----------
+    coordinate_bound_m : (n,) array_like
+        Bound on the float32 coordinates Embree handled for each hit [m]: the hit point and the
+        vertices of the triangle hit, in the frame the hit was computed in (see
+        :meth:`EmbreeBackend.secondary_offset_m`).
+    rel : float, keyword-only
+        Offset relative to that bound (:data:`~hifi.constants.SECONDARY_RAY_OFFSET_REL`, 2**-16).
+    min_m : float, keyword-only
+        Floor [m] (:data:`~hifi.constants.SECONDARY_RAY_OFFSET_MIN_M`).
+
+    Returns
+    -------
+    (n,) float64
+        ``max(rel * coordinate_bound_m, min_m)`` [m]; NaN where the bound is NaN (a miss).
+
+    Notes
+    -----
+    Embree intersects in float32 (24-bit significand, ulp = 2**-23 relative): the ray origin,
+    the triangle's vertices and the intersection arithmetic each carry errors of a few ulp of
+    the largest coordinate involved, so a ray leaving a surface from exactly on it may hit that
+    surface again at a distance of a few ulp. Clearing it by 2**-16 of that magnitude (128 ulp
+    of relative error, or more) cannot re-hit it whatever the scale. The magnitude is the one
+    of *this* hit in *its* Embree frame, so the offset does not grow with the size or the
+    number of other objects in the scene (a scene-wide extent did: 400 posts 100 m away once
+    lifted shadow rays 0.41 m off the ground).
+    """
+    bound = np.asarray(coordinate_bound_m, dtype=float)
+    return np.maximum(rel * bound, min_m)          # NaN propagates
 
 
+class NearestHits(NamedTuple):
+    """Nearest facet along each of n rays, one segment, before the edge-tie rule.
+
+    Attributes
+    ----------
+    distance : (n,) float64
+        Segment length to the hit [m] (Embree's float32 ``tfar``); ``inf`` on a miss.
+    object_id, face_index : (n,) int32
+        Object hit and facet of its mesh; -1 on a miss.
+    normal : (n, 3) float64
+        Unit geometric normal of that facet, scene frame, not turned toward the ray; NaN on a miss.
+    edge : (n,) bool
+        The hit lies on an edge of its triangle (a barycentric below ``_EDGE_BARY``), where
+        another triangle may give the same float32 distance (see :func:`settle_ties`).
+    """
+
+    distance: np.ndarray
+    object_id: np.ndarray
+    face_index: np.ndarray
+    normal: np.ndarray
+    edge: np.ndarray
+
+
+def no_hits(n: int) -> NearestHits:
+    """:class:`NearestHits` of n rays before any cast: inf, -1, NaN normals, no edge."""
+    return NearestHits(np.full(n, np.inf), np.full(n, -1, dtype=np.int32),
+                       np.full(n, -1, dtype=np.int32), np.full((n, 3), np.nan),
+                       np.zeros(n, dtype=bool))
+
+
+class NearestHitBackend(Protocol):
+    """What :func:`trace` and :class:`RayCaster` need from a ray-casting backend.
+
+    Implementations: :class:`EmbreeBackend` (serial: the static BVH and one BVH per moving
+    object) and :class:`mpi.caster.FacetBackend` (this process's share of the facets, then two
+    reductions over the processes).
+
+    Attributes
+    ----------
+    collective : bool
+        False: :meth:`nearest`'s result for a ray depends on that ray alone, and it may be
+        called on any chunk of the rays from several threads at once (the caller splits the
+        rays over threads). True: :meth:`nearest` is a collective over processes; every process
+        calls it with the same rays in the same order, and the caller passes all rays of a
+        cast step in one call.
+    n_triangles : int
+        Triangles handed to Embree by :meth:`build` (all of the scene's, or this share).
+    """
+
+    collective: bool
+    n_triangles: int
+
+    def build(self) -> NearestHitBackend:
+        """Build the acceleration structures now (otherwise done on the first :meth:`nearest`)."""
+
+    def nearest(self, origins: np.ndarray, directions: np.ndarray, times,
+                max_distance) -> NearestHits:
+        """Nearest facet of any material along each ray within ``max_distance``.
+
+        Parameters
+        ----------
+        origins, directions : (n, 3) float64
+            Scene frame [m]; directions of unit length.
+        times : float or (n,) float64
+            Emission time of each ray [s] (poses of moving objects are taken there); a float is
+            one time for all rays (one pose per moving object).
+        max_distance : float or (n,) float64
+            Search limit per ray [m] (``inf`` for none).
+
+        Returns
+        -------
+        NearestHits
+            Ties on shared edges not yet settled (:func:`settle_ties` does that).
+        """
+
+    def secondary_offset_m(self, points_scene: np.ndarray, object_id: np.ndarray) -> np.ndarray:
+        """Clearance [m] a secondary ray leaving each hit needs (:func:`secondary_ray_offset_m`
+        of the float32 magnitude of that hit in the frame this backend computed it in).
+
+        Parameters
+        ----------
+        points_scene : (n, 3) float64
+            Hit points, scene frame [m].
+        object_id : (n,) int
+            Object hit (-1: NaN offset).
+
+        Returns
+        -------
+        (n,) float64
+            Offset [m]; the same on every process of a collective backend.
+        """
+
+    def close(self) -> None:
+        """Release threads and other resources (the backend stays usable)."""
+
+
+class ChunkPool:
+    """Runs ``fn(start, stop)`` over contiguous chunks of ``range(n)`` on a thread pool.
+
+    Each thread gets the same number of chunks of at most ``_CHUNK_RAYS`` rays; fewer than
+    ``_MIN_RAYS_PER_TASK`` rays per thread run in the calling thread. Embree and numpy release
+    the GIL, so the chunks run in parallel.
+
+    Parameters
+    ----------
+    n_threads : int, optional
+        Threads; default every core (``os.cpu_count()``).
+    """
+
+    def __init__(self, n_threads: int | None = None):
+        self.n_threads = int(n_threads or os.cpu_count() or 1)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def map(self, fn, n: int) -> list:
+        """``[fn(a, b) for each chunk a:b of range(n)]``, in order."""
+        tasks = min(self.n_threads, max(1, n // _MIN_RAYS_PER_TASK))
+        n_chunks = tasks * max(1, -(-n // (tasks * _CHUNK_RAYS)))
+        bounds = np.linspace(0, n, n_chunks + 1).astype(int)
+        if tasks <= 1:
+            return [fn(bounds[i], bounds[i + 1]) for i in range(n_chunks)]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="hifi-cast")
+        return list(self._pool.map(lambda i: fn(bounds[i], bounds[i + 1]), range(n_chunks)))
+
+    def close(self) -> None:
+        """Shut the thread pool down (a later :meth:`map` starts a new one)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+def _concat_hits(parts: list) -> NearestHits:
+    """One :class:`NearestHits` from the chunks' results, in order."""
+    if len(parts) == 1:
+        return parts[0]
+    return NearestHits(*(np.concatenate(f) for f in zip(*parts)))
+
+
+def _slice(x, a: int, b: int):
+    """``x[a:b]`` for an array of per-ray values, ``x`` itself for a scalar (one for all rays)."""
+    return x if np.ndim(x) == 0 else x[a:b]
+
+
+# -- the serial Embree backend ------------------------------------------------------------------
 @dataclass
 class _Group:
     """One Embree scene: all static objects (scene frame) or one moving object (body frame)."""
@@ -163,70 +352,64 @@ def _add_triangles(escene, vertices: np.ndarray, faces: np.ndarray) -> None:
                  np.ascontiguousarray(faces, dtype=np.int32))
 
 
-class RayCaster:
-    """Nearest-hit ray casting against a :class:`~hifi.scene.Scene`, through mirrors.
+def _limit32(max_distance, n: int) -> np.ndarray:
+    """Embree's ``tfar`` for n rays: the search limit [m] in float32, ``inf`` replaced by
+    float32's max; a fresh array (Embree shortens it in place)."""
+    limit = np.where(np.isfinite(max_distance), max_distance, np.finfo(np.float32).max)
+    if limit.ndim == 0:
+        return np.full(n, limit, dtype=np.float32)
+    return np.ascontiguousarray(limit, dtype=np.float32)
+
+
+class EmbreeBackend:
+    """Serial nearest-hit backend (:class:`NearestHitBackend`) over embreex.
+
+    Static objects share one BVH built once in the scene frame, shifted to the centre of their
+    bounding box so float32 keeps its precision; every moving object has its own BVH built once
+    in its body frame, and rays are transformed into that frame at each ray's emission time
+    instead of rebuilding the BVH. Rays that cannot reach a moving object's swept bounding
+    ball are not cast against it. :meth:`nearest` runs in the calling thread and may be called
+    from several threads at once (``collective`` is False).
 
     Parameters
     ----------
     scene : Scene
-        Objects, materials and motion.
-    max_bounces : int
-        Bound on mirror reflections per ray (default 8); a ray still on a mirror after that many
-        reflections reports no hit.
-    n_threads : int, optional
-        Threads casting in parallel; default: every core (``os.cpu_count()``).
+        Objects and motion (frozen once built).
     face_subset : callable, optional
-        ``face_subset(object_index, n_faces) -> indices`` of the faces this caster holds (used
-        by the MPI facet-partitioned caster); default all faces.
-
-    Notes
-    -----
-    BVHs are built on first use, not at construction, so creating a caster is cheap.
-    Secondary rays leave a mirror from a point on the reflected line that clears the surface by
-    ``SECONDARY_RAY_OFFSET_REL`` times the scene's coordinate magnitude (float32 safe at any
-    scale); the path length is measured from the true reflection point, so the offset does not
-    bias the distance, and the reflected line itself is exact. The scene is frozen during a ray's flight (< 1 us at 300 m).
+        ``face_subset(object_index, n_faces) -> indices`` of the faces this backend holds (the
+        MPI facet partition); default all faces.
     """
 
-    #: Whether :meth:`nearest` is a collective over processes (the MPI facet-partitioned caster
-    #: sets it): then :meth:`cast` passes the first segment of all rays through one
-    #: :meth:`nearest` call instead of per-chunk work in the threads, so that every process makes
-    #: the same calls in the same order.
-    collective_nearest = False
+    collective = False
 
-    def __init__(self, scene: Scene, *, max_bounces: int = MAX_MIRROR_BOUNCES,
-                 n_threads: int | None = None, face_subset=None):
+    def __init__(self, scene: Scene, *, face_subset=None):
         self.scene = scene
-        self.max_bounces = int(max_bounces)
-        self.n_threads = int(n_threads or os.cpu_count() or 1)
         self._face_subset = face_subset
         self._groups: list[_Group] | None = None
-        self._pool: ThreadPoolExecutor | None = None
-        self._mirror = scene.object_table("mirror")
-        # Per object id (and -1, last entry, NaN -> False): does a ray follow its reflection?
-        self._mirror_object = self._mirror >= MIRROR_FOLLOW_THRESHOLD
-        self._has_mirror = bool(np.any(self._mirror_object))
+        self._centre_rows: np.ndarray | None = None
         #: Triangles handed to Embree by :meth:`build` (all of the scene's, or this subset's).
         self.n_triangles = 0
-        extent_m = scene.extent_m()
-        self._offset_m = max(SECONDARY_RAY_OFFSET_REL * extent_m, SECONDARY_RAY_OFFSET_MIN_M)
-        self._tie_plane_m = _TIE_PLANE_REL * max(extent_m, 1.0)
+        # Margin of the swept-ball cull [m] against float32 rounding of rays cast in a body
+        # frame: ray origins lie within the scene's extent, and 2**-16 of it is hundreds of ulp.
+        self._cull_margin_m = max(SECONDARY_RAY_OFFSET_REL * scene.extent_m(),
+                                  SECONDARY_RAY_OFFSET_MIN_M)
+        # Float32 frames: the static BVH's centre (set by build()) and, per object id (and -1
+        # last), static or moving and the size added to the hit point's magnitude (set on the
+        # first secondary_offset_m; see _frame_tables).
+        self._centre = np.zeros(3)
+        self._static_object: np.ndarray | None = None
+        self._size_m: np.ndarray | None = None
 
     # -- building -------------------------------------------------------------------------------
-    def _faces_of(self, obj) -> np.ndarray:
-        if self._face_subset is None:
-            return np.arange(len(obj.faces))
-        return np.asarray(self._face_subset(obj.index, len(obj.faces)), dtype=np.int64)
-
     def _triangles_of(self, obj, vertices: np.ndarray):
         """``(vertices, faces, face ids)`` handed to Embree for ``obj``.
 
         With a face subset, only the vertices its faces use are kept (faces renumbered), so a
         process holds about its share of the vertex buffer too; face ids is None for all faces.
         """
-        sel = self._faces_of(obj)
         if self._face_subset is None:
             return vertices, obj.faces, None
+        sel = np.asarray(self._face_subset(obj.index, len(obj.faces)), dtype=np.int64)
         used, faces = np.unique(obj.faces[sel], return_inverse=True)
         return vertices[used], faces.reshape(-1, 3), sel
 
@@ -238,8 +421,8 @@ class RayCaster:
         start = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         return np.concatenate(geom_faces).astype(np.int32), start
 
-    def build(self) -> "RayCaster":
-        """Build every BVH now (otherwise done on the first cast)."""
+    def build(self) -> EmbreeBackend:
+        """Build every BVH now (otherwise done on the first :meth:`nearest`)."""
         if self._groups is not None:
             return self
         scene = self.scene
@@ -250,7 +433,7 @@ class RayCaster:
             world = [scene.pose_at(o.name, 0.0).apply(o.vertices) for o in static]
             lo = np.min([w.min(axis=0) for w in world], axis=0)
             hi = np.max([w.max(axis=0) for w in world], axis=0)
-            centre = (lo + hi) / 2.0
+            centre = self._centre = (lo + hi) / 2.0
             es = _embree_scene()
             geom_obj, geom_faces = [], []
             for obj, verts in zip(static, world):
@@ -264,6 +447,8 @@ class RayCaster:
             if geom_obj:
                 groups.append(_Group(es, np.asarray(geom_obj, dtype=np.int32),
                                      *self._lookup(geom_faces), None, centre))
+                # The centre tiled over a chunk, so origins - centre runs on flat arrays.
+                self._centre_rows = np.tile(centre, _CHUNK_RAYS)
         for obj in scene.objects:
             if not scene.is_moving(obj.name):
                 continue
@@ -279,43 +464,55 @@ class RayCaster:
         self._groups = groups
         return self
 
-    def close(self) -> None:
-        """Release the thread pool."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+    def _frame_tables(self) -> None:
+        """Per object id (and -1 last): static or moving, and the size term of its offset [m].
 
-    # -- casting ----------------------------------------------------------------------------------
-    def _map(self, fn, n: int) -> list:
-        """``fn(start, stop)`` over contiguous chunks of ``range(n)``, on the pool; results in order.
-
-        Each thread gets the same number of chunks of at most ``_CHUNK_RAYS`` rays; fewer than
-        ``_MIN_RAYS_PER_TASK`` rays per thread run in the calling thread. Every ray's result
-        depends on that ray alone, never on the chunking.
+        Static objects are cast in the scene frame minus the static centre; the term is the
+        object's longest triangle edge, which bounds the distance from a hit point to every
+        vertex of its triangle. A moving object is cast in its body frame, where its hit points
+        and vertices all lie within its reach (largest vertex distance from its origin); the
+        term is that reach. Computed from the whole meshes (not a face subset), so every process
+        of a partitioned cast gets the same offsets.
         """
-        tasks = min(self.n_threads, max(1, n // _MIN_RAYS_PER_TASK))
-        n_chunks = tasks * max(1, -(-n // (tasks * _CHUNK_RAYS)))
-        bounds = np.linspace(0, n, n_chunks + 1).astype(int)
-        if tasks <= 1:
-            return [fn(bounds[i], bounds[i + 1]) for i in range(n_chunks)]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="hifi-cast")
-        return list(self._pool.map(lambda i: fn(bounds[i], bounds[i + 1]), range(n_chunks)))
+        scene = self.scene
+        n = len(scene.objects)
+        static = np.zeros(n + 1, dtype=bool)
+        size = np.full(n + 1, np.nan)
+        for obj in scene.objects:
+            v, f = obj.vertices, obj.faces
+            if len(f) == 0:
+                continue
+            if scene.is_moving(obj.name):
+                size[obj.index] = float(np.max(_row_norm(v[f.ravel()])))
+            else:
+                static[obj.index] = True
+                size[obj.index] = max(float(np.max(_row_norm(v[f[:, (j + 1) % 3]] - v[f[:, j]])))
+                                      for j in range(3))
+        self._static_object, self._size_m = static, size
 
-    def _offset_rows(self, group: _Group, n: int) -> np.ndarray:
-        """``group.offset`` tiled over at least ``n`` rays, flat (3 n,); cached per group."""
-        cache = self.__dict__.setdefault("_offset_rows_cache", {})
-        rows = cache.get(id(group))
-        if rows is None or rows.size < 3 * n:
-            rows = cache[id(group)] = np.tile(group.offset, max(n, _CHUNK_RAYS))
-        return rows[:3 * n]
+    def secondary_offset_m(self, points_scene, object_id) -> np.ndarray:
+        """Clearance [m] of a secondary ray leaving each hit (see :class:`NearestHitBackend`).
 
-    @staticmethod
-    def _limit32(max_distance) -> np.ndarray:
-        """Embree's ``tfar``: the search limit [m] in float32, ``inf`` replaced by float32's max."""
-        limit = np.where(np.isfinite(max_distance), max_distance, np.finfo(np.float32).max)
-        return np.ascontiguousarray(limit, dtype=np.float32)
+        The float32 magnitude of a hit on a static object is ``|point - centre|`` (its
+        coordinates in the static BVH's frame) plus the object's longest triangle edge; on a
+        moving object, its reach (see :meth:`_frame_tables`); the offset is
+        :func:`secondary_ray_offset_m` of it.
+        """
+        self.build()
+        if self._size_m is None:
+            self._frame_tables()
+        points = np.asarray(points_scene, dtype=float).reshape(-1, 3)
+        k = np.asarray(object_id, dtype=np.int64)
+        static = self._static_object[k]
+        bound = self._size_m[k]
+        if np.any(static):
+            bound = np.where(static, _row_norm(points - self._centre) + bound, bound)
+        return secondary_ray_offset_m(bound)
 
+    def close(self) -> None:
+        """Nothing to release (threads belong to the caller)."""
+
+    # -- casting --------------------------------------------------------------------------------
     def _swept_ball(self, g: _Group, t_min: float, t_max: float):
         """Ball [m] containing moving object ``g`` at every time in ``[t_min, t_max]``, or None.
 
@@ -334,11 +531,11 @@ class RayCaster:
         pts = body.local.at(np.concatenate([[t_min, t_max], inner])).translation
         centre = (pts.min(axis=0) + pts.max(axis=0)) / 2.0
         radius = float(np.max(_row_norm(pts - centre))) + g.reach
-        return centre, radius * (1.0 + _CULL_MARGIN_REL) + self._offset_m
+        return centre, radius * (1.0 + _CULL_MARGIN_REL) + self._cull_margin_m
 
     def _candidates(self, g: _Group, origins, directions, times, tfar32):
         """Indices of the rays whose segment passes within the object's swept ball (or None)."""
-        ball = self._swept_ball(g, float(times.min()), float(times.max()))
+        ball = self._swept_ball(g, float(np.min(times)), float(np.max(times)))
         if ball is None:
             return None
         centre, radius = ball
@@ -347,31 +544,70 @@ class RayCaster:
         closest = rel - directions * along[:, None]
         return np.nonzero(_row_dot(closest, closest) <= radius * radius)[0]
 
-    def _nearest_chunk(self, origins, directions, times, tfar32, uniform_time: bool):
-        """:meth:`nearest` over one chunk of rays; ``tfar32`` is shortened in place by Embree."""
+    def _cast_static(self, g: _Group, origins, directions, tfar32) -> NearestHits:
+        """The static group, cast first: Embree's arrays go straight into fresh hit arrays."""
         n = origins.shape[0]
-        best, obj, face, normal, edge = _no_hits(n)
-        for g in self._groups:
-            pose = None
-            if g.body is None:
-                o32 = np.empty((n, 3), dtype=np.float32)
-                np.subtract(origins, g.offset, out=o32, casting="same_kind")
-                d32 = directions.astype(np.float32)
-                sel = None
-                r = g.embree.run(o32, d32, dists=tfar32, output=1)
-            else:
-                sel = self._candidates(g, origins, directions, times, tfar32)
-                if sel is not None and sel.size == 0:
-                    continue
-                o_s, d_s = (origins, directions) if sel is None else (origins[sel], directions[sel])
-                t_s = times[0] if uniform_time else (times if sel is None else times[sel])
-                pose = self.scene.pose_at(g.body, t_s)
-                o32 = np.ascontiguousarray(pose.inverse_apply(o_s), dtype=np.float32)
-                d32 = np.ascontiguousarray(pose.inverse_apply_vectors(d_s), dtype=np.float32)
-                sub_tfar = tfar32 if sel is None else np.ascontiguousarray(tfar32[sel])
-                r = g.embree.run(o32, d32, dists=sub_tfar, output=1)
-                if sel is not None:
-                    tfar32[sel] = sub_tfar
+        o32 = np.empty((n, 3), dtype=np.float32)
+        rows = self._centre_rows
+        if rows.size < 3 * n:
+            rows = np.tile(g.offset, n)
+        # origins - centre on flat arrays (same bits as the broadcast subtraction).
+        np.subtract(np.ascontiguousarray(origins).reshape(-1), rows[:3 * n], out=o32.reshape(-1),
+                    casting="same_kind")
+        r = g.embree.run(o32, directions.astype(np.float32), dists=tfar32, output=1)
+        gid = r["geomID"]
+        miss = gid < 0
+        obj = np.empty(n, dtype=np.int32)
+        # geomID -1 (miss) wraps to the appended -1.
+        np.take(np.append(g.geom_object, np.int32(-1)), gid, out=obj, mode="wrap")
+        if g.face_lookup is None:
+            face = np.array(r["primID"], dtype=np.int32)
+            np.copyto(face, -1, where=miss)
+        else:
+            face = np.full(n, -1, dtype=np.int32)
+            idx = np.nonzero(~miss)[0]
+            face[idx] = g.face_lookup[g.geom_start[gid[idx]] + r["primID"][idx]]
+        distance = r["tfar"].astype(np.float64)
+        np.copyto(distance, np.inf, where=miss)
+        ng = r["Ng"]
+        denom = _row_norm(ng)
+        np.copyto(denom, np.nan, where=miss)            # misses: NaN normal, no 0/0 warning
+        normal = _divide_rows(ng, denom, out=np.empty((n, 3)))
+        edge = _on_edge(r["u"], r["v"])
+        edge[miss] = False
+        return NearestHits(distance, obj, face, normal, edge)
+
+    def nearest(self, origins, directions, times, max_distance) -> NearestHits:
+        """Nearest facet along each ray (see :meth:`NearestHitBackend.nearest`)."""
+        self.build()
+        n = origins.shape[0]
+        if n == 0:
+            return no_hits(0)
+        tfar32 = _limit32(max_distance, n)
+        groups = self._groups
+        if groups and groups[0].body is None:       # the static group is always first
+            hits = self._cast_static(groups[0], origins, directions, tfar32)
+            groups = groups[1:]
+        else:
+            hits = no_hits(n)
+        if not groups:
+            return hits
+        best, obj, face, normal, edge = hits
+        raw = np.zeros(n, dtype=bool)                # rows holding a normal not yet of unit length
+        uniform = np.ndim(times) == 0
+        for g in groups:
+            sel = self._candidates(g, origins, directions, times, tfar32)
+            if sel is not None and sel.size == 0:
+                continue
+            o_s, d_s = (origins, directions) if sel is None else (origins[sel], directions[sel])
+            t_s = times if uniform or sel is None else times[sel]
+            pose = self.scene.pose_at(g.body, t_s)
+            o32 = np.ascontiguousarray(pose.inverse_apply(o_s), dtype=np.float32)
+            d32 = np.ascontiguousarray(pose.inverse_apply_vectors(d_s), dtype=np.float32)
+            sub_tfar = tfar32 if sel is None else np.ascontiguousarray(tfar32[sel])
+            r = g.embree.run(o32, d32, dists=sub_tfar, output=1)
+            if sel is not None:
+                tfar32[sel] = sub_tfar
             gid = r["geomID"]
             t = r["tfar"].astype(np.float64)
             rows = slice(None) if sel is None else sel
@@ -380,25 +616,447 @@ class RayCaster:
                 continue
             sub = np.nonzero(better)[0]                    # index into this group's rays
             idx = sub if sel is None else sel[sub]         # index into the chunk
-            t, gid = t[sub], gid[sub]
-            best[idx] = t
-            gsel = gid
-            obj[idx] = g.geom_object[gsel]
+            best[idx] = t[sub]
+            obj[idx] = g.geom_object[gid[sub]]
             prim = r["primID"][sub]
-            face[idx] = prim if g.face_lookup is None else g.face_lookup[g.geom_start[gsel] + prim]
+            face[idx] = prim if g.face_lookup is None else g.face_lookup[g.geom_start[gid[sub]] + prim]
             ng = r["Ng"][sub].astype(np.float64)
-            if pose is not None:
-                ng = (pose if pose.single else Pose(pose.rotation[sub], pose.translation[sub])).apply_vectors(ng)
-            normal[idx] = ng
+            normal[idx] = (pose if pose.single else Pose(pose.rotation[sub], pose.translation[sub])).apply_vectors(ng)
+            raw[idx] = True
             edge[idx] = _on_edge(r["u"][sub], r["v"][sub])
+        rows = np.nonzero(raw)[0]
+        if rows.size:
+            normal[rows] /= _row_norm(normal[rows])[:, None]
+        return hits
+
+
+# -- the edge-tie rule ---------------------------------------------------------------------------
+def _object_topology(scene: Scene, index: int, cache: dict):
+    """Faces around each vertex of object ``index`` (vertices merged by position): CSR."""
+    topo = cache.get(("topology", index))
+    if topo is None:
+        obj = scene.objects[index]
+        _, vid = np.unique(obj.vertices, axis=0, return_inverse=True)
+        corners = vid.reshape(-1)[obj.faces.reshape(-1)].reshape(-1, 3)
+        order = np.argsort(corners.ravel(), kind="stable")
+        indptr = np.searchsorted(corners.ravel()[order], np.arange(vid.max() + 2))
+        topo = cache[("topology", index)] = (corners, indptr, order // 3)
+    return topo
+
+
+def _static_world_vertices(scene: Scene, index: int, cache: dict) -> np.ndarray:
+    """Scene-frame vertices (float64) of static object ``index``, cached."""
+    world = cache.get(("world", index))
+    if world is None:
+        obj = scene.objects[index]
+        world = cache[("world", index)] = scene.pose_at(obj.name, 0.0).apply(obj.vertices)
+    return world
+
+
+def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
+                plane_tol_m: float, cache: dict | None = None) -> None:
+    """Edge-tie rule, in place on ``hits.face_index`` and ``hits.normal``: a hit on a
+    triangle's edge goes to the lowest-index face of that object that contains the hit point,
+    with that face's normal computed here.
+
+    Parameters
+    ----------
+    scene : Scene
+        The whole scene (every process holds it, whatever share of the facets it casts).
+    origins, directions : (n, 3) float64
+        The rays cast, scene frame [m]; directions of unit length.
+    times : float or (n,) float64
+        Emission times [s].
+    hits : NearestHits
+        Their nearest hits (over all facets).
+    plane_tol_m : float
+        Distance [m] of the hit point from a neighbouring triangle's plane within which that
+        triangle is taken to contain the point.
+    cache : dict, optional
+        Per-scene cache of mesh topology and static vertices, reused across calls.
+
+    Notes
+    -----
+    Embree reports one of the triangles at the nearest float32 distance; when a ray meets
+    the shared edge (or vertex) of several, which one depends on the BVH, so on how the
+    facets are split over processes. Every hit flagged ``edge`` (a barycentric below
+    ``_EDGE_BARY``) is settled the same way whatever triangle Embree returned: candidates
+    are the object's faces sharing a vertex position with it; those whose plane passes
+    within ``plane_tol_m`` of the hit point and whose barycentrics there are >= -``_EDGE_BARY``
+    contain it; the lowest face index wins and its unit normal (float64 cross product of its
+    scene-frame vertices at the ray's time) replaces Embree's.
+    Ties between faces of two different objects (coincident surfaces) are not settled.
+    """
+    best, obj, face, normal, edge = hits
+    rows = np.nonzero(edge & (obj >= 0))[0]
+    if rows.size == 0:
+        return
+    cache = {} if cache is None else cache
+    times = np.broadcast_to(np.asarray(times, dtype=float), best.shape)
+    for index in np.unique(obj[rows]):
+        r = rows[obj[rows] == index]
+        o = scene.objects[int(index)]
+        corners, indptr, vertex_face = _object_topology(scene, int(index), cache)
+        # (ray, candidate face) pairs: every face around each corner of the reported face.
+        v = corners[face[r]]                                   # (m, 3) vertex ids
+        start, count = indptr[v].ravel(), (indptr[v + 1] - indptr[v]).ravel()
+        pair_ray = np.repeat(np.repeat(np.arange(r.size), 3), count)
+        first = np.repeat(np.cumsum(count) - count, count)
+        cand = vertex_face[np.repeat(start, count) + np.arange(count.sum()) - first]
+        if scene.is_moving(o.name):
+            pose = scene.pose_at(o.name, times[r][pair_ray])
+            tri = [pose.apply(o.vertices[o.faces[cand, j]]) for j in range(3)]
+        else:                   # static: scene-frame vertices computed once per object
+            world = _static_world_vertices(scene, int(index), cache)
+            tri = [world[o.faces[cand, j]] for j in range(3)]
+        p = origins[r][pair_ray] + directions[r][pair_ray] * best[r][pair_ray, None]
+        e1, e2, w = tri[1] - tri[0], tri[2] - tri[0], p - tri[0]
+        n = np.cross(e1, e2)
+        n_len = _row_norm(n)
+        unit = n / n_len[:, None]
+        # Barycentrics of p projected on the candidate's plane (Cramer's rule).
+        d11, d12, d22 = _row_dot(e1, e1), _row_dot(e1, e2), _row_dot(e2, e2)
+        dw1, dw2 = _row_dot(w, e1), _row_dot(w, e2)
+        den = d11 * d22 - d12 * d12
+        b1 = (d22 * dw1 - d12 * dw2) / den
+        b2 = (d11 * dw2 - d12 * dw1) / den
+        inside = ((np.abs(_row_dot(w, unit)) <= plane_tol_m) & (b1 >= -_EDGE_BARY)
+                  & (b2 >= -_EDGE_BARY) & (b1 + b2 <= 1.0 + _EDGE_BARY))
+        # Lowest containing candidate per ray; the reported face always counts.
+        key = np.where(inside | (cand == face[r][pair_ray]), cand, np.iinfo(np.int64).max)
+        order = np.lexsort((key, pair_ray))
+        firsts = order[np.searchsorted(pair_ray[order], np.arange(r.size))]
+        face[r] = cand[firsts]
+        normal[r] = unit[firsts]
+
+
+# -- tracing: first segment, then the mirror bounce loop ----------------------------------------
+def _one_time(times):
+    """``times`` as one float when every ray has the same time (one pose per moving object)."""
+    if np.ndim(times) == 0:
+        return float(times)
+    return times[0] if times.size and bool(np.all(times == times[0])) else times
+
+
+def _settled(backend: NearestHitBackend, settle, origins, directions, times, max_distance):
+    """``backend.nearest`` on these rays, then the tie rule ``settle`` (if any), in this thread."""
+    hits = backend.nearest(origins, directions, times, max_distance)
+    if settle is not None:
+        settle(origins, directions, times, hits)
+    return hits
+
+
+def nearest_step(backend: NearestHitBackend, origins, directions, times, max_distance, *,
+                 settle=None, map_chunks=None) -> NearestHits:
+    """One cast step: ``backend.nearest`` and the edge-tie rule, split over threads.
+
+    Parameters
+    ----------
+    backend : NearestHitBackend
+    origins, directions : (n, 3) float64
+        Scene frame [m]; directions of unit length.
+    times : float or (n,) float64
+        Emission times [s].
+    max_distance : float or (n,) float64
+        Search limit per ray [m].
+    settle : callable, optional
+        ``settle(origins, directions, times, hits)``: the tie rule in place
+        (:func:`settle_ties` bound to the scene); default none.
+    map_chunks : callable, optional
+        ``map_chunks(fn, n)`` (:meth:`ChunkPool.map`) to split the rays over threads; used only
+        if the backend is not collective.
+
+    Returns
+    -------
+    NearestHits
+    """
+    times = _one_time(times)
+    n = origins.shape[0]
+
+    def step(a, b):
+        return _settled(backend, settle, origins[a:b], directions[a:b], _slice(times, a, b),
+                        _slice(max_distance, a, b))
+
+    if backend.collective or map_chunks is None:
+        return step(0, n)
+    return _concat_hits(map_chunks(step, n))
+
+
+def _first_segment(backend, settle, a, b, origins, directions_in, times, max_range, out,
+                   mirror_object):
+    """First segment of rays ``a:b``, written straight into the slices of the outputs.
+
+    Normalises the directions, casts them (backend, then tie rule) and finishes every ray that
+    reaches a diffuse surface or misses: normal turned toward the ray, misses NaN / -1, hit
+    point. Rays on a mirror (``mirror_object``, None if the scene has none) are left NaN / -1
+    and returned as ``(index, segment, point, normal, direction, object id)`` for the bounce
+    loop (None if there are none).
+    """
+    distance, point, normal, direction, object_id, face_index = out
+    o = origins[a:b]
+    d = direction[a:b]
+    d_in = directions_in[a:b]
+    _divide_rows(d_in, _row_norm(d_in), out=d)
+    seg, obj_g, face_g, nrm_g, _ = _settled(backend, settle, o, d, _slice(times, a, b),
+                                            _slice(max_range, a, b))
+    dist, pt, nrm = distance[a:b], point[a:b], normal[a:b]
+    obj, face = object_id[a:b], face_index[a:b]
+    hit = obj_g >= 0
+    if not np.any(hit):
+        dist.fill(np.nan)
+        pt.fill(np.nan)
+        nrm.fill(np.nan)
+        obj.fill(-1)
+        face.fill(-1)
+        return None
+    np.copyto(obj, obj_g)
+    np.copyto(face, face_g)
+    # Misses NaN (their normal is NaN already).
+    np.copyto(dist, seg)
+    np.copyto(dist, np.nan, where=~hit)
+    # Normals turned toward the arriving ray (x -1.0 is exact).
+    facing = np.einsum("ij,ij->i", nrm_g, d)
+    _multiply_rows(nrm_g, np.where(facing > 0, -1.0, 1.0), out=nrm)
+    # Hit point o + d t.
+    _multiply_rows(d, dist, out=pt)
+    np.add(o, pt, out=pt)
+    if mirror_object is None:
+        return None
+    on_mirror = mirror_object[obj]
+    if not np.any(on_mirror):
+        return None
+    m = np.nonzero(on_mirror)[0]
+    state = (m + a, dist[m], pt[m], nrm[m], d[m], obj[m])
+    dist[m] = np.nan
+    pt[m] = np.nan
+    nrm[m] = np.nan
+    obj[m] = -1
+    face[m] = -1
+    return state
+
+
+def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_m=np.inf, *,
+          mirror_object: np.ndarray, max_bounces: int = MAX_MIRROR_BOUNCES,
+          settle=None, map_chunks=None) -> Hits:
+    """Cast rays and follow them through mirrors to the first diffuse surface.
+
+    Parameters
+    ----------
+    backend : NearestHitBackend
+        Nearest-hit casting (serial or partitioned).
+    origins : (n, 3) array_like
+        Ray origins, scene frame [m].
+    directions : (n, 3) array_like
+        Ray directions, scene frame (normalised here).
+    times : float or (n,) array_like
+        Emission time of each ray [s].
+    max_range_m : float or (n,) array_like
+        Maximum total path length [m]; a surface beyond it is a miss.
+    mirror_object : (n_objects + 1,) bool
+        Per object id, and -1 last: does a ray follow its reflection off that object?
+    max_bounces : int
+        Bound on mirror reflections per ray; a ray still on a mirror after that many
+        reflections reports no hit.
+    settle : callable, optional
+        Edge-tie rule (see :func:`nearest_step`).
+    map_chunks : callable, optional
+        Thread splitter (:meth:`ChunkPool.map`) for a backend that is not collective.
+
+    Returns
+    -------
+    Hits
+
+    Notes
+    -----
+    The first segment of every ray is cast and finished chunk by chunk on the threads of
+    ``map_chunks``, writing into the preallocated outputs (numpy and Embree release the GIL);
+    with a collective backend it is one step over all rays. Only rays that hit a mirror go on
+    to the bounce loop, one step per reflection, at most ``max_bounces``.
+    A secondary ray leaves the mirror from a point on the reflected line that clears the
+    surface by ``backend.secondary_offset_m`` of that reflection point (float32-safe for that
+    hit, whatever else the scene holds: :func:`secondary_ray_offset_m`), stepping along the
+    line offset / cos (cos clamped at ``_MIN_COS_OFFSET`` for grazing reflections); the path
+    length is measured from the true reflection point, so the offset does not bias the
+    distance, and the reflected line itself is exact. The scene is frozen during a ray's
+    flight (< 1 us at 300 m).
+    """
+    origins = np.asarray(origins, dtype=float).reshape(-1, 3)
+    directions_in = np.asarray(directions, dtype=float).reshape(-1, 3)
+    n = origins.shape[0]
+    if directions_in.shape[0] != n:
+        raise ValueError(f"origins has {n} rays but directions has {directions_in.shape[0]}")
+    times = np.asarray(times, dtype=float)
+    times = float(times) if times.ndim == 0 else np.broadcast_to(times, (n,))
+    max_range = np.asarray(max_range_m, dtype=float)
+    max_range = float(max_range) if max_range.ndim == 0 else np.broadcast_to(max_range, (n,))
+
+    distance = np.empty(n)
+    point = np.empty((n, 3))
+    normal = np.empty((n, 3))
+    out_dir = np.empty((n, 3))
+    object_id = np.empty(n, dtype=np.int32)
+    face_index = np.empty(n, dtype=np.int32)
+    bounces = np.zeros(n, dtype=np.int8)
+    hits = Hits(distance, point, normal, out_dir, object_id, face_index, bounces)
+    if n == 0:
+        return hits
+    backend.build()
+    times = _one_time(times)
+    mirrors = mirror_object if np.any(mirror_object) else None
+    out = (distance, point, normal, out_dir, object_id, face_index)
+
+    def first(a, b):
+        return _first_segment(backend, settle, a, b, origins, directions_in, times, max_range,
+                              out, mirrors)
+
+    if backend.collective or map_chunks is None:
+        states = [first(0, n)]
+    else:
+        states = map_chunks(first, n)
+    states = [s for s in states if s is not None]
+    if not states or max_bounces == 0:
+        return hits
+
+    # Rays on a mirror: reflect and follow, up to max_bounces reflections.
+    active = np.concatenate([s[0] for s in states])
+    seg, p, nrm, d, mirror = (np.concatenate([s[i] for s in states]) for i in range(1, 6))
+    all_times = np.broadcast_to(times, (n,))
+    remaining = np.broadcast_to(max_range, (n,))[active] - seg
+    travelled = seg
+    for bounce in range(1, max_bounces + 1):
+        reflected = d - 2.0 * np.einsum("ij,ij->i", d, nrm)[:, None] * nrm
+        start = p
+        # Leave along the reflected line itself, far enough to clear the mirror by the
+        # offset (clamped at grazing reflection), so the path stays exact.
+        cos_out = np.maximum(np.einsum("ij,ij->i", reflected, nrm), _MIN_COS_OFFSET)
+        offset_m = backend.secondary_offset_m(start, mirror)
+        o = start + reflected * (offset_m / cos_out)[:, None]
+        d = reflected
+        seg, obj, face, nrm, _ = nearest_step(backend, o, d, all_times[active], remaining,
+                                              settle=settle, map_chunks=map_chunks)
         hit = obj >= 0
-        norms = _row_norm(normal[hit])
-        normal[hit] /= norms[:, None]
-        return best, obj, face, normal, edge
+        p = o + d * np.where(hit, seg, np.nan)[:, None]
+        # Measure from the true reflection point, not the offset origin.
+        seg = np.where(hit, np.linalg.norm(p - start, axis=1), seg)
+        facing = np.einsum("ij,ij->i", nrm, d)
+        nrm = np.where((facing > 0)[:, None], -nrm, nrm)
+        total = travelled + seg
+        is_mirror = hit & mirror_object[obj]
+        final = hit & ~is_mirror
+        fi = active[final]
+        distance[fi] = total[final]
+        point[fi] = p[final]
+        normal[fi] = nrm[final]
+        out_dir[fi] = d[final]
+        object_id[fi] = obj[final]
+        face_index[fi] = face[final]
+        bounces[fi] = bounce
+        if bounce == max_bounces or not np.any(is_mirror):
+            break
+        m = is_mirror
+        active, travelled, remaining = active[m], total[m], remaining[m] - seg[m]
+        seg, p, nrm, d, mirror = seg[m], p[m], nrm[m], d[m], obj[m]
+    return hits
+
+
+# -- the public facade ---------------------------------------------------------------------------
+class RayCaster:
+    """Nearest-hit ray casting against a :class:`~hifi.scene.Scene`, through mirrors.
+
+    A thin facade: a :class:`NearestHitBackend` casts (default :class:`EmbreeBackend` over the
+    whole scene), :func:`trace` follows mirrors, :func:`settle_ties` settles shared-edge ties,
+    and a :class:`ChunkPool` splits the rays over threads.
+
+    Parameters
+    ----------
+    scene : Scene
+        Objects, materials and motion.
+    max_bounces : int
+        Bound on mirror reflections per ray (default 8); a ray still on a mirror after that many
+        reflections reports no hit.
+    n_threads : int, optional
+        Threads casting in parallel; default: every core (``os.cpu_count()``).
+    face_subset : callable, optional
+        ``face_subset(object_index, n_faces) -> indices`` of the faces the default backend
+        holds; default all faces.
+    backend : NearestHitBackend, optional
+        Cast through this backend instead (e.g. :class:`mpi.caster.FacetBackend`); not with
+        ``face_subset``.
+
+    Notes
+    -----
+    BVHs are built on first use, not at construction, so creating a caster is cheap.
+    Secondary rays leave a mirror from a point on the reflected line that clears the surface by
+    :meth:`secondary_offset_m` of the reflection point: ``SECONDARY_RAY_OFFSET_REL`` times the
+    float32 magnitude of that hit in its Embree frame (float32 safe at any scale, and
+    independent of the rest of the scene); the path length is measured from the true
+    reflection point, so the offset does not bias the distance, and the reflected line itself
+    is exact. The scene is frozen during a ray's flight (< 1 us at 300 m).
+    """
+
+    def __init__(self, scene: Scene, *, max_bounces: int = MAX_MIRROR_BOUNCES,
+                 n_threads: int | None = None, face_subset=None,
+                 backend: NearestHitBackend | None = None):
+        if backend is not None and face_subset is not None:
+            raise ValueError("face_subset is for the default backend; got both face_subset and "
+                             f"backend={backend!r}")
+        self.scene = scene
+        self.max_bounces = int(max_bounces)
+        self.threads = ChunkPool(n_threads)
+        self.n_threads = self.threads.n_threads
+        self.backend = backend if backend is not None else EmbreeBackend(scene, face_subset=face_subset)
+        # Per object id (and -1, last entry, NaN -> False): does a ray follow its reflection?
+        self._mirror_object = scene.object_table("mirror") >= MIRROR_FOLLOW_THRESHOLD
+        self._tie_cache: dict = {}
+        self._tie_plane_m = _TIE_PLANE_REL * max(scene.extent_m(), 1.0)
+
+    @property
+    def collective_nearest(self) -> bool:
+        """Whether the backend's nearest hit is a collective over processes."""
+        return self.backend.collective
+
+    @property
+    def n_triangles(self) -> int:
+        """Triangles handed to Embree by :meth:`build` (all of the scene's, or this share)."""
+        return self.backend.n_triangles
+
+    def build(self) -> RayCaster:
+        """Build every BVH now (otherwise done on the first cast)."""
+        self.backend.build()
+        return self
+
+    def close(self) -> None:
+        """Release the threads (the caster stays usable)."""
+        self.threads.close()
+        self.backend.close()
+
+    def secondary_offset_m(self, points_scene, object_id) -> np.ndarray:
+        """Clearance [m] a secondary ray (mirror bounce, shadow ray) leaving each hit needs.
+
+        Parameters
+        ----------
+        points_scene : (n, 3) array_like
+            Hit points, scene frame [m] (``Hits.point``).
+        object_id : (n,) array_like of int
+            Object hit (``Hits.object_id``); -1 gives NaN.
+
+        Returns
+        -------
+        (n,) float64
+            Offset [m] along the surface normal: :func:`secondary_ray_offset_m` of the hit's
+            float32 magnitude in the Embree frame it was computed in (the static BVH's frame or
+            the moving object's body frame) plus the size of the object's triangles. It does
+            not depend on the other objects in the scene.
+        """
+        return self.backend.secondary_offset_m(points_scene, object_id)
+
+    def _settle(self, origins, directions, times, hits: NearestHits) -> None:
+        settle_ties(self.scene, origins, directions, times, hits, plane_tol_m=self._tie_plane_m,
+                    cache=self._tie_cache)
 
     def nearest(self, origins: np.ndarray, directions: np.ndarray, times: np.ndarray,
                 max_distance: np.ndarray):
-        """One segment: nearest facet along each ray within ``max_distance``.
+        """One segment: nearest facet of any material along each ray within ``max_distance``.
 
         Parameters
         ----------
@@ -416,210 +1074,17 @@ class RayCaster:
         object_id, face_index : (n,) int32
             -1 on a miss.
         normal : (n, 3) float64
-            Unit facet normal, scene frame, not yet turned toward the ray.
+            Unit facet normal, scene frame, not turned toward the ray; NaN on a miss.
         """
         self.build()
+        origins = np.asarray(origins, dtype=float)
+        directions = np.asarray(directions, dtype=float)
         n = origins.shape[0]
-        best, obj, face, normal, edge = _no_hits(n)
-        if n == 0:
-            return best, obj, face, normal
-        tfar32 = self._limit32(max_distance)
-        uniform_time = bool(np.all(times == times[0]))
-
-        def work(a, b):
-            best[a:b], obj[a:b], face[a:b], normal[a:b], edge[a:b] = self._nearest_chunk(
-                origins[a:b], directions[a:b], times[a:b], tfar32[a:b], uniform_time)
-
-        self._map(work, n)
-        best, obj, face, normal, edge = self._combine(best, obj, face, normal, edge)
-        self._settle_ties(origins, directions, times, best, obj, face, normal, edge)
-        return best, obj, face, normal
-
-    def _combine(self, best, obj, face, normal, edge):
-        """Hook of the partitioned caster: this process's nearest hits -> the global ones."""
-        return best, obj, face, normal, edge
-
-    # -- ties -------------------------------------------------------------------------------------
-    def _object_topology(self, index: int):
-        """Faces around each vertex of object ``index`` (vertices merged by position): CSR."""
-        cache = self.__dict__.setdefault("_topology_cache", {})
-        topo = cache.get(index)
-        if topo is None:
-            obj = self.scene.objects[index]
-            _, vid = np.unique(obj.vertices, axis=0, return_inverse=True)
-            corners = vid.reshape(-1)[obj.faces.reshape(-1)].reshape(-1, 3)
-            order = np.argsort(corners.ravel(), kind="stable")
-            indptr = np.searchsorted(corners.ravel()[order], np.arange(vid.max() + 2))
-            topo = cache[index] = (corners, indptr, order // 3)
-        return topo
-
-    def _static_world_vertices(self, index: int) -> np.ndarray:
-        """Scene-frame vertices (float64) of static object ``index``, cached."""
-        cache = self.__dict__.setdefault("_world_vertices_cache", {})
-        if index not in cache:
-            obj = self.scene.objects[index]
-            cache[index] = self.scene.pose_at(obj.name, 0.0).apply(obj.vertices)
-        return cache[index]
-
-    def _settle_ties(self, origins, directions, times, best, obj, face, normal, edge) -> None:
-        """Tie rule, in place: a hit on a triangle's edge goes to the lowest-index face of that
-        object that contains the hit point, with that face's normal computed here.
-
-        Embree reports one of the triangles at the nearest float32 distance; when a ray meets
-        the shared edge (or vertex) of several, which one depends on the BVH, so on how the
-        facets are split over processes. Every hit flagged ``edge`` (a barycentric below
-        ``_EDGE_BARY``) is settled the same way whatever triangle Embree returned: candidates
-        are the object's faces sharing a vertex position with it; those whose plane passes
-        within ``_TIE_PLANE_REL`` of the scene extent of the hit point and whose barycentrics
-        there are >= -``_EDGE_BARY`` contain it; the lowest face index wins and its unit normal
-        (float64 cross product of its scene-frame vertices at the ray's time) replaces Embree's.
-        Ties between faces of two different objects (coincident surfaces) are not settled.
-        """
-        rows = np.nonzero(edge & (obj >= 0))[0]
-        if rows.size == 0:
-            return
-        tol = self._tie_plane_m
-        for index in np.unique(obj[rows]):
-            r = rows[obj[rows] == index]
-            o = self.scene.objects[int(index)]
-            corners, indptr, vertex_face = self._object_topology(int(index))
-            # (ray, candidate face) pairs: every face around each corner of the reported face.
-            v = corners[face[r]]                                   # (m, 3) vertex ids
-            start, count = indptr[v].ravel(), (indptr[v + 1] - indptr[v]).ravel()
-            pair_ray = np.repeat(np.repeat(np.arange(r.size), 3), count)
-            first = np.repeat(np.cumsum(count) - count, count)
-            cand = vertex_face[np.repeat(start, count) + np.arange(count.sum()) - first]
-            if self.scene.is_moving(o.name):
-                pose = self.scene.pose_at(o.name, times[r][pair_ray])
-                tri = [pose.apply(o.vertices[o.faces[cand, j]]) for j in range(3)]
-            else:                   # static: scene-frame vertices computed once per object
-                world = self._static_world_vertices(int(index))
-                tri = [world[o.faces[cand, j]] for j in range(3)]
-            p = origins[r][pair_ray] + directions[r][pair_ray] * best[r][pair_ray, None]
-            e1, e2, w = tri[1] - tri[0], tri[2] - tri[0], p - tri[0]
-            n = np.cross(e1, e2)
-            n_len = _row_norm(n)
-            unit = n / n_len[:, None]
-            # Barycentrics of p projected on the candidate's plane (Cramer's rule).
-            d11, d12, d22 = _row_dot(e1, e1), _row_dot(e1, e2), _row_dot(e2, e2)
-            dw1, dw2 = _row_dot(w, e1), _row_dot(w, e2)
-            den = d11 * d22 - d12 * d12
-            b1 = (d22 * dw1 - d12 * dw2) / den
-            b2 = (d11 * dw2 - d12 * dw1) / den
-            inside = ((np.abs(_row_dot(w, unit)) <= tol) & (b1 >= -_EDGE_BARY) & (b2 >= -_EDGE_BARY)
-                      & (b1 + b2 <= 1.0 + _EDGE_BARY))
-            # Lowest containing candidate per ray; the reported face always counts.
-            key = np.where(inside | (cand == face[r][pair_ray]), cand, np.iinfo(np.int64).max)
-            order = np.lexsort((key, pair_ray))
-            firsts = order[np.searchsorted(pair_ray[order], np.arange(r.size))]
-            face[r] = cand[firsts]
-            normal[r] = unit[firsts]
-
-    def _first_segment(self, a, b, origins, directions_in, times, uniform_time, max_range, out,
-                       collective=False):
-        """First segment of rays ``a:b``, written straight into the slices of the outputs.
-
-        Normalises the directions, casts, and finishes every ray that reaches a diffuse surface
-        or misses; rays on a mirror are left NaN / -1 and returned as
-        ``(index, segment, point, normal, direction)`` for the next bounce (None if there are none).
-        With ``collective``, the segment is cast through :meth:`nearest` (see
-        :attr:`collective_nearest`) and the rays are finished as in the general path.
-        """
-        distance, point, normal, direction, object_id, face_index = out
-        o = origins[a:b]
-        d = direction[a:b]
-        d_in = directions_in[a:b]
-        _divide_rows(d_in, _row_norm(d_in), out=d)
-        if max_range.ndim == 0:
-            tfar32 = np.full(b - a, self._limit32(max_range), dtype=np.float32)
-        else:
-            tfar32 = self._limit32(max_range[a:b])
-        dist, pt, nrm = distance[a:b], point[a:b], normal[a:b]
-        obj, face = object_id[a:b], face_index[a:b]
-        groups = self._groups
-        if not collective and len(groups) == 1 and groups[0].body is None:
-            # One static group (no moving objects): Embree's arrays go straight to the outputs.
-            g = groups[0]
-            o32 = np.empty((b - a, 3), dtype=np.float32)
-            # origins - offset, with the offset tiled so the subtraction runs on flat arrays.
-            np.subtract(o.reshape(-1), self._offset_rows(g, b - a), out=o32.reshape(-1),
-                        casting="same_kind")
-            r = g.embree.run(o32, d.astype(np.float32), dists=tfar32, output=1)
-            gid = r["geomID"]
-            hit = gid >= 0
-            any_hit = bool(np.any(hit))
-            if any_hit:
-                miss = ~hit
-                # geomID -1 (miss) wraps to the appended -1.
-                np.take(np.append(g.geom_object, np.int32(-1)), gid, out=obj, mode="wrap")
-                if g.face_lookup is None:
-                    np.copyto(face, r["primID"])
-                else:
-                    face.fill(-1)
-                    idx = np.nonzero(hit)[0]
-                    face[idx] = g.face_lookup[g.geom_start[gid[idx]] + r["primID"][idx]]
-                np.copyto(dist, r["tfar"])
-                # Unit normal turned toward the arriving ray in one division: Ng / (|Ng| s),
-                # s = -1 where Ng faces along the ray (dividing by -x is exactly negating).
-                # The sign is taken from Ng before normalising; it could differ from the
-                # normalised normal's only for |cos incidence| < 1e-15 (a ray in the facet's
-                # plane, where either side is as good).
-                ng = r["Ng"]
-                denom = _row_norm(ng)
-                denom[_row_dot(ng, d) > 0] *= -1.0
-                np.copyto(denom, np.nan, where=miss)        # misses: NaN normal, no 0/0 warning
-                _divide_rows(ng, denom, out=nrm)
-                edge = hit & _on_edge(r["u"], r["v"])
-                if np.any(edge):
-                    e = np.nonzero(edge)[0]
-                    seg_e, obj_e, face_e = np.copy(dist[e]), np.copy(obj[e]), np.copy(face[e])
-                    nrm_e = np.empty((e.size, 3))
-                    self._settle_ties(o[e], d[e], times[a:b][e], seg_e, obj_e, face_e, nrm_e,
-                                      np.ones(e.size, dtype=bool))
-                    face[e] = face_e
-                    facing = np.einsum("ij,ij->i", nrm_e, d[e])
-                    nrm[e] = nrm_e * np.where(facing > 0, -1.0, 1.0)[:, None]
-        else:
-            if collective:
-                seg, obj_g, face_g, nrm_g = self.nearest(o, d, times[a:b],
-                                                         np.broadcast_to(max_range, (len(times),))[a:b])
-            else:
-                seg, obj_g, face_g, nrm_g, edge = self._nearest_chunk(o, d, times[a:b], tfar32, uniform_time)
-                self._settle_ties(o, d, times[a:b], seg, obj_g, face_g, nrm_g, edge)
-            hit = obj_g >= 0
-            any_hit = bool(np.any(hit))
-            if any_hit:
-                miss = ~hit
-                obj[:], face[:], dist[:], nrm[:] = obj_g, face_g, seg, nrm_g
-                # Turn normals toward the arriving ray (x -1.0 is exact).
-                facing = np.einsum("ij,ij->i", nrm, d)
-                _multiply_rows(nrm, np.where(facing > 0, -1.0, 1.0), out=nrm)
-                np.copyto(nrm, np.nan, where=miss[:, None])
-        if not any_hit:
-            dist.fill(np.nan)
-            pt.fill(np.nan)
-            nrm.fill(np.nan)
-            obj.fill(-1)
-            face.fill(-1)
-            return None
-        # Misses NaN / -1; hit point o + d t.
-        np.copyto(dist, np.nan, where=miss)
-        np.copyto(face, -1, where=miss)
-        _multiply_rows(d, dist, out=pt)
-        np.add(o, pt, out=pt)
-        if not self._has_mirror:
-            return None
-        on_mirror = self._mirror_object[obj]
-        if not np.any(on_mirror):
-            return None
-        m = np.nonzero(on_mirror)[0]
-        state = (m + a, dist[m], pt[m], nrm[m], d[m])
-        dist[m] = np.nan
-        pt[m] = np.nan
-        nrm[m] = np.nan
-        obj[m] = -1
-        face[m] = -1
-        return state
+        times = np.broadcast_to(np.asarray(times, dtype=float), (n,))
+        hits = nearest_step(self.backend, origins, directions, times,
+                            np.broadcast_to(np.asarray(max_distance, dtype=float), (n,)),
+                            settle=self._settle, map_chunks=self.threads.map)
+        return hits.distance, hits.object_id, hits.face_index, hits.normal
 
     def cast(self, origins, directions, times=0.0, max_range_m=np.inf) -> Hits:
         """Cast rays and follow them through mirrors to the first diffuse surface.
@@ -641,78 +1106,8 @@ class RayCaster:
 
         Notes
         -----
-        The first segment of every ray is cast and finished chunk by chunk on the thread pool,
-        writing into the preallocated outputs (numpy and Embree release the GIL); only rays
-        that hit a mirror go on to the bounce loop.
+        :func:`trace` over this caster's backend, threads and scene.
         """
-        origins = np.asarray(origins, dtype=float).reshape(-1, 3)
-        directions_in = np.asarray(directions, dtype=float).reshape(-1, 3)
-        n = origins.shape[0]
-        if directions_in.shape[0] != n:
-            raise ValueError(f"origins has {n} rays but directions has {directions_in.shape[0]}")
-        times = np.broadcast_to(np.asarray(times, dtype=float), (n,))
-        max_range = np.asarray(max_range_m, dtype=float)
-        if max_range.ndim > 0:
-            max_range = np.broadcast_to(max_range, (n,))
-
-        distance = np.empty(n)
-        point = np.empty((n, 3))
-        normal = np.empty((n, 3))
-        out_dir = np.empty((n, 3))
-        object_id = np.empty(n, dtype=np.int32)
-        face_index = np.empty(n, dtype=np.int32)
-        bounces = np.zeros(n, dtype=np.int8)
-        hits = Hits(distance, point, normal, out_dir, object_id, face_index, bounces)
-        if n == 0:
-            return hits
-        self.build()
-        moving = any(g.body is not None for g in self._groups)
-        uniform_time = bool(np.all(times == times[0])) if moving else True
-        out = (distance, point, normal, out_dir, object_id, face_index)
-        if self.collective_nearest:
-            first = [self._first_segment(0, n, origins, directions_in, times, uniform_time,
-                                         max_range, out, collective=True)]
-        else:
-            first = self._map(lambda a, b: self._first_segment(a, b, origins, directions_in, times,
-                                                               uniform_time, max_range, out), n)
-        states = [s for s in first if s is not None]
-        if not states or self.max_bounces == 0:
-            return hits
-
-        # Rays on a mirror: reflect and follow, up to max_bounces reflections.
-        active = np.concatenate([s[0] for s in states])
-        seg, p, nrm, d = (np.concatenate([s[i] for s in states]) for i in range(1, 5))
-        remaining = np.broadcast_to(max_range, (n,))[active] - seg
-        travelled = seg
-        for bounce in range(1, self.max_bounces + 1):
-            reflected = d - 2.0 * np.einsum("ij,ij->i", d, nrm)[:, None] * nrm
-            start = p
-            # Leave along the reflected line itself, far enough to clear the mirror by the
-            # scene-scaled offset (clamped at grazing reflection), so the path stays exact.
-            cos_out = np.maximum(np.einsum("ij,ij->i", reflected, nrm), _MIN_COS_OFFSET)
-            o = start + reflected * (self._offset_m / cos_out)[:, None]
-            d = reflected
-            seg, obj, face, nrm = self.nearest(o, d, times[active], remaining)
-            hit = obj >= 0
-            p = o + d * np.where(hit, seg, np.nan)[:, None]
-            # Measure from the true reflection point, not the offset origin.
-            seg = np.where(hit, np.linalg.norm(p - start, axis=1), seg)
-            facing = np.einsum("ij,ij->i", nrm, d)
-            nrm = np.where((facing > 0)[:, None], -nrm, nrm)
-            total = travelled + seg
-            is_mirror = hit & self._mirror_object[obj]
-            final = hit & ~is_mirror
-            fi = active[final]
-            distance[fi] = total[final]
-            point[fi] = p[final]
-            normal[fi] = nrm[final]
-            out_dir[fi] = d[final]
-            object_id[fi] = obj[final]
-            face_index[fi] = face[final]
-            bounces[fi] = bounce
-            if bounce == self.max_bounces or not np.any(is_mirror):
-                break
-            m = is_mirror
-            active, travelled, remaining = active[m], total[m], remaining[m] - seg[m]
-            seg, p, nrm, d = seg[m], p[m], nrm[m], d[m]
-        return hits
+        return trace(self.backend, origins, directions, times, max_range_m,
+                     mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
+                     map_chunks=self.threads.map)

@@ -8,10 +8,12 @@ from __future__ import annotations
 #: Speed of light in vacuum [m/s]. SI definition (BIPM, The International System of Units, 9th ed., 2019).
 SPEED_OF_LIGHT_M_S = 299_792_458.0
 
-#: Relative offset of secondary (mirror) rays from the surface they leave, as a fraction of the
-#: scene's largest coordinate magnitude. float32 has a 24-bit mantissa (ulp = 2**-23 relative);
-#: 2**-16 keeps the new origin about 128 ulp clear of the surface whatever the scene scale, so
-#: the continuing ray cannot re-hit the mirror it left because of rounding.
+#: Relative offset of secondary rays (mirror bounces, shadow rays) from the surface they leave,
+#: as a fraction of the float32 coordinate magnitude of that hit in the Embree frame it was
+#: computed in, plus the size of the triangles of the object hit (hifi.caster.secondary_ray_offset_m).
+#: float32 has a 24-bit mantissa (ulp = 2**-23 relative); 2**-16 keeps the new origin about
+#: 128 ulp clear of the surface whatever the scene scale, so the continuing ray cannot re-hit
+#: the surface it left because of rounding.
 SECONDARY_RAY_OFFSET_REL = 2.0**-16
 
 #: Floor of the secondary-ray offset [m] for scenes whose coordinates are all tiny.

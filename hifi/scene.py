@@ -179,15 +179,29 @@ class Scene:
         return (self.pose_at(name, t + h).translation - self.pose_at(name, t - h).translation) / (2 * h)
 
     def extent_m(self) -> float:
-        """Bound on the magnitude of any scene coordinate [m] (>= 1 mm).
+        """Bound on the distance of any point of any body from the scene origin [m] (>= 1 mm),
+        so on the magnitude of every scene coordinate.
 
-        The largest vertex radius of any mesh plus the sum of the largest offsets of all bodies
-        (an upper bound whatever the pose tree); used to scale float32 offsets.
+        The largest over bodies (objects and sensors) of: the object's vertex radius (largest
+        vertex distance from its own origin; 0 for a sensor) plus, for the body and every
+        ancestor up its own parent chain, its largest offset from its parent (largest norm of
+        its fixed translation or of its track's keyframe positions; a track moves linearly
+        between keyframes, so never farther). Rotations keep norms, so each point of a body lies
+        within that sum of the scene origin whatever the poses. Used to scale float32 tolerances
+        (``hifi.caster``); unlike a sum over all bodies, it does not grow with their number.
         """
-        vert = max([float(np.max(np.linalg.norm(o.vertices, axis=1))) for o in self.objects
-                    if len(o.vertices)] or [0.0])
-        offsets = 0.0
-        for body in self.bodies.values():
-            pos = body.local.positions_m if isinstance(body.local, Track) else body.local.translation
-            offsets += float(np.max(np.abs(pos))) if np.size(pos) else 0.0
-        return max(vert + offsets, 1e-3)
+        reach: dict[str, float] = {}
+
+        def chain(name: str) -> float:
+            """Sum of the largest offsets of ``name`` and its ancestors [m], memoised."""
+            if name not in reach:
+                body = self.bodies[name]
+                pos = body.local.positions_m if isinstance(body.local, Track) else body.local.translation
+                own = float(np.max(np.linalg.norm(np.reshape(pos, (-1, 3)), axis=1))) if np.size(pos) else 0.0
+                reach[name] = own + (chain(body.parent) if body.parent is not None else 0.0)
+            return reach[name]
+
+        radius = {o.name: float(np.max(np.linalg.norm(o.vertices, axis=1))) if len(o.vertices) else 0.0
+                  for o in self.objects}
+        bound = max([radius.get(name, 0.0) + chain(name) for name in self.bodies] or [0.0])
+        return max(bound, 1e-3)

@@ -3,13 +3,16 @@
 Every object's triangles are dealt round-robin over the ranks by their global face id; each
 rank builds Embree BVHs for its share only. All ranks cast the same rays against their share,
 and one reduction per cast step picks the global nearest hit.
+
+:class:`FacetBackend` is that decomposition as a :class:`hifi.caster.NearestHitBackend`;
+:class:`FacetCaster` is the :class:`hifi.caster.RayCaster` over it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from hifi.caster import RayCaster
+from hifi.caster import ChunkPool, EmbreeBackend, NearestHits, RayCaster, no_hits
 
 #: Reduction key of a ray that hit nothing on a rank (larger than every hit's key).
 MISS_KEY = np.iinfo(np.int64).max
@@ -72,9 +75,9 @@ def unpack_keys(key, face_offset):
     return distance, obj, face
 
 
-class FacetCaster(RayCaster):
-    """:class:`hifi.caster.RayCaster` over this rank's share of the facets; every
-    :meth:`nearest` is a global nearest hit over all ranks of ``comm``.
+class FacetBackend:
+    """Nearest-hit backend (:class:`hifi.caster.NearestHitBackend`) over this rank's share of
+    the facets; every :meth:`nearest` is a global nearest hit over all ranks of ``comm``.
 
     Parameters
     ----------
@@ -82,23 +85,24 @@ class FacetCaster(RayCaster):
         The whole scene (every rank holds the same scene description).
     comm : mpi4py.MPI.Comm
         Communicator of the ranks sharing the facets; every rank must cast the same rays in
-        the same order.
-    **kwargs
-        Passed to :class:`~hifi.caster.RayCaster` (``max_bounces``, ``n_threads``).
+        the same order (``collective`` is True).
+    n_threads : int, optional
+        Threads casting this rank's share; default every core.
 
     Notes
     -----
-    Per cast step (the first segment, then each mirror bounce) two reductions over the rays:
-    ``Allreduce(MIN)`` of an int64 key per ray, ``(float32 bits of the distance) << 32 |
-    global face id``, which is the nearest hit with ties in distance going to the lowest global
-    face id (object index, then face index); then ``Allreduce(BOR)`` of the winner's unit normal
-    as raw float64 bits and its on-an-edge flag (the other ranks contribute zero bits), which
-    carries them over exactly. The distance, object and face come back out of the key, so every
-    rank ends the step with the same hits and follows the same mirror bounces. Traffic per
-    step: 40 bytes per ray into each reduction.
+    This rank's share is an :class:`hifi.caster.EmbreeBackend` over the faces dealt to it by
+    :func:`round_robin`. Per cast step (the first segment, then each mirror bounce) two
+    reductions over the rays: ``Allreduce(MIN)`` of an int64 key per ray, ``(float32 bits of
+    the distance) << 32 | global face id``, which is the nearest hit with ties in distance going
+    to the lowest global face id (object index, then face index); then ``Allreduce(BOR)`` of the
+    winner's unit normal as raw float64 bits and its on-an-edge flag (the other ranks contribute
+    zero bits), which carries them over exactly. The distance, object and face come back out of
+    the key, so every rank ends the step with the same hits and follows the same mirror
+    bounces. Traffic per step: 40 bytes per ray into each reduction.
 
-    Then the serial caster's tie rule (:meth:`hifi.caster.RayCaster._settle_ties`) runs on
-    every rank on the global result: a hit on a triangle's edge goes to the lowest-index face of
+    The caller then applies the serial caster's tie rule (:func:`hifi.caster.settle_ties`) on
+    every rank to the global result: a hit on a triangle's edge goes to the lowest-index face of
     that object containing the point, computed from the whole mesh (every rank holds the scene
     description; only the BVHs are split), so it does not matter which rank's triangle won.
 
@@ -108,9 +112,9 @@ class FacetCaster(RayCaster):
     frames), so a rank's distances are the serial ones.
     """
 
-    collective_nearest = True
+    collective = True
 
-    def __init__(self, scene, comm, **kwargs):
+    def __init__(self, scene, comm, *, n_threads: int | None = None):
         sizes = [len(o.faces) for o in scene.objects]
         self.face_offset = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
         if self.face_offset[-1] > MAX_GLOBAL_FACES:
@@ -121,13 +125,50 @@ class FacetCaster(RayCaster):
         #: Reductions made and bytes each rank contributed to them (for the benchmark model).
         self.n_reductions = 0
         self.reduced_bytes = 0
-        super().__init__(scene, face_subset=round_robin(self.face_offset, self.rank, self.size),
-                         **kwargs)
+        self.local = EmbreeBackend(scene, face_subset=round_robin(self.face_offset, self.rank,
+                                                                  self.size))
+        self.threads = ChunkPool(n_threads)
 
-    def _combine(self, best, obj, face, normal, edge):
+    @property
+    def n_triangles(self) -> int:
+        """Triangles of this rank's share handed to Embree."""
+        return self.local.n_triangles
+
+    def build(self) -> FacetBackend:
+        """Build this rank's BVHs now."""
+        self.local.build()
+        return self
+
+    def close(self) -> None:
+        """Release this rank's threads."""
+        self.threads.close()
+
+    def secondary_offset_m(self, points_scene, object_id) -> np.ndarray:
+        """As :meth:`hifi.caster.EmbreeBackend.secondary_offset_m`: every rank's share uses the
+        serial float32 frames and whole-mesh sizes, so the offsets are the serial ones."""
+        return self.local.secondary_offset_m(points_scene, object_id)
+
+    def nearest(self, origins, directions, times, max_distance) -> NearestHits:
+        """Global nearest facet along each ray (collective; see the class notes)."""
+        self.build()
+        n = origins.shape[0]
+        if n == 0:
+            return no_hits(0)
+
+        def part(a, b):
+            t = times if np.ndim(times) == 0 else times[a:b]
+            m = max_distance if np.ndim(max_distance) == 0 else max_distance[a:b]
+            return self.local.nearest(origins[a:b], directions[a:b], t, m)
+
+        parts = self.threads.map(part, n)
+        local = parts[0] if len(parts) == 1 else NearestHits(*(np.concatenate(f) for f in zip(*parts)))
+        return self.combine(local)
+
+    def combine(self, hits: NearestHits) -> NearestHits:
         """This rank's nearest hits -> the global ones (collective; see the class notes)."""
         from mpi4py import MPI
 
+        best, obj, face, normal, edge = hits
         n = best.shape[0]
         key = pack_keys(best, obj, face, self.face_offset)
         global_key = np.empty_like(key)
@@ -140,4 +181,53 @@ class FacetCaster(RayCaster):
         self.n_reductions += 2
         self.reduced_bytes += key.nbytes + bits.nbytes
         distance, obj, face = unpack_keys(global_key, self.face_offset)
-        return distance, obj, face, np.ascontiguousarray(bits[:, :3]).view(np.float64), bits[:, 3] != 0
+        normal = np.ascontiguousarray(bits[:, :3]).view(np.float64)
+        normal[obj < 0] = np.nan
+        return NearestHits(distance, obj, face, normal, bits[:, 3] != 0)
+
+
+class FacetCaster(RayCaster):
+    """:class:`hifi.caster.RayCaster` over a :class:`FacetBackend`: this rank's share of the
+    facets; every cast step is a global nearest hit over all ranks of ``comm``.
+
+    Parameters
+    ----------
+    scene : hifi.scene.Scene
+        The whole scene (every rank holds the same scene description).
+    comm : mpi4py.MPI.Comm
+        Communicator of the ranks sharing the facets; every rank must cast the same rays in
+        the same order.
+    **kwargs
+        Passed to :class:`~hifi.caster.RayCaster` (``max_bounces``, ``n_threads``).
+    """
+
+    def __init__(self, scene, comm, **kwargs):
+        facets = FacetBackend(scene, comm, n_threads=kwargs.get("n_threads"))
+        super().__init__(scene, backend=facets, **kwargs)
+
+    @property
+    def face_offset(self) -> np.ndarray:
+        """Global id of each object's first face (cumulative face counts)."""
+        return self.backend.face_offset
+
+    @property
+    def comm(self):
+        return self.backend.comm
+
+    @property
+    def rank(self) -> int:
+        return self.backend.rank
+
+    @property
+    def size(self) -> int:
+        return self.backend.size
+
+    @property
+    def n_reductions(self) -> int:
+        """Reductions made so far (two per cast step)."""
+        return self.backend.n_reductions
+
+    @property
+    def reduced_bytes(self) -> int:
+        """Bytes this rank contributed to the reductions so far."""
+        return self.backend.reduced_bytes

@@ -48,7 +48,6 @@ from __future__ import annotations
 import numpy as np
 
 import optics
-from hifi.constants import SECONDARY_RAY_OFFSET_MIN_M, SECONDARY_RAY_OFFSET_REL
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
@@ -313,8 +312,6 @@ class CCDCamera(Sensor):
                 self._field_angle, pupil_radius_m=p["focal_length_m"] / (2.0 * p["f_number"]),
                 aperture_radius_m=p["vignetting_aperture_radius_m"],
                 aperture_distance_m=p["vignetting_aperture_distance_m"])
-        self._offset_m = max(SECONDARY_RAY_OFFSET_REL * ctx.scene.extent_m(),
-                             SECONDARY_RAY_OFFSET_MIN_M)
         self._start = ctx.epoch.utc
 
     def coords(self):
@@ -355,10 +352,12 @@ class CCDCamera(Sensor):
         the facets that face the sun (:func:`~optics.illumination.sun_facing`) and casts their
         shadow rays.
 
-        Hits: :func:`lambertian_photon_radiance` with a shadow ray per facet that faces the sun;
-        misses: :func:`sky_photon_radiance`. A shadow ray leaves the hit point offset along
-        the facet normal by ``SECONDARY_RAY_OFFSET_REL`` x the scene extent (float32-safe at
-        any scene scale, hifi.constants) and is blocked by any diffuse surface. Limitation: a
+        Hits: :func:`~optics.illumination.lambertian_photon_radiance` with a shadow ray per
+        facet that faces the sun; misses: :func:`~optics.illumination.sky_photon_radiance`. A
+        shadow ray leaves the hit point offset along the facet normal by the caster's local
+        float32 offset (:meth:`hifi.caster.RayCaster.secondary_offset_m`: 2^-16 of the hit's
+        coordinate bound in the BVH frame plus its triangle size) and is blocked by any diffuse
+        surface. Limitation: a
         shadow ray that a perfect mirror turns towards the sky counts as unblocked (the caster
         follows mirrors and does not report a mirror on a path that ends in a miss).
         """
@@ -369,7 +368,8 @@ class CCDCamera(Sensor):
         if np.any(facing):
             f = idx[facing]
             if self.params["shadows"]:
-                origins = hits.point[f] + self._offset_m * hits.normal[f]
+                offset_m = self.ctx.caster.secondary_offset_m(hits.point[f], hits.object_id[f])
+                origins = hits.point[f] + offset_m[:, None] * hits.normal[f]
                 dirs = np.broadcast_to(sun.direction_scene, origins.shape)
                 shadow = self.ctx.caster.cast(origins, dirs, t_s, np.inf)
                 lit[facing] = ~shadow.hit

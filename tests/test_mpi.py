@@ -227,8 +227,7 @@ def test_scene_has_shared_edge_ties(serial_run):
     for f in (0, 1):
         c = RayCaster(scene, face_subset=lambda i, n, f=f: np.arange(n)[f:f + 1] if i == plate.index
                       else np.arange(0)).build()
-        tfar = np.full(len(s), 10.0, dtype=np.float32)
-        raw.append(c._nearest_chunk(origins, directions, np.zeros(len(s)), tfar, True))
+        raw.append(c.backend.nearest(origins, directions, 0.0, 10.0))     # before the tie rule
     tie = raw[0][0] == raw[1][0]
     assert tie.sum() > 20 and raw[0][4][tie].all()            # flagged as edge hits
     assert np.any(raw[0][3][tie] != raw[1][3][tie])           # Embree's normals differ

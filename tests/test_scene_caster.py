@@ -6,7 +6,7 @@ import trimesh
 
 import hifi
 from hifi import meshes
-from hifi.caster import RayCaster
+from hifi.caster import EmbreeBackend, RayCaster
 from hifi.motion import Pose, Track
 from hifi.scene import Material, Scene
 
@@ -119,11 +119,11 @@ def test_moving_object_bvh_is_not_rebuilt():
     scene = Scene()
     scene.add_object("box", meshes.box([1, 1, 1]), local=Track([0, 1], [[5, 0, 0], [15, 0, 0]], [[0, 0, 0]] * 2))
     caster = RayCaster(scene).build()
-    groups = list(caster._groups)
+    groups = list(caster.backend._groups)
     for t in (0.0, 0.25, 0.5):
         h = caster.cast([[0, 0, 0]], [[1, 0, 0]], times=t)
         assert h.distance[0] == pytest.approx(4.5 + 10 * t, abs=1e-5)     # analytic
-    assert [id(g.embree) for g in caster._groups] == [id(g.embree) for g in groups]
+    assert [id(g.embree) for g in caster.backend._groups] == [id(g.embree) for g in groups]
     # A rotating object: normals come back in the scene frame.
     scene2 = Scene()
     scene2.add_object("box", meshes.box([1, 1, 1]),
@@ -147,7 +147,7 @@ def test_swept_ball_culling_changes_nothing(monkeypatch):
     times = np.sort(rng.uniform(0, 0.1, n))
     culled = RayCaster(scene, n_threads=1).cast(origins, dirs, times, 100.0)
     assert (culled.object_id == 1).sum() > 50                 # the car is seen
-    monkeypatch.setattr(RayCaster, "_swept_ball", lambda self, g, a, b: None)
+    monkeypatch.setattr(EmbreeBackend, "_swept_ball", lambda self, g, a, b: None)
     full = RayCaster(scene, n_threads=1).cast(origins, dirs, times, 100.0)
     for field in ("distance", "point", "normal", "object_id", "face_index", "bounces"):
         assert getattr(culled, field).tobytes() == getattr(full, field).tobytes(), field
