@@ -9,7 +9,12 @@ means the same thing in every file (CONTRACTS "Datasets"):
   ``flag_meanings`` naming the classes;
 - :func:`sensor_pose_vars` with :func:`axis_coords`: the sensor pose at the start of a frame;
 - :func:`image_coords`: ``row`` / ``col`` of image sensors;
-- :data:`POINTS_NOISY` / :data:`POINTS_TRUE` / :data:`SENSOR_POSE`: the names readers look for.
+- :data:`POINTS_NOISY` / :data:`POINTS_TRUE` / :data:`SENSOR_POSE`: the names readers look for;
+- :data:`TIME_VARIABLES`, :func:`cf_time_attrs`, :func:`seconds_since_start` and :func:`utc_times`:
+  instants are stored as float64 seconds since the run's start with CF units
+  ``seconds since <start_utc>``, so ``xarray.open_dataset`` decodes them to ``datetime64``;
+  every reader in hifi goes through :func:`seconds_since_start`, which gives the float seconds
+  whether or not the file was decoded.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .model import Var
+from .timebase import Epoch
 
 #: Reported (noisy) point variables, scene frame, in x, y, z order.
 POINTS_NOISY = ("x_noisy", "y_noisy", "z_noisy")
@@ -24,6 +30,10 @@ POINTS_NOISY = ("x_noisy", "y_noisy", "z_noisy")
 POINTS_TRUE = ("x", "y", "z")
 #: Per-frame sensor pose variables (frame start): position (xyz) and quaternion (x, y, z, w).
 SENSOR_POSE = ("sensor_position", "sensor_orientation")
+
+#: Variables that hold instants as float64 seconds since the run's start (``start_utc``). The
+#: writer gives them CF units ``seconds since <start_utc>`` (:func:`cf_time_attrs`).
+TIME_VARIABLES = ("timestamp", "frame_time")
 
 #: long_name of the ``annotation`` variable.
 ANNOTATION_LONG_NAME = "semantic class id of the surface hit (0: none/unlabelled)"
@@ -138,3 +148,108 @@ def image_coords(resolution_x: int, resolution_y: int) -> dict:
     """``row`` and ``col`` coordinates of an image sensor (row 0 at the top, col 0 at the left)."""
     return {"row": Var(("row",), np.arange(resolution_y, dtype=np.int32), "1", "image row, 0 at the top"),
             "col": Var(("col",), np.arange(resolution_x, dtype=np.int32), "1", "image column, 0 at the left")}
+
+
+# -- time ------------------------------------------------------------------------------------
+def cf_time_attrs(start_utc) -> dict:
+    """CF ``units`` and ``calendar`` of instants stored as seconds since ``start_utc``.
+
+    Parameters
+    ----------
+    start_utc : str or datetime
+        The run's epoch of t = 0 (ISO 8601 UTC, the ``start_utc`` global attribute).
+
+    Returns
+    -------
+    dict
+        ``{"units": "seconds since 2024-05-01T12:00:00.000000", "calendar": "standard"}``.
+
+    Notes
+    -----
+    The reference time is written without a time zone: CF (section 4.4) takes such a time as
+    UTC. ``calendar = "standard"`` counts SI seconds without leap seconds, as ``start_utc + t``
+    does everywhere in hifi (:meth:`hifi.timebase.Epoch.utc_at`). The stored numbers are float64
+    seconds since the start either way; only the attributes change.
+    """
+    iso = Epoch.from_utc(start_utc).iso
+    return {"units": "seconds since " + iso.rstrip("Z"), "calendar": "standard"}
+
+
+def _start_epoch(ds, name: str) -> Epoch:
+    """The epoch of t = 0 of ``ds``: its ``start_utc`` attribute, else the variable's CF units."""
+    start = getattr(ds, "attrs", {}).get("start_utc")
+    if start:
+        return Epoch.from_utc(str(start))
+    var = ds[name] if name is not None else ds
+    for source in (var.encoding, var.attrs):
+        units = str(source.get("units", ""))
+        if units.startswith("seconds since "):
+            return Epoch.from_utc(units[len("seconds since "):])
+    raise ValueError(f"variable {name!r}: cannot tell the epoch of t = 0; the dataset has no start_utc "
+                     f"attribute and the variable no 'seconds since ...' units")
+
+
+def _time_var(ds, name):
+    if name is None:
+        return ds
+    if name not in ds.variables:
+        raise KeyError(f"dataset has no variable {name!r}")
+    return ds[name]
+
+
+def seconds_since_start(ds, name: str | None = "timestamp") -> np.ndarray:
+    """Instants of variable ``name`` as float64 seconds since the run's start [s].
+
+    Parameters
+    ----------
+    ds : xarray.Dataset or xarray.DataArray
+        A hifi dataset opened with or without ``decode_times`` (or built in memory); a
+        DataArray with ``name=None``.
+    name : str or None
+        The variable (``timestamp``, ``frame_time``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Same shape as the variable; NaN where the time is missing (NaT).
+
+    Notes
+    -----
+    Undecoded values (``decode_times=False``, or datasets built in memory) are returned as
+    they are stored, bit for bit. Decoded ``datetime64`` values are converted back through
+    integer nanoseconds from ``start_utc``: xarray decodes to whole nanoseconds (it truncates),
+    so the result is within 1 ns of the stored value.
+    """
+    var = _time_var(ds, name)
+    values = np.asarray(var.values)
+    if values.dtype.kind == "M":
+        epoch = _start_epoch(ds, name)
+        ns = values.astype("datetime64[ns]")
+        delta = (ns - epoch.utc).astype(np.int64)
+        return np.where(np.isnat(ns), np.nan, delta / 1e9)
+    if values.dtype.kind == "m":
+        td = values.astype("timedelta64[ns]")
+        return np.where(np.isnat(td), np.nan, td.astype(np.int64) / 1e9)
+    if values.dtype.kind in "fiu":
+        units = str(var.attrs.get("units", var.encoding.get("units", "s")))
+        if units not in ("s", "seconds") and not units.startswith("seconds since "):
+            raise ValueError(f"variable {name!r} has units {units!r}; expected 's' or 'seconds since ...'")
+        return np.asarray(values, dtype=np.float64)
+    raise TypeError(f"variable {name!r} has dtype {values.dtype}; expected float seconds or datetime64 "
+                    f"(open the file without use_cftime)")
+
+
+def utc_times(ds, name: str | None = "timestamp") -> np.ndarray:
+    """Instants of variable ``name`` as UTC ``datetime64[ns]`` (NaT where missing).
+
+    See :func:`seconds_since_start`; undecoded seconds are added to ``start_utc`` rounded to
+    the nanosecond (:meth:`hifi.timebase.Epoch.utc_at`).
+    """
+    var = _time_var(ds, name)
+    values = np.asarray(var.values)
+    if values.dtype.kind == "M":
+        return values.astype("datetime64[ns]")
+    s = seconds_since_start(ds, name)
+    epoch = _start_epoch(ds, name)
+    out = epoch.utc_at(np.nan_to_num(s))
+    return np.where(np.isnan(s), np.datetime64("NaT", "ns"), out)

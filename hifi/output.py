@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ._version import __version__
+from .dataset import TIME_VARIABLES, cf_time_attrs
 from .model import Var
 
 #: Frames are written in blocks: at most this many frames or bytes are held before a write, so
@@ -71,6 +72,9 @@ class FrameWriter:
         fr.setncatts({"units": "1", "long_name": "frame index"})
         ft = self._nc.createVariable("frame_time", "f8", ("frame",), fill_value=False)
         ft.setncatts({"units": "s", "long_name": "simulated time of the frame's event since simulation start"})
+        # CF time units (seconds since start_utc): xarray decodes the instants to datetime64.
+        self._time_attrs = cf_time_attrs(global_attrs["start_utc"]) if global_attrs.get("start_utc") else {}
+        ft.setncatts(self._time_attrs)
         self._coords = dict(coords)
         for name, v in self._coords.items():
             self._ensure_dims(v.dims, v.data.shape, name)
@@ -101,6 +105,8 @@ class FrameWriter:
                 var = self._nc.createVariable(name, _nc_type(v.data), ("frame",) + tuple(v.dims),
                                               fill_value=False, **(_COMPRESSION if v.data.size > 1 else {}))
                 _set_attrs(var, v)
+                if name in TIME_VARIABLES and v.units == "s":
+                    var.setncatts(self._time_attrs)
                 var.setncattr("coordinates", "frame_time")
                 self._vars[name] = var
         if set(frame) != set(self._vars):

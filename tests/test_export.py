@@ -98,6 +98,8 @@ def _det_flat(ds, name):
     """``name`` at the detected returns, frame by frame in C order (the exporters' order)."""
     if "frame" not in ds.dims:
         ds = ds.expand_dims("frame")
+    if name == "timestamp":           # decoded to datetime64 from the file: seconds since start
+        return ds.hifi.seconds(name).values[ds.detected.values]
     return ds[name].values[ds.detected.values]
 
 

@@ -80,7 +80,7 @@ def test_moving_object_follows_track_at_each_ray_time():
                       "params": {"theta_min_deg": 0, "theta_max_deg": 0, "n_theta": 500,
                                  "phi_min_deg": 0, "phi_max_deg": 0, "n_phi": 1}}]}
     ds = hifi.Simulation.from_dict(d).run()["grid"].isel(frame=0)
-    t = ds.timestamp.values.ravel()
+    t = ds.hifi.seconds("timestamp").values.ravel()
     assert np.ptp(t) > 0.49                                   # rays spread over the 0.5 s frame
     np.testing.assert_allclose(ds.distance.values.ravel(), 9.5 + 20.0 * t, atol=2e-5)
 
@@ -95,5 +95,5 @@ def test_moving_sensor_distance_follows_its_own_track():
                      "params": {"theta_min_deg": 0, "theta_max_deg": 0, "n_theta": 300,
                                 "phi_min_deg": 0, "phi_max_deg": 0, "n_phi": 1}}]
     ds = hifi.Simulation.from_dict(d).run()["grid"].isel(frame=0)
-    t = ds.timestamp.values.ravel()
+    t = ds.hifi.seconds("timestamp").values.ravel()
     np.testing.assert_allclose(ds.distance.values.ravel(), 50.0 - 20.0 * t, atol=2e-5)

@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..dataset import SENSOR_POSE
+from ..dataset import SENSOR_POSE, seconds_since_start
 
 
 class ExportError(ValueError):
@@ -63,7 +63,11 @@ def require(ds, fmt: str, names, why: str = "") -> None:
 
 
 def frame_first(ds, names) -> dict:
-    """Variables ``names`` as arrays (n_frames, *sensor_shape), dims ordered like ``x_noisy``."""
+    """Variables ``names`` as arrays (n_frames, *sensor_shape), dims ordered like ``x_noisy``.
+
+    Instants (``timestamp``, decoded to ``datetime64`` or not) come as float64 seconds since the
+    run's start (:func:`hifi.dataset.seconds_since_start`).
+    """
     if "frame" not in ds.dims:
         ds = ds.expand_dims("frame")
     ref = ds["x_noisy"] if "x_noisy" in ds.variables else ds[names[0]]
@@ -71,6 +75,8 @@ def frame_first(ds, names) -> dict:
     out = {}
     for n in names:
         var = ds[n]
+        if np.asarray(var.values).dtype.kind in "Mm":
+            var = var.copy(data=seconds_since_start(ds, n))
         extra = [d for d in var.dims if d not in dims]
         if extra:
             raise ExportError(f"variable {n!r} has dimensions {var.dims}, expected a subset of {dims}")

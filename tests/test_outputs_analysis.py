@@ -1,0 +1,124 @@
+"""Outputs ready for analysis (issue 11, points 9, 10, 11 and 14).
+
+Expected values come from the CF conventions (time units, section 4.4), ASPRS LAS 1.4 R15
+(Table 17, classification codes), the run's own motion.nc (sensor poses, an independent output
+of the same run), pypcd4 and laspy as independent readers, and analytic results (elevation
+order of the calibrated HDL-64E S2 lasers).
+"""
+
+from __future__ import annotations
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+
+import hifi
+from hifi.export import export, read_evd, read_ply
+
+from _scenes import wall_scenario
+
+START_UTC = "2024-05-01T12:00:00Z"
+CF_UNITS = "seconds since 2024-05-01T12:00:00.000000"
+NS = 1e-9          # xarray decodes CF times to whole nanoseconds (truncating)
+
+
+def _scenario():
+    d = wall_scenario(10.0, duration_s=0.2, seed=4, materials={
+        "paint": {"reflectivity": 0.5, "class": "vehicle"}})
+    d["simulation"]["start_utc"] = START_UTC
+    d["objects"].append({"name": "car_1", "mesh": "car", "material": "paint",
+                         "track": [{"t_s": 0.0, "position_m": [6, -2, -1]},
+                                   {"t_s": 1.0, "position_m": [6, 2, -1]}]})
+    d["objects"].append({"name": "carrier", "mesh": "sphere", "radius_m": 0.01,
+                         "track": [{"t_s": 0.0, "position_m": [0, 0, 0]}, {"t_s": 1.0, "position_m": [1, 0, 0]}]})
+    d["sensors"] = [
+        {"name": "grid", "model": "generic_grid", "rate_hz": 10.0, "parent": "carrier",
+         "params": {"n_theta": 12, "n_phi": 7, "theta_min_deg": -60.0, "theta_max_deg": 60.0,
+                    "los_sigma_m": 0.01}},
+        {"name": "depth", "model": "depthmap", "rate_hz": 10.0, "parent": "carrier",
+         "params": {"resolution_x": 8, "resolution_y": 6}},
+        {"name": "tof", "model": "tof_sr4000", "rate_hz": 10.0, "params": {"resolution_x": 8, "resolution_y": 6}},
+        {"name": "ccd", "model": "ccd_camera", "rate_hz": 10.0, "parent": "carrier",
+         "params": {"resolution_x": 8, "resolution_y": 6, "focal_length_m": 1e-3, "preset": "generic"}},
+        {"name": "odo", "model": "pose", "rate_hz": 20.0},
+    ]
+    return d
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("analysis") / "o"
+    hifi.Simulation.from_dict(_scenario()).run(out=out)
+    return out
+
+
+# ------------------------------------------------------------------------------- 9. time
+
+
+@pytest.mark.parametrize("name", ["grid", "depth", "tof", "ccd", "odo"])
+def test_times_have_cf_units_and_decode_to_datetime64(run_dir, name):
+    path = run_dir / f"{name}.nc"
+    with netCDF4.Dataset(path) as nc:
+        for var in ("timestamp", "frame_time"):
+            v = nc.variables[var]
+            assert v.dtype == np.float64                       # stored numbers: seconds since start
+            assert v.units == CF_UNITS and v.calendar == "standard", (name, var)
+        raw_t = np.asarray(nc.variables["timestamp"][...].data)
+        raw_f = np.asarray(nc.variables["frame_time"][...].data)
+    ds = xr.open_dataset(path)
+    assert ds.timestamp.dtype == np.dtype("datetime64[ns]") and ds.frame_time.dtype == np.dtype("datetime64[ns]")
+    # CF: t seconds after the reference time (analytic), to the nanosecond of the decoding.
+    start = np.datetime64("2024-05-01T12:00:00", "ns")
+    got = (ds.frame_time.values - start).astype(np.int64) * NS
+    np.testing.assert_allclose(got, raw_f, rtol=0, atol=NS)
+    # ds.hifi.seconds: float seconds whatever the decoding; bit for bit when not decoded.
+    np.testing.assert_allclose(ds.hifi.seconds("timestamp").values, raw_t, rtol=0, atol=NS)
+    plain = xr.open_dataset(path, decode_times=False)
+    assert plain.hifi.seconds("timestamp").values.tobytes() == raw_t.tobytes()
+    assert plain.hifi.seconds("frame_time").values.tobytes() == raw_f.tobytes()
+    # ds.hifi.time: absolute UTC, the same from either opening.
+    np.testing.assert_array_equal(ds.hifi.time("frame_time").values, ds.frame_time.values)
+    dt = (plain.hifi.time("timestamp").values - ds.hifi.time("timestamp").values).astype(np.int64)
+    assert np.abs(dt).max() <= 1                                   # ns
+
+
+@pytest.mark.parametrize("name", ["depth", "ccd"])
+def test_cameras_carry_exposure_time_and_sensor_pose(run_dir, name):
+    ds = xr.open_dataset(run_dir / f"{name}.nc", decode_times=False)
+    motion = xr.open_dataset(run_dir / "motion.nc", decode_times=False)
+    assert ds.timestamp.dims == ("frame",)
+    np.testing.assert_array_equal(ds.timestamp.values, ds.frame_time.values)     # global shutter at t
+    assert ds.sensor_position.dims == ("frame", "xyz") and ds.sensor_orientation.dims == ("frame", "quat")
+    # The pose at the exposure equals motion.nc's ground truth of the sensor body at that time
+    # (the carrier moves 1 m/s along x: motion.nc runs at 100 Hz, so frame times are samples).
+    idx = np.searchsorted(motion.frame_time.values, ds.timestamp.values)
+    np.testing.assert_allclose(motion.frame_time.values[idx], ds.timestamp.values, atol=1e-12)
+    body = motion.position.sel(body=name).values[idx]
+    np.testing.assert_allclose(ds.sensor_position.values, body, atol=1e-12)
+    np.testing.assert_allclose(ds.sensor_position.values[:, 0], ds.timestamp.values, atol=1e-12)  # track
+
+
+def test_exporters_read_decoded_and_undecoded_times_alike(run_dir, tmp_path):
+    laspy = pytest.importorskip("laspy")
+    decoded = xr.open_dataset(run_dir / "grid.nc")
+    plain = xr.open_dataset(run_dir / "grid.nc", decode_times=False)
+    assert decoded.timestamp.dtype.kind == "M" and plain.timestamp.dtype.kind == "f"
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    for fmt in ("ply", "evd", "las"):
+        export(decoded, fmt, a / f"g.{fmt}")
+        export(plain, fmt, b / f"g.{fmt}")
+    raw = plain.timestamp.values[plain.detected.values]
+    pa, pb = read_ply(a / "g.ply"), read_ply(b / "g.ply")
+    assert pb["timestamp"].tobytes() == raw.tobytes()
+    np.testing.assert_allclose(pa["timestamp"], raw, rtol=0, atol=NS)
+    ea, eb = np.concatenate(read_evd(a / "g.evd")), np.concatenate(read_evd(b / "g.evd"))
+    assert eb["timestamp"].tobytes() == raw.tobytes()
+    np.testing.assert_allclose(ea["timestamp"], raw, rtol=0, atol=NS)
+    la, lb = laspy.read(a / "g.las"), laspy.read(b / "g.las")
+    # GPS seconds of 2024-05-01T12:00:00Z: (2024-05-01 - 1980-01-06) = 16187 days, + 12 h,
+    # + 18 leap seconds (IERS Bulletin C), minus the LAS adjusted-time offset 1e9.
+    expect = 16187 * 86400 + 12 * 3600 + 18 - 1_000_000_000 + raw
+    np.testing.assert_allclose(np.asarray(lb.gps_time), expect, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(la.gps_time), np.asarray(lb.gps_time), rtol=0, atol=1e-6)
