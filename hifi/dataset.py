@@ -9,6 +9,9 @@ means the same thing in every file (CONTRACTS "Datasets"):
   ``flag_meanings`` naming the classes;
 - :func:`sensor_pose_vars` with :func:`axis_coords`: the sensor pose at the start of a frame;
 - :func:`image_coords`: ``row`` / ``col`` of image sensors;
+- :func:`object_coords` and :func:`object_id_attrs`: the names and classes of ``[[objects]]``
+  (coordinates ``object_name``, ``object_class`` over dimension ``object``, indexed by
+  ``object_id``) and CF flag attributes naming the ids, written into every file;
 - :data:`POINTS_NOISY` / :data:`POINTS_TRUE` / :data:`SENSOR_POSE`: the names readers look for;
 - :data:`TIME_VARIABLES`, :func:`cf_time_attrs`, :func:`seconds_since_start` and :func:`utc_times`:
   instants are stored as float64 seconds since the run's start with CF units
@@ -34,6 +37,10 @@ SENSOR_POSE = ("sensor_position", "sensor_orientation")
 #: Variables that hold instants as float64 seconds since the run's start (``start_utc``). The
 #: writer gives them CF units ``seconds since <start_utc>`` (:func:`cf_time_attrs`).
 TIME_VARIABLES = ("timestamp", "frame_time")
+
+#: Variables holding an object id (index into ``object_name``, -1 none): they get the CF flag
+#: attributes of :func:`object_id_attrs`.
+OBJECT_ID_VARIABLES = ("object_id", "return_object_id")
 
 #: long_name of the ``annotation`` variable.
 ANNOTATION_LONG_NAME = "semantic class id of the surface hit (0: none/unlabelled)"
@@ -125,7 +132,7 @@ def annotation_var(dims, class_ids, class_names) -> Var:
     return Var(tuple(dims), np.ascontiguousarray(np.asarray(class_ids, dtype=np.uint8)), "1",
                ANNOTATION_LONG_NAME,
                {"flag_values": flag_values,
-                "flag_meanings": " ".join(str(n).replace(" ", "_") for n in class_names)})
+                "flag_meanings": " ".join(_flag_word(n) for n in class_names)})
 
 
 def sensor_pose_vars(pose) -> dict:
@@ -142,6 +149,45 @@ def axis_coords() -> dict:
     """Coordinates of the ``xyz`` and ``quat`` dimensions used by :func:`sensor_pose_vars`."""
     return {"xyz": Var(("xyz",), np.array(["x", "y", "z"]), "1", "scene-frame axis"),
             "quat": Var(("quat",), np.array(["x", "y", "z", "w"]), "1", "quaternion component")}
+
+
+def _flag_word(name) -> str:
+    """A CF ``flag_meanings`` word: blanks replaced by underscores (CF section 3.5)."""
+    return "_".join(str(name).split()) or "_"
+
+
+def object_coords(object_names, object_classes) -> dict:
+    """``object_name`` and ``object_class`` coordinates over dimension ``object``.
+
+    Parameters
+    ----------
+    object_names : sequence of str
+        Names of ``[[objects]]`` in index order (``object_id`` i is ``object_names[i]``).
+    object_classes : sequence of str
+        Semantic class of each object (its material's ``class``; ``unlabelled`` when none).
+
+    Returns
+    -------
+    dict of str to Var
+        Empty when there are no objects (netCDF has no fixed dimension of length 0).
+    """
+    names = [str(n) for n in object_names]
+    classes = [str(c) for c in object_classes]
+    if len(names) != len(classes):
+        raise ValueError(f"{len(names)} object names but {len(classes)} object classes")
+    if not names:
+        return {}
+    return {"object_name": Var(("object",), np.array(names), "1",
+                               "name of the object in [[objects]]; object_id indexes this dimension"),
+            "object_class": Var(("object",), np.array(classes), "1",
+                                "semantic class of the object's material (its annotation class name)")}
+
+
+def object_id_attrs(object_names) -> dict:
+    """CF ``flag_values`` / ``flag_meanings`` of an object-id variable: -1 ``no_hit``, then the names."""
+    names = [str(n) for n in object_names]
+    return {"flag_values": np.arange(-1, len(names), dtype=np.int32),
+            "flag_meanings": " ".join(["no_hit"] + [_flag_word(n) for n in names])}
 
 
 def image_coords(resolution_x: int, resolution_y: int) -> dict:

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ._version import __version__
-from .dataset import TIME_VARIABLES, cf_time_attrs
+from .dataset import OBJECT_ID_VARIABLES, TIME_VARIABLES, cf_time_attrs, object_id_attrs
 from .model import Var
 
 #: Frames are written in blocks: at most this many frames or bytes are held before a write, so
@@ -107,6 +107,8 @@ class FrameWriter:
                 _set_attrs(var, v)
                 if name in TIME_VARIABLES and v.units == "s":
                     var.setncatts(self._time_attrs)
+                if name in OBJECT_ID_VARIABLES and "object_name" in self._coords:
+                    var.setncatts(object_id_attrs(self._coords["object_name"].data))
                 var.setncattr("coordinates", "frame_time")
                 self._vars[name] = var
         if set(frame) != set(self._vars):

@@ -8,7 +8,7 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
-from hifi.dataset import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
+from hifi.dataset import annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
 from .noise import gaussian_range_noise, orthogonal_point_noise
 from .radiometry import lambertian_return
 
@@ -68,6 +68,7 @@ class GenericGrid(Sensor):
         self._dirs = direction_from_yaw_pitch(self._yaw, self._pitch)
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
+        self._class = ctx.scene.object_table("class_id")
 
     def coords(self):
         return {"theta": Var(("theta",), self.theta, "rad", "azimuth of the column (yaw, positive left), acquisition order"),
@@ -87,7 +88,9 @@ class GenericGrid(Sensor):
         oid = hits.object_id
         intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
         shape = (p["n_theta"], p["n_phi"])
-        extra = sensor_pose_vars(self.pose_at(t))
+        extra = {"annotation": annotation_var(("theta", "phi"), self._class[oid].reshape(shape),
+                                              self.ctx.scene.class_names),
+                 **sensor_pose_vars(self.pose_at(t))}
         return range_frame(("theta", "phi"), shape, timestamp=times, yaw=self._yaw, pitch=self._pitch,
                            hits=hits, detected=detected, distance_noisy=d_noisy, points_noisy=ghost,
                            intensity=intensity, extra=extra)

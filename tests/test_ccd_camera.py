@@ -228,7 +228,7 @@ def test_dataset_conventions():
                                     "preset": "generic", "focal_length_m": 1e-3}})
     res = _run(d)
     ds = res["cam"]
-    assert ds.sizes == {"frame": 2, "row": 10, "col": 20, "channel": 3, "xyz": 3, "quat": 4}    # 8 Hz over 0.25 s
+    assert ds.sizes == {"frame": 2, "row": 10, "col": 20, "channel": 3, "xyz": 3, "quat": 4, "object": 1}  # 8 Hz, 0.25 s
     np.testing.assert_allclose(ds.hifi.seconds("frame_time").values, [0.0, 0.125])
     np.testing.assert_allclose(ds.hifi.seconds("timestamp").values, [0.0, 0.125])   # exposure instants
     assert ds.sensor_position.dims == ("frame", "xyz") and ds.sensor_orientation.dims == ("frame", "quat")

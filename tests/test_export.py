@@ -299,7 +299,8 @@ def test_las_round_trip(grid, tmp_path):
     # intensity: round(65535 * clip(intensity, 0, 1)) (documented scaling, full scale 1.0)
     want_i = np.round(65535 * np.clip(_det_flat(grid, "intensity"), 0, 1)).astype(np.uint16)
     np.testing.assert_array_equal(np.asarray(las.intensity), want_i)
-    np.testing.assert_array_equal(np.asarray(las.classification), 0)    # no classes: "never classified"
+    # every return is on the wall, class "wall": ASPRS 6 "building" (LAS 1.4 R15 Table 17)
+    np.testing.assert_array_equal(np.asarray(las.classification), 6)
     np.testing.assert_array_equal(np.asarray(las.return_number), 1)
     # GPS time, analytic: 2000-01-01T12:00:00 UTC is 7300 days + 12 h after 1980-01-06 plus 13 leap
     # seconds = 630763213 s GPS; adjusted standard GPS time subtracts 1e9.

@@ -31,15 +31,15 @@ def _scenario():
                          "track": [{"t_s": 0.0, "position_m": [6, -2, -1]},
                                    {"t_s": 1.0, "position_m": [6, 2, -1]}]})
     d["objects"].append({"name": "carrier", "mesh": "sphere", "radius_m": 0.01,
-                         "track": [{"t_s": 0.0, "position_m": [0, 0, 0]}, {"t_s": 1.0, "position_m": [1, 0, 0]}]})
+                         "track": [{"t_s": 0.0, "position_m": [0, 0, -5]}, {"t_s": 1.0, "position_m": [1, 0, -5]}]})
     d["sensors"] = [
-        {"name": "grid", "model": "generic_grid", "rate_hz": 10.0, "parent": "carrier",
+        {"name": "grid", "model": "generic_grid", "rate_hz": 10.0, "parent": "carrier", "position_m": [0, 0, 5],
          "params": {"n_theta": 12, "n_phi": 7, "theta_min_deg": -60.0, "theta_max_deg": 60.0,
                     "los_sigma_m": 0.01}},
-        {"name": "depth", "model": "depthmap", "rate_hz": 10.0, "parent": "carrier",
+        {"name": "depth", "model": "depthmap", "rate_hz": 10.0, "parent": "carrier", "position_m": [0, 0, 5],
          "params": {"resolution_x": 8, "resolution_y": 6}},
         {"name": "tof", "model": "tof_sr4000", "rate_hz": 10.0, "params": {"resolution_x": 8, "resolution_y": 6}},
-        {"name": "ccd", "model": "ccd_camera", "rate_hz": 10.0, "parent": "carrier",
+        {"name": "ccd", "model": "ccd_camera", "rate_hz": 10.0, "parent": "carrier", "position_m": [0, 0, 5],
          "params": {"resolution_x": 8, "resolution_y": 6, "focal_length_m": 1e-3, "preset": "generic"}},
         {"name": "odo", "model": "pose", "rate_hz": 20.0},
     ]
@@ -91,7 +91,8 @@ def test_cameras_carry_exposure_time_and_sensor_pose(run_dir, name):
     np.testing.assert_array_equal(ds.timestamp.values, ds.frame_time.values)     # global shutter at t
     assert ds.sensor_position.dims == ("frame", "xyz") and ds.sensor_orientation.dims == ("frame", "quat")
     # The pose at the exposure equals motion.nc's ground truth of the sensor body at that time
-    # (the carrier moves 1 m/s along x: motion.nc runs at 100 Hz, so frame times are samples).
+    # (the carrier moves 1 m/s along x, 5 m below the sensor: motion.nc runs at 100 Hz, so frame
+    # times are among its samples).
     idx = np.searchsorted(motion.frame_time.values, ds.timestamp.values)
     np.testing.assert_allclose(motion.frame_time.values[idx], ds.timestamp.values, atol=1e-12)
     body = motion.position.sel(body=name).values[idx]
@@ -122,3 +123,91 @@ def test_exporters_read_decoded_and_undecoded_times_alike(run_dir, tmp_path):
     expect = 16187 * 86400 + 12 * 3600 + 18 - 1_000_000_000 + raw
     np.testing.assert_allclose(np.asarray(lb.gps_time), expect, rtol=0, atol=1e-6)
     np.testing.assert_allclose(np.asarray(la.gps_time), np.asarray(lb.gps_time), rtol=0, atol=1e-6)
+
+
+# -------------------------------------------------------------- 10. object names and classes
+
+OBJECTS = ["wall", "car_1", "carrier"]
+CLASSES = ["wall", "vehicle", "unlabelled"]          # materials white, paint, and none
+
+
+@pytest.mark.parametrize("name", ["grid", "depth", "tof", "ccd", "odo", "motion"])
+def test_every_file_names_the_objects_and_their_classes(run_dir, name):
+    ds = xr.open_dataset(run_dir / f"{name}.nc")
+    assert ds.object_name.dims == ("object",) and list(ds.object_name.values) == OBJECTS
+    assert list(ds.object_class.values) == CLASSES
+    if "object_id" in ds:
+        attrs = ds.object_id.attrs
+        np.testing.assert_array_equal(attrs["flag_values"], [-1, 0, 1, 2])
+        assert attrs["flag_meanings"] == "no_hit wall car_1 carrier"
+        # a reader names the object hit without the scenario
+        oid = ds.object_id.values
+        hit = oid >= 0
+        assert hit.any()
+        assert set(ds.object_name.values[oid[hit]]) <= set(OBJECTS)
+
+
+@pytest.mark.parametrize("name", ["grid", "tof"])
+def test_range_datasets_carry_annotation(run_dir, name):
+    ds = xr.open_dataset(run_dir / f"{name}.nc")
+    ann = ds.annotation
+    assert ann.dims == ds.distance.dims and ann.dtype == np.uint8
+    names = ann.attrs["flag_meanings"].split()
+    # The class of each hit equals the class of the object hit (object_class, same file).
+    oid = ds.object_id.values
+    hit = oid >= 0
+    np.testing.assert_array_equal(np.array(names)[ann.values[hit]], ds.object_class.values[oid[hit]])
+    assert np.all(ann.values[~hit] == 0)
+
+
+def test_asprs_codes_of_class_names():
+    from hifi.exporters.las import asprs_class_map, asprs_code
+    # ASPRS LAS 1.4 R15 Table 17: 2 ground, 3 low / 5 high vegetation, 6 building, 9 water,
+    # 10 rail, 11 road surface, 17 bridge deck; matched case-insensitively, plural s dropped.
+    table = {"Road": 11, "asphalt": 11, "STREET": 11, "road surface": 11, "ground": 2, "Terrain": 2,
+             "grass": 3, "building": 6, "Buildings": 6, "wall": 6, "tree": 5, "trees": 5, "vegetation": 5,
+             "water": 9, "rail": 10, "bridge-deck": 17, "unlabelled": 1, "vehicle": None, "car": None}
+    for name, code in table.items():
+        assert asprs_code(name) == code, name
+    # classes without a standard code get user-definable codes 64, 65, ... in class-id order
+    np.testing.assert_array_equal(asprs_class_map(["unlabelled", "car", "road", "pedestrian", "car park"]),
+                                  [1, 64, 11, 65, 66])
+
+
+def test_las_classes_vlrs_and_crs(run_dir, tmp_path):
+    laspy = pytest.importorskip("laspy")
+    ds = xr.open_dataset(run_dir / "grid.nc")
+    (path,) = export(ds, "las", tmp_path / "g.las")
+    las = laspy.read(path)
+    det = ds.detected.values
+    oid = ds.object_id.values[det]
+    assert set(oid) == {0, 1}                               # the scan sees the wall and the car
+    # wall -> 6 building, car_1 (class "vehicle") -> 64, the first user-definable code
+    np.testing.assert_array_equal(np.asarray(las.classification), np.where(oid == 0, 6, 64))
+    vlrs = {(v.user_id, v.record_id): v for v in las.header.vlrs}
+    lookup = vlrs[("LASF_Spec", 0)]
+    assert lookup.lookups[6] == "wall" and lookup.lookups[64] == "vehicle" and lookup.lookups[1] == "unlabelled"
+    text = vlrs[("hifi", 1)].record_data.decode("utf-8")
+    assert "\n6 wall\n" in text and "\n64 vehicle\n" in text
+    # CRS: a WKT VLR of the scene frame at the scenario origin (origin_* attributes).
+    assert las.header.global_encoding.wkt
+    wkt = vlrs[("LASF_Projection", 2112)].string
+    assert wkt.startswith("PROJCRS[") and "Geographic/topocentric conversions" in wkt
+    for key in ("origin_lat_deg", "origin_lon_deg", "origin_height_m"):
+        assert repr(float(ds.attrs[key])) in wkt
+
+
+def test_las_crs_places_points_like_pymap3d(run_dir, tmp_path):
+    laspy = pytest.importorskip("laspy")
+    pyproj = pytest.importorskip("pyproj", reason="pyproj is optional; the WKT is checked with it when present")
+    pymap3d = pytest.importorskip("pymap3d")
+    ds = xr.open_dataset(run_dir / "grid.nc")
+    (path,) = export(ds, "las", tmp_path / "g.las")
+    crs = laspy.read(path).header.parse_crs()
+    to_geo = pyproj.Transformer.from_crs(crs, "EPSG:4979", always_xy=True)
+    lat0, lon0, h0 = (float(ds.attrs[k]) for k in ("origin_lat_deg", "origin_lon_deg", "origin_height_m"))
+    e, n, u = 100.0, -250.0, 12.0
+    lon, lat, h = to_geo.transform(e, n, u)
+    want = pymap3d.enu2geodetic(e, n, u, lat0, lon0, h0)          # independent implementation
+    np.testing.assert_allclose([lat, lon], want[:2], rtol=0, atol=1e-10)   # deg, about 10 um
+    np.testing.assert_allclose(h, want[2], rtol=0, atol=1e-6)              # 1 um
