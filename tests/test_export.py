@@ -171,19 +171,24 @@ def test_pcd_organised_round_trip_one_file_per_frame(grid, tmp_path):
     for f, p in enumerate(paths):
         cloud = read_pcd(p)
         h = cloud.header
-        # PCD v0.7 spec: header fields; WIDTH, HEIGHT = the sensor dims (theta, phi) in dataset order
+        # PCD v0.7 spec: header fields; WIDTH, HEIGHT = the sensor dims (theta, phi)
         assert h["VERSION"] == ["0.7"] and h["DATA"] == ["binary"]
-        assert h["FIELDS"] == ["x", "y", "z", "intensity", "x_true", "y_true", "z_true"]
+        assert h["FIELDS"] == ["x", "y", "z", "intensity", "ring", "laser_id", "x_true", "y_true", "z_true"]
+        assert h["SIZE"] == ["4", "4", "4", "4", "2", "2", "4", "4", "4"]
+        assert h["TYPE"] == ["F", "F", "F", "F", "U", "U", "F", "F", "F"]
         assert (h["WIDTH"], h["HEIGHT"], h["POINTS"]) == (N_THETA, N_PHI, N_THETA * N_PHI)
-        assert p.stat().st_size == len(p.read_bytes().split(b"DATA binary\n")[0]) + 12 + 28 * N_THETA * N_PHI
+        assert p.stat().st_size == len(p.read_bytes().split(b"DATA binary\n")[0]) + 12 + 32 * N_THETA * N_PHI
         fr = grid.isel(frame=f)
         pts = cloud.points                                      # (HEIGHT, WIDTH): [phi, theta]
-        det = fr.detected.values                                # (theta, phi)
-        # round trip to float32; cell (row i1, column i0) is dataset element [i0, i1]
+        # theta and phi are stored increasing; PCD row 0 is the highest phi (top) and column 0
+        # the first column acquired, theta_max (left): cell (r, c) = dataset [-1 - c, -1 - r].
+        det = fr.detected.values[::-1, ::-1]                    # (theta, phi) in PCD order
+        np.testing.assert_array_equal(pts["ring"], np.broadcast_to(np.arange(N_PHI)[::-1, None], pts.shape))
+        np.testing.assert_array_equal(pts["laser_id"], pts["ring"])       # phi index = rank by elevation
         for field, var in (("x", "x_noisy"), ("y", "y_noisy"), ("z", "z_noisy"), ("intensity", "intensity"),
                            ("x_true", "x"), ("y_true", "y"), ("z_true", "z")):
             got = pts[field].T
-            want = fr[var].values.astype(np.float32)
+            want = fr[var].values[::-1, ::-1].astype(np.float32)
             np.testing.assert_array_equal(got[det], want[det], err_msg=field)
             if field.endswith("_true"):
                 np.testing.assert_array_equal(got, want, err_msg=field)   # truth written everywhere
@@ -204,10 +209,10 @@ def test_pcd_read_by_pypcd4(grid, tmp_path):
     paths = export(grid, "pcd", tmp_path / "scan.pcd")
     for f, p in enumerate(paths):
         pc = PointCloud.from_path(p)
-        assert tuple(pc.fields) == ("x", "y", "z", "intensity", "x_true", "y_true", "z_true")
+        assert tuple(pc.fields) == ("x", "y", "z", "intensity", "ring", "laser_id", "x_true", "y_true", "z_true")
         assert (pc.metadata.width, pc.metadata.height) == (N_THETA, N_PHI)
-        fr = grid.isel(frame=f)
-        det = fr.detected.values.ravel(order="F")             # PCD rows of WIDTH: Fortran order
+        fr = grid.isel(frame=f).isel(theta=slice(None, None, -1), phi=slice(None, None, -1))
+        det = fr.detected.values.ravel(order="F")             # rows of WIDTH, top phi first
         arr = pc.numpy(("x", "y", "z", "x_true", "y_true", "z_true"))
         want = np.column_stack([fr[v].values.ravel(order="F") for v in
                                 ("x_noisy", "y_noisy", "z_noisy", "x", "y", "z")]).astype(np.float32)

@@ -46,6 +46,12 @@ def _scenario():
     return d
 
 
+def _load(path, **kw):
+    """The dataset in memory, its file closed (files are opened several ways in one test)."""
+    with xr.open_dataset(path, **kw) as ds:
+        return ds.load()
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("analysis") / "o"
@@ -66,7 +72,7 @@ def test_times_have_cf_units_and_decode_to_datetime64(run_dir, name):
             assert v.units == CF_UNITS and v.calendar == "standard", (name, var)
         raw_t = np.asarray(nc.variables["timestamp"][...].data)
         raw_f = np.asarray(nc.variables["frame_time"][...].data)
-    ds = xr.open_dataset(path)
+    ds = _load(path)
     assert ds.timestamp.dtype == np.dtype("datetime64[ns]") and ds.frame_time.dtype == np.dtype("datetime64[ns]")
     # CF: t seconds after the reference time (analytic), to the nanosecond of the decoding.
     start = np.datetime64("2024-05-01T12:00:00", "ns")
@@ -74,7 +80,7 @@ def test_times_have_cf_units_and_decode_to_datetime64(run_dir, name):
     np.testing.assert_allclose(got, raw_f, rtol=0, atol=NS)
     # ds.hifi.seconds: float seconds whatever the decoding; bit for bit when not decoded.
     np.testing.assert_allclose(ds.hifi.seconds("timestamp").values, raw_t, rtol=0, atol=NS)
-    plain = xr.open_dataset(path, decode_times=False)
+    plain = _load(path, decode_times=False)
     assert plain.hifi.seconds("timestamp").values.tobytes() == raw_t.tobytes()
     assert plain.hifi.seconds("frame_time").values.tobytes() == raw_f.tobytes()
     # ds.hifi.time: absolute UTC, the same from either opening.
@@ -85,8 +91,8 @@ def test_times_have_cf_units_and_decode_to_datetime64(run_dir, name):
 
 @pytest.mark.parametrize("name", ["depth", "ccd"])
 def test_cameras_carry_exposure_time_and_sensor_pose(run_dir, name):
-    ds = xr.open_dataset(run_dir / f"{name}.nc", decode_times=False)
-    motion = xr.open_dataset(run_dir / "motion.nc", decode_times=False)
+    ds = _load(run_dir / f"{name}.nc", decode_times=False)
+    motion = _load(run_dir / "motion.nc", decode_times=False)
     assert ds.timestamp.dims == ("frame",)
     np.testing.assert_array_equal(ds.timestamp.values, ds.frame_time.values)     # global shutter at t
     assert ds.sensor_position.dims == ("frame", "xyz") and ds.sensor_orientation.dims == ("frame", "quat")
@@ -102,8 +108,8 @@ def test_cameras_carry_exposure_time_and_sensor_pose(run_dir, name):
 
 def test_exporters_read_decoded_and_undecoded_times_alike(run_dir, tmp_path):
     laspy = pytest.importorskip("laspy")
-    decoded = xr.open_dataset(run_dir / "grid.nc")
-    plain = xr.open_dataset(run_dir / "grid.nc", decode_times=False)
+    decoded = _load(run_dir / "grid.nc")
+    plain = _load(run_dir / "grid.nc", decode_times=False)
     assert decoded.timestamp.dtype.kind == "M" and plain.timestamp.dtype.kind == "f"
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
@@ -133,7 +139,7 @@ CLASSES = ["wall", "vehicle", "unlabelled"]          # materials white, paint, a
 
 @pytest.mark.parametrize("name", ["grid", "depth", "tof", "ccd", "odo", "motion"])
 def test_every_file_names_the_objects_and_their_classes(run_dir, name):
-    ds = xr.open_dataset(run_dir / f"{name}.nc")
+    ds = _load(run_dir / f"{name}.nc")
     assert ds.object_name.dims == ("object",) and list(ds.object_name.values) == OBJECTS
     assert list(ds.object_class.values) == CLASSES
     if "object_id" in ds:
@@ -149,7 +155,7 @@ def test_every_file_names_the_objects_and_their_classes(run_dir, name):
 
 @pytest.mark.parametrize("name", ["grid", "tof"])
 def test_range_datasets_carry_annotation(run_dir, name):
-    ds = xr.open_dataset(run_dir / f"{name}.nc")
+    ds = _load(run_dir / f"{name}.nc")
     ann = ds.annotation
     assert ann.dims == ds.distance.dims and ann.dtype == np.uint8
     names = ann.attrs["flag_meanings"].split()
@@ -176,7 +182,7 @@ def test_asprs_codes_of_class_names():
 
 def test_las_classes_vlrs_and_crs(run_dir, tmp_path):
     laspy = pytest.importorskip("laspy")
-    ds = xr.open_dataset(run_dir / "grid.nc")
+    ds = _load(run_dir / "grid.nc")
     (path,) = export(ds, "las", tmp_path / "g.las")
     las = laspy.read(path)
     det = ds.detected.values
@@ -201,7 +207,7 @@ def test_las_crs_places_points_like_pymap3d(run_dir, tmp_path):
     laspy = pytest.importorskip("laspy")
     pyproj = pytest.importorskip("pyproj", reason="pyproj is optional; the WKT is checked with it when present")
     pymap3d = pytest.importorskip("pymap3d")
-    ds = xr.open_dataset(run_dir / "grid.nc")
+    ds = _load(run_dir / "grid.nc")
     (path,) = export(ds, "las", tmp_path / "g.las")
     crs = laspy.read(path).header.parse_crs()
     to_geo = pyproj.Transformer.from_crs(crs, "EPSG:4979", always_xy=True)
@@ -211,3 +217,80 @@ def test_las_crs_places_points_like_pymap3d(run_dir, tmp_path):
     want = pymap3d.enu2geodetic(e, n, u, lat0, lon0, h0)          # independent implementation
     np.testing.assert_allclose([lat, lon], want[:2], rtol=0, atol=1e-10)   # deg, about 10 um
     np.testing.assert_allclose(h, want[2], rtol=0, atol=1e-6)              # 1 um
+
+
+# ------------------------------------------------------- 14. grids where neighbours are neighbours
+
+
+@pytest.fixture(scope="module")
+def spinning(tmp_path_factory):
+    """One sweep of a VLP-16 (laser ids interleave elevations) and an HDL-64E S2 over ground."""
+    d = wall_scenario(15.0, duration_s=0.1, seed=2)
+    d["objects"].append({"name": "ground", "mesh": "plane", "size_m": [100, 100], "material": "white",
+                         "position_m": [0, 0, -1.8]})
+    d["sensors"] = [{"name": "vlp", "model": "vlp16", "rate_hz": 10.0, "params": {"azimuth_step_deg": 4.0}},
+                    {"name": "hdl", "model": "hdl64e_s2", "rate_hz": 10.0, "params": {"azimuth_step_deg": 4.0}}]
+    out = tmp_path_factory.mktemp("spin") / "o"
+    hifi.Simulation.from_dict(d).run(out=out)
+    return out
+
+
+@pytest.mark.parametrize("name", ["vlp", "hdl"])
+def test_pcd_rows_in_elevation_order_with_ring_read_by_pypcd4(spinning, tmp_path, name):
+    from pypcd4 import PointCloud                      # independent reader
+    ds = _load(spinning / f"{name}.nc").isel(frame=0)
+    n_steps, n_lasers = ds.sizes["step"], ds.sizes["laser"]
+    elevation = ds.laser_elevation.values
+    assert np.any(np.diff(elevation) > 0) and np.any(np.diff(elevation) < 0)   # ids not in elevation order
+    (path,) = export(ds, "pcd", tmp_path / f"{name}.pcd")
+    pc = PointCloud.from_path(path)
+    assert (pc.metadata.width, pc.metadata.height) == (n_steps, n_lasers)
+    assert pc.types[pc.fields.index("ring")] == np.uint16 and pc.types[pc.fields.index("laser_id")] == np.uint16
+    ring = pc.numpy(("ring",))[:, 0].reshape(n_lasers, n_steps)
+    laser = pc.numpy(("laser_id",))[:, 0].reshape(n_lasers, n_steps).astype(int)
+    # every column holds every laser once; row r is one laser, highest elevation at the top (row 0)
+    assert np.all(laser == laser[:, :1]) and sorted(laser[:, 0]) == list(range(n_lasers))
+    assert np.all(np.diff(elevation[laser[:, 0]]) <= 0)
+    # ring as the ROS velodyne driver: rank by elevation, 0 the lowest
+    np.testing.assert_array_equal(ring[:, 0], np.arange(n_lasers)[::-1])
+    np.testing.assert_array_equal(np.argsort(np.argsort(elevation, kind="stable"), kind="stable")[laser[:, 0]],
+                                  ring[:, 0])
+    # cell (r, c) = dataset element [step c, laser laser_id]; the true point of each cell
+    want = ds.z.values[np.arange(n_steps)[None, :], laser].astype(np.float32)
+    got = pc.numpy(("z_true",))[:, 0].reshape(n_lasers, n_steps)
+    np.testing.assert_array_equal(got, want)
+    # neighbours are neighbours: on the ground, vertically adjacent cells of a column are adjacent beams
+    pitch = ds.pitch.values[np.arange(n_steps)[None, :], laser]
+    assert np.all(np.diff(pitch, axis=0) <= 1e-9)
+
+
+def test_ptx_columns_bottom_to_top_for_a_rotating_lidar(spinning, tmp_path):
+    from hifi.export import read_ptx
+    ds = _load(spinning / "vlp.nc").isel(frame=[0])
+    (path,) = export(ds, "ptx", tmp_path / "vlp.ptx")
+    (scan,) = read_ptx(path)
+    n_lasers = ds.sizes["laser"]
+    assert (scan["n_columns"], scan["n_rows"]) == (ds.sizes["step"], n_lasers)
+    order = np.argsort(ds.laser_elevation.values, kind="stable")             # bottom to top
+    fr = ds.isel(frame=0, laser=order)
+    det = fr.detected.values.ravel()
+    world = scan["points"][:, :3] @ scan["matrix"][:3, :3] + scan["matrix"][3, :3]
+    expect = np.column_stack([fr[v].values.ravel() for v in ("x_noisy", "y_noisy", "z_noisy")])
+    np.testing.assert_allclose(world[det], expect[det], atol=2e-6)          # 6 decimals in the file
+
+
+def test_grid_theta_increases_and_selects(run_dir):
+    ds = _load(run_dir / "grid.nc", decode_times=False)
+    theta = ds.theta.values
+    assert np.all(np.diff(theta) > 0) and np.all(np.diff(ds.phi.values) > 0)
+    np.testing.assert_allclose(theta[[0, -1]], np.radians([-60.0, 60.0]), atol=1e-12)
+    # yaw of every ray is its column's theta; the slice selects the columns within the bounds
+    np.testing.assert_allclose(ds.yaw.values[0], np.broadcast_to(theta[:, None], ds.yaw.shape[1:]), atol=1e-6)
+    sub = ds.sel(theta=slice(np.radians(-20.0), np.radians(30.0)))
+    assert sub.sizes["theta"] == np.count_nonzero((theta >= np.radians(-20.0)) & (theta <= np.radians(30.0))) > 0
+    # acquisition: column theta_max first (left to right), each column bottom to top
+    t = ds.timestamp.values[0] - ds.frame_time.values[0]
+    order = np.argsort(t.ravel())
+    it, ip = np.unravel_index(order, t.shape)
+    np.testing.assert_array_equal(it, np.repeat(np.arange(theta.size)[::-1], ds.sizes["phi"]))
+    np.testing.assert_array_equal(ip, np.tile(np.arange(ds.sizes["phi"]), theta.size))

@@ -88,6 +88,8 @@ def test_cli_plot_and_ptx_roundtrip(tmp_path, capsys):
     for f, scan in enumerate(scans):
         fr = ds.isel(frame=f)
         assert (scan["n_columns"], scan["n_rows"]) == (fr.sizes["theta"], fr.sizes["phi"])
+        # acquisition order: columns from theta_max (theta is stored increasing), each bottom to top
+        fr = fr.isel(theta=slice(None, None, -1))
         det = fr.detected.values.ravel()
         local = scan["points"][:, :3]
         assert np.all(scan["points"][~det] == 0.0)                     # a miss is a line of zeros
