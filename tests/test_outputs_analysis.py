@@ -294,3 +294,69 @@ def test_grid_theta_increases_and_selects(run_dir):
     it, ip = np.unravel_index(order, t.shape)
     np.testing.assert_array_equal(it, np.repeat(np.arange(theta.size)[::-1], ds.sizes["phi"]))
     np.testing.assert_array_equal(ip, np.tile(np.arange(ds.sizes["phi"]), theta.size))
+
+
+# ------------------------------------------------------------------------------------ 11. size
+
+
+def test_stored_precision_of_range_variables(tmp_path):
+    """The file holds float32 / packed int32 where documented; values read back are the computed
+    ones (taken from the message bus, full float64) to the documented precision."""
+    from hifi.bus import SensorData
+    from hifi.dataset import POINT_SCALE_M
+    frames = {}
+
+    class Listener(hifi.Model):
+        model_name = "listener"
+        writes_dataset = False
+
+        def setup(self, ctx):
+            super().setup(ctx)
+            ctx.bus.subscribe(lambda m: frames.setdefault(m.frame, {k: np.array(v) for k, v in m.data.items()}),
+                              SensorData, sender="vlp")
+
+        def event_time(self, k):
+            return None
+
+    d = wall_scenario(15.0, duration_s=0.2, seed=2)
+    d["objects"][0]["position_m"] = [1500.0, 0, 0]      # far from the origin: float32 would give 60 um
+    d["objects"].append({"name": "ground", "mesh": "plane", "size_m": [100, 100], "material": "white",
+                         "position_m": [1400.0, 0, -1.8]})
+    d["sensors"] = [{"name": "vlp", "model": "vlp16", "rate_hz": 10.0, "position_m": [1400.0, 0, 0],
+                     "params": {"azimuth_step_deg": 2.0}}]
+    sim = hifi.Simulation.from_dict(d)
+    sim.add_model(Listener("listener"))
+    sim.run(out=tmp_path / "o")
+    path = tmp_path / "o" / "vlp.nc"
+    with netCDF4.Dataset(path) as nc:
+        stored = {name: v.dtype for name, v in nc.variables.items()}
+        for name in ("x", "y", "z", "x_noisy", "y_noisy", "z_noisy"):
+            v = nc.variables[name]
+            assert v.dtype == np.int32 and v.scale_factor == POINT_SCALE_M and v.add_offset == 0.0
+            assert v._FillValue == np.iinfo(np.int32).min and "0.05 mm" in v.comment
+            assert v.chunking() == [1, nc.dimensions["step"].size, nc.dimensions["laser"].size]  # a frame
+            assert v.filters()["zlib"] and v.filters()["shuffle"]
+    for name in ("yaw", "pitch", "distance", "distance_noisy", "intensity"):
+        assert stored[name] == np.float32, name
+    assert stored["timestamp"] == np.float64 and stored["frame_time"] == np.float64
+    ds = _load(path, decode_times=False)
+    assert ds.x.dtype == np.float64                       # xarray unpacks to float64 scene metres
+    for k, mem in frames.items():
+        fr = ds.isel(frame=k)
+        for name in ("x", "y", "z", "x_noisy", "y_noisy", "z_noisy"):
+            got, want = fr[name].values, mem[name]
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))     # NaN <-> _FillValue
+            assert np.nanmax(np.abs(got - want)) <= POINT_SCALE_M / 2 * (1 + 1e-6), name   # 0.05 mm
+        for name in ("yaw", "pitch", "distance", "distance_noisy", "intensity"):
+            np.testing.assert_allclose(fr[name].values, mem[name], rtol=2.0**-24, atol=0, err_msg=name)
+        assert fr.timestamp.values.tobytes() == mem["timestamp"].tobytes()
+    assert np.nanmax(np.abs(ds.x.values)) > 1400.0       # the test does reach far from the origin
+
+
+def test_packing_refuses_values_it_cannot_hold():
+    from hifi.dataset import RANGE_ENCODING, encode
+    enc = RANGE_ENCODING["x"]
+    np.testing.assert_array_equal(encode(np.array([0.0, 1.23456, -0.00005, np.nan]), enc),
+                                  [0, 12346, -0, np.iinfo(np.int32).min])
+    with pytest.raises(ValueError, match="'x'.*cannot be stored"):
+        encode(np.array([0.0, 3.0e5]), enc, "x")           # 300 km from the origin
