@@ -17,7 +17,9 @@ means the same thing in every file (CONTRACTS "Datasets"):
   instants are stored as float64 seconds since the run's start with CF units
   ``seconds since <start_utc>``, so ``xarray.open_dataset`` decodes them to ``datetime64``;
   every reader in hifi goes through :func:`seconds_since_start`, which gives the float seconds
-  whether or not the file was decoded.
+  whether or not the file was decoded;
+- :data:`RANGE_ENCODING` and :func:`encode`: how the file stores each range variable (float32,
+  or points packed as int32 at :data:`POINT_SCALE_M`) and the precision a reader gets back.
 """
 
 from __future__ import annotations

@@ -203,8 +203,10 @@ class CCDCamera(Sensor):
 
     Over (``frame``, ``row``, ``col``), from the pixel-centre ray of the pinhole (undistorted
     geometry): ``distance`` (float32, m, radial, through mirrors; NaN where nothing is hit
-    within ``max_range_m``), ``object_id`` (int32, -1 for none). Per frame: ``sun_zenith``,
-    ``sun_azimuth`` (rad) and the number of pixels lit by the sun.
+    within ``max_range_m``), ``object_id`` (int32, -1 for none). Per frame: ``timestamp``
+    (the start of the exposure, when the scene is rendered), the sensor pose
+    ``sensor_position`` / ``sensor_orientation`` at that instant, ``sun_zenith``,
+    ``sun_azimuth`` (rad) and the fraction of pixels lit by the sun.
 
     Parameters (``[sensors.params]``): see :attr:`PARAMS`; each states its unit and default.
     The default sensor is the Point Grey Grasshopper3 IMX174 preset with its 5.86 um pixels.
