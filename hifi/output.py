@@ -14,7 +14,13 @@ from typing import Any, Mapping
 import numpy as np
 
 from ._version import __version__
-from .dataset import OBJECT_ID_VARIABLES, TIME_VARIABLES, cf_time_attrs, encode, object_id_attrs
+from .dataset import (
+    OBJECT_ID_VARIABLES,
+    TIME_VARIABLES,
+    cf_time_attrs,
+    encode,
+    object_id_attrs,
+)
 from .model import Var
 
 #: Frames are written in blocks: at most this many frames or bytes are held before a write, so

@@ -12,11 +12,10 @@ import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
+from _scenes import wall_scenario
 
 import hifi
 from hifi.export import export, read_evd, read_ply
-
-from _scenes import wall_scenario
 
 START_UTC = "2024-05-01T12:00:00Z"
 CF_UNITS = "seconds since 2024-05-01T12:00:00.000000"
@@ -237,7 +236,7 @@ def spinning(tmp_path_factory):
 
 @pytest.mark.parametrize("name", ["vlp", "hdl"])
 def test_pcd_rows_in_elevation_order_with_ring_read_by_pypcd4(spinning, tmp_path, name):
-    from pypcd4 import PointCloud                      # independent reader
+    from pypcd4 import PointCloud  # independent reader
     ds = _load(spinning / f"{name}.nc").isel(frame=0)
     n_steps, n_lasers = ds.sizes["step"], ds.sizes["laser"]
     elevation = ds.laser_elevation.values

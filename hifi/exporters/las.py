@@ -321,7 +321,7 @@ def write_las(ds, path: Path, *, intensity_full_scale: float = LAS_INTENSITY_FUL
     if class_names is not None:
         codes = asprs_class_map(class_names)
         lookup = laspy.vlrs.known.ClassificationLookupVlr()
-        for code in sorted(set(int(c) for c in codes)):
+        for code in sorted({int(c) for c in codes}):
             lookup[code] = _lookup_description(" ".join(n for n, c in zip(class_names, codes) if c == code))
         header.vlrs.append(lookup)
         table = "".join(f"{int(c)} {n}\n" for n, c in zip(class_names, codes))

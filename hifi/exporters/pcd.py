@@ -8,7 +8,14 @@ from typing import NamedTuple
 import numpy as np
 
 from ..dataset import POINTS_NOISY, POINTS_TRUE, SENSOR_POSE
-from ._common import Exporter, frame_first, frame_paths, require, scan_grid_order, sensor_pose
+from ._common import (
+    Exporter,
+    frame_first,
+    frame_paths,
+    require,
+    scan_grid_order,
+    sensor_pose,
+)
 
 #: PCD fields written by :func:`write_pcd`: (name, numpy dtype); float32 except the uint16 beam
 #: indices ``ring`` and ``laser_id``.
