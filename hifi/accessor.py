@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from .dataset import seconds_since_start, utc_times
+
 
 @xr.register_dataset_accessor("hifi")
 class HifiAccessor:
-    """Helpers on hifi datasets: ``ds.hifi.points(noisy=True)``."""
+    """Helpers on hifi datasets: ``ds.hifi.points(noisy=True)``, ``ds.hifi.seconds()``, ``ds.hifi.time()``."""
 
     def __init__(self, ds: xr.Dataset):
         self._ds = ds
@@ -43,3 +45,21 @@ class HifiAccessor:
         else:
             mask = np.all(np.isfinite(xyz), axis=1)
         return xyz[mask]
+
+    def seconds(self, name: str = "timestamp") -> xr.DataArray:
+        """Variable ``name`` as float64 seconds since the run's start [s], however the file was opened.
+
+        ``timestamp`` and ``frame_time`` carry CF units ``seconds since <start_utc>``, so
+        ``xr.open_dataset`` decodes them to ``datetime64``; this gives the float seconds back
+        (bit for bit when the file was opened with ``decode_times=False``, within 1 ns of the
+        stored value when decoded; see :func:`hifi.dataset.seconds_since_start`).
+        """
+        var = self._ds[name]
+        return xr.DataArray(seconds_since_start(self._ds, name), dims=var.dims, coords=var.coords,
+                            attrs={"units": "s", "long_name": f"{name}: seconds since simulation start"})
+
+    def time(self, name: str = "timestamp") -> xr.DataArray:
+        """Variable ``name`` as absolute UTC instants (``datetime64[ns]``), however the file was opened."""
+        var = self._ds[name]
+        return xr.DataArray(utc_times(self._ds, name), dims=var.dims, coords=var.coords,
+                            attrs={"long_name": f"{name}: UTC time"})

@@ -9,7 +9,17 @@ means the same thing in every file (CONTRACTS "Datasets"):
   ``flag_meanings`` naming the classes;
 - :func:`sensor_pose_vars` with :func:`axis_coords`: the sensor pose at the start of a frame;
 - :func:`image_coords`: ``row`` / ``col`` of image sensors;
-- :data:`POINTS_NOISY` / :data:`POINTS_TRUE` / :data:`SENSOR_POSE`: the names readers look for.
+- :func:`object_coords` and :func:`object_id_attrs`: the names and classes of ``[[objects]]``
+  (coordinates ``object_name``, ``object_class`` over dimension ``object``, indexed by
+  ``object_id``) and CF flag attributes naming the ids, written into every file;
+- :data:`POINTS_NOISY` / :data:`POINTS_TRUE` / :data:`SENSOR_POSE`: the names readers look for;
+- :data:`TIME_VARIABLES`, :func:`cf_time_attrs`, :func:`seconds_since_start` and :func:`utc_times`:
+  instants are stored as float64 seconds since the run's start with CF units
+  ``seconds since <start_utc>``, so ``xarray.open_dataset`` decodes them to ``datetime64``;
+  every reader in hifi goes through :func:`seconds_since_start`, which gives the float seconds
+  whether or not the file was decoded;
+- :data:`RANGE_ENCODING` and :func:`encode`: how the file stores each range variable (float32,
+  or points packed as int32 at :data:`POINT_SCALE_M`) and the precision a reader gets back.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .model import Var
+from .timebase import Epoch
 
 #: Reported (noisy) point variables, scene frame, in x, y, z order.
 POINTS_NOISY = ("x_noisy", "y_noisy", "z_noisy")
@@ -24,6 +35,14 @@ POINTS_NOISY = ("x_noisy", "y_noisy", "z_noisy")
 POINTS_TRUE = ("x", "y", "z")
 #: Per-frame sensor pose variables (frame start): position (xyz) and quaternion (x, y, z, w).
 SENSOR_POSE = ("sensor_position", "sensor_orientation")
+
+#: Variables that hold instants as float64 seconds since the run's start (``start_utc``). The
+#: writer gives them CF units ``seconds since <start_utc>`` (:func:`cf_time_attrs`).
+TIME_VARIABLES = ("timestamp", "frame_time")
+
+#: Variables holding an object id (index into ``object_name``, -1 none): they get the CF flag
+#: attributes of :func:`object_id_attrs`.
+OBJECT_ID_VARIABLES = ("object_id", "return_object_id")
 
 #: long_name of the ``annotation`` variable.
 ANNOTATION_LONG_NAME = "semantic class id of the surface hit (0: none/unlabelled)"
@@ -45,6 +64,68 @@ RANGE_VARIABLES = {
     "object_id": ("1", "index of the object hit in [[objects]], -1 for none"),
     "intensity": ("1", "received signal relative to a white Lambertian target at normal incidence at 1 m"),
 }
+
+
+#: Stored precision of the scene-frame points ``x``, ``y``, ``z`` (and ``_noisy``) [m]: CF
+#: packing as int32 in units of 0.1 mm from the scene origin, so a value read back is within
+#: 0.05 mm of the computed one anywhere within +-214 km of the origin.
+POINT_SCALE_M = 1e-4
+
+#: int32 fill value of the packed points (NaN: no hit / not detected).
+POINT_FILL = np.int32(-2**31)
+
+_F32 = "stored as float32: relative precision 2**-24 (6e-8)"
+
+#: How the file stores each range-sensor variable (:attr:`hifi.model.Var.encoding`). In
+#: memory every variable keeps float64; the writer converts. Choices (README "Size"):
+#: ``timestamp`` float64 (float32 would resolve 0.24 ms after an hour; firings are us apart);
+#: ``yaw``/``pitch`` float32 (1.2e-7 rad at pi: 14 um at 120 m); ``distance`` and
+#: ``distance_noisy`` float32 (half an ulp: 4 um at 120 m, 15 um at 500 m, 30 um at 1 km,
+#: below the caster's own float32 ray distances and far below any range noise); ``intensity``
+#: float32; points packed int32 at :data:`POINT_SCALE_M` (absolute 0.05 mm however far from the
+#: origin, where float32 would lose 1 mm at 10 km, and int32 compresses better).
+RANGE_ENCODING = {
+    "yaw": {"dtype": "f4", "comment": _F32},
+    "pitch": {"dtype": "f4", "comment": _F32},
+    "distance": {"dtype": "f4", "comment": _F32},
+    "distance_noisy": {"dtype": "f4", "comment": _F32},
+    "intensity": {"dtype": "f4", "comment": _F32},
+    **{name: {"dtype": "i4", "scale_factor": np.float64(POINT_SCALE_M), "add_offset": np.float64(0.0),
+              "_FillValue": POINT_FILL,
+              "comment": "CF packed: int32 units of 0.1 mm from the scene origin; read back within 0.05 mm "
+                         "(|value| <= 214748 m); NaN is the _FillValue"}
+       for name in POINTS_TRUE + POINTS_NOISY},
+}
+
+
+def encode(data, encoding, name: str = "") -> np.ndarray:
+    """Values as the file stores them under ``encoding`` (:attr:`hifi.model.Var.encoding`).
+
+    float -> float32 for ``dtype = "f4"``; CF packing ``round((v - add_offset) / scale_factor)``
+    with NaN -> ``_FillValue`` for an integer dtype with ``scale_factor``.
+
+    Raises
+    ------
+    ValueError
+        A packed value does not fit the integer type (the message names the variable and the
+        representable range in its units).
+    """
+    data = np.asarray(data)
+    if not encoding or "dtype" not in encoding:
+        return data
+    dtype = np.dtype(encoding["dtype"])
+    if "scale_factor" not in encoding:
+        return data.astype(dtype)
+    scale, offset = float(encoding["scale_factor"]), float(encoding.get("add_offset", 0.0))
+    fill = encoding["_FillValue"]
+    finite = np.isfinite(data)
+    packed = np.round((np.where(finite, data, offset) - offset) / scale)
+    info = np.iinfo(dtype)
+    if packed.size and (packed.min() <= info.min or packed.max() > info.max):
+        raise ValueError(f"variable {name!r}: a value beyond {offset:+g} +- {(info.max * scale):g} cannot be "
+                         f"stored with scale_factor {scale:g} in {dtype} (largest |value| "
+                         f"{np.nanmax(np.abs(data)):g})")
+    return np.where(finite, packed, fill).astype(dtype)
 
 
 def yaw_pitch(directions_sensor):
@@ -87,7 +168,8 @@ def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_
         extra_attrs = None
         if name == "object_id":
             extra_attrs = {"missing_value_meaning": "-1: no hit"}
-        out[name] = Var(dims, np.ascontiguousarray(arr.reshape(shape)), units, long_name, extra_attrs)
+        out[name] = Var(dims, np.ascontiguousarray(arr.reshape(shape)), units, long_name, extra_attrs,
+                        RANGE_ENCODING.get(name))
     for name, var in (extra or {}).items():
         out[name] = var
     return out
@@ -115,7 +197,7 @@ def annotation_var(dims, class_ids, class_names) -> Var:
     return Var(tuple(dims), np.ascontiguousarray(np.asarray(class_ids, dtype=np.uint8)), "1",
                ANNOTATION_LONG_NAME,
                {"flag_values": flag_values,
-                "flag_meanings": " ".join(str(n).replace(" ", "_") for n in class_names)})
+                "flag_meanings": " ".join(_flag_word(n) for n in class_names)})
 
 
 def sensor_pose_vars(pose) -> dict:
@@ -134,7 +216,151 @@ def axis_coords() -> dict:
             "quat": Var(("quat",), np.array(["x", "y", "z", "w"]), "1", "quaternion component")}
 
 
+def _flag_word(name) -> str:
+    """A CF ``flag_meanings`` word: blanks replaced by underscores (CF section 3.5)."""
+    return "_".join(str(name).split()) or "_"
+
+
+def object_coords(object_names, object_classes) -> dict:
+    """``object_name`` and ``object_class`` coordinates over dimension ``object``.
+
+    Parameters
+    ----------
+    object_names : sequence of str
+        Names of ``[[objects]]`` in index order (``object_id`` i is ``object_names[i]``).
+    object_classes : sequence of str
+        Semantic class of each object (its material's ``class``; ``unlabelled`` when none).
+
+    Returns
+    -------
+    dict of str to Var
+        Empty when there are no objects (netCDF has no fixed dimension of length 0).
+    """
+    names = [str(n) for n in object_names]
+    classes = [str(c) for c in object_classes]
+    if len(names) != len(classes):
+        raise ValueError(f"{len(names)} object names but {len(classes)} object classes")
+    if not names:
+        return {}
+    return {"object_name": Var(("object",), np.array(names), "1",
+                               "name of the object in [[objects]]; object_id indexes this dimension"),
+            "object_class": Var(("object",), np.array(classes), "1",
+                                "semantic class of the object's material (its annotation class name)")}
+
+
+def object_id_attrs(object_names) -> dict:
+    """CF ``flag_values`` / ``flag_meanings`` of an object-id variable: -1 ``no_hit``, then the names."""
+    names = [str(n) for n in object_names]
+    return {"flag_values": np.arange(-1, len(names), dtype=np.int32),
+            "flag_meanings": " ".join(["no_hit"] + [_flag_word(n) for n in names])}
+
+
 def image_coords(resolution_x: int, resolution_y: int) -> dict:
     """``row`` and ``col`` coordinates of an image sensor (row 0 at the top, col 0 at the left)."""
     return {"row": Var(("row",), np.arange(resolution_y, dtype=np.int32), "1", "image row, 0 at the top"),
             "col": Var(("col",), np.arange(resolution_x, dtype=np.int32), "1", "image column, 0 at the left")}
+
+
+# -- time ------------------------------------------------------------------------------------
+def cf_time_attrs(start_utc) -> dict:
+    """CF ``units`` and ``calendar`` of instants stored as seconds since ``start_utc``.
+
+    Parameters
+    ----------
+    start_utc : str or datetime
+        The run's epoch of t = 0 (ISO 8601 UTC, the ``start_utc`` global attribute).
+
+    Returns
+    -------
+    dict
+        ``{"units": "seconds since 2024-05-01T12:00:00.000000", "calendar": "standard"}``.
+
+    Notes
+    -----
+    The reference time is written without a time zone: CF (section 4.4) takes such a time as
+    UTC. ``calendar = "standard"`` counts SI seconds without leap seconds, as ``start_utc + t``
+    does everywhere in hifi (:meth:`hifi.timebase.Epoch.utc_at`). The stored numbers are float64
+    seconds since the start either way; only the attributes change.
+    """
+    iso = Epoch.from_utc(start_utc).iso
+    return {"units": "seconds since " + iso.rstrip("Z"), "calendar": "standard"}
+
+
+def _start_epoch(ds, name: str) -> Epoch:
+    """The epoch of t = 0 of ``ds``: its ``start_utc`` attribute, else the variable's CF units."""
+    start = getattr(ds, "attrs", {}).get("start_utc")
+    if start:
+        return Epoch.from_utc(str(start))
+    var = ds[name] if name is not None else ds
+    for source in (var.encoding, var.attrs):
+        units = str(source.get("units", ""))
+        if units.startswith("seconds since "):
+            return Epoch.from_utc(units[len("seconds since "):])
+    raise ValueError(f"variable {name!r}: cannot tell the epoch of t = 0; the dataset has no start_utc "
+                     f"attribute and the variable no 'seconds since ...' units")
+
+
+def _time_var(ds, name):
+    if name is None:
+        return ds
+    if name not in ds.variables:
+        raise KeyError(f"dataset has no variable {name!r}")
+    return ds[name]
+
+
+def seconds_since_start(ds, name: str | None = "timestamp") -> np.ndarray:
+    """Instants of variable ``name`` as float64 seconds since the run's start [s].
+
+    Parameters
+    ----------
+    ds : xarray.Dataset or xarray.DataArray
+        A hifi dataset opened with or without ``decode_times`` (or built in memory); a
+        DataArray with ``name=None``.
+    name : str or None
+        The variable (``timestamp``, ``frame_time``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Same shape as the variable; NaN where the time is missing (NaT).
+
+    Notes
+    -----
+    Undecoded values (``decode_times=False``, or datasets built in memory) are returned as
+    they are stored, bit for bit. Decoded ``datetime64`` values are converted back through
+    integer nanoseconds from ``start_utc``: xarray decodes to whole nanoseconds (it truncates),
+    so the result is within 1 ns of the stored value.
+    """
+    var = _time_var(ds, name)
+    values = np.asarray(var.values)
+    if values.dtype.kind == "M":
+        epoch = _start_epoch(ds, name)
+        ns = values.astype("datetime64[ns]")
+        delta = (ns - epoch.utc).astype(np.int64)
+        return np.where(np.isnat(ns), np.nan, delta / 1e9)
+    if values.dtype.kind == "m":
+        td = values.astype("timedelta64[ns]")
+        return np.where(np.isnat(td), np.nan, td.astype(np.int64) / 1e9)
+    if values.dtype.kind in "fiu":
+        units = str(var.attrs.get("units", var.encoding.get("units", "s")))
+        if units not in ("s", "seconds") and not units.startswith("seconds since "):
+            raise ValueError(f"variable {name!r} has units {units!r}; expected 's' or 'seconds since ...'")
+        return np.asarray(values, dtype=np.float64)
+    raise TypeError(f"variable {name!r} has dtype {values.dtype}; expected float seconds or datetime64 "
+                    f"(open the file without use_cftime)")
+
+
+def utc_times(ds, name: str | None = "timestamp") -> np.ndarray:
+    """Instants of variable ``name`` as UTC ``datetime64[ns]`` (NaT where missing).
+
+    See :func:`seconds_since_start`; undecoded seconds are added to ``start_utc`` rounded to
+    the nanosecond (:meth:`hifi.timebase.Epoch.utc_at`).
+    """
+    var = _time_var(ds, name)
+    values = np.asarray(var.values)
+    if values.dtype.kind == "M":
+        return values.astype("datetime64[ns]")
+    s = seconds_since_start(ds, name)
+    epoch = _start_epoch(ds, name)
+    out = epoch.utc_at(np.nan_to_num(s))
+    return np.where(np.isnan(s), np.datetime64("NaT", "ns"), out)

@@ -20,7 +20,12 @@ from .params import Param
 class Var:
     """One variable of a frame (or a static coordinate): dims, data and attributes.
 
-    ``dims`` exclude the leading ``frame`` dimension for frame data.
+    ``dims`` exclude the leading ``frame`` dimension for frame data. ``encoding`` says how the
+    file stores the values (as xarray's ``encoding``): ``dtype`` (e.g. ``"f4"``), and for CF
+    packing ``scale_factor``, ``add_offset``, ``_FillValue`` (NaN is written as the fill value)
+    plus ``comment`` (the stored precision, written as an attribute); see
+    :data:`hifi.dataset.RANGE_ENCODING`. ``data`` in memory (and on the message bus) keeps
+    its own dtype.
     """
 
     dims: tuple
@@ -28,6 +33,7 @@ class Var:
     units: str
     long_name: str
     extra: Mapping[str, Any] | None = None
+    encoding: Mapping[str, Any] | None = None
 
     def attrs(self) -> dict:
         a = {"units": self.units, "long_name": self.long_name}

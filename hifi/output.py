@@ -14,6 +14,13 @@ from typing import Any, Mapping
 import numpy as np
 
 from ._version import __version__
+from .dataset import (
+    OBJECT_ID_VARIABLES,
+    TIME_VARIABLES,
+    cf_time_attrs,
+    encode,
+    object_id_attrs,
+)
 from .model import Var
 
 #: Frames are written in blocks: at most this many frames or bytes are held before a write, so
@@ -22,7 +29,8 @@ from .model import Var
 _BUFFER_MAX_FRAMES = 256
 _BUFFER_MAX_BYTES = 64 * 2**20
 
-#: netCDF4 compression of every variable: zlib level 1 with byte shuffle (deterministic bytes).
+#: netCDF4 compression of every variable: zlib level 1 with byte shuffle (deterministic bytes);
+#: frame variables are chunked one frame per chunk (README "Size" has the measurements).
 _COMPRESSION = {"zlib": True, "complevel": 1, "shuffle": True}
 
 
@@ -34,12 +42,27 @@ def _nc_type(data: np.ndarray):
     return data.dtype
 
 
-def _prepare(data: np.ndarray) -> np.ndarray:
+def _prepare(data: np.ndarray, encoding=None, name: str = "") -> np.ndarray:
+    if encoding:
+        return encode(data, encoding, name)
     return data.astype(np.int8) if data.dtype == bool else data
+
+
+def _create_kwargs(v: Var) -> dict:
+    """dtype, fill value, compression and chunks of a frame variable (Var.encoding honoured)."""
+    enc = v.encoding or {}
+    kw = {"datatype": enc.get("dtype", _nc_type(v.data)), "fill_value": enc.get("_FillValue", False)}
+    if v.data.size > 1:
+        kw.update(_COMPRESSION, chunksizes=(1,) + tuple(v.data.shape))
+    return kw
 
 
 def _set_attrs(var, v: Var) -> None:
     attrs = v.attrs()
+    enc = v.encoding or {}
+    for key in ("scale_factor", "add_offset", "comment"):
+        if key in enc:
+            attrs[key] = enc[key]
     if v.data.dtype == bool:
         attrs["dtype"] = "bool"      # xarray decodes int8 + dtype="bool" back to bool
     for key, value in attrs.items():
@@ -71,6 +94,9 @@ class FrameWriter:
         fr.setncatts({"units": "1", "long_name": "frame index"})
         ft = self._nc.createVariable("frame_time", "f8", ("frame",), fill_value=False)
         ft.setncatts({"units": "s", "long_name": "simulated time of the frame's event since simulation start"})
+        # CF time units (seconds since start_utc): xarray decodes the instants to datetime64.
+        self._time_attrs = cf_time_attrs(global_attrs["start_utc"]) if global_attrs.get("start_utc") else {}
+        ft.setncatts(self._time_attrs)
         self._coords = dict(coords)
         for name, v in self._coords.items():
             self._ensure_dims(v.dims, v.data.shape, name)
@@ -98,14 +124,20 @@ class FrameWriter:
         if not self._vars:
             for name, v in frame.items():
                 self._ensure_dims(v.dims, v.data.shape, name)
-                var = self._nc.createVariable(name, _nc_type(v.data), ("frame",) + tuple(v.dims),
-                                              fill_value=False, **(_COMPRESSION if v.data.size > 1 else {}))
+                var = self._nc.createVariable(name, dimensions=("frame",) + tuple(v.dims), **_create_kwargs(v))
                 _set_attrs(var, v)
+                if v.encoding and "scale_factor" in v.encoding:
+                    var.set_auto_maskandscale(False)       # written packed by _prepare
+                if name in TIME_VARIABLES and v.units == "s":
+                    var.setncatts(self._time_attrs)
+                if name in OBJECT_ID_VARIABLES and "object_name" in self._coords:
+                    var.setncatts(object_id_attrs(self._coords["object_name"].data))
                 var.setncattr("coordinates", "frame_time")
                 self._vars[name] = var
         if set(frame) != set(self._vars):
             raise ValueError(f"frame {k} has variables {sorted(frame)}, expected {sorted(self._vars)}")
-        self._buffer.append((k, t, {name: _prepare(np.asarray(v.data)) for name, v in frame.items()}))
+        self._buffer.append((k, t, {name: _prepare(np.asarray(v.data), v.encoding, name)
+                                    for name, v in frame.items()}))
         self._buffered_bytes += sum(v.data.nbytes for v in frame.values())
         if len(self._buffer) >= _BUFFER_MAX_FRAMES or self._buffered_bytes >= _BUFFER_MAX_BYTES:
             self.flush()

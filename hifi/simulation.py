@@ -208,6 +208,12 @@ class Simulation:
             if tmp_root.exists():
                 shutil.rmtree(tmp_root, ignore_errors=True)
 
+    def _object_coords(self) -> dict:
+        """``object_name`` / ``object_class`` of every object, written into every file."""
+        from .dataset import object_coords
+        classes = self.scene.object_table("class_id")[:-1]
+        return object_coords(self.scene.object_names, [self.scene.class_names[c] for c in classes])
+
     def _run_into(self, directory: Path, seed, duration, progress, caster, keep, write, partition=None):
         sc = self.scenario
         bus = MessageBus()
@@ -231,7 +237,7 @@ class Simulation:
                 attrs = base_attrs(m.name, m.model_name, seed, sc.text, start_utc=sc.start_utc,
                                    origin_lat_deg=sc.origin["lat_deg"], origin_lon_deg=sc.origin["lon_deg"],
                                    origin_height_m=sc.origin["height_m"], rate_hz=m.rate_hz, **m.attrs())
-                writers[i] = FrameWriter(path, attrs, m.coords())
+                writers[i] = FrameWriter(path, attrs, {**m.coords(), **self._object_coords()})
                 paths[m.name] = path
 
             def write_frame(i, k, t, frame):

@@ -57,7 +57,7 @@ from optics.illumination import SPECTRAL_GRID_M, SunLight, scene_photon_radiance
 from optics.radiometry import field_angle, image_irradiance, mechanical_vignetting
 from optics.spectral import channel_response_curves, relative_quantum_efficiency
 
-from hifi.dataset import image_coords
+from hifi.dataset import axis_coords, image_coords, sensor_pose_vars
 
 __all__ = [
     "pixel_sample_offsets",
@@ -202,8 +202,10 @@ class CCDCamera(Sensor):
 
     Over (``frame``, ``row``, ``col``), from the pixel-centre ray of the pinhole (undistorted
     geometry): ``distance`` (float32, m, radial, through mirrors; NaN where nothing is hit
-    within ``max_range_m``), ``object_id`` (int32, -1 for none). Per frame: ``sun_zenith``,
-    ``sun_azimuth`` (rad) and the number of pixels lit by the sun.
+    within ``max_range_m``), ``object_id`` (int32, -1 for none). Per frame: ``timestamp``
+    (the start of the exposure, when the scene is rendered), the sensor pose
+    ``sensor_position`` / ``sensor_orientation`` at that instant, ``sun_zenith``,
+    ``sun_azimuth`` (rad) and the fraction of pixels lit by the sun.
 
     Parameters (``[sensors.params]``): see :attr:`PARAMS`; each states its unit and default.
     The default sensor is the Point Grey Grasshopper3 IMX174 preset with its 5.86 um pixels.
@@ -320,6 +322,7 @@ class CCDCamera(Sensor):
             **image_coords(p["resolution_x"], p["resolution_y"]),
             "channel": Var(("channel",), np.array(self._channels), "1",
                            "colour channel (R, G, B through the default filters; Y: no filter)"),
+            **axis_coords(),
         }
 
     def attrs(self):
@@ -440,6 +443,10 @@ class CCDCamera(Sensor):
         oid = hits.object_id[:n_grid].reshape(grid)[m:m + rows, m:m + cols]
         d3, d2 = ("row", "col", "channel"), ("row", "col")
         return {
+            "timestamp": Var((), np.float64(t), "s",
+                             "start of the exposure since simulation start (global shutter: the scene "
+                             "is rendered at this instant for every pixel)"),
+            **sensor_pose_vars(self.pose_at(t)),
             "image": Var(d3, image.astype(np.uint16), "DN",
                          "digital image (EMVA 1288 sensor output, demosaiced if Bayer)",
                          {"valid_max": np.uint16(sm.max_dn)}),

@@ -7,7 +7,7 @@ import numpy as np
 from hifi.model import Sensor, Var
 from hifi.params import Param
 
-from hifi.dataset import annotation_var, image_coords
+from hifi.dataset import RANGE_VARIABLES, annotation_var, axis_coords, image_coords, sensor_pose_vars
 
 
 def pinhole_directions(resolution_x: int, resolution_y: int, fov_x_rad: float, fov_y_rad: float | None = None):
@@ -57,7 +57,9 @@ class DepthMap(Sensor):
     Variables (``frame``, ``row``, ``col``), float32 as a depth image: ``distance`` (radial, m),
     ``depth`` (along the optical axis, m), ``x``, ``y``, ``z`` (true hit point, scene frame, m);
     ``object_id`` (int32), ``annotation`` (uint8 semantic class id; the class names are in the
-    variable's ``flag_values`` / ``flag_meanings``).
+    variable's ``flag_values`` / ``flag_meanings``); per frame ``timestamp`` (the instant the
+    image is taken, every pixel at once) and the sensor pose ``sensor_position`` /
+    ``sensor_orientation`` at that instant.
 
     References
     ----------
@@ -85,7 +87,7 @@ class DepthMap(Sensor):
 
     def coords(self):
         p = self.params
-        return image_coords(p["resolution_x"], p["resolution_y"])
+        return {**image_coords(p["resolution_x"], p["resolution_y"]), **axis_coords()}
 
     def attrs(self):
         w, h = self.params["resolution_x"], self.params["resolution_y"]
@@ -101,6 +103,9 @@ class DepthMap(Sensor):
         dims = ("row", "col")
         class_ids = self._class[hits.object_id].reshape(shape)
         return {
+            "timestamp": Var((), np.float64(t), RANGE_VARIABLES["timestamp"][0],
+                             "time the image is taken (every pixel at once) since simulation start"),
+            **sensor_pose_vars(self.pose_at(t)),
             "distance": Var(dims, dist.astype(np.float32), "m", "radial distance from the camera centre to the hit"),
             "depth": Var(dims, depth.astype(np.float32), "m", "distance along the optical axis (z-buffer depth)"),
             "x": Var(dims, hits.point[:, 0].reshape(shape).astype(np.float32), "m", "hit point x, scene frame"),

@@ -8,7 +8,7 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
-from hifi.dataset import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
+from hifi.dataset import annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
 from .noise import gaussian_range_noise, orthogonal_point_noise
 from .radiometry import lambertian_return
 
@@ -27,9 +27,11 @@ class GenericGrid(Sensor):
     N(0, ``orthogonal_sigma_m``) on each of two axes perpendicular to the ray (Doria's
     "LOS" and "orthogonal" noise, expressed as displacements in metres).
 
-    Dataset dims: (``frame``, ``theta``, ``phi``) in acquisition order, with the CONTRACTS
-    range-sensor variables. ``hifi export --format ptx`` writes the grid with a miss as a line
-    of zeros.
+    Dataset dims: (``frame``, ``theta``, ``phi``) with the CONTRACTS range-sensor variables;
+    ``theta`` and ``phi`` both increase along their dimensions (so ``ds.sel(theta=slice(a, b))``
+    works), which stores the columns in the reverse of their acquisition order: the column at
+    ``theta_max`` is acquired first, and ``timestamp`` tells each ray's instant. ``hifi export
+    --format ptx`` writes the grid in acquisition order with a miss as a line of zeros.
 
     References
     ----------
@@ -61,23 +63,30 @@ class GenericGrid(Sensor):
     def setup(self, ctx):
         super().setup(ctx)
         p = self.params
-        self.theta = np.radians(np.linspace(p["theta_max_deg"], p["theta_min_deg"], p["n_theta"]))
+        self.theta = np.radians(np.linspace(p["theta_min_deg"], p["theta_max_deg"], p["n_theta"]))
         self.phi = np.radians(np.linspace(p["phi_min_deg"], p["phi_max_deg"], p["n_phi"]))
-        tt, pp = np.meshgrid(self.theta, self.phi, indexing="ij")     # (theta, phi), acquisition order
+        tt, pp = np.meshgrid(self.theta, self.phi, indexing="ij")     # (theta, phi), both increasing
         self._yaw, self._pitch = tt.ravel(), pp.ravel()
+        # Acquisition index of each stored ray: columns from theta_max to theta_min, each
+        # bottom to top, so stored column i is acquired (n_theta - 1 - i)-th.
+        it, ip = np.meshgrid(np.arange(p["n_theta"]), np.arange(p["n_phi"]), indexing="ij")
+        self._acquisition = ((p["n_theta"] - 1 - it) * p["n_phi"] + ip).ravel()
         self._dirs = direction_from_yaw_pitch(self._yaw, self._pitch)
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
+        self._class = ctx.scene.object_table("class_id")
 
     def coords(self):
-        return {"theta": Var(("theta",), self.theta, "rad", "azimuth of the column (yaw, positive left), acquisition order"),
+        return {"theta": Var(("theta",), self.theta, "rad",
+                             "azimuth of the column (yaw, positive left), increasing; acquired from the last "
+                             "column (theta_max) to the first"),
                 "phi": Var(("phi",), self.phi, "rad", "elevation of the row, bottom to top"),
                 **axis_coords()}
 
     def step(self, k, t):
         p = self.params
         n = self._dirs.shape[0]
-        times = t + np.arange(n) / (n * self.rate_hz)
+        times = t + self._acquisition / (n * self.rate_hz)
         hits, origins, dirs = self.cast(self._dirs, times, p["max_range_m"])
         rng = stream(self.ctx.seed, self.name, k)
         d_noisy = gaussian_range_noise(hits.distance, p["los_sigma_m"], rng)
@@ -87,7 +96,9 @@ class GenericGrid(Sensor):
         oid = hits.object_id
         intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
         shape = (p["n_theta"], p["n_phi"])
-        extra = sensor_pose_vars(self.pose_at(t))
+        extra = {"annotation": annotation_var(("theta", "phi"), self._class[oid].reshape(shape),
+                                              self.ctx.scene.class_names),
+                 **sensor_pose_vars(self.pose_at(t))}
         return range_frame(("theta", "phi"), shape, timestamp=times, yaw=self._yaw, pitch=self._pitch,
                            hits=hits, detected=detected, distance_noisy=d_noisy, points_noisy=ghost,
                            intensity=intensity, extra=extra)

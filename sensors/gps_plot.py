@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hifi.dataset import seconds_since_start
+
 #: Colours of the sky plot's satellite states.
 _STATE_STYLE = {
     "direct": dict(color="tab:green", marker="o", s=40, label="tracked, direct"),
@@ -47,7 +49,7 @@ def plot_gps(ds, out, frame: int = 0) -> Path:
     plt = _pyplot()
     out = Path(out)
     name = ds.attrs.get("sensor_name", "gps")
-    t = np.asarray(ds["timestamp"].values, dtype=float)
+    t = seconds_since_start(ds, "timestamp")
     el = np.degrees(np.asarray(ds["elevation"].values, dtype=float))
     az = np.asarray(ds["azimuth"].values, dtype=float)
     visible = np.asarray(ds["visible"].values, bool)

@@ -9,7 +9,7 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
-from hifi.dataset import axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
+from hifi.dataset import annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
 from .beam import beam_echoes, round_trip_s, subray_count, subray_directions, subray_pattern
 from .radiometry import lambertian_return
 
@@ -95,6 +95,7 @@ class SickLMS291(Sensor):
         self.n_bins = int(np.ceil(round_trip_s(p["max_range_m"]) / p["bin_width_s"])) + 1
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
+        self._class = ctx.scene.object_table("class_id")
 
     def coords(self):
         c = {"step": Var(("step",), self.scan, "rad", "scan angle (yaw) of the pulse"),
@@ -141,6 +142,8 @@ class SickLMS291(Sensor):
         extra = {
             "return_object_id": Var(dims, ret_obj.astype(np.int32), "1",
                                     "object carrying most of the return's energy, -1 for none"),
+            "annotation": annotation_var(dims, self._class[axis_hits.object_id].reshape(shape),
+                                         self.ctx.scene.class_names),
             **sensor_pose_vars(self.pose_at(t)),
         }
         if p["store_waveform"]:

@@ -9,7 +9,7 @@ from hifi.model import Sensor
 from hifi.params import Param
 from hifi.rng import stream
 
-from hifi.dataset import axis_coords, image_coords, range_frame, sensor_pose_vars, yaw_pitch
+from hifi.dataset import annotation_var, axis_coords, image_coords, range_frame, sensor_pose_vars, yaw_pitch
 from .depthmap import pinhole_directions
 from .noise import gaussian_range_noise
 from .radiometry import lambertian_return
@@ -78,6 +78,7 @@ class ToFSR4000(Sensor):
         self._yaw, self._pitch = yaw_pitch(self._dirs)
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
+        self._class = ctx.scene.object_table("class_id")
 
     def coords(self):
         p = self.params
@@ -99,4 +100,6 @@ class ToFSR4000(Sensor):
         intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
         return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
                            detected=det, distance_noisy=measured, points_noisy=reported, intensity=intensity,
-                           extra=sensor_pose_vars(self.pose_at(t)))
+                           extra={"annotation": annotation_var(("row", "col"), self._class[oid].reshape(self._shape),
+                                                               self.ctx.scene.class_names),
+                                  **sensor_pose_vars(self.pose_at(t))})

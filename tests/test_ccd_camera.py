@@ -228,8 +228,10 @@ def test_dataset_conventions():
                                     "preset": "generic", "focal_length_m": 1e-3}})
     res = _run(d)
     ds = res["cam"]
-    assert ds.sizes == {"frame": 2, "row": 10, "col": 20, "channel": 3}    # 8 Hz over 0.25 s
-    np.testing.assert_allclose(ds.frame_time.values, [0.0, 0.125])
+    assert ds.sizes == {"frame": 2, "row": 10, "col": 20, "channel": 3, "xyz": 3, "quat": 4, "object": 1}  # 8 Hz, 0.25 s
+    np.testing.assert_allclose(ds.hifi.seconds("frame_time").values, [0.0, 0.125])
+    np.testing.assert_allclose(ds.hifi.seconds("timestamp").values, [0.0, 0.125])   # exposure instants
+    assert ds.sensor_position.dims == ("frame", "xyz") and ds.sensor_orientation.dims == ("frame", "quat")
     assert list(ds.channel.values) == ["R", "G", "B"]
     assert ds.image.dims == ("frame", "row", "col", "channel") and ds.image.dtype == np.uint16
     assert ds.ideal_image.dims == ds.image.dims and ds.ideal_image.dtype == np.float32
@@ -237,7 +239,8 @@ def test_dataset_conventions():
     assert ds.image.attrs["units"] == "DN" and ds.ideal_image.attrs["units"] == "e-"
     assert ds.distance.attrs["units"] == "m"
     for name in [*ds.data_vars, *ds.coords]:
-        assert ds[name].attrs.get("units") and ds[name].attrs.get("long_name"), name
+        units = ds[name].attrs.get("units") or ds[name].encoding.get("units")   # decoded CF times: encoding
+        assert units and ds[name].attrs.get("long_name"), name
     for key in ("sensor_name", "sensor_model", "hifi_version", "seed", "scenario"):
         assert key in ds.attrs
     assert ds.attrs["sensor_model"] == "ccd_camera"

@@ -98,6 +98,8 @@ def _det_flat(ds, name):
     """``name`` at the detected returns, frame by frame in C order (the exporters' order)."""
     if "frame" not in ds.dims:
         ds = ds.expand_dims("frame")
+    if name == "timestamp":           # decoded to datetime64 from the file: seconds since start
+        return ds.hifi.seconds(name).values[ds.detected.values]
     return ds[name].values[ds.detected.values]
 
 
@@ -169,19 +171,24 @@ def test_pcd_organised_round_trip_one_file_per_frame(grid, tmp_path):
     for f, p in enumerate(paths):
         cloud = read_pcd(p)
         h = cloud.header
-        # PCD v0.7 spec: header fields; WIDTH, HEIGHT = the sensor dims (theta, phi) in dataset order
+        # PCD v0.7 spec: header fields; WIDTH, HEIGHT = the sensor dims (theta, phi)
         assert h["VERSION"] == ["0.7"] and h["DATA"] == ["binary"]
-        assert h["FIELDS"] == ["x", "y", "z", "intensity", "x_true", "y_true", "z_true"]
+        assert h["FIELDS"] == ["x", "y", "z", "intensity", "ring", "laser_id", "x_true", "y_true", "z_true"]
+        assert h["SIZE"] == ["4", "4", "4", "4", "2", "2", "4", "4", "4"]
+        assert h["TYPE"] == ["F", "F", "F", "F", "U", "U", "F", "F", "F"]
         assert (h["WIDTH"], h["HEIGHT"], h["POINTS"]) == (N_THETA, N_PHI, N_THETA * N_PHI)
-        assert p.stat().st_size == len(p.read_bytes().split(b"DATA binary\n")[0]) + 12 + 28 * N_THETA * N_PHI
+        assert p.stat().st_size == len(p.read_bytes().split(b"DATA binary\n")[0]) + 12 + 32 * N_THETA * N_PHI
         fr = grid.isel(frame=f)
         pts = cloud.points                                      # (HEIGHT, WIDTH): [phi, theta]
-        det = fr.detected.values                                # (theta, phi)
-        # round trip to float32; cell (row i1, column i0) is dataset element [i0, i1]
+        # theta and phi are stored increasing; PCD row 0 is the highest phi (top) and column 0
+        # the first column acquired, theta_max (left): cell (r, c) = dataset [-1 - c, -1 - r].
+        det = fr.detected.values[::-1, ::-1]                    # (theta, phi) in PCD order
+        np.testing.assert_array_equal(pts["ring"], np.broadcast_to(np.arange(N_PHI)[::-1, None], pts.shape))
+        np.testing.assert_array_equal(pts["laser_id"], pts["ring"])       # phi index = rank by elevation
         for field, var in (("x", "x_noisy"), ("y", "y_noisy"), ("z", "z_noisy"), ("intensity", "intensity"),
                            ("x_true", "x"), ("y_true", "y"), ("z_true", "z")):
             got = pts[field].T
-            want = fr[var].values.astype(np.float32)
+            want = fr[var].values[::-1, ::-1].astype(np.float32)
             np.testing.assert_array_equal(got[det], want[det], err_msg=field)
             if field.endswith("_true"):
                 np.testing.assert_array_equal(got, want, err_msg=field)   # truth written everywhere
@@ -202,10 +209,10 @@ def test_pcd_read_by_pypcd4(grid, tmp_path):
     paths = export(grid, "pcd", tmp_path / "scan.pcd")
     for f, p in enumerate(paths):
         pc = PointCloud.from_path(p)
-        assert tuple(pc.fields) == ("x", "y", "z", "intensity", "x_true", "y_true", "z_true")
+        assert tuple(pc.fields) == ("x", "y", "z", "intensity", "ring", "laser_id", "x_true", "y_true", "z_true")
         assert (pc.metadata.width, pc.metadata.height) == (N_THETA, N_PHI)
-        fr = grid.isel(frame=f)
-        det = fr.detected.values.ravel(order="F")             # PCD rows of WIDTH: Fortran order
+        fr = grid.isel(frame=f).isel(theta=slice(None, None, -1), phi=slice(None, None, -1))
+        det = fr.detected.values.ravel(order="F")             # rows of WIDTH, top phi first
         arr = pc.numpy(("x", "y", "z", "x_true", "y_true", "z_true"))
         want = np.column_stack([fr[v].values.ravel(order="F") for v in
                                 ("x_noisy", "y_noisy", "z_noisy", "x", "y", "z")]).astype(np.float32)
@@ -297,7 +304,8 @@ def test_las_round_trip(grid, tmp_path):
     # intensity: round(65535 * clip(intensity, 0, 1)) (documented scaling, full scale 1.0)
     want_i = np.round(65535 * np.clip(_det_flat(grid, "intensity"), 0, 1)).astype(np.uint16)
     np.testing.assert_array_equal(np.asarray(las.intensity), want_i)
-    np.testing.assert_array_equal(np.asarray(las.classification), 0)    # no classes: "never classified"
+    # every return is on the wall, class "wall": ASPRS 6 "building" (LAS 1.4 R15 Table 17)
+    np.testing.assert_array_equal(np.asarray(las.classification), 6)
     np.testing.assert_array_equal(np.asarray(las.return_number), 1)
     # GPS time, analytic: 2000-01-01T12:00:00 UTC is 7300 days + 12 h after 1980-01-06 plus 13 leap
     # seconds = 630763213 s GPS; adjusted standard GPS time subtracts 1e9.
@@ -391,7 +399,9 @@ def test_kitti_point_from_yaw_pitch_distance(tmp_path):
         det = fr.detected.values
         yaw, pitch, d = fr.yaw.values[det], fr.pitch.values[det], fr.distance_noisy.values[det]
         want = d[:, None] * np.column_stack([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)])
-        np.testing.assert_allclose(read_kitti_bin(p).points_sensor, want, rtol=0, atol=1e-5)  # 10 um: float32 at 15 m
+        # 0.1 mm: stored points are within 0.05 mm per scene axis (int32 packing), so within
+        # sqrt(3) * 0.05 mm = 0.087 mm per sensor axis after the rotation, plus float32 (< 10 um).
+        np.testing.assert_allclose(read_kitti_bin(p).points_sensor, want, rtol=0, atol=1e-4)
 
 
 def test_kitti_static_pose_without_frame_dimension(tmp_path):

@@ -45,7 +45,8 @@ def test_dataset_conventions(tmp_path):
         assert key in ds.attrs
     assert ds.attrs["sensor_model"] == "generic_grid" and ds.attrs["seed"] == 5
     for name, var in {**ds.data_vars, **ds.coords}.items():
-        assert "units" in var.attrs and "long_name" in var.attrs, name
+        # decoded CF times (timestamp, frame_time) keep their units in .encoding
+        assert ("units" in var.attrs or "units" in var.encoding) and "long_name" in var.attrs, name
     contract = ["timestamp", "yaw", "pitch", "distance", "detected", "distance_noisy", "x", "y", "z",
                 "x_noisy", "y_noisy", "z_noisy", "object_id", "intensity"]
     assert all(v in ds for v in contract)
@@ -55,7 +56,7 @@ def test_dataset_conventions(tmp_path):
     m = res["motion"]
     assert list(m.body.values) == ["wall", "mover", "grid", "cam"]
     pos = m.position.sel(body="mover").values
-    np.testing.assert_allclose(pos[:, 1], -3 + 6 * m.frame_time.values, atol=1e-12)   # the track (analytic)
+    np.testing.assert_allclose(pos[:, 1], -3 + 6 * m.hifi.seconds("frame_time").values, atol=1e-8)   # the track (analytic)
     # scenario.toml beside the files is the exact input text
     assert (tmp_path / "o" / "scenario.toml").read_text() == ds.attrs["scenario"]
 
@@ -87,6 +88,8 @@ def test_cli_plot_and_ptx_roundtrip(tmp_path, capsys):
     for f, scan in enumerate(scans):
         fr = ds.isel(frame=f)
         assert (scan["n_columns"], scan["n_rows"]) == (fr.sizes["theta"], fr.sizes["phi"])
+        # acquisition order: columns from theta_max (theta is stored increasing), each bottom to top
+        fr = fr.isel(theta=slice(None, None, -1))
         det = fr.detected.values.ravel()
         local = scan["points"][:, :3]
         assert np.all(scan["points"][~det] == 0.0)                     # a miss is a line of zeros

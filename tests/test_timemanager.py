@@ -110,9 +110,9 @@ def test_three_rates_in_one_simulation():
 
     sim.add_model(Listener("listener"))
     res = sim.run()
-    np.testing.assert_array_equal(res["cam"].frame_time.values, np.arange(10) / 10.0)
-    np.testing.assert_array_equal(res["slow"].frame_time.values, [0.0])
-    np.testing.assert_array_equal(res["fast"].frame_time.values, np.arange(100) / 100.0)
+    np.testing.assert_array_equal(res["cam"].hifi.seconds("frame_time").values, np.arange(10) / 10.0)
+    np.testing.assert_array_equal(res["slow"].hifi.seconds("frame_time").values, [0.0])
+    np.testing.assert_array_equal(res["fast"].hifi.seconds("frame_time").values, np.arange(100) / 100.0)
     assert [t for s, t in seen] == sorted(t for s, t in seen)
     assert sum(1 for s, _ in seen if s == "fast") == 100
 
@@ -218,8 +218,10 @@ def test_sweep_published_when_complete(tmp_path):
 
     ds = _vlp16_wall(tmp_path, Listener("listener"))
     assert [g[1] for g in got] == [0.0, 0.1]                      # frame start times (rate 10 Hz)
-    last = ds["timestamp"].max(dim=[d for d in ds["timestamp"].dims if d != "frame"]).values
-    np.testing.assert_array_equal([g[0] for g in got], last)      # delivered at the last firing
+    ts = ds.hifi.seconds("timestamp")
+    last = ts.max(dim=[d for d in ts.dims if d != "frame"]).values
+    np.testing.assert_allclose([g[0] for g in got], last, rtol=0, atol=1e-9)   # delivered at the last firing
+    # (1 ns: xarray decodes the file's CF times to whole nanoseconds)
     assert all(0.09 < g[0] - g[1] < 0.1 for g in got)             # a sweep lasts almost 1 / 10 Hz
 
 

@@ -14,7 +14,12 @@ Layout decisions shared by the built-in formats
   along ``frame``.
 * Point lists (PLY, LAS, EVD, KITTI) hold the *detected* returns only (``detected`` true), the
   reported (noisy) points, in frame order and within a frame in the C order of the sensor
-  dimensions (acquisition order for ``generic_grid`` and the rotating lidars).
+  dimensions (acquisition order for the rotating lidars; ``generic_grid`` stores ``theta``
+  increasing, so its columns come in the reverse of their acquisition order).
+* Organised formats (PCD, PTX) lay a two-dimensional scan out with the beams sorted by
+  elevation and the columns in acquisition order (:func:`._common.scan_grid_order`).
+* Instants are read through :func:`hifi.dataset.seconds_since_start`, so a file opened with
+  or without ``decode_times`` exports the same.
 * Formats with one file per frame (PCD, KITTI): a one-frame dataset is written to ``out``
   itself; with more than one frame, ``<stem>_<frame:06d>.<ext>`` next to ``out`` (``out``
   itself is not written).

@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..dataset import SENSOR_POSE
+from ..dataset import SENSOR_POSE, seconds_since_start
 
 
 class ExportError(ValueError):
@@ -63,7 +63,11 @@ def require(ds, fmt: str, names, why: str = "") -> None:
 
 
 def frame_first(ds, names) -> dict:
-    """Variables ``names`` as arrays (n_frames, *sensor_shape), dims ordered like ``x_noisy``."""
+    """Variables ``names`` as arrays (n_frames, *sensor_shape), dims ordered like ``x_noisy``.
+
+    Instants (``timestamp``, decoded to ``datetime64`` or not) come as float64 seconds since the
+    run's start (:func:`hifi.dataset.seconds_since_start`).
+    """
     if "frame" not in ds.dims:
         ds = ds.expand_dims("frame")
     ref = ds["x_noisy"] if "x_noisy" in ds.variables else ds[names[0]]
@@ -71,6 +75,8 @@ def frame_first(ds, names) -> dict:
     out = {}
     for n in names:
         var = ds[n]
+        if np.asarray(var.values).dtype.kind in "Mm":
+            var = var.copy(data=seconds_since_start(ds, n))
         extra = [d for d in var.dims if d not in dims]
         if extra:
             raise ExportError(f"variable {n!r} has dimensions {var.dims}, expected a subset of {dims}")
@@ -117,3 +123,41 @@ def frame_paths(path: Path, n_frames: int, ext: str) -> list[Path]:
     if n_frames == 1:
         return [path]
     return [path.with_name(f"{path.stem}_{f:06d}{ext}") for f in range(n_frames)]
+
+
+def scan_grid_order(ds) -> tuple[np.ndarray, np.ndarray]:
+    """Layout of a scan with two sensor dimensions for the organised formats (PCD, PTX).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Range-sensor dataset whose ``x_noisy`` has dims (``frame``, d0, d1).
+
+    Returns
+    -------
+    columns : numpy.ndarray of int
+        Indices along d0 in acquisition order: by the earliest ``timestamp`` of each d0 slice in
+        the first frame (stable; dataset order without ``timestamp``). For a rotating lidar
+        (``step``) the steps as stored, for ``generic_grid`` (``theta`` increasing, acquired from
+        ``theta_max``) from left to right.
+    rows : numpy.ndarray of int
+        Indices along d1, highest elevation first: by the mean ``pitch`` of each d1 slice,
+        decreasing (stable; dataset order without ``pitch``). For a rotating lidar the lasers
+        top to bottom, whatever their id order.
+    """
+    arrs = frame_first(ds, [n for n in ("timestamp", "pitch") if n in ds.variables])
+    shape = np.asarray(frame_first(ds, ["detected"])["detected"]).shape
+    if len(shape) != 3:
+        raise ExportError(f"expected a scan with two sensor dimensions, got shape {shape[1:]}")
+    n0, n1 = shape[1], shape[2]
+    columns, rows = np.arange(n0), np.arange(n1)
+    if "timestamp" in arrs:
+        t = np.asarray(arrs["timestamp"][0], dtype=float)
+        first = np.min(np.where(np.isfinite(t), t, np.inf), axis=1)
+        columns = np.argsort(first, kind="stable")
+    if "pitch" in arrs:
+        pitch = np.asarray(arrs["pitch"], dtype=float)
+        mean = np.array([np.mean(col[np.isfinite(col)]) if np.isfinite(col).any() else 0.0
+                         for col in np.moveaxis(pitch, 2, 0).reshape(n1, -1)])
+        rows = np.argsort(-mean, kind="stable")
+    return columns, rows

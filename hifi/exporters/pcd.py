@@ -8,10 +8,21 @@ from typing import NamedTuple
 import numpy as np
 
 from ..dataset import POINTS_NOISY, POINTS_TRUE, SENSOR_POSE
-from ._common import Exporter, frame_first, frame_paths, require, sensor_pose
+from ._common import (
+    Exporter,
+    frame_first,
+    frame_paths,
+    require,
+    scan_grid_order,
+    sensor_pose,
+)
 
-#: PCD fields written by :func:`write_pcd` (all float32).
-PCD_FIELDS = ("x", "y", "z", "intensity", "x_true", "y_true", "z_true")
+#: PCD fields written by :func:`write_pcd`: (name, numpy dtype); float32 except the uint16 beam
+#: indices ``ring`` and ``laser_id``.
+PCD_FIELD_TYPES = (("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4"), ("ring", "<u2"),
+                   ("laser_id", "<u2"), ("x_true", "<f4"), ("y_true", "<f4"), ("z_true", "<f4"))
+#: Names of :data:`PCD_FIELD_TYPES`.
+PCD_FIELDS = tuple(name for name, _ in PCD_FIELD_TYPES)
 
 
 class PcdCloud(NamedTuple):
@@ -48,24 +59,32 @@ def write_pcd(ds, path: Path) -> list[Path]:
 
     Notes
     -----
-    * ``DATA binary`` (not ascii): 28 bytes per point instead of about 80, and exact float32
+    * ``DATA binary`` (not ascii): 32 bytes per point instead of about 90, and exact float32
       values; fields are little endian as PCL writes them on every common host.
-    * Fields, all float32 (``SIZE 4``, ``TYPE F``): ``x y z intensity`` = the reported (noisy)
-      point in the scene frame and its intensity (PCL's ``PointXYZI`` loads these), then
-      ``x_true y_true z_true`` = the true hit point, in the same file (not a second file), so
-      clean and noisy points stay aligned cell by cell.
+    * Fields (:data:`PCD_FIELD_TYPES`): ``x y z intensity`` (float32) = the reported (noisy)
+      point in the scene frame and its intensity (PCL's ``PointXYZI`` loads these); ``ring``
+      (uint16) = the beam's rank by elevation, 0 the lowest, as the ROS velodyne driver's
+      ``ring`` (so ``PointXYZIR`` loads too); ``laser_id`` (uint16) = the beam's index along the
+      dataset's beam dimension (the calibration's laser id for a rotating lidar, which is not in
+      elevation order); ``x_true y_true z_true`` (float32) = the true hit point, in the same file
+      (not a second file), so clean and noisy points stay aligned cell by cell.
     * Organised: every ray has a cell. A ray that was not detected has ``x y z intensity`` NaN
       (PCL's invalid point); ``x_true`` is NaN only where nothing was hit within range (a hit
       below the detection threshold keeps its true point).
-    * ``WIDTH`` x ``HEIGHT`` are the sensor's non-frame dimensions in dataset order: ``WIDTH`` =
-      size of the first, ``HEIGHT`` = size of the second (product of the others for more than
-      two; 1 for a one-dimensional sensor). PCD stores rows of ``WIDTH`` points, so dataset
-      element ``[i0, i1]`` is PCD cell (row ``i1``, column ``i0``), i.e. points are in Fortran
-      order of the sensor dimensions. For ``generic_grid`` (``theta``, ``phi``) a PCD row is one
-      elevation, columns left (``theta_max``) to right; for a rotating lidar (``step``, ``laser``)
-      a row is one laser ring, as in ROS's organised Velodyne clouds. A camera-like sensor
-      whose last two dimensions are (``row``, ``col``), such as the ToF camera, is written as an
-      image instead: ``WIDTH`` = columns, PCD rows = image rows (C order).
+    * Organised so that neighbours in the file are neighbours in the scan. A sensor with two
+      dimensions (d0, d1), such as a rotating lidar (``step``, ``laser``), a line lidar
+      (``step``, ``layer``) or ``generic_grid`` (``theta``, ``phi``): ``WIDTH`` = size of d0,
+      ``HEIGHT`` = size of d1; PCD row r is one beam (a d1 index), rows sorted by elevation from
+      the top (row 0, the highest mean ``pitch``) to the bottom, so ``ring = HEIGHT - 1 - r``;
+      columns are the d0 slices in acquisition order (by their first ``timestamp``: the
+      rotating lidar's steps as stored, ``generic_grid`` from ``theta_max`` on the left to
+      ``theta_min``). PCD cell (r, c) is dataset element ``[columns[c], rows[r]]`` of
+      :func:`hifi.exporters._common.scan_grid_order`. A camera-like sensor whose last two
+      dimensions are (``row``, ``col``), such as the ToF camera, is written as its image:
+      ``WIDTH`` = columns, PCD rows = image rows top to bottom (C order), ``laser_id`` the image
+      row and ``ring = HEIGHT - 1 - row``. A one-dimensional sensor has ``HEIGHT`` 1 (``ring``
+      and ``laser_id`` 0); one with more than two dimensions ``WIDTH`` = the first and
+      ``HEIGHT`` = the product of the others in Fortran order, ``laser_id`` the row index.
     * ``VIEWPOINT`` is the sensor pose at the start of the frame (``tx ty tz qw qx qy qz``) when
       the dataset carries it, else the identity; the points stay in the scene frame.
     * float32 holds a coordinate to a relative 6e-8 (60 um at 1 km from the scene origin).
@@ -83,21 +102,34 @@ def write_pcd(ds, path: Path) -> list[Path]:
     if image_like:            # a camera-like sensor: PCD rows are image rows, as in an image
         width = sensor_shape[-1]
         height = int(np.prod(sensor_shape[:-1], dtype=np.int64))
+        flat = np.arange(width * height)                    # C order of the sensor dims
+        laser = flat // width
+    elif len(sensor_shape) == 2:
+        width, height = sensor_shape
+        columns, rows = scan_grid_order(ds)
+        flat = np.ravel_multi_index((columns[None, :], rows[:, None]), sensor_shape).ravel()
+        laser = np.repeat(rows, width)
     else:
         width = sensor_shape[0] if sensor_shape else 1
         height = int(np.prod(sensor_shape[1:], dtype=np.int64))
-    order = "C" if image_like else "F"
+        flat = np.arange(width * height).reshape(sensor_shape).ravel(order="F")   # Fortran order
+        laser = np.arange(width * height) // width
+    ring = (height - 1 - np.arange(width * height) // width).astype(np.uint16)
     pose = sensor_pose(ds, "PCD") if all(v in ds.variables for v in SENSOR_POSE) else None
-    dtype = np.dtype([(f, "<f4") for f in PCD_FIELDS])
-    sources = dict(zip(PCD_FIELDS, POINTS_NOISY + ("intensity",) + POINTS_TRUE))
+    dtype = np.dtype(list(PCD_FIELD_TYPES))
+    sources = dict(zip(("x", "y", "z", "intensity", "x_true", "y_true", "z_true"),
+                       POINTS_NOISY + ("intensity",) + POINTS_TRUE))
     paths = frame_paths(path, n_frames, ".pcd")
     for f, p in enumerate(paths):
         rec = np.empty(det[f].size, dtype=dtype)
+        det_f = det[f].ravel()[flat]
         for field, var in sources.items():
-            val = np.asarray(arrs[var][f], dtype=float)
+            val = np.asarray(arrs[var][f], dtype=float).ravel()[flat]
             if field in ("x", "y", "z", "intensity"):
-                val = np.where(det[f], val, np.nan)
-            rec[field] = val.ravel(order=order)
+                val = np.where(det_f, val, np.nan)
+            rec[field] = val
+        rec["ring"] = ring
+        rec["laser_id"] = laser
         if pose is None:
             viewpoint = "0 0 0 1 0 0 0"
         else:
@@ -108,8 +140,8 @@ def write_pcd(ds, path: Path) -> list[Path]:
             f"# hifi export: sensor_name {ds.attrs.get('sensor_name', '')}, frame {f}\n"
             "VERSION 0.7\n"
             f"FIELDS {' '.join(PCD_FIELDS)}\n"
-            f"SIZE {' '.join('4' for _ in PCD_FIELDS)}\n"
-            f"TYPE {' '.join('F' for _ in PCD_FIELDS)}\n"
+            f"SIZE {' '.join(str(dtype[n].itemsize) for n in PCD_FIELDS)}\n"
+            f"TYPE {' '.join('U' if dtype[n].kind == 'u' else 'F' for n in PCD_FIELDS)}\n"
             f"COUNT {' '.join('1' for _ in PCD_FIELDS)}\n"
             f"WIDTH {width}\nHEIGHT {height}\n"
             f"VIEWPOINT {viewpoint}\n"

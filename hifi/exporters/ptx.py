@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ._common import Exporter, ExportError
+from ._common import Exporter, ExportError, scan_grid_order
 
 
 def write_ptx(ds, path: Path) -> Path:
@@ -15,9 +15,15 @@ def write_ptx(ds, path: Path) -> Path:
 
     Each scan: number of columns, number of rows, the scanner's registered position, its three
     axes, and the 4 x 4 transform (row-vector convention, translation in the last row); then
-    ``x y z intensity`` per point in the scanner frame, columns in acquisition order, each
-    column bottom to top. A point that was not detected is ``0 0 0 0``. Intensity is the
-    relative return clipped to 0..1. Coordinates are the reported (noisy) points.
+    ``x y z intensity`` per point in the scanner frame, column by column. Columns are the first
+    sensor dimension's slices in acquisition order and each column runs bottom to top, by
+    elevation (:func:`hifi.exporters._common.scan_grid_order`: by first ``timestamp`` and by mean
+    ``pitch``): for ``generic_grid`` the columns from ``theta_max`` (left) to ``theta_min``,
+    each ``phi`` increasing, as the scanner acquires them (``theta`` is stored increasing, so
+    this is the reverse of the dataset's column order); for a rotating lidar the steps in
+    firing order, the lasers sorted by elevation whatever their ids. A point that was not
+    detected is ``0 0 0 0``. Intensity is the relative return clipped to 0..1. Coordinates are
+    the reported (noisy) points.
 
     References
     ----------
@@ -28,9 +34,11 @@ def write_ptx(ds, path: Path) -> Path:
     if missing or ds["x_noisy"].ndim != 3:
         raise ExportError(f"PTX needs a gridded scan (frame, column, row) with {', '.join(needed)}; "
                           f"sensor_model {ds.attrs.get('sensor_model')!r} lacks {missing or 'the grid layout'}")
+    columns, rows = scan_grid_order(ds)
+    dims = [d for d in ds["x_noisy"].dims if d != "frame"]
     with open(path, "w", encoding="ascii", newline="\n") as fh:
         for f in range(ds.sizes["frame"]):
-            fr = ds.isel(frame=f)
+            fr = ds.isel(frame=f).isel({dims[0]: columns, dims[1]: rows[::-1]})
             ncol, nrow = fr["x_noisy"].shape
             t = np.asarray(fr["sensor_position"].values, dtype=float)
             rot = Rotation.from_quat(np.asarray(fr["sensor_orientation"].values, dtype=float))
@@ -39,8 +47,8 @@ def write_ptx(ds, path: Path) -> Path:
             det = np.asarray(fr["detected"].values, dtype=bool).ravel()
             local = rot.apply(np.where(det[:, None], pts, 0.0) - t, inverse=True)
             inten = np.clip(np.nan_to_num(np.asarray(fr["intensity"].values, dtype=float).ravel()), 0.0, 1.0)
-            rows = np.column_stack([local, inten])
-            rows[~det] = 0.0
+            table = np.column_stack([local, inten])
+            table[~det] = 0.0
             fh.write(f"{ncol}\n{nrow}\n")
             fh.write(" ".join(f"{v:.6f}" for v in t) + "\n")
             for a in axes:
@@ -48,7 +56,7 @@ def write_ptx(ds, path: Path) -> Path:
             for a in axes:
                 fh.write(" ".join(f"{v:.9f}" for v in a) + " 0\n")
             fh.write(" ".join(f"{v:.6f}" for v in t) + " 1\n")
-            np.savetxt(fh, rows, fmt="%.6f %.6f %.6f %.6f")
+            np.savetxt(fh, table, fmt="%.6f %.6f %.6f %.6f")
     return path
 
 
