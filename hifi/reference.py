@@ -1,10 +1,11 @@
-"""The scenario reference (``docs/scenario.md``), rendered from the code's own declarations.
+"""The scenario and dataset references (``docs/``), rendered from the code and its outputs.
 
 Every key the scenario loader accepts is a :class:`~hifi.params.Param` with its type, default,
 bounds and a one-line doc (unit and source). :func:`scenario_reference` renders them, with each
 registered model's parameters, as Markdown, so the document cannot drift from what is
 validated: ``python -m hifi.reference > docs/scenario.md`` regenerates it and a test checks the
-shipped file is current.
+shipped file is current. ``python -m hifi.reference datasets > docs/datasets.md`` documents every
+dataset layout from short runs of the shipped examples.
 """
 
 from __future__ import annotations
@@ -90,5 +91,106 @@ def scenario_reference() -> str:
     return "\n".join(parts)
 
 
+_DATASET_HEADER = """\
+# Dataset reference
+
+Generated from short runs of the shipped examples by `python -m hifi.reference datasets >
+docs/datasets.md` (a test checks that this file is current). Every file `hifi run` writes is
+netCDF4; every variable has `units` and `long_name`; every file carries the global attributes
+`sensor_name`, `sensor_model`, `hifi_version`, `seed`, `scenario` (the TOML text), `start_utc`,
+`origin_lat_deg`, `origin_lon_deg`, `origin_height_m` and `rate_hz`, and the coordinates
+`object_name` / `object_class` (dimension `object`: `object_id` indexes it).
+
+Times (`timestamp`, `frame_time`) are stored as float64 seconds since `start_utc` with CF units
+(`seconds since ...`), so xarray decodes them to datetime64; `ds.hifi.seconds("timestamp")`
+gives the float seconds whatever the decoding. Columns: the dimensions (after the leading
+`frame`), the type xarray gives when it opens the file (packed variables decode to float64),
+the stored type where it differs, units and meaning. Points `x y z` are scene-frame metres
+stored as int32 with a 0.1 mm scale factor (exact to 0.05 mm within 214 km of the origin).
+`hdl32e` and `vlp16` have the layout of `hdl64e_s2`, `sick_lms` that of `ibeo_lux`.
+"""
+
+
+def _dtype(da) -> str:
+    stored = da.encoding.get("dtype")
+    shown = str(da.dtype)
+    if stored is not None and str(stored) != shown and not shown.startswith("datetime64"):
+        return f"{shown} (stored {stored})"
+    return shown
+
+
+def dataset_table(ds) -> str:
+    """Markdown table of the coordinates and variables of one dataset."""
+    rows = ["| variable | dimensions | type | units | meaning |", "|---|---|---|---|---|"]
+    for name in [*ds.coords, *ds.data_vars]:
+        da = ds[name]
+        dims = ", ".join(d for d in da.dims if d != "frame") or "-"
+        if "frame" in da.dims and name not in ("frame", "frame_time"):
+            dims = "frame, " + dims if dims != "-" else "frame"
+        units = da.attrs.get("units", da.encoding.get("units", ""))
+        meaning = " ".join(str(da.attrs.get("long_name", "")).split()).replace("|", "\\|")
+        rows.append(f"| `{name}` | {dims} | {_dtype(da)} | {units} | {meaning} |")
+    return "\n".join(rows)
+
+
+def dataset_reference(datasets) -> str:
+    """Markdown of ``datasets`` (sensor name -> Dataset), one section per sensor model."""
+    parts = [_DATASET_HEADER]
+    seen = set()
+    for name, ds in datasets.items():
+        model = ds.attrs.get("sensor_model", name)
+        if model in seen:
+            continue
+        seen.add(model)
+        sizes = ", ".join(f"{d} = {n}" for d, n in ds.sizes.items())
+        parts.append(f"## `{model}` (example sensor `{name}`: {sizes})\n\n" + dataset_table(ds) + "\n")
+    return "\n".join(parts)
+
+
+#: The runs documented by :func:`example_datasets`: (example, simulated span [s]).
+EXAMPLE_RUNS = (("crossing.toml", 0.1), ("urban_canyon.toml", 2.0))
+
+
+def example_datasets(examples_dir) -> dict:
+    """Datasets of short serial runs of the shipped examples (the documented layouts)."""
+    import tempfile
+    from pathlib import Path
+
+    import xarray as xr
+
+    from .simulation import Simulation
+
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="hifi-reference-") as tmp:
+        for example, span in EXAMPLE_RUNS:
+            run_dir = Path(tmp) / example.split(".")[0]
+            Simulation.from_file(Path(examples_dir) / example).run(out=run_dir, duration_s=span, progress=False)
+            for path in sorted(run_dir.glob("*.nc")):
+                with xr.open_dataset(path) as ds:
+                    out.setdefault(path.stem, ds.load())
+        # Models no example carries, in front of a wall: their own layouts.
+        extra = {"simulation": {"duration_s": 0.01, "seed": 0},
+                 "materials": {"white": {"reflectivity": 0.8, "class": "wall"}},
+                 "objects": [{"name": "wall", "mesh": "plane", "size_m": [40, 40], "material": "white",
+                              "position_m": [10, 0, 0], "rpy_deg": [0, -90, 0]}],
+                 "sensors": [{"name": "raw", "model": "raw_lidar", "rate_hz": 100.0,
+                              "params": {"resolution_x": 16, "resolution_y": 8}},
+                             {"name": "lms291", "model": "sick_lms291", "rate_hz": 100.0,
+                              "params": {"n_subrays": 7}}]}
+        run_dir = Path(tmp) / "extra"
+        Simulation.from_dict(extra).run(out=run_dir, progress=False)
+        for name in ("raw", "lms291"):
+            with xr.open_dataset(run_dir / f"{name}.nc") as ds:
+                out[name] = ds.load()
+    return out
+
+
 if __name__ == "__main__":
-    print(scenario_reference(), end="")
+    import sys
+    from pathlib import Path
+
+    if sys.argv[1:] == ["datasets"]:
+        examples = Path(__file__).resolve().parents[1] / "examples"
+        print(dataset_reference(example_datasets(examples)), end="")
+    else:
+        print(scenario_reference(), end="")

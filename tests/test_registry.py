@@ -46,3 +46,13 @@ def test_scenario_reference_is_current():
     from hifi.reference import scenario_reference
     shipped = (Path(__file__).resolve().parents[1] / "docs" / "scenario.md").read_text(encoding="utf-8")
     assert shipped == scenario_reference(), "docs/scenario.md is stale: python -m hifi.reference > docs/scenario.md"
+
+
+def test_dataset_reference_is_current():
+    # docs/datasets.md lists every variable of every shipped model's file, from short runs of
+    # the examples; regenerate with `python -m hifi.reference datasets > docs/datasets.md`.
+    from hifi.reference import dataset_reference, example_datasets
+    root = Path(__file__).resolve().parents[1]
+    shipped = (root / "docs" / "datasets.md").read_text(encoding="utf-8")
+    assert shipped == dataset_reference(example_datasets(root / "examples")), \
+        "docs/datasets.md is stale: python -m hifi.reference datasets > docs/datasets.md"
