@@ -31,6 +31,7 @@ alone, so an MPI time partition gives the same bytes as a serial run.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -325,6 +326,28 @@ def epoch_view(ds):
 # The sensor model
 # --------------------------------------------------------------------------------------------
 
+def _read_nav_checked(path):
+    """:func:`gnss.read_nav`, its ValueError (file and line) reported as ``nav_file: reason``.
+
+    The scenario checks read the file more than once (parameters, time span, the estimate);
+    the last few files read are kept, keyed by path, size and modification time.
+    """
+    import os
+
+    st = os.stat(path)
+    return _read_nav_cached(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_nav_cached(path, size, mtime_ns):
+    import gnss
+
+    try:
+        return gnss.read_nav(path)
+    except ValueError as exc:
+        raise ValueError(f"nav_file: {exc}") from None
+
+
 class GpsL1(Sensor):
     """GPS L1 C/A code receiver: pseudoranges term by term, blockage and multipath, fixes.
 
@@ -388,10 +411,51 @@ class GpsL1(Sensor):
 
     @classmethod
     def check_params(cls, p):
+        """Cross-parameter checks, and ``nav_file`` must be a readable GPS nav file with records.
+
+        A nav file that :func:`gnss.read_nav` refuses (a record cut short, a malformed
+        number: the message names the file and line) or that holds no GPS ephemeris record
+        is reported as ``nav_file: reason``.
+        """
         if p["ephemeris_error_model"] == "vane":
             from gnss.errors import VANE_EPHEMERIS_UNAVAILABLE
             raise ValueError(f"ephemeris_error_model: {VANE_EPHEMERIS_UNAVAILABLE}")
+        nav = _read_nav_checked(p["nav_file"])
+        if nav.sizes["record"] == 0:
+            raise ValueError(f"nav_file: {p['nav_file']} holds no GPS ephemeris records; expected a RINEX 2 "
+                             f"or 3 GPS navigation file with broadcast ephemerides for the run's time")
         return p
+
+    @classmethod
+    def check_run(cls, p, *, start_utc, duration_s, rate_hz):
+        """``nav_file`` must cover the run: GPST ``start_utc`` to ``start_utc + duration_s``.
+
+        Covered means that at every instant of that span at least
+        :data:`gnss.orbit.MIN_SATELLITES_FOR_FIX` (4) healthy satellites have a record whose
+        toe is within :data:`gnss.constants.EPHEMERIS_MAX_AGE_S` (2 h, half the 4 h fit
+        interval of IS-GPS-200 20.3.4.4), the rule the orbit code uses to pick a record
+        (:func:`gnss.orbit.ephemeris_coverage`). Otherwise every epoch would silently have no
+        fix.
+        """
+        from gnss.orbit import MIN_SATELLITES_FOR_FIX, ephemeris_coverage
+        from gnss.constants import EPHEMERIS_MAX_AGE_S
+        from hifi.timebase import Epoch
+
+        nav = _read_nav_checked(p["nav_file"])
+        t0 = Epoch.from_utc(start_utc).gps
+        t1 = t0 + np.timedelta64(int(round(duration_s * 1e9)), "ns")
+        spans = ephemeris_coverage(nav)
+        if any(a <= t0 and t1 <= b for a, b in spans):
+            return
+        fmt = lambda t: np.datetime_as_string(t, unit="s")  # noqa: E731
+        shown = ", ".join(f"{fmt(a)} .. {fmt(b)}" for a, b in spans[:4]) + (
+            f" and {len(spans) - 4} more" if len(spans) > 4 else "")
+        rule = (f"at least {MIN_SATELLITES_FOR_FIX} healthy satellites within "
+                f"{EPHEMERIS_MAX_AGE_S / 3600:g} h of their toe")
+        have = f"cover GPST {shown}" if spans else "never cover any time"
+        raise ValueError(f"nav_file: its ephemerides {have} ({rule}), not the run's GPST {fmt(t0)} .. {fmt(t1)} "
+                         f"(simulation.start_utc = {start_utc!r}, duration_s = {duration_s:g}); give the "
+                         f"nav file of the run's day or change start_utc")
 
     # -- setup ---------------------------------------------------------------------------------
     def setup(self, ctx):
