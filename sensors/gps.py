@@ -31,6 +31,7 @@ alone, so an MPI time partition gives the same bytes as a serial run.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import NamedTuple
 
@@ -456,6 +457,50 @@ class GpsL1(Sensor):
         raise ValueError(f"nav_file: its ephemerides {have} ({rule}), not the run's GPST {fmt(t0)} .. {fmt(t1)} "
                          f"(simulation.start_utc = {start_utc!r}, duration_s = {duration_s:g}); give the "
                          f"nav file of the run's day or change start_utc")
+
+    # -- cost, before setup ----------------------------------------------------------------------
+    SIZE_PARAMS = {"multipath_fan_rays": "lower", "multipath_search_radius_m": "lower"}
+    #: Calibrated (benchmarks/calibrate_memory.py, urban canyon, fitted 319 B): per ray of a
+    #: block of epochs (satellites plus the multipath fan).
+    WORKING_BYTES_PER_RAY = 320.0
+
+    def _n_sv(self) -> int:
+        """Satellites of the nav file (the ``sv`` dimension)."""
+        return int(np.unique(_read_nav_checked(self.params["nav_file"])["prn"].values).size)
+
+    def rays_per_frame(self):
+        """One ray per satellite (blockage) plus the multipath fan, an upper bound: the fan is
+        cast only at epochs with a blocked satellite, and each candidate reflection adds two."""
+        fan = self.params["multipath_fan_rays"] if self.params["multipath_search_radius_m"] > 0 else 0
+        return self._n_sv() + fan
+
+    def frame_layout(self):
+        n = self._n_sv()
+        f8, i8, i4, b = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.int32), np.dtype(bool)
+        out = {"epoch": ((), i8), "time_tag": ((), i8), "timestamp": ((), f8), "pseudorange": ((n,), f8)}
+        out.update({name: ((n,), f8) for name in _TERM_VARIABLES})
+        out.update({"elevation": ((n,), f8), "azimuth": ((n,), f8), "visible": ((n,), b), "blocked": ((n,), b),
+                    "reflected": ((n,), b), "tracked": ((n,), b), "reflector_object_id": ((n,), i4),
+                    "reflection_point_scene": ((n, 3), f8), "sv_position_ecef": ((n, 3), f8),
+                    "antenna_position_scene": ((3,), f8), "true_position_ecef": ((3,), f8),
+                    "receiver_clock_drift": ((), f8), "position_ecef": ((3,), f8), "clock_bias": ((), f8),
+                    "position_error_enu": ((3,), f8)})
+        out.update({d: ((), f8) for d in ("gdop", "pdop", "hdop", "vdop", "tdop")})
+        out.update({"n_sv_used": ((), i4), "used": ((n,), b), "residual": ((n,), f8),
+                    "error_budget_enu": ((len(BUDGET_TERMS), 3), f8)})
+        return out
+
+    def estimate(self, duration_s):
+        """As :meth:`hifi.model.Model.estimate`, for epochs computed in blocks.
+
+        A block of ``min(BLOCK_EPOCHS, frames)`` epochs is computed at once (its rays and
+        working memory together) and its variables are held until the next block; the
+        receiver clock of every epoch (two float64) is drawn at setup.
+        """
+        e = super().estimate(duration_s)
+        block = min(BLOCK_EPOCHS, e.frames)
+        return dataclasses.replace(e, setup_bytes=block * e.frame_bytes + 16 * e.frames,
+                                   working_bytes=int(round(self.WORKING_BYTES_PER_RAY * block * e.rays_per_frame)))
 
     # -- setup ---------------------------------------------------------------------------------
     def setup(self, ctx):
