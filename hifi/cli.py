@@ -75,8 +75,31 @@ def _open(path: Path):
         raise ValueError(f"{path}: not a readable netCDF dataset ({exc})") from None
 
 
+def _print_scenario_warnings() -> None:
+    """Print :class:`~hifi.errors.ScenarioWarning` as ``hifi: warning: MESSAGE`` on stderr.
+
+    Python's default filter shows each distinct warning once; other warnings are shown as
+    Python shows them.
+    """
+    import warnings
+    from .errors import ScenarioWarning
+    shown = warnings.showwarning
+    if getattr(shown, "_hifi", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ScenarioWarning):
+            print(f"hifi: warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    show._hifi = True
+    warnings.showwarning = show
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    _print_scenario_warnings()
     from .errors import ScenarioError
     try:
         if args.command == "run":

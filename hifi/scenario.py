@@ -193,6 +193,12 @@ class _Validator:
         return ScenarioError(reason, file=self.source, key=key, value=value, line=line)
 
 
+def where(sc: Scenario, key: str) -> str:
+    """``file:line: key`` of a key of a validated scenario (as errors name it), for warnings."""
+    line = _Locator(sc.text).find(_parse_key(key))
+    return f"{sc.source}:{line}: {key}" if line is not None else f"{sc.source}: {key}"
+
+
 def load(path) -> Scenario:
     """Read and validate a scenario file."""
     path = Path(path)

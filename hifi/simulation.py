@@ -18,6 +18,7 @@ import numpy as np
 from . import meshes, scenario as _scenario
 from .bus import MessageBus, PoseMessage
 from .caster import RayCaster
+from .checks import warn_scene
 from .errors import ScenarioError
 from .estimate import check_memory
 from .model import Model, RunContext, Var
@@ -119,6 +120,7 @@ class Simulation:
             spec.model_cls(spec.name, spec.params, rate_hz=spec.rate_hz) for spec in sc.sensors
         ]
         self.extra_models: list[Model] = []
+        warn_scene(sc, self.scene, self.models)       # ScenarioWarning: sensors inside bodies, zero-area faces
 
     @classmethod
     def from_dict(cls, d: dict, base_dir=".") -> "Simulation":
