@@ -14,7 +14,7 @@ shows the estimate with the fitted factor against the measurement. ``--writer`` 
 :func:`hifi.estimate.writer_bytes` with synthetic frames, ``--scene`` the per-triangle cost.
 
 The numbers in hifi/estimate.py and in the models' ``WORKING_BYTES_PER_RAY`` come from this
-script (Linux x86-64, Python 3.12, numpy 2, netCDF-C 4.10, embreex 4); the table of the last
+script (Linux x86-64, Python 3.11, numpy 2.4, netCDF-C 4.10, embreex 4.4); the table of the last
 run is in benchmarks/README.md.
 """
 

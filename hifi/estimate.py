@@ -49,7 +49,7 @@ from typing import Mapping
 
 #: Peak RSS of a run of a pose sensor over a one-plane scene [B]: the interpreter and the
 #: imported libraries (numpy, scipy, xarray, netCDF4, trimesh, embreex), measured on Linux
-#: x86-64, Python 3.12 (benchmarks/calibrate_memory.py).
+#: x86-64, Python 3.11 (benchmarks/calibrate_memory.py).
 BASE_PROCESS_BYTES = 160 * 2**20
 
 #: Resident bytes per triangle of a static object (trimesh arrays, float32 copies, Embree BVH),
