@@ -1,7 +1,10 @@
 """Calibrate and check the memory estimate of ``hifi.estimate`` against measured peak RSS.
 
-    python benchmarks/calibrate_memory.py            # every model at three sizes (about 2 min)
+    python benchmarks/calibrate_memory.py            # every model at three sizes (several minutes)
     python benchmarks/calibrate_memory.py depthmap   # one model
+    python benchmarks/calibrate_memory.py --writer   # FrameWriter alone, synthetic frames
+    python benchmarks/calibrate_memory.py --scene    # per-triangle cost, terrains
+    python benchmarks/calibrate_memory.py --examples # the shipped examples as they are
 
 Each case runs in its own subprocess (a fresh interpreter, so its peak RSS is its own): a 40 x
 40 m wall 10 m ahead, a 1 m box and a 100 x 100 m ground plane, one sensor, three frames
@@ -143,6 +146,13 @@ def main(argv) -> None:
                                  "resolution_m": res, "amplitude_m": 1.0, "position_m": [0, 0, -2]})
             r = measure({"scenario": d})
             print(f"  resolution {res} m: measured {r['peak'] / 2**20:.0f} M, estimate {r['estimate'] / 2**20:.0f} M")
+        return None
+    if argv[:1] == ["--examples"]:
+        print("whole examples: measured peak RSS against Simulation.estimate().peak_bytes")
+        for name in ("crossing", "urban_canyon"):
+            r = measure({"file": f"examples/{name}.toml"})
+            print(f"  {name}: measured {r['peak'] / 2**20:.0f} M, estimate {r['estimate'] / 2**20:.0f} M, "
+                  f"ratio {r['estimate'] / r['peak']:.2f}")
         return None
     for model in argv or list(CASES):
         fit(model, CASES[model])
