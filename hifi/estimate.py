@@ -98,9 +98,9 @@ def writer_bytes(var_bytes: Mapping[str, int], frames: int, *, chunk_cache: int 
     ``n = min(frames, _BUFFER_MAX_FRAMES, ceil(_BUFFER_MAX_BYTES / frame))`` frames before a
     flush, the flush stacks them one variable at a time (a copy of ``n`` frames of the largest
     variable), and HDF5 keeps up to ``chunk_cache`` of every variable's written chunks until the
-    file is closed. Measured with synthetic frames of 1 to 7 variables of 40 kB to 64 MB
-    (benchmarks/calibrate_memory.py): within 10 % below 16 MB per variable, an overestimate of
-    up to 40 % above (chunks larger than the cache are written through).
+    file is closed. Measured with synthetic frames of 1 to 4 variables of 40 kB to 64 MB
+    (benchmarks/calibrate_memory.py --writer): within 15 % up to 16 MB per variable, an
+    overestimate of 34 % at 64 MB.
     """
     from .output import _BUFFER_MAX_BYTES, _BUFFER_MAX_FRAMES
 
