@@ -5,7 +5,8 @@ once when a :class:`~hifi.Simulation` is created and warn, naming the file, the 
 objects involved:
 
 - a sensor that casts rays and whose mount point at t = 0 lies inside a closed (watertight)
-  mesh: every ray starts inside that body, so the sensor sees only its inner faces;
+  mesh: every ray starts inside that body, so the sensor sees only its inner faces (what a
+  sensor in a room should see, hence a warning and not an error);
 - triangles of zero area (:func:`degenerate_faces`), among them every box with a zero extent in
   ``size_m``: the caster cannot hit them reliably.
 """
@@ -106,5 +107,6 @@ def warn_scene(sc, scene, models) -> None:
                 pos = ", ".join(f"{x:.3g}" for x in mount)
                 warnings.warn(f"{where_key} = {list(spec.position_m)!r}: sensor {spec.name!r} is mounted inside "
                               f"objects[{ospec.index}] {obj.name!r}, a closed mesh, at t = 0 (scene position "
-                              f"[{pos}] m): its rays start inside that body and see only its inner faces; "
-                              f"move the mount outside", ScenarioWarning, stacklevel=3)
+                              f"[{pos}] m): its rays start inside that body and can hit nothing but its "
+                              f"inner faces; unless it is a room, move the mount outside", ScenarioWarning,
+                              stacklevel=3)
