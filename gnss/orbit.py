@@ -284,6 +284,72 @@ def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
     return best
 
 
+#: Satellites a position and clock fix needs (three coordinates and the receiver clock).
+MIN_SATELLITES_FOR_FIX = 4
+
+
+def ephemeris_coverage(nav: xr.Dataset, *, min_satellites: int = MIN_SATELLITES_FOR_FIX,
+                       max_age_s: float = EPHEMERIS_MAX_AGE_S) -> list[tuple[np.datetime64, np.datetime64]]:
+    """GPST intervals in which ``min_satellites`` satellites have a usable broadcast ephemeris.
+
+    Parameters
+    ----------
+    nav : xarray.Dataset
+        Output of :func:`gnss.read_nav`.
+    min_satellites : int, keyword-only
+        Distinct satellites required at every instant (default 4, a fix).
+    max_age_s : float, keyword-only
+        Half-width of the interval around each toe in which a record is used [s] (default 2 h,
+        :data:`gnss.constants.EPHEMERIS_MAX_AGE_S`).
+
+    Returns
+    -------
+    list of (numpy.datetime64, numpy.datetime64)
+        Closed, disjoint, increasing intervals [start, end] (GPST, datetime64[ns]); empty when
+        the file never has ``min_satellites`` usable satellites at once.
+
+    Notes
+    -----
+    "Covers" is defined by the rule :func:`select_ephemeris` applies: a satellite has a usable
+    ephemeris at instant t when one of its healthy records (``health`` = 0) has
+    ``|t - toe| <= max_age_s``. IS-GPS-200 (20.3.4.4) fits the broadcast elements over a 4 h
+    interval (fit interval flag 0), so they are valid about +-2 h around toe. An instant is
+    covered when at least ``min_satellites`` distinct satellites have a usable ephemeris; the
+    intervals are the union of the records' toe +- ``max_age_s``, merged per satellite and
+    counted with a sweep (touching intervals count as continuous).
+    """
+    healthy = np.flatnonzero(nav["health"].values == 0)
+    if healthy.size == 0:
+        return []
+    toe_ns = gpstime.to_ns(gpstime.to_datetime64(gpstime.GpsTime(
+        nav["toe_week"].values[healthy].astype(np.int64), nav["toe_sow"].values[healthy])))
+    half = int(round(max_age_s * 1e9))
+    prn = nav["prn"].values[healthy].astype(np.int64)
+    events = []
+    for p in np.unique(prn):
+        starts = np.sort(toe_ns[prn == p])
+        lo, hi = starts[0] - half, starts[0] + half
+        for t in starts[1:]:
+            if t - half > hi:
+                events += [(lo, 0), (hi, 1)]
+                lo = t - half
+            hi = t + half
+        events += [(lo, 0), (hi, 1)]
+    events.sort()                                   # at equal times a start (0) before an end (1)
+    out, count, begin = [], 0, None
+    for t, kind in events:
+        count += 1 if kind == 0 else -1
+        if kind == 0 and count == min_satellites:
+            begin = t
+        elif kind == 1 and count == min_satellites - 1:
+            if out and begin <= out[-1][1]:
+                out[-1] = (out[-1][0], t)
+            else:
+                out.append((begin, t))
+    epoch = gpstime.GPS_EPOCH
+    return [(epoch + np.timedelta64(int(a), "ns"), epoch + np.timedelta64(int(b), "ns")) for a, b in out]
+
+
 def _elements(nav: xr.Dataset, idx: np.ndarray) -> dict[str, np.ndarray]:
     """Ephemeris fields gathered at record indices (NaN where idx == -1)."""
     names = ("sqrt_a", "e", "delta_n", "m0", "omega", "cuc", "cus", "crc", "crs", "cic", "cis", "i0",

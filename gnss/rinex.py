@@ -220,6 +220,55 @@ def _year4(y: int) -> int:
     return y + (1900 if y >= 80 else 2000) if y < 100 else y
 
 
+#: Width of a broadcast-orbit field [characters] (RINEX 2.11 Table A4 and RINEX 3.04 Table A6:
+#: 4D19.12 after 3X (v2) or 4X (v3); the epoch line's three clock terms are 3D19.12).
+_NAV_FIELD_WIDTH = 19
+
+#: Broadcast-orbit lines after the epoch line of a GPS navigation record (RINEX 2 and 3).
+_NAV_ORBIT_LINES = 7
+
+
+def _check_nav_record(lines: list[str], i: int, clock_col: int, offset: int, path) -> None:
+    """Refuse a GPS navigation record that is cut short (a truncated file).
+
+    A record is the epoch line ``i`` (PRN, toc and the three clock terms, which end at column
+    ``clock_col + 57``) and seven broadcast-orbit lines; orbit lines 1 to 6 hold four fields
+    each, all defined for GPS, so they end at column ``offset + 76``; line 7 holds at least
+    the transmission time (its fit interval and spares may be blank). A shorter line or a
+    missing line is a record cut short: reading it would silently give zeros.
+
+    Raises
+    ------
+    ValueError
+        Naming the file, the 1-based line and what is missing.
+    """
+    w = _NAV_FIELD_WIDTH
+    head = lines[i].rstrip()
+    if len(head) < clock_col + 3 * w:
+        raise ValueError(f"{path}:{i + 1}: truncated navigation record: the epoch line has "
+                         f"{len(head)} characters, expected {clock_col + 3 * w} (PRN, toc and 3 clock "
+                         f"terms); the file looks cut short")
+    for k in range(1, _NAV_ORBIT_LINES + 1):
+        if i + k >= len(lines) or (k < _NAV_ORBIT_LINES and not lines[i + k].strip()):
+            raise ValueError(f"{path}:{i + 1}: truncated navigation record: the record starting on this "
+                             f"line has {k - 1} of its {_NAV_ORBIT_LINES} broadcast-orbit lines; the file "
+                             f"looks cut short")
+        need = offset + (4 * w if k < _NAV_ORBIT_LINES else w)
+        have = len(lines[i + k].rstrip())
+        if have < need:
+            raise ValueError(f"{path}:{i + k + 1}: truncated navigation record: broadcast-orbit line {k} "
+                             f"has {have} characters, expected at least {need}; the file looks cut short")
+
+
+def _fields_at(lines: list[str], i: int, start: int, n: int, path) -> list[float]:
+    """:func:`_fields` of line ``i``, a malformed number naming the file and line."""
+    try:
+        return _fields(lines[i], start, n)
+    except ValueError as exc:
+        raise ValueError(f"{path}:{i + 1}: cannot read a navigation field ({exc}): "
+                         f"{lines[i].rstrip()!r}") from None
+
+
 def read_nav(path) -> xr.Dataset:
     """Read GPS broadcast ephemerides and Klobuchar coefficients from a RINEX 2 or 3 nav file.
 
@@ -241,8 +290,9 @@ def read_nav(path) -> xr.Dataset:
     Raises
     ------
     ValueError
-        If the file is not a RINEX navigation file of version 2 or 3, or is compressed and
-        cannot be decompressed.
+        If the file is not a RINEX navigation file of version 2 or 3, is compressed and
+        cannot be decompressed, or holds a record cut short or a malformed number (the message
+        names the file and line, :func:`_check_nav_record`).
 
     Notes
     -----
@@ -269,27 +319,33 @@ def read_nav(path) -> xr.Dataset:
         if not line.strip():
             i += 1
             continue
-        if int(version) == 2:
-            prn = int(line[0:2])
-            y, mo, d, h, mi = (int(line[k:k + 3]) for k in (2, 5, 8, 11, 14))
-            toc = _epoch_ns(_year4(y), mo, d, h, mi, line[17:22])
-            clock = _fields(line, 22, 3)
-            offset = 3
-            system = "G"
-        else:
-            system = line[0]
-            n_orbit = {"G": 7, "E": 7, "J": 7, "C": 7, "I": 7, "R": 3, "S": 3}.get(system, 7)
-            if system != "G":
-                i += 1 + n_orbit
-                continue
-            prn = int(line[1:3])
-            y, mo, d, h, mi = int(line[4:8]), int(line[9:11]), int(line[12:14]), int(line[15:17]), int(line[18:20])
-            toc = _epoch_ns(y, mo, d, h, mi, line[21:23])
-            clock = _fields(line, 23, 3)
-            offset = 4
+        try:
+            if int(version) == 2:
+                prn = int(line[0:2])
+                y, mo, d, h, mi = (int(line[k:k + 3]) for k in (2, 5, 8, 11, 14))
+                toc = _epoch_ns(_year4(y), mo, d, h, mi, line[17:22])
+                clock_col = 22
+                offset = 3
+                system = "G"
+            else:
+                system = line[0]
+                n_orbit = {"G": 7, "E": 7, "J": 7, "C": 7, "I": 7, "R": 3, "S": 3}.get(system, 7)
+                if system != "G":
+                    i += 1 + n_orbit
+                    continue
+                prn = int(line[1:3])
+                y, mo, d, h, mi = int(line[4:8]), int(line[9:11]), int(line[12:14]), int(line[15:17]), int(line[18:20])
+                toc = _epoch_ns(y, mo, d, h, mi, line[21:23])
+                clock_col = 23
+                offset = 4
+        except ValueError as exc:
+            raise ValueError(f"{path}:{i + 1}: cannot read the epoch line of a navigation record "
+                             f"({exc}): {line.rstrip()!r}") from None
+        _check_nav_record(lines, i, clock_col, offset, path)
+        clock = _fields_at(lines, i, clock_col, 3, path)
         orbit: list[float] = []
         for k in range(1, 8):
-            orbit.extend(_fields(lines[i + k] if i + k < n_lines else "", offset))
+            orbit.extend(_fields_at(lines, i + k, offset, 4, path))
         records.append((system, prn, toc, clock, orbit[:len(_ORBIT_FIELDS)]))
         i += 8
 

@@ -75,8 +75,31 @@ def _open(path: Path):
         raise ValueError(f"{path}: not a readable netCDF dataset ({exc})") from None
 
 
+def _print_scenario_warnings() -> None:
+    """Print :class:`~hifi.errors.ScenarioWarning` as ``hifi: warning: MESSAGE`` on stderr.
+
+    Python's default filter shows each distinct warning once; other warnings are shown as
+    Python shows them.
+    """
+    import warnings
+    from .errors import ScenarioWarning
+    shown = warnings.showwarning
+    if getattr(shown, "_hifi", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ScenarioWarning):
+            print(f"hifi: warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    show._hifi = True
+    warnings.showwarning = show
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    _print_scenario_warnings()
     from .errors import ScenarioError
     try:
         if args.command == "run":
@@ -203,8 +226,30 @@ def _info(args) -> int:
     for spec, model in zip(sc.sensors, sim.models):
         params = ", ".join(f"{k}={v}" for k, v in spec.params.items())
         print(f"  {spec.name:<16} {spec.model:<14} {model.rate_hz:g} Hz on {spec.parent or 'scene'}: {params}")
+    _print_estimate(sim)
     print("models    " + ", ".join(hifi.available_models()))
     return 0
+
+
+def _print_estimate(sim) -> None:
+    """The cost of a run (hifi.estimate): per model and in total, and whether hifi run would refuse it."""
+    from .errors import ScenarioError
+    from .estimate import check_memory, format_bytes, memory_budget_bytes
+    est = sim.estimate()
+    print("estimate  per file: frames, rays per frame, memory it adds at the peak, output before compression")
+    for m in est.models:
+        if m.writes_dataset:
+            print(f"  {m.name + '.nc':<19} {m.frames:>8,} frames {m.rays_per_frame:>13,} rays/frame  "
+                  f"memory {format_bytes(m.memory_bytes):>10}  output {format_bytes(m.output_bytes):>10}")
+    budget = memory_budget_bytes()
+    avail = f"{format_bytes(budget)} available" if budget is not None else "available memory unknown"
+    print(f"  total: peak memory about {format_bytes(est.peak_bytes)} (process {format_bytes(est.base_bytes)}, "
+          f"scene {format_bytes(est.scene_bytes)}, models), {avail}; output {format_bytes(est.output_bytes)} "
+          f"before compression")
+    try:
+        check_memory(sim, est, budget)
+    except ScenarioError as exc:
+        print(f"  hifi run would refuse it: {exc}")
 
 
 if __name__ == "__main__":

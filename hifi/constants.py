@@ -30,3 +30,7 @@ VELOCITY_FD_STEP_S = 1e-4
 
 #: Geometry tolerance for "degenerate" vectors (zero-length directions) [m or unitless].
 DEGENERATE_LENGTH = 1e-12
+
+#: A triangle whose height is at most this fraction of its longest edge counts as zero-area
+#: (degenerate, a line or a point): float32, in which Embree works, resolves 2**-23 relative.
+DEGENERATE_TRIANGLE_REL = 2.0**-23

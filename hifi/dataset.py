@@ -364,3 +364,30 @@ def utc_times(ds, name: str | None = "timestamp") -> np.ndarray:
     epoch = _start_epoch(ds, name)
     out = epoch.utc_at(np.nan_to_num(s))
     return np.where(np.isnan(s), np.datetime64("NaT", "ns"), out)
+
+
+#: dtype of every variable :func:`range_frame` writes (the CONTRACTS range-sensor variables).
+RANGE_DTYPES = {name: np.dtype(np.float64) for name in RANGE_VARIABLES}
+RANGE_DTYPES.update(detected=np.dtype(bool), object_id=np.dtype(np.int32))
+
+
+def range_layout(shape, *, annotation: bool = False, pose: bool = True) -> dict:
+    """Shapes and dtypes of a :func:`range_frame` frame (for :meth:`hifi.model.Model.frame_layout`).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The frame's shape (without ``frame``).
+    annotation : bool
+        With the uint8 ``annotation`` of :func:`annotation_var`.
+    pose : bool
+        With :func:`sensor_pose_vars` (``sensor_position`` (3), ``sensor_orientation`` (4)).
+    """
+    shape = tuple(int(n) for n in shape)
+    out = {name: (shape, dtype) for name, dtype in RANGE_DTYPES.items()}
+    if annotation:
+        out["annotation"] = (shape, np.dtype(np.uint8))
+    if pose:
+        out["sensor_position"] = ((3,), np.dtype(np.float64))
+        out["sensor_orientation"] = ((4,), np.dtype(np.float64))
+    return out

@@ -47,3 +47,13 @@ class ScenarioError(ValueError):
 
 class ModelError(RuntimeError):
     """A model failed while running (raised with the model's name and simulated time)."""
+
+
+class ScenarioWarning(UserWarning):
+    """A scenario that runs but very likely does not do what its author meant.
+
+    Issued at load, naming the file, the key and the objects involved: a sensor mounted inside a
+    closed mesh (its rays start inside that body), triangles of zero area. The command line
+    prints each one once as ``hifi: warning: ...``; ``warnings.simplefilter("error",
+    hifi.ScenarioWarning)`` turns them into errors.
+    """

@@ -8,11 +8,13 @@ casting in the sensor frame.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
+from .estimate import ModelEstimate
 from .params import Param
 
 
@@ -96,6 +98,17 @@ class Model:
     priority: ClassVar[int] = 0
     #: Whether the model writes a dataset.
     writes_dataset: ClassVar[bool] = True
+    #: Parameters that set the size of a frame, each with how to shrink it ("lower" or
+    #: "raise"); a run that cannot fit in memory names the first one the scenario gives.
+    SIZE_PARAMS: ClassVar[dict[str, str]] = {}
+    #: Working memory per ray while a frame is computed [B], beyond :meth:`setup_bytes` and
+    #: the output (:meth:`estimate`). Each shipped model sets its own, calibrated from measured
+    #: peak RSS (benchmarks/calibrate_memory.py, 75 to 320 B); this default is above the
+    #: largest of them, so an uncalibrated model is not underestimated.
+    WORKING_BYTES_PER_RAY: ClassVar[float] = 400.0
+    #: Output bytes per ray of a model that gives :meth:`rays_per_frame` but no
+    #: :meth:`frame_layout`: the CONTRACTS range-sensor variables (12 float64, a bool, an int32).
+    RANGE_BYTES_PER_RAY: ClassVar[int] = 101
 
     def __init__(self, name: str, params: Mapping[str, Any] | None = None, *,
                  rate_hz: float | None = None):
@@ -140,6 +153,59 @@ class Model:
 
     def finish(self) -> None:
         """Called once after the last event."""
+
+    # -- cost, known before running (hifi.estimate) -------------------------------------------
+    def frame_count(self, duration_s: float) -> int:
+        """Events with ``event_time(k) < duration_s`` [s], as the time manager runs them."""
+        if type(self).event_time is Model.event_time:
+            n = max(int(math.ceil(duration_s * self.rate_hz)), 0)
+            while n > 0 and (n - 1) / self.rate_hz >= duration_s:
+                n -= 1
+            while n / self.rate_hz < duration_s:
+                n += 1
+            return n
+        n = 0
+        while (t := self.event_time(n)) is not None and t < duration_s:
+            n += 1
+        return n
+
+    def rays_per_frame(self) -> int:
+        """Rays this model casts per frame (0: none), from its parameters, before ``setup``."""
+        return 0
+
+    def frame_layout(self) -> dict[str, tuple[tuple[int, ...], np.dtype]] | None:
+        """Shape (without ``frame``) and dtype of every variable :meth:`step` returns, before ``setup``.
+
+        None when the model does not say; :meth:`estimate` then assumes the range-sensor
+        variables per ray (:attr:`RANGE_BYTES_PER_RAY`).
+        """
+        return None
+
+    def setup_bytes(self) -> int:
+        """Memory of the arrays :meth:`setup` builds and keeps for the run [B]."""
+        return 0
+
+    def working_bytes(self) -> int:
+        """Extra memory while one frame is computed [B]: :attr:`WORKING_BYTES_PER_RAY` x rays."""
+        return int(round(self.WORKING_BYTES_PER_RAY * self.rays_per_frame()))
+
+    def estimate(self, duration_s: float) -> ModelEstimate:
+        """What this model costs over a run of ``duration_s`` [s], known before ``setup``.
+
+        Frames from the rate (:meth:`frame_count`); output bytes per frame from
+        :meth:`frame_layout` (or :attr:`RANGE_BYTES_PER_RAY` x :meth:`rays_per_frame`),
+        before compression; memory from :meth:`setup_bytes` and :meth:`working_bytes`. The
+        run adds the process, the scene and the writers (:mod:`hifi.estimate`).
+        """
+        rays = int(self.rays_per_frame())
+        layout = self.frame_layout()
+        if layout is None:
+            var_bytes = {"frame": rays * self.RANGE_BYTES_PER_RAY}
+        else:
+            var_bytes = {name: int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                         for name, (shape, dtype) in layout.items()}
+        return ModelEstimate(self.name, self.model_name, self.frame_count(duration_s), rays, var_bytes,
+                             int(self.setup_bytes()), int(self.working_bytes()), self.writes_dataset)
 
 
 class Sensor(Model):

@@ -193,6 +193,12 @@ class _Validator:
         return ScenarioError(reason, file=self.source, key=key, value=value, line=line)
 
 
+def where(sc: Scenario, key: str) -> str:
+    """``file:line: key`` of a key of a validated scenario (as errors name it), for warnings."""
+    line = _Locator(sc.text).find(_parse_key(key))
+    return f"{sc.source}:{line}: {key}" if line is not None else f"{sc.source}: {key}"
+
+
 def load(path) -> Scenario:
     """Read and validate a scenario file."""
     path = Path(path)
@@ -256,8 +262,9 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
     if not isinstance(sens_raw, list):
         raise v.error("expected an array of tables [[sensors]]", key="sensors", value=sens_raw)
     sensors = []
+    span = {"start_utc": start_utc, "duration_s": sim["duration_s"]}
     for i, raw in enumerate(sens_raw):
-        sensors.append(_sensor(v, i, raw, names, base_dir))
+        sensors.append(_sensor(v, i, raw, names, base_dir, span))
 
     out = check_params(data.get("output", {}), OUTPUT_PARAMS, v.error, "output")
     if text is None:
@@ -355,7 +362,15 @@ SENSOR_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 RESERVED_SENSOR_NAMES = ("motion", "scenario")
 
 
-def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path) -> SensorSpec:
+def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path, span: dict) -> SensorSpec:
+    """One ``[[sensors]]`` table; ``span`` holds the run's ``start_utc`` and ``duration_s``.
+
+    After the model's parameters pass their :class:`~hifi.params.Param` checks, two optional
+    class methods of the model see them: ``check_params(params)`` (cross-parameter checks, may
+    return converted params) and ``check_run(params, *, start_utc, duration_s, rate_hz)``
+    (whether the parameters can serve this run, e.g. a GNSS nav file covering its time span).
+    Either raises ``ValueError("param_name: reason")``, reported under that parameter's key.
+    """
     key = f"sensors[{i}]"
     if not isinstance(raw, dict):
         raise v.error("expected a table", key=key, value=raw)
@@ -387,14 +402,24 @@ def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path) -> Sen
             params[pname] = str(resolved)
     check = getattr(cls, "check_params", None)
     if check is not None:
-        try:
-            params = check(params) or params
-        except ValueError as exc:
-            # A model's cross-parameter check names its own parameter first: "name: reason".
-            pname, _, reason = str(exc).partition(": ")
-            if pname in params:
-                raise v.error(reason, key=f"{key}.params.{pname}", value=params[pname]) from None
-            raise v.error(str(exc), key=f"{key}.params") from None
+        params = _model_check(v, key, params, lambda: check(params)) or params
+    check_run = getattr(cls, "check_run", None)
+    if check_run is not None:
+        rate_hz = spec["rate_hz"] if spec["rate_hz"] is not None else cls.default_rate_hz
+        _model_check(v, key, params, lambda: check_run(params, start_utc=span["start_utc"],
+                                                      duration_s=span["duration_s"], rate_hz=rate_hz))
     names[name] = key
     return SensorSpec(i, name, spec["model"], cls, spec["rate_hz"], parent, spec["position_m"],
                       spec["rpy_deg"], params)
+
+
+def _model_check(v: _Validator, key: str, params: dict, call):
+    """Run a model's check; its ``ValueError("name: reason")`` becomes a ScenarioError at that key."""
+    try:
+        return call()
+    except ValueError as exc:
+        # A model's check names its own parameter first: "name: reason".
+        pname, _, reason = str(exc).partition(": ")
+        if pname in params:
+            raise v.error(reason, key=f"{key}.params.{pname}", value=params[pname]) from None
+        raise v.error(str(exc), key=f"{key}.params") from None

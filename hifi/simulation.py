@@ -18,7 +18,9 @@ import numpy as np
 from . import meshes, scenario as _scenario
 from .bus import MessageBus, PoseMessage
 from .caster import RayCaster
+from .checks import warn_scene
 from .errors import ScenarioError
+from .estimate import check_memory
 from .model import Model, RunContext, Var
 from .motion import Pose, Track
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
@@ -59,6 +61,10 @@ class MotionRecorder(Model):
             "quat": Var(("quat",), np.array(["x", "y", "z", "w"]), "1", "quaternion component"),
             "rpy": Var(("rpy",), np.array(["roll", "pitch", "yaw"]), "1", "rotation about x, y, z"),
         }
+
+    def frame_layout(self):
+        n, f8 = len(self.names), np.dtype(np.float64)
+        return {"time": ((), f8), "position": ((n, 3), f8), "orientation": ((n, 4), f8), "rpy_deg": ((n, 3), f8)}
 
     def step(self, k, t):
         poses = [self.scene.pose_at(n, t) for n in self.names]
@@ -114,6 +120,7 @@ class Simulation:
             spec.model_cls(spec.name, spec.params, rate_hz=spec.rate_hz) for spec in sc.sensors
         ]
         self.extra_models: list[Model] = []
+        warn_scene(sc, self.scene, self.models)       # ScenarioWarning: sensors inside bodies, zero-area faces
 
     @classmethod
     def from_dict(cls, d: dict, base_dir=".") -> "Simulation":
@@ -123,6 +130,26 @@ class Simulation:
     @classmethod
     def from_file(cls, path) -> "Simulation":
         return cls(_scenario.load(path))
+
+    def estimate(self, duration_s: float | None = None, *, in_memory: bool = False):
+        """Peak memory and output size of a run, before it starts (:mod:`hifi.estimate`).
+
+        Parameters
+        ----------
+        duration_s : float, optional
+            Simulated span [s]; default the scenario's.
+        in_memory : bool
+            Results returned in memory (``run(out=None)``): the output counts as memory too.
+
+        Returns
+        -------
+        hifi.estimate.RunEstimate
+        """
+        from .estimate import estimate_run
+        duration = self.scenario.duration_s if duration_s is None else float(duration_s)
+        motion = MotionRecorder(self.scene, self.scenario.motion_rate_hz)
+        return estimate_run([*self.models, *self.extra_models, motion], self.scene, duration,
+                            in_memory=in_memory)
 
     def add_model(self, model: Model) -> Model:
         """Add a model built in code (it runs after the scenario's sensors at equal times)."""
@@ -174,6 +201,7 @@ class Simulation:
         duration = sc.duration_s if duration_s is None else float(duration_s)
         if duration <= 0:
             raise ScenarioError("expected a duration > 0 s", key="--duration", value=duration)
+        check_memory(self, self.estimate(duration, in_memory=out is None and write))   # before any allocation
         out_dir = None if out is None else Path(out)
         if out_dir is not None:
             check_output_dir(out, overwrite)

@@ -265,6 +265,39 @@ class CCDCamera(Sensor):
                              doc="farthest surface seen; beyond it the sky [m]"),
     }
 
+    SIZE_PARAMS = {"resolution_x": "lower", "resolution_y": "lower", "samples_per_pixel": "lower"}
+    #: Calibrated (benchmarks/calibrate_memory.py, fitted 271 B): per primary ray, with its
+    #: shadow ray, the radiance per channel and the optics and sensor images.
+    WORKING_BYTES_PER_RAY = 270.0
+
+    # -- cost, before setup -------------------------------------------------------------------
+    def _render_shape(self) -> tuple[int, int]:
+        """Rows and columns rendered: the image plus :func:`optics_margin_px` on every side."""
+        p = self.params
+        m = optics_margin_px(SeidelCoefficients.checked(**{k: p[k] for k in SeidelCoefficients._fields}),
+                             wavelength_m=p["wavelength_m"], f_number=p["f_number"],
+                             pixel_pitch_m=p["pixel_pitch_m"])
+        return p["resolution_y"] + 2 * m, p["resolution_x"] + 2 * m
+
+    def rays_per_frame(self):
+        """Primary rays (``samples_per_pixel`` per rendered pixel); shadow rays, at most as many
+        again, are in :attr:`WORKING_BYTES_PER_RAY`."""
+        rows, cols = self._render_shape()
+        return self.params["samples_per_pixel"] * rows * cols
+
+    def frame_layout(self):
+        p = self.params
+        img = (p["resolution_y"], p["resolution_x"], len(CHANNELS[p["color"]]))
+        f8 = np.dtype(np.float64)
+        return {"image": (img, np.dtype(np.uint16)), "ideal_image": (img, np.dtype(np.float32)),
+                "distance": (img[:2], np.dtype(np.float32)), "object_id": (img[:2], np.dtype(np.int32)),
+                "sun_zenith": ((), f8), "sun_azimuth": ((), f8), "sunlit_fraction": ((), f8),
+                "timestamp": ((), f8), "sensor_position": ((3,), f8), "sensor_orientation": ((4,), f8)}
+
+    def setup_bytes(self):
+        rows, cols = self._render_shape()
+        return 24 * self.rays_per_frame() + 16 * rows * cols   # directions; field angle, vignetting
+
     # -- setup ------------------------------------------------------------------------------
     def setup(self, ctx):
         super().setup(ctx)

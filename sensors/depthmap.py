@@ -78,6 +78,25 @@ class DepthMap(Sensor):
                              doc="farthest distance reported [m]"),
     }
 
+    SIZE_PARAMS = {"resolution_x": "lower", "resolution_y": "lower"}
+    #: Calibrated (benchmarks/calibrate_memory.py, fitted 73 B): the rays in the scene frame,
+    #: the caster's hits and the float32 conversions of one frame.
+    WORKING_BYTES_PER_RAY = 75.0
+
+    def rays_per_frame(self):
+        return self.params["resolution_x"] * self.params["resolution_y"]
+
+    def frame_layout(self):
+        shape = (self.params["resolution_y"], self.params["resolution_x"])
+        f4, i4, u1 = np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint8)
+        return {"distance": (shape, f4), "depth": (shape, f4), "x": (shape, f4), "y": (shape, f4),
+                "z": (shape, f4), "object_id": (shape, i4), "annotation": (shape, u1),
+                "timestamp": ((), np.dtype(np.float64)), "sensor_position": ((3,), np.dtype(np.float64)),
+                "sensor_orientation": ((4,), np.dtype(np.float64))}
+
+    def setup_bytes(self):
+        return 32 * self.rays_per_frame()          # directions (rows, cols, 3) and cos_axis, float64
+
     def setup(self, ctx):
         super().setup(ctx)
         p = self.params

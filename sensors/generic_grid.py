@@ -8,7 +8,8 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
-from hifi.dataset import annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
+from hifi.dataset import (annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, range_layout,
+                          sensor_pose_vars)
 from .noise import gaussian_range_noise, orthogonal_point_noise
 from .radiometry import lambertian_return
 
@@ -51,6 +52,19 @@ class GenericGrid(Sensor):
         "orthogonal_sigma_m": Param("float", default=0.0, minimum=0.0, doc="orthogonal noise sigma per axis [m]"),
         "max_range_m": Param("float", default=300.0, minimum=0.0, exclusive_minimum=True, doc="maximum range [m]"),
     }
+
+    SIZE_PARAMS = {"n_theta": "lower", "n_phi": "lower"}
+    #: Calibrated (benchmarks/calibrate_memory.py, fitted 103 B).
+    WORKING_BYTES_PER_RAY = 105.0
+
+    def rays_per_frame(self):
+        return self.params["n_theta"] * self.params["n_phi"]
+
+    def frame_layout(self):
+        return range_layout((self.params["n_theta"], self.params["n_phi"]), annotation=True)
+
+    def setup_bytes(self):
+        return 40 * self.rays_per_frame()          # directions (n, 3), yaw, pitch, float64
 
     @classmethod
     def check_params(cls, p):

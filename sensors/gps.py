@@ -31,6 +31,8 @@ alone, so an MPI time partition gives the same bytes as a serial run.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -325,6 +327,28 @@ def epoch_view(ds):
 # The sensor model
 # --------------------------------------------------------------------------------------------
 
+def _read_nav_checked(path):
+    """:func:`gnss.read_nav`, its ValueError (file and line) reported as ``nav_file: reason``.
+
+    The scenario checks read the file more than once (parameters, time span, the estimate);
+    the last few files read are kept, keyed by path, size and modification time.
+    """
+    import os
+
+    st = os.stat(path)
+    return _read_nav_cached(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_nav_cached(path, size, mtime_ns):
+    import gnss
+
+    try:
+        return gnss.read_nav(path)
+    except ValueError as exc:
+        raise ValueError(f"nav_file: {exc}") from None
+
+
 class GpsL1(Sensor):
     """GPS L1 C/A code receiver: pseudoranges term by term, blockage and multipath, fixes.
 
@@ -388,10 +412,95 @@ class GpsL1(Sensor):
 
     @classmethod
     def check_params(cls, p):
+        """Cross-parameter checks, and ``nav_file`` must be a readable GPS nav file with records.
+
+        A nav file that :func:`gnss.read_nav` refuses (a record cut short, a malformed
+        number: the message names the file and line) or that holds no GPS ephemeris record
+        is reported as ``nav_file: reason``.
+        """
         if p["ephemeris_error_model"] == "vane":
             from gnss.errors import VANE_EPHEMERIS_UNAVAILABLE
             raise ValueError(f"ephemeris_error_model: {VANE_EPHEMERIS_UNAVAILABLE}")
+        nav = _read_nav_checked(p["nav_file"])
+        if nav.sizes["record"] == 0:
+            raise ValueError(f"nav_file: {p['nav_file']} holds no GPS ephemeris records; expected a RINEX 2 "
+                             f"or 3 GPS navigation file with broadcast ephemerides for the run's time")
         return p
+
+    @classmethod
+    def check_run(cls, p, *, start_utc, duration_s, rate_hz):
+        """``nav_file`` must cover the run: GPST ``start_utc`` to ``start_utc + duration_s``.
+
+        Covered means that at every instant of that span at least
+        :data:`gnss.orbit.MIN_SATELLITES_FOR_FIX` (4) healthy satellites have a record whose
+        toe is within :data:`gnss.constants.EPHEMERIS_MAX_AGE_S` (2 h, half the 4 h fit
+        interval of IS-GPS-200 20.3.4.4), the rule the orbit code uses to pick a record
+        (:func:`gnss.orbit.ephemeris_coverage`). Otherwise every epoch would silently have no
+        fix.
+        """
+        from gnss.orbit import MIN_SATELLITES_FOR_FIX, ephemeris_coverage
+        from gnss.constants import EPHEMERIS_MAX_AGE_S
+        from hifi.timebase import Epoch
+
+        nav = _read_nav_checked(p["nav_file"])
+        t0 = Epoch.from_utc(start_utc).gps
+        t1 = t0 + np.timedelta64(int(round(duration_s * 1e9)), "ns")
+        spans = ephemeris_coverage(nav)
+        if any(a <= t0 and t1 <= b for a, b in spans):
+            return
+        fmt = lambda t: np.datetime_as_string(t, unit="s")  # noqa: E731
+        shown = ", ".join(f"{fmt(a)} .. {fmt(b)}" for a, b in spans[:4]) + (
+            f" and {len(spans) - 4} more" if len(spans) > 4 else "")
+        rule = (f"at least {MIN_SATELLITES_FOR_FIX} healthy satellites within "
+                f"{EPHEMERIS_MAX_AGE_S / 3600:g} h of their toe")
+        have = f"cover GPST {shown}" if spans else "never cover any time"
+        raise ValueError(f"nav_file: its ephemerides {have} ({rule}), not the run's GPST {fmt(t0)} .. {fmt(t1)} "
+                         f"(simulation.start_utc = {start_utc!r}, duration_s = {duration_s:g}); give the "
+                         f"nav file of the run's day or change start_utc")
+
+    # -- cost, before setup ----------------------------------------------------------------------
+    SIZE_PARAMS = {"multipath_fan_rays": "lower", "multipath_search_radius_m": "lower"}
+    #: Calibrated (benchmarks/calibrate_memory.py, urban canyon, fitted 319 B): per ray of a
+    #: block of epochs (satellites plus the multipath fan).
+    WORKING_BYTES_PER_RAY = 320.0
+
+    def _n_sv(self) -> int:
+        """Satellites of the nav file (the ``sv`` dimension)."""
+        return int(np.unique(_read_nav_checked(self.params["nav_file"])["prn"].values).size)
+
+    def rays_per_frame(self):
+        """One ray per satellite (blockage) plus the multipath fan, an upper bound: the fan is
+        cast only at epochs with a blocked satellite, and each candidate reflection adds two."""
+        fan = self.params["multipath_fan_rays"] if self.params["multipath_search_radius_m"] > 0 else 0
+        return self._n_sv() + fan
+
+    def frame_layout(self):
+        n = self._n_sv()
+        f8, i8, i4, b = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.int32), np.dtype(bool)
+        out = {"epoch": ((), i8), "time_tag": ((), i8), "timestamp": ((), f8), "pseudorange": ((n,), f8)}
+        out.update({name: ((n,), f8) for name in _TERM_VARIABLES})
+        out.update({"elevation": ((n,), f8), "azimuth": ((n,), f8), "visible": ((n,), b), "blocked": ((n,), b),
+                    "reflected": ((n,), b), "tracked": ((n,), b), "reflector_object_id": ((n,), i4),
+                    "reflection_point_scene": ((n, 3), f8), "sv_position_ecef": ((n, 3), f8),
+                    "antenna_position_scene": ((3,), f8), "true_position_ecef": ((3,), f8),
+                    "receiver_clock_drift": ((), f8), "position_ecef": ((3,), f8), "clock_bias": ((), f8),
+                    "position_error_enu": ((3,), f8)})
+        out.update({d: ((), f8) for d in ("gdop", "pdop", "hdop", "vdop", "tdop")})
+        out.update({"n_sv_used": ((), i4), "used": ((n,), b), "residual": ((n,), f8),
+                    "error_budget_enu": ((len(BUDGET_TERMS), 3), f8)})
+        return out
+
+    def estimate(self, duration_s):
+        """As :meth:`hifi.model.Model.estimate`, for epochs computed in blocks.
+
+        A block of ``min(BLOCK_EPOCHS, frames)`` epochs is computed at once (its rays and
+        working memory together) and its variables are held until the next block; the
+        receiver clock of every epoch (two float64) is drawn at setup.
+        """
+        e = super().estimate(duration_s)
+        block = min(BLOCK_EPOCHS, e.frames)
+        return dataclasses.replace(e, setup_bytes=block * e.frame_bytes + 16 * e.frames,
+                                   working_bytes=int(round(self.WORKING_BYTES_PER_RAY * block * e.rays_per_frame)))
 
     # -- setup ---------------------------------------------------------------------------------
     def setup(self, ctx):

@@ -9,7 +9,8 @@ from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
-from hifi.dataset import annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, sensor_pose_vars
+from hifi.dataset import (annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, range_layout,
+                          sensor_pose_vars)
 from .beam import beam_echoes, round_trip_s, subray_count, subray_directions, subray_pattern
 from .radiometry import lambertian_return
 
@@ -77,13 +78,46 @@ class SickLMS291(Sensor):
         "noise_sigma_m": Param("float", default=0.01, minimum=0.0, doc="range noise sigma [m] (LMS291 data sheet)"),
     }
 
+    SIZE_PARAMS = {"angular_step_deg": "raise", "n_subrays": "lower", "target_scale_m": "raise"}
+    #: Calibrated (benchmarks/calibrate_memory.py, fitted 281 B): per sub-ray, with the
+    #: waveform processing.
+    WORKING_BYTES_PER_RAY = 280.0
+
+    def _n_steps(self) -> int:
+        """Pulses per sweep, ``floor(fov_deg / angular_step_deg) + 1``."""
+        return int(np.floor(self.params["fov_deg"] / self.params["angular_step_deg"] + 1e-9)) + 1
+
+    def _n_sub(self) -> int:
+        """Sub-rays per pulse: ``n_subrays``, or VANE's Eq. (1) when it is 0."""
+        p = self.params
+        return p["n_subrays"] or subray_count(p["aperture_radius_m"], p["max_range_m"],
+                                              p["divergence_rad"], p["target_scale_m"])
+
+    def _n_bins(self) -> int:
+        """Receiver bins of the full range gate (``store_waveform``)."""
+        p = self.params
+        return int(np.ceil(round_trip_s(p["max_range_m"]) / p["bin_width_s"])) + 1
+
+    def rays_per_frame(self):
+        return self._n_steps() * self._n_sub()
+
+    def frame_layout(self):
+        n, m = self._n_steps(), 2 if self.params["return_mode"] == "dual" else 1
+        out = range_layout((n, m), annotation=True)
+        out["return_object_id"] = ((n, m), np.dtype(np.int32))
+        if self.params["store_waveform"]:
+            out["waveform"] = ((n, self._n_bins()), np.dtype(np.float64))
+        return out
+
+    def setup_bytes(self):
+        return 48 * self.rays_per_frame()          # sub-ray offsets and directions (n, 3), float64
+
     def setup(self, ctx):
         super().setup(ctx)
         p = self.params
-        n_steps = int(np.floor(p["fov_deg"] / p["angular_step_deg"] + 1e-9)) + 1
+        n_steps = self._n_steps()
         self.scan = np.radians(-p["fov_deg"] / 2.0 + np.arange(n_steps) * p["angular_step_deg"])
-        self.n_sub = p["n_subrays"] or subray_count(p["aperture_radius_m"], p["max_range_m"],
-                                                   p["divergence_rad"], p["target_scale_m"])
+        self.n_sub = self._n_sub()
         self.uv, self.weights = subray_pattern(self.n_sub)
         self._axis = direction_from_yaw_pitch(self.scan, np.zeros_like(self.scan))
         off, d = subray_directions(self._axis, self.uv, p["divergence_rad"], p["aperture_radius_m"])
@@ -92,7 +126,7 @@ class SickLMS291(Sensor):
         self._dt = (self.scan - self.scan[0]) / (2.0 * np.pi * self.rate_hz)
         self.n_returns = 2 if p["return_mode"] == "dual" else 1
         # Receiver window: every return within the maximum range (twice, for mirror paths).
-        self.n_bins = int(np.ceil(round_trip_s(p["max_range_m"]) / p["bin_width_s"])) + 1
+        self.n_bins = self._n_bins()
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
         self._class = ctx.scene.object_table("class_id")

@@ -17,7 +17,7 @@ from hifi.params import Param
 from hifi.rng import stream
 
 from . import calibration as cal
-from hifi.dataset import annotation_var, axis_coords, range_frame, sensor_pose_vars, yaw_pitch
+from hifi.dataset import annotation_var, axis_coords, range_frame, range_layout, sensor_pose_vars, yaw_pitch
 from .beam import beam_echoes, subray_directions, subray_pattern
 from .detection import detected as detect
 from .noise import gaussian_range_noise
@@ -165,6 +165,29 @@ class RotatingLidar(_PulsedLidar):
     #: Fraction of the firing cycle at which each laser fires (array over lasers).
     fire_fraction: np.ndarray = np.zeros(1)
     PARAMS: dict = {}
+    SIZE_PARAMS = {"azimuth_step_deg": "raise", "n_subrays": "lower"}
+    #: Calibrated (benchmarks/calibrate_memory.py, HDL-64E S2 fitted 79 B): per cast ray
+    #: (pulse or sub-ray).
+    WORKING_BYTES_PER_RAY = 80.0
+
+    def _n_steps(self) -> int:
+        """Firing cycles per rotation, ``floor(360 / azimuth_step_deg)``."""
+        return int(np.floor(360.0 / self.params["azimuth_step_deg"] + 1e-9))
+
+    def _n_lasers(self) -> int:
+        p = self.params
+        if p["calibration_file"] is not None:
+            return cal.read_calibration(p["calibration_file"]).n_lasers
+        return cal.BUILTIN[self.calibration_key].n_lasers
+
+    def rays_per_frame(self):
+        return self._n_steps() * self._n_lasers() * self.params["n_subrays"]
+
+    def frame_layout(self):
+        return range_layout((self._n_steps(), self._n_lasers()), annotation=True)
+
+    def setup_bytes(self):
+        return 80 * self._n_steps() * self._n_lasers()   # per pulse: time, direction, origin, yaw, pitch, bias
 
     @classmethod
     def _params(cls, *, azimuth_step_deg, **kw):
@@ -186,7 +209,7 @@ class RotatingLidar(_PulsedLidar):
         frac = np.asarray(self.fire_fraction, dtype=float)
         self._frac = frac if len(frac) == n else np.arange(n) / n
         step = np.radians(p["azimuth_step_deg"])
-        self.n_steps = int(np.floor(360.0 / p["azimuth_step_deg"] + 1e-9))
+        self.n_steps = self._n_steps()
         self.cycle_s = p["azimuth_step_deg"] / (360.0 * self.rate_hz)
         phase = np.arange(self.n_steps)[:, None] + self._frac[None, :]          # (step, laser)
         self._dt = phase * self.cycle_s
@@ -311,6 +334,24 @@ class LineLidar(_PulsedLidar):
     """
 
     layers_deg: tuple = (0.0,)
+    SIZE_PARAMS = {"angular_step_deg": "raise", "n_subrays": "lower"}
+    #: The rotating lidars' measurement chain (benchmarks/calibrate_memory.py: HDL-64E S2
+    #: fitted 79 B; the Ibeo LUX's 49 B comes from runs too small to fit well): per cast ray.
+    WORKING_BYTES_PER_RAY = 80.0
+
+    def _n_steps(self) -> int:
+        """Shots per sweep, ``floor((fov_max_deg - fov_min_deg) / angular_step_deg) + 1``."""
+        p = self.params
+        return int(np.floor((p["fov_max_deg"] - p["fov_min_deg"]) / p["angular_step_deg"] + 1e-9)) + 1
+
+    def rays_per_frame(self):
+        return self._n_steps() * len(self.layers_deg) * self.params["n_subrays"]
+
+    def frame_layout(self):
+        return range_layout((self._n_steps(), len(self.layers_deg)), annotation=True)
+
+    def setup_bytes(self):
+        return 56 * self._n_steps() * len(self.layers_deg)   # per pulse: direction, yaw, pitch, time, bias
 
     @classmethod
     def _params(cls, *, fov_min_deg, fov_max_deg, angular_step_deg, **kw):
@@ -333,7 +374,7 @@ class LineLidar(_PulsedLidar):
     def setup(self, ctx):
         super().setup(ctx)
         p = self.params
-        n = int(np.floor((p["fov_max_deg"] - p["fov_min_deg"]) / p["angular_step_deg"] + 1e-9)) + 1
+        n = self._n_steps()
         self.mirror_yaw = np.radians(p["fov_min_deg"] + np.arange(n) * p["angular_step_deg"])
         self.layer_pitch = np.radians(np.asarray(self.layers_deg, dtype=float))
         d = mirror_scan_directions(self.mirror_yaw, self.layer_pitch)

@@ -19,6 +19,10 @@ class PoseSensor(Sensor):
     default_rate_hz = 100.0
     PARAMS = {}
 
+    def frame_layout(self):
+        f8 = np.dtype(np.float64)
+        return {"timestamp": ((), f8), "position": ((3,), f8), "orientation": ((4,), f8), "velocity": ((3,), f8)}
+
     def coords(self):
         return {"xyz": Var(("xyz",), np.array(["x", "y", "z"]), "1", "scene-frame axis"),
                 "quat": Var(("quat",), np.array(["x", "y", "z", "w"]), "1", "quaternion component")}

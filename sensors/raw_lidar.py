@@ -39,6 +39,21 @@ class RawLidar(Sensor):
                              doc="extra horizontal field per camera beyond 90 deg [deg]"),
     }
 
+    SIZE_PARAMS = {"resolution_x": "lower", "resolution_y": "lower"}
+    #: Calibrated (benchmarks/calibrate_memory.py, fitted 109 B).
+    WORKING_BYTES_PER_RAY = 110.0
+
+    def rays_per_frame(self):
+        return len(self.CAMERA_YAWS_DEG) * self.params["resolution_x"] * self.params["resolution_y"]
+
+    def frame_layout(self):
+        shape = (len(self.CAMERA_YAWS_DEG), self.params["resolution_y"], self.params["resolution_x"])
+        return {"depth": (shape, np.dtype(np.float32)), "distance": (shape, np.dtype(np.float32)),
+                "object_id": (shape, np.dtype(np.int32)), "annotation": (shape, np.dtype(np.uint8))}
+
+    def setup_bytes(self):
+        return 32 * self.rays_per_frame()          # directions (n, 3) and cos_axis, float64
+
     @classmethod
     def check_params(cls, p):
         if p["far_m"] <= p["near_m"]:

@@ -9,7 +9,8 @@ from hifi.model import Sensor
 from hifi.params import Param
 from hifi.rng import stream
 
-from hifi.dataset import annotation_var, axis_coords, image_coords, range_frame, sensor_pose_vars, yaw_pitch
+from hifi.dataset import (annotation_var, axis_coords, image_coords, range_frame, range_layout, sensor_pose_vars,
+                          yaw_pitch)
 from .depthmap import pinhole_directions
 from .noise import gaussian_range_noise
 from .radiometry import lambertian_return
@@ -67,6 +68,19 @@ class ToFSR4000(Sensor):
         "modulation_frequency_hz": Param("float", default=0.0, minimum=0.0,
                                          doc="if > 0, wrap distances at c / (2 f) [Hz] (SR4000: 30e6)"),
     }
+
+    SIZE_PARAMS = {"resolution_x": "lower", "resolution_y": "lower"}
+    #: Calibrated (benchmarks/calibrate_memory.py, fitted 76 B).
+    WORKING_BYTES_PER_RAY = 80.0
+
+    def rays_per_frame(self):
+        return self.params["resolution_x"] * self.params["resolution_y"]
+
+    def frame_layout(self):
+        return range_layout((self.params["resolution_y"], self.params["resolution_x"]), annotation=True)
+
+    def setup_bytes(self):
+        return 40 * self.rays_per_frame()          # directions (n, 3), yaw, pitch, float64
 
     def setup(self, ctx):
         super().setup(ctx)

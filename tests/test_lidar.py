@@ -254,7 +254,9 @@ def test_raw_lidar_four_cameras():
          "objects": [{"name": "room", "mesh": "box", "size_m": [20, 20, 20], "material": "wall"}],
          "sensors": [{"name": "raw", "model": "raw_lidar",
                       "params": {"resolution_x": 32, "resolution_y": 8, "fov_y_deg": 20.0}}]}
-    ds = hifi.Simulation.from_dict(d).run()["raw"].isel(frame=0)
+    with pytest.warns(hifi.ScenarioWarning, match=r"sensor 'raw' is mounted inside objects\[0\] 'room'"):
+        sim = hifi.Simulation.from_dict(d)         # inside a closed mesh: intended here
+    ds = sim.run()["raw"].isel(frame=0)
     assert dict(ds.depth.sizes) == {"camera": 4, "row": 8, "col": 32}
     assert ds.depth.dtype == np.float32 and ds.annotation.dtype == np.uint8
     np.testing.assert_allclose(ds.depth.values, 10.0, rtol=2.0 ** -21)

@@ -1,0 +1,112 @@
+"""Load-time checks of a built scene that warn (:class:`~hifi.errors.ScenarioWarning`).
+
+A scenario can be valid key by key and still not do what its author meant. These checks run
+once when a :class:`~hifi.Simulation` is created and warn, naming the file, the key and the
+objects involved:
+
+- a sensor that casts rays and whose mount point at t = 0 lies inside a closed (watertight)
+  mesh: every ray starts inside that body, so the sensor sees only its inner faces (what a
+  sensor in a room should see, hence a warning and not an error);
+- triangles of zero area (:func:`degenerate_faces`), among them every box with a zero extent in
+  ``size_m``: the caster cannot hit them reliably.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .constants import DEGENERATE_TRIANGLE_REL
+from .errors import ScenarioWarning
+
+#: Faces examined at once by :func:`degenerate_faces`: bounds its temporaries to about 15 MB,
+#: so checking a mesh of millions of triangles does not raise the peak memory of loading it.
+_FACE_BLOCK = 1 << 16
+
+
+def degenerate_faces(vertices, faces, *, rel=DEGENERATE_TRIANGLE_REL) -> np.ndarray:
+    """Which triangles have zero area: height at most ``rel`` times the longest edge.
+
+    Parameters
+    ----------
+    vertices : (v, 3) float
+        Vertex positions [m].
+    faces : (n, 3) int
+        Vertex indices of each triangle.
+    rel : float
+        Relative height below which a triangle is a line or a point
+        (:data:`hifi.constants.DEGENERATE_TRIANGLE_REL`, float32 resolution).
+
+    Returns
+    -------
+    (n,) bool
+
+    Notes
+    -----
+    With edges a = v1 - v0, b = v2 - v0 the doubled area is |a x b| and the height over the
+    longest edge L is |a x b| / L; a triangle is degenerate when that is <= ``rel`` L (which
+    includes L = 0, all three vertices equal). Scale-free: the same mesh at 1e-3 m and at
+    1e4 m gives the same answer.
+    """
+    v = np.asarray(vertices, dtype=float)
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    out = np.zeros(len(f), dtype=bool)
+    for start in range(0, len(f), _FACE_BLOCK):
+        tri = v[f[start:start + _FACE_BLOCK]]
+        a, b = tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]
+        c = tri[:, 2] - tri[:, 1]
+        longest = np.sqrt(np.max(np.stack([np.einsum("ij,ij->i", e, e) for e in (a, b, c)]), axis=0))
+        doubled = np.linalg.norm(np.cross(a, b), axis=1)
+        out[start:start + len(tri)] = doubled <= rel * longest * longest
+    return out
+
+
+def inside_closed_mesh(mesh, points) -> np.ndarray:
+    """Which ``points`` (n, 3) [m], in the mesh's frame, lie inside a watertight ``mesh``.
+
+    False for every point when the mesh is not watertight (inside is undefined). Points outside
+    the mesh's bounding box are not tested further; the others go to trimesh's ``contains``
+    (ray parity).
+    """
+    p = np.asarray(points, dtype=float).reshape(-1, 3)
+    lo, hi = mesh.bounds
+    near = np.all((p >= lo) & (p <= hi), axis=1)
+    out = np.zeros(len(p), dtype=bool)
+    if near.any() and mesh.is_watertight:
+        out[near] = mesh.contains(p[near])
+    return out
+
+
+def warn_scene(sc, scene, models) -> None:
+    """Warn about a scenario's scene (module docstring); ``models`` are the sensors' models."""
+    from .scenario import where
+
+    for spec, obj in zip(sc.objects, scene.objects):
+        bad = int(np.count_nonzero(degenerate_faces(obj.vertices, obj.faces)))
+        if not bad:
+            continue
+        size = spec.mesh_params.get("size_m")
+        if spec.mesh == "box" and size is not None and min(size) == 0:
+            warnings.warn(f"{where(sc, f'objects[{spec.index}].size_m')} = {list(size)!r}: box {obj.name!r} has a "
+                          f"zero extent, so {bad} of its {len(obj.faces)} triangles have zero area and cannot "
+                          f"be hit reliably; give every extent > 0 (a flat rectangle is mesh = \"plane\")",
+                          ScenarioWarning, stacklevel=3)
+        else:
+            warnings.warn(f"{where(sc, f'objects[{spec.index}].mesh')} = {spec.mesh!r}: {bad} of the "
+                          f"{len(obj.faces)} triangles of {obj.name!r} have zero area (height <= "
+                          f"{DEGENERATE_TRIANGLE_REL:.3g} x longest edge) and cannot be hit reliably",
+                          ScenarioWarning, stacklevel=3)
+    casting = [(spec, m) for spec, m in zip(sc.sensors, models) if m.rays_per_frame() > 0]
+    for spec, _ in casting:
+        mount = scene.pose_at(spec.name, 0.0).translation
+        for ospec, obj in zip(sc.objects, scene.objects):
+            local = scene.pose_at(obj.name, 0.0).inverse_apply(np.asarray(mount, dtype=float)[None, :])
+            if inside_closed_mesh(obj.mesh, local)[0]:
+                where_key = where(sc, f"sensors[{spec.index}].position_m")
+                pos = ", ".join(f"{x:.3g}" for x in mount)
+                warnings.warn(f"{where_key} = {list(spec.position_m)!r}: sensor {spec.name!r} is mounted inside "
+                              f"objects[{ospec.index}] {obj.name!r}, a closed mesh, at t = 0 (scene position "
+                              f"[{pos}] m): its rays start inside that body and can hit nothing but its "
+                              f"inner faces; unless it is a room, move the mount outside", ScenarioWarning,
+                              stacklevel=3)

@@ -1,0 +1,397 @@
+"""What a run will cost before it starts: peak memory and output size, and the memory check.
+
+A run that cannot fit is refused before anything is allocated (issue 11, 5: a 20000 x 20000
+depth map used all 24 GiB of a machine and was killed by the kernel). Every model states what
+one frame costs (:meth:`hifi.model.Model.estimate`): its number of frames from its rate and the
+duration, its rays per frame, the shape and dtype of every output variable of a frame, the
+arrays it holds from ``setup`` to the end, and its working memory while a frame is computed.
+This module adds the process, the scene and the netCDF writers, and compares the peak with the
+memory available.
+
+Memory model (peak resident set size of the process)::
+
+    peak = BASE_PROCESS_BYTES + scene + sum over models (setup + writer) + max over models (working)
+
+- ``BASE_PROCESS_BYTES``: the interpreter with numpy, scipy, xarray, netCDF4, trimesh and
+  embreex imported, running a one-body scene with a pose sensor (measured, see below).
+- scene: ``SCENE_BYTES_PER_FACE`` per triangle of a static object, ``MOVING_SCENE_BYTES_PER_FACE``
+  per triangle of a moving one (mesh arrays, the float32 copies handed to Embree and its BVH;
+  a moving object has its own BVH in its body frame).
+- setup: the arrays a model keeps from ``setup`` on (ray directions, per-ray times), analytic.
+- writer (:func:`writer_bytes`): the frames :class:`hifi.output.FrameWriter` buffers before it
+  writes (at most ``_BUFFER_MAX_FRAMES`` frames or ``_BUFFER_MAX_BYTES``), the copy its flush
+  makes of one variable, and the HDF5 chunk cache netCDF keeps per variable (64 MiB each with
+  netCDF-C 4.9+, ``netCDF4.get_chunk_cache()``), which stays filled until the file is closed.
+- working: ``WORKING_BYTES_PER_RAY`` of the model times its rays per frame: the hits of the
+  caster (distance, point, normal, direction, ids), the rays in the scene frame, the noise
+  chain's temporaries. Only one model steps at a time, so the largest counts.
+
+The per-ray factors and the base are calibrated, not derived: ``benchmarks/calibrate_memory.py``
+runs each shipped model at three sizes against a small scene, each in its own subprocess, reads
+its peak RSS (:func:`peak_rss_bytes`: ``VmHWM``, else ``resource.getrusage``), subtracts the base, the scene,
+the setup arrays and the writer model, and fits the per-ray factor by least squares through the
+origin; its table (estimate against measurement) is in ``benchmarks/README.md``. With the
+factors set, every calibration run's estimated peak is within 11 % of the measured one, and
+the part above the base within 10 % at each model's largest size; the crossing example as a
+whole is overestimated by 22 % (its eight writers' chunk caches are not all full at once).
+The tests hold the estimate to a factor of 2 (``tests/test_estimate.py``).
+
+Output size is frames times the bytes of one frame's variables, plus the frame index and time
+(12 B per frame), before netCDF compression (zlib level 1 with shuffle: float data usually
+shrinks to 30-70 %, masks and ids to a few %). Coordinates and attributes are not counted.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+#: Peak RSS of a run of a pose sensor over a one-plane scene [B]: the interpreter and the
+#: imported libraries (numpy, scipy, xarray, netCDF4, trimesh, embreex), measured on Linux
+#: x86-64, Python 3.11 (benchmarks/calibrate_memory.py).
+BASE_PROCESS_BYTES = 160 * 2**20
+
+#: Resident bytes per triangle of a static object (trimesh arrays, float32 copies, Embree BVH),
+#: measured with terrains of 0.5 to 4 million triangles (benchmarks/calibrate_memory.py).
+SCENE_BYTES_PER_FACE = 160
+
+#: The same for a moving object (own BVH in its body frame, plus the arrays of its transform).
+MOVING_SCENE_BYTES_PER_FACE = 205
+
+#: Bytes written per frame besides the variables: ``frame`` (int32) and ``frame_time`` (float64).
+FRAME_INDEX_BYTES = 12
+
+#: HDF5 chunk cache per variable when netCDF4 cannot be asked [B] (netCDF-C 4.9+ default).
+DEFAULT_CHUNK_CACHE_BYTES = 64 * 2**20
+
+_GIB = 2**30
+
+
+@functools.lru_cache(maxsize=1)
+def chunk_cache_bytes() -> int:
+    """Chunk cache netCDF gives each variable of a file it writes [B] (``netCDF4.get_chunk_cache``)."""
+    try:
+        import netCDF4
+    except ImportError:
+        return DEFAULT_CHUNK_CACHE_BYTES
+    return int(netCDF4.get_chunk_cache()[0])
+
+
+def writer_bytes(var_bytes: Mapping[str, int], frames: int, *, chunk_cache: int | None = None) -> int:
+    """Peak memory of one :class:`hifi.output.FrameWriter` over a run [B].
+
+    Parameters
+    ----------
+    var_bytes : mapping of str to int
+        Bytes of each variable of one frame [B].
+    frames : int
+        Frames written.
+    chunk_cache : int, optional
+        HDF5 chunk cache per variable [B]; default :func:`chunk_cache_bytes`.
+
+    Notes
+    -----
+    ``buffer + flush copy + chunk caches``: the writer holds up to
+    ``n = min(frames, _BUFFER_MAX_FRAMES, ceil(_BUFFER_MAX_BYTES / frame))`` frames before a
+    flush, the flush stacks them one variable at a time (a copy of ``n`` frames of the largest
+    variable), and HDF5 keeps up to ``chunk_cache`` of every variable's written chunks until the
+    file is closed. Measured with synthetic frames of 1 to 4 variables of 40 kB to 64 MB
+    (benchmarks/calibrate_memory.py --writer): within 15 % up to 16 MB per variable, an
+    overestimate of 34 % at 64 MB.
+    """
+    from .output import _BUFFER_MAX_BYTES, _BUFFER_MAX_FRAMES
+
+    sizes = [int(b) for b in var_bytes.values()]
+    frame = sum(sizes)
+    if frames <= 0 or frame <= 0:
+        return 0
+    cache = chunk_cache_bytes() if chunk_cache is None else int(chunk_cache)
+    n = min(int(frames), _BUFFER_MAX_FRAMES, max(1, math.ceil(_BUFFER_MAX_BYTES / frame)))
+    return n * frame + n * max(sizes) + sum(min(cache, frames * b) for b in sizes)
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    """What one model costs over a run (from :meth:`hifi.model.Model.estimate`).
+
+    Attributes
+    ----------
+    name, model : str
+        The model's name in the scenario and its registered model name.
+    frames : int
+        Events over the run (frames written).
+    rays_per_frame : int
+        Rays cast per frame (0 for models that cast none).
+    var_bytes : mapping of str to int
+        Bytes of each output variable of one frame [B], before compression.
+    setup_bytes : int
+        Arrays held from ``setup`` to the end of the run [B].
+    working_bytes : int
+        Extra memory while one frame is computed [B].
+    writes_dataset : bool
+        Whether the model writes a file (then its writer's memory counts).
+    """
+
+    name: str
+    model: str
+    frames: int
+    rays_per_frame: int
+    var_bytes: Mapping[str, int]
+    setup_bytes: int
+    working_bytes: int
+    writes_dataset: bool = True
+
+    @property
+    def frame_bytes(self) -> int:
+        """Bytes of one frame's variables [B]."""
+        return int(sum(self.var_bytes.values()))
+
+    @property
+    def output_bytes(self) -> int:
+        """Bytes the run writes for this model before compression [B] (0 if it writes none)."""
+        if not self.writes_dataset:
+            return 0
+        return self.frames * (self.frame_bytes + FRAME_INDEX_BYTES)
+
+    @property
+    def writer_bytes(self) -> int:
+        """Memory of this model's netCDF writer [B] (:func:`writer_bytes`)."""
+        if not self.writes_dataset:
+            return 0
+        return writer_bytes(self.var_bytes, self.frames)
+
+    @property
+    def held_bytes(self) -> int:
+        """Memory held for the whole run: setup arrays and the writer [B]."""
+        return self.setup_bytes + self.writer_bytes
+
+    @property
+    def memory_bytes(self) -> int:
+        """This model's share of the peak: held memory plus its working memory [B]."""
+        return self.held_bytes + self.working_bytes
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """Peak memory and output size of a whole run (:meth:`hifi.Simulation.estimate`).
+
+    Attributes
+    ----------
+    models : tuple of ModelEstimate
+        Every model, the scenario's sensors first, then added models and ``motion``.
+    scene_bytes : int
+        Meshes and BVHs [B].
+    base_bytes : int
+        The process before any model [B] (:data:`BASE_PROCESS_BYTES`).
+    in_memory : bool
+        Whether the results are returned in memory (``run(out=None)``): then the output is
+        held too.
+    """
+
+    models: tuple
+    scene_bytes: int
+    base_bytes: int = BASE_PROCESS_BYTES
+    in_memory: bool = False
+
+    @property
+    def output_bytes(self) -> int:
+        """Bytes of every file's variables before compression [B]."""
+        return sum(m.output_bytes for m in self.models)
+
+    @property
+    def peak_bytes(self) -> int:
+        """Estimated peak resident memory of the run [B] (module docstring)."""
+        working = max((m.working_bytes for m in self.models), default=0)
+        peak = self.base_bytes + self.scene_bytes + sum(m.held_bytes for m in self.models) + working
+        return peak + (self.output_bytes if self.in_memory else 0)
+
+    def largest(self) -> ModelEstimate | None:
+        """The model with the largest share of the peak."""
+        return max(self.models, key=lambda m: m.memory_bytes, default=None)
+
+
+def scene_bytes(scene) -> int:
+    """Memory of a scene's meshes and BVHs [B]: per-triangle factors for static and moving objects."""
+    total = 0
+    for obj in scene.objects:
+        per = MOVING_SCENE_BYTES_PER_FACE if scene.is_moving(obj.name) else SCENE_BYTES_PER_FACE
+        total += per * len(obj.faces)
+    return total
+
+
+def estimate_run(models, scene, duration_s: float, *, in_memory: bool = False) -> RunEstimate:
+    """:class:`RunEstimate` of ``models`` (instances, before ``setup``) over ``duration_s`` [s]."""
+    return RunEstimate(tuple(m.estimate(duration_s) for m in models), scene_bytes(scene), in_memory=in_memory)
+
+
+# -- the memory this process can use -----------------------------------------------------------
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _sysconf_available() -> int | None:
+    try:
+        pages = os.sysconf("SC_AVPHYS_PAGES")
+        size = os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+    return pages * size if pages > 0 and size > 0 else None
+
+
+def _psutil_available() -> int | None:
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return int(psutil.virtual_memory().available)
+
+
+def _cgroup_headroom() -> int | None:
+    """Memory left under this process's cgroup v2 limit [B], None without one."""
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:
+            limit = f.read().strip()
+        if limit == "max":
+            return None
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as f:
+            current = int(f.read().strip())
+        return max(int(limit) - current, 0)
+    except (OSError, ValueError):
+        return None
+
+
+def available_memory_bytes() -> int | None:
+    """Memory the system can still give this process [B], or None when it cannot be known.
+
+    ``MemAvailable`` of ``/proc/meminfo`` (Linux 3.14+: free memory plus the page cache and
+    reclaimable slabs that can be dropped), else ``os.sysconf`` free physical pages (which
+    ignores the page cache, so it is lower), else ``psutil.virtual_memory().available`` when
+    psutil is installed; the lower of that and the headroom under a cgroup v2 ``memory.max``
+    (a container's limit).
+    """
+    avail = _meminfo_available()
+    if avail is None:
+        avail = _sysconf_available()
+    if avail is None:
+        avail = _psutil_available()
+    headroom = _cgroup_headroom()
+    if headroom is not None:
+        avail = headroom if avail is None else min(avail, headroom)
+    return avail
+
+
+def process_rss_bytes() -> int:
+    """Resident memory of this process now [B] (``/proc/self/statm``; else the peak so far)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+        import sys
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process so far [B], as the calibration measures it.
+
+    ``VmHWM`` of ``/proc/self/status`` (the high-water mark of this address space), else
+    ``resource.getrusage(RUSAGE_SELF).ru_maxrss``. On Linux ``ru_maxrss`` keeps the largest RSS
+    across ``exec``, so a child started (vfork + exec) by a large process reports at least its
+    parent's peak; ``VmHWM`` starts afresh at ``exec``.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    import resource
+    import sys
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def memory_budget_bytes() -> int | None:
+    """Memory a run in this process can reach at its peak [B]: what it holds now plus what is available."""
+    avail = available_memory_bytes()
+    return None if avail is None else avail + process_rss_bytes()
+
+
+def format_bytes(n: float) -> str:
+    """``1.5 GiB``, ``320.0 MiB``, ``12.0 kiB``, ``512 B``."""
+    n = float(n)
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("kiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+# -- the check ---------------------------------------------------------------------------------
+
+def check_memory(sim, est: RunEstimate, budget: int | None = None) -> None:
+    """Refuse a run whose estimated peak exceeds the memory available, naming the key to change.
+
+    Parameters
+    ----------
+    sim : hifi.Simulation
+        The loaded scenario (for the file, the keys and their lines).
+    est : RunEstimate
+        Its estimate.
+    budget : int, optional
+        Memory the run may reach [B]; default :func:`memory_budget_bytes`. When it cannot be
+        known nothing is refused.
+
+    Raises
+    ------
+    hifi.ScenarioError
+        Naming the largest consumer's size parameter (``sensors[i].params.resolution_x``, or
+        the largest mesh), the memory it needs, the run's peak, the memory available and what
+        to change.
+    """
+    from .scenario import _Validator
+
+    budget = memory_budget_bytes() if budget is None else budget
+    peak = est.peak_bytes
+    if budget is None or peak <= budget:
+        return
+    sc = sim.scenario
+    v = _Validator(sc.source, sc.text)
+    tail = (f"the run needs about {format_bytes(peak)} at its peak, more than the "
+            f"{format_bytes(budget)} available")
+    big = est.largest()
+    if big is not None and big.memory_bytes >= est.scene_bytes:
+        specs = {s.name: s for s in sc.sensors}
+        spec = specs.get(big.name)
+        model = next((m for m in sim.models if m.name == big.name), None)
+        size_params = dict(getattr(model, "SIZE_PARAMS", {}) or {})
+        per_ray = f" ({big.rays_per_frame:,} rays x ~{big.memory_bytes / big.rays_per_frame:.0f} B)" \
+            if big.rays_per_frame else ""
+        reason = f"a frame of {big.name!r} needs about {format_bytes(big.memory_bytes)}{per_ray}; {tail}"
+        if big.name == "motion":
+            raise v.error(f"{reason}; lower the rate", key="output.motion_rate_hz", value=sc.motion_rate_hz)
+        if spec is None or not size_params:
+            raise v.error(reason + "; make its frames smaller")
+        given = (sc.raw.get("sensors", [{}])[spec.index].get("params") or {}) if sc.raw else {}
+        pname = next((p for p in size_params if p in given), next(iter(size_params)))
+        advice = "; ".join(f"{how} " + " / ".join(p for p, h in size_params.items() if h == how)
+                           for how in dict.fromkeys(size_params.values()))
+        raise v.error(f"{reason}; {advice}", key=f"sensors[{spec.index}].params.{pname}",
+                      value=spec.params[pname])
+    obj = max(sim.scene.objects, key=lambda o: len(o.faces))
+    spec = sc.objects[obj.index]
+    raise v.error(f"the scene's triangles need about {format_bytes(est.scene_bytes)} ({len(obj.faces):,} in "
+                  f"{obj.name!r}, ~{SCENE_BYTES_PER_FACE} B each); {tail}; use a coarser mesh",
+                  key=f"objects[{spec.index}].mesh", value=spec.mesh)

@@ -1,0 +1,130 @@
+"""Issue 11 (8): load-time warnings (hifi.ScenarioWarning) for scenes that run but mislead.
+
+A sensor mounted inside a closed mesh (the crossing example's Ibeo LUX sat at x = 2.2 m inside
+its car, whose front face is at 2.25 m: every return was its own bumper), triangles of zero
+area, boxes with a zero extent. The shipped examples load without any warning.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hifi
+from hifi.checks import degenerate_faces
+from hifi.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _scenario(sensors, objects=()):
+    return {"simulation": {"duration_s": 0.1},
+            "objects": [{"name": "block", "mesh": "box", "size_m": [2, 2, 2], "position_m": [0, 0, 1]},
+                        {"name": "ground", "mesh": "plane", "size_m": [20, 20]}, *objects],
+            "sensors": list(sensors)}
+
+
+def _load(d):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hifi.Simulation.from_dict(d)
+    return [str(w.message) for w in caught if issubclass(w.category, hifi.ScenarioWarning)]
+
+
+def _depth(name, position, parent=None):
+    s = {"name": name, "model": "depthmap", "position_m": position,
+         "params": {"resolution_x": 4, "resolution_y": 3}}
+    if parent:
+        s["parent"] = parent
+    return s
+
+
+def test_sensor_inside_a_closed_mesh_warns_naming_sensor_and_body():
+    msgs = _load(_scenario([_depth("inside", [0.5, 0, 1.0]), _depth("outside", [3, 0, 1.0]),
+                            {"name": "imu", "model": "pose", "position_m": [0, 0, 1.0]}]))
+    assert len(msgs) == 1, msgs                      # not the one outside, not the pose sensor (casts no rays)
+    assert msgs[0].startswith("<dict>: sensors[0].position_m = [0.5, 0.0, 1.0]: sensor 'inside' is mounted "
+                              "inside objects[0] 'block', a closed mesh, at t = 0"), msgs[0]
+
+
+def test_mount_on_a_moving_parent_is_checked_at_t0():
+    # A depth map on a car (track) 0.5 m above its origin: inside the body at t = 0.
+    car = {"name": "car", "mesh": "car", "track": [{"t_s": 0.0, "position_m": [10, 0, 0]},
+                                                    {"t_s": 1.0, "position_m": [20, 0, 0]}]}
+    msgs = _load(_scenario([_depth("cam", [0, 0, 0.8], parent="car")], objects=[car]))
+    assert len(msgs) == 1 and "sensor 'cam' is mounted inside objects[2] 'car'" in msgs[0]
+    assert _load(_scenario([_depth("cam", [0, 0, 1.9], parent="car")], objects=[car])) == []  # on the roof
+
+
+def test_open_meshes_have_no_inside():
+    # Under the ground plane and behind a wall plane: open meshes, nothing is "inside".
+    assert _load(_scenario([_depth("cam", [5, 5, -0.5])])) == []
+
+
+def test_zero_size_box_warns_with_the_count():
+    # A box of extent 0 in y: its four sides parallel to y collapse to lines, 8 of its 12
+    # triangles (analytic), the two faces normal to y keep their area.
+    msgs = _load(_scenario([], objects=[{"name": "sheet", "mesh": "box", "size_m": [1, 0, 1],
+                                         "position_m": [5, 0, 0.5]}]))
+    assert msgs == ["<dict>: objects[2].size_m = [1.0, 0.0, 1.0]: box 'sheet' has a zero extent, so 8 of its "
+                    "12 triangles have zero area and cannot be hit reliably; give every extent > 0 (a flat "
+                    "rectangle is mesh = \"plane\")"]
+
+
+def test_zero_area_triangles_of_a_mesh_file_warn_with_the_count(tmp_path):
+    # Two triangles, the second with three collinear vertices (zero area by construction).
+    (tmp_path / "sliver.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 2 0 0\nf 1 2 3\nf 1 2 4\n")
+    (tmp_path / "s.toml").write_text('[simulation]\nduration_s = 0.1\n\n[[objects]]\nname = "m"\n'
+                                     'mesh = "sliver.obj"\n')
+    with pytest.warns(hifi.ScenarioWarning) as rec:
+        hifi.load(tmp_path / "s.toml")
+    assert [str(w.message) for w in rec] == [
+        f"{tmp_path / 's.toml'}:6: objects[0].mesh = 'sliver.obj': 1 of the 2 triangles of 'm' have zero area "
+        "(height <= 1.19e-07 x longest edge) and cannot be hit reliably"]
+
+
+def test_degenerate_faces_is_scale_free():
+    # A right triangle, a sliver of relative height 1e-6 (thin but resolvable in float32) and
+    # one of 1e-9 (below float32's 2**-23 = 1.2e-7): at 1 mm and at 10 km scale alike.
+    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0.5, 1e-6, 0], [0.5, 1e-9, 0.0]])
+    f = np.array([[0, 1, 2], [0, 1, 3], [0, 1, 4]])
+    for scale in (1e-3, 1.0, 1e4):
+        np.testing.assert_array_equal(degenerate_faces(v * scale, f), [False, False, True])
+
+
+def test_shipped_examples_load_without_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in ("crossing.toml", "urban_canyon.toml"):
+            hifi.load(EXAMPLES / name)
+
+
+WARNED = ('[simulation]\nduration_s = 0.1\n\n[[objects]]\nname = "block"\nmesh = "box"\nsize_m = [2, 0, 2]\n\n'
+          '[[sensors]]\nname = "cam"\nmodel = "depthmap"\nposition_m = [0, 0.5, 0]\n'
+          '[sensors.params]\nresolution_x = 4\nresolution_y = 3\n')
+
+
+def _expected(path):
+    return (f"hifi: warning: {path}:7: objects[0].size_m = [2.0, 0.0, 2.0]: box 'block' has a zero extent, so 8 "
+            "of its 12 triangles have zero area and cannot be hit reliably; give every extent > 0 (a flat "
+            "rectangle is mesh = \"plane\")")
+
+
+def test_cli_info_prints_the_warning(tmp_path, capsys):
+    (tmp_path / "s.toml").write_text(WARNED)
+    assert main(["info", str(tmp_path / "s.toml")]) == 0
+    assert capsys.readouterr().err.splitlines() == [_expected(tmp_path / "s.toml")]
+
+
+def test_cli_run_prints_each_warning_once(tmp_path):
+    # The console script, as a user sees it: the warning once although the run loads and runs.
+    (tmp_path / "s.toml").write_text(WARNED)
+    proc = subprocess.run([sys.executable, "-m", "hifi.cli", "run", str(tmp_path / "s.toml"), "--out",
+                           str(tmp_path / "out"), "--no-progress"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert [ln for ln in proc.stderr.splitlines() if ln.strip()] == [_expected(tmp_path / "s.toml")], proc.stderr
