@@ -73,38 +73,50 @@ def _registered_plot(sensor_model):
 
 
 # -- dataset helpers ---------------------------------------------------------------------------
+def scenario_document(ds) -> dict:
+    """The scenario of the ``scenario`` global attribute as a dict ({} when absent or unreadable).
+
+    A scenario file's text is TOML; a scenario built in code is stored as a comment line and its
+    JSON form on the next line (``# {...}``, :func:`hifi.scenario.validate`).
+    """
+    text = ds.attrs.get("scenario")
+    if not text:
+        return {}
+    text = str(text)
+    head, _, rest = text.partition("\n")
+    if head.startswith("# scenario built in code") and rest.startswith("# "):
+        import json
+        try:
+            doc = json.loads(rest[2:])
+        except ValueError:
+            return {}
+        return doc if isinstance(doc, dict) else {}
+    import tomllib
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
 def object_names(ds) -> list[str]:
     """Names of the scenario's ``[[objects]]`` in index order (``object_id`` i is entry i).
 
     From the ``object_name`` coordinate (dimension ``object``) when the dataset has one, else
-    from the ``[[objects]]`` tables of the scenario text in the ``scenario`` global attribute;
-    an empty list when neither is there.
+    from the ``[[objects]]`` of the scenario in the ``scenario`` global attribute
+    (:func:`scenario_document`); an empty list when neither is there.
     """
     if "object_name" in ds.variables:
         return [str(n) for n in np.asarray(ds["object_name"].values).ravel()]
-    text = ds.attrs.get("scenario")
-    if not text:
-        return []
-    import tomllib
-    try:
-        doc = tomllib.loads(str(text))
-    except tomllib.TOMLDecodeError:
-        return []
-    return [str(o.get("name", f"object {i}")) for i, o in enumerate(doc.get("objects", []))]
+    objects = scenario_document(ds).get("objects", [])
+    return [str(o.get("name", f"object {i}")) if isinstance(o, dict) else f"object {i}"
+            for i, o in enumerate(objects if isinstance(objects, list) else [])]
 
 
 def _scenario_sensor_params(ds) -> dict:
-    """``[sensors.params]`` of this dataset's sensor in the scenario text ({} when absent)."""
-    text, name = ds.attrs.get("scenario"), ds.attrs.get("sensor_name")
-    if not text or not name:
-        return {}
-    import tomllib
-    try:
-        doc = tomllib.loads(str(text))
-    except tomllib.TOMLDecodeError:
-        return {}
-    for s in doc.get("sensors", []):
-        if s.get("name") == name:
+    """``[sensors.params]`` of this dataset's sensor in the scenario ({} when absent)."""
+    name = ds.attrs.get("sensor_name")
+    for s in scenario_document(ds).get("sensors", []):
+        if isinstance(s, dict) and s.get("name") == name:
             return dict(s.get("params", {}))
     return {}
 
