@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plot", help="PNG quick look of a dataset")
     pl.add_argument("dataset", type=Path)
     pl.add_argument("--out", type=Path, default=None, help="PNG file (default: beside the dataset)")
-    pl.add_argument("--frame", type=int, default=0, help="position of the frame (default 0; -1: the last)")
+    pl.add_argument("--frame", type=int, default=0, help="position of the frame (default 0)")
     pl.add_argument("--color", choices=("object", "height", "intensity", "distance"), default=None,
                     help="range sensors: what colours the bird's-eye view and the sensor-layout "
                          "image (default: object)")
@@ -90,8 +90,7 @@ def main(argv=None) -> int:
             from .plot import plot_dataset
             ds = _open(args.dataset)
             out = args.out or args.dataset.with_suffix(".png")
-            print(plot_dataset(ds, out, frame=args.frame, color=args.color,
-                               white_balance=args.white_balance))
+            print(plot_dataset(ds, out, frame=args.frame, color=args.color, white_balance=args.white_balance))
             return 0
         if args.command == "export":
             return _export(args)
