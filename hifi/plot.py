@@ -358,11 +358,13 @@ def _color_quantity(fr, color):
 
 
 def _layout(fr):
-    """Rows / columns of the sensor-layout image of a 2-D scan.
+    """How a 2-D scan is shown as an image: ``(arrange, elevation_deg, azimuth_deg, row_dim)``.
 
-    Returns the transposition flag, the row order (top first), the y tick formatter data and
-    labels. Rows are the dimension along which the elevation varies, sorted by elevation (top =
-    highest); with no elevation change (a dual-return line scanner) the shorter dimension.
+    Rows are the dimension along which the elevation varies, sorted by elevation (top =
+    highest); with no elevation change (a dual-return line scanner) the shorter dimension, in
+    its order (``elevation_deg`` None). Columns run from larger to smaller azimuth, as the
+    scene looks from the sensor (left = counter-clockwise). ``arrange(a)`` puts an array of the
+    scan's two dimensions in that layout; the angles are per row / column of the result.
     """
     dims = fr["distance_noisy"].dims
     pitch = _values(fr, "pitch")
@@ -371,14 +373,21 @@ def _layout(fr):
         along1 = np.nanstd(np.nanmean(pitch, axis=0))
     flat = max(along0, along1) < 1e-9
     rows_dim0 = (pitch.shape[0] <= pitch.shape[1]) if flat else along0 > along1
-    t = (lambda a: a) if rows_dim0 else (lambda a: a.T)
+
+    def rows_first(a):
+        return a if rows_dim0 else a.T
     with _quiet():
-        elev = np.degrees(np.nanmean(t(pitch), axis=1))
-        yaw_rad = t(_values(fr, "yaw"))                    # circular mean: yaw wraps at +-180 deg
+        elev = np.degrees(np.nanmean(rows_first(pitch), axis=1))
+        yaw_rad = rows_first(_values(fr, "yaw"))            # circular mean: yaw wraps at +-180 deg
         yaw = np.degrees(np.arctan2(np.nanmean(np.sin(yaw_rad), axis=0), np.nanmean(np.cos(yaw_rad), axis=0)))
-    order = np.arange(elev.size) if flat else np.argsort(-elev, kind="stable")
-    row_dim = dims[0] if rows_dim0 else dims[1]
-    return t, order, (None if flat else elev[order]), yaw, row_dim
+    rows = np.arange(elev.size) if flat else np.argsort(-elev, kind="stable")
+    ok = np.isfinite(yaw)
+    turn = np.diff(np.unwrap(np.radians(yaw[ok])))
+    cols = np.arange(yaw.size)[::-1] if turn.size and np.sum(turn) > 0 else np.arange(yaw.size)
+
+    def arrange(a):
+        return rows_first(a)[rows][:, cols]
+    return arrange, (None if flat else elev[rows]), yaw[cols], dims[0] if rows_dim0 else dims[1]
 
 
 class _quiet:
@@ -474,18 +483,16 @@ def _range_figure(ds, frame: int = 0, color: str = "object"):
     ax.set_title(f"bird's-eye view, {len(pts)} returns")
     if grid:
         ax2 = axes[0, 1]
-        t, order, elev, yaw, row_dim = _layout(fr)
+        arrange, elev, yaw, row_dim = _layout(fr)
         if color == "object":
-            img_oid = np.where(det, oid, -1)
-            _category_image(ax2, t(img_oid)[order], cats, aspect="auto")
+            _category_image(ax2, arrange(np.where(det, oid, -1)), cats, aspect="auto")
             ax2.set_title("object id in the sensor layout")
         else:
-            img = np.where(det, values, np.nan)
-            ax2.imshow(t(img)[order], aspect="auto", cmap=_sequential(), norm=mappable.norm,
-                       interpolation="nearest")
+            ax2.imshow(arrange(np.where(det, values, np.nan)), aspect="auto", cmap=_sequential(),
+                       norm=mappable.norm, interpolation="nearest")
             ax2.set_title("sensor layout (white: no return)")
         _angle_ticks(ax2.xaxis, yaw, wrap=True)
-        ax2.set_xlabel("azimuth in the sensor frame [deg]")
+        ax2.set_xlabel("azimuth in the sensor frame [deg] (left: counter-clockwise)")
         if elev is None:
             ax2.yaxis.set_major_locator(MaxNLocator(integer=True))
             ax2.set_ylabel(f"{row_dim}")
