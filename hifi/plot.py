@@ -363,7 +363,8 @@ def _layout(fr):
     Rows are the dimension along which the elevation varies, sorted by elevation (top =
     highest); with no elevation change (a dual-return line scanner) the shorter dimension, in
     its order (``elevation_deg`` None). Columns run from larger to smaller azimuth, as the
-    scene looks from the sensor (left = counter-clockwise). ``arrange(a)`` puts an array of the
+    scene looks from the sensor (left = counter-clockwise), a full turn with the sensor's
+    forward direction in the middle. ``arrange(a)`` puts an array of the
     scan's two dimensions in that layout; the angles are per row / column of the result.
     """
     dims = fr["distance_noisy"].dims
@@ -384,6 +385,9 @@ def _layout(fr):
     ok = np.isfinite(yaw)
     turn = np.diff(np.unwrap(np.radians(yaw[ok])))
     cols = np.arange(yaw.size)[::-1] if turn.size and np.sum(turn) > 0 else np.arange(yaw.size)
+    if turn.size and abs(np.sum(turn)) > np.radians(300.0):   # a full turn: forward in the middle
+        behind = np.nanargmin(np.cos(np.radians(yaw[cols])))  # the column closest to 180 deg
+        cols = np.roll(cols, -int(behind))
 
     def arrange(a):
         return rows_first(a)[rows][:, cols]

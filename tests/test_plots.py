@@ -276,3 +276,17 @@ def test_cli_plot_options(run, tmp_path, capsys):
     assert "does not take white_balance" in capsys.readouterr().err
     assert main(["plot", str(tmp_path / "cam.nc"), "--frame", "3"]) == 2
     assert "frame" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["vlp", "grid", "tof"])
+def test_sensor_layout_runs_counter_clockwise_to_clockwise_with_forward_in_the_middle(run, kind):
+    from hifi.plot import _layout
+    fr = run[kind].isel(frame=0)
+    arrange, elev, yaw, _ = _layout(fr)
+    assert np.all(np.diff(elev) <= 0)                               # top row = highest beam
+    turn = np.degrees(np.diff(np.unwrap(np.radians(yaw))))
+    assert np.all(turn < 0)                                         # left = counter-clockwise
+    assert abs(yaw[yaw.size // 2]) < 360.0 / yaw.size + 1e-9 or kind == "tof"   # forward in the middle
+    # arrange() moves the data with the angles: the yaw of every ray, arranged, matches by column
+    ray_yaw = np.degrees(arrange(fr["yaw"].values))
+    np.testing.assert_allclose(np.cos(np.radians(ray_yaw - yaw)), 1.0, atol=1e-3)   # beams' azimuth offsets < 2.6 deg
