@@ -48,7 +48,7 @@ def _scenario():
         {"name": "lms", "model": "sick_lms291", "rate_hz": 10.0, "position_m": [0.0, 0.0, 0.8],
          "params": {"n_subrays": 4, "return_mode": "dual"}},
         {"name": "cam", "model": "ccd_camera", **mount,
-         "params": {"resolution_x": 48, "resolution_y": 36, "focal_length_m": 2e-3}},
+         "rpy_deg": [0, 15, 90], "params": {"resolution_x": 48, "resolution_y": 36, "focal_length_m": 0.4e-3}},
         {"name": "odo", "model": "pose", "rate_hz": 50.0, "parent": "mover"},
     ]
     return {"simulation": {"duration_s": 0.1, "seed": 3, "start_utc": START, "origin": ORIGIN},
