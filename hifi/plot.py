@@ -45,7 +45,7 @@ COLOR_CHOICES = ("object", "height", "intensity", "distance")
 DPI = 110
 
 #: Categorical colours of object ids (tab20 without its greys, dark shades first); id i takes
-#: colour i mod 18 unless two objects in one plot would share a colour.
+#: colour i mod 18 unless another object in the same plot already has it.
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
             "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5",
             "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5")
@@ -180,6 +180,19 @@ class ObjectCategories(NamedTuple):
         return out
 
 
+def _distinct_slots(ids) -> list[int]:
+    """Palette slot of each id: id mod 18, a colliding id moved to the first free slot."""
+    slots = [int(i) % len(_PALETTE) for i in ids]
+    free = [k for k in range(len(_PALETTE)) if k not in set(slots)]
+    used, out = set(), []
+    for k in slots:
+        if k in used and free:
+            k = free.pop(0)
+        used.add(k)
+        out.append(k)
+    return out
+
+
 def object_categories(object_id, names, *, max_entries: int = MAX_LEGEND_ENTRIES) -> ObjectCategories:
     """Legend categories of the object ids in ``object_id``: the most frequent named, the rest "other".
 
@@ -197,7 +210,8 @@ def object_categories(object_id, names, *, max_entries: int = MAX_LEGEND_ENTRIES
     ObjectCategories
         Ascending ids; when more than ``max_entries`` ids occur, the ``max_entries - 1`` with
         the most points keep their entry. Colours follow the id (:data:`_PALETTE`, id mod 18),
-        so an object has the same colour in every plot of a run unless two shown ids collide.
+        so an object has the same colour in every plot of a run; of two shown ids that would
+        share a colour, the later takes a colour no shown id uses.
     """
     oid = np.asarray(object_id).ravel()
     ids, counts = np.unique(oid[oid >= 0], return_counts=True)
@@ -207,10 +221,7 @@ def object_categories(object_id, names, *, max_entries: int = MAX_LEGEND_ENTRIES
         other = np.setdiff1d(ids, ids[keep])
         ids = ids[keep]
     labels = [str(names[i]) if 0 <= i < len(names) else f"object {i}" for i in ids]
-    slots = ids % len(_PALETTE)
-    if np.unique(slots).size < slots.size:                 # two shown ids share a colour: by rank
-        slots = np.arange(ids.size) % len(_PALETTE)
-    colors = [_PALETTE[s] for s in slots]
+    colors = [_PALETTE[s] for s in _distinct_slots(ids)]
     if other.size:
         labels.append(f"other ({other.size} objects)")
         colors.append(OTHER_COLOR)
@@ -672,10 +683,7 @@ def _motion_figure(ds, frame: int = 0):
     from matplotlib.lines import Line2D
     # Colours by body index (objects come first in motion.nc, so an object keeps the colour of
     # its id in the sensor plots) unless two shown bodies collide.
-    slots = np.asarray(shown) % len(_PALETTE)
-    if np.unique(slots).size < slots.size:
-        slots = np.arange(len(shown)) % len(_PALETTE)
-    colour = {b: _PALETTE[s] for b, s in zip(shown, slots)}
+    colour = {b: _PALETTE[s] for b, s in zip(shown, _distinct_slots(shown))}
     handles = []
     for b in shown:
         c = colour[b]

@@ -160,6 +160,9 @@ def test_object_categories_keep_the_most_frequent_and_group_the_rest():
     assert len(set(cats.colors)) == len(cats.colors)                  # no two entries alike
     few = object_categories([3, 3, 21], ["a", "b", "c", "d"])          # id 21 has no name
     assert few.labels == ["d", "object 21"] and few.other_ids.size == 0
+    # colours follow the id (mod 18); id 18 would repeat id 0's colour and takes a free one
+    a, b = object_categories([0, 3], []), object_categories([0, 3, 18], [])
+    assert a.colors == b.colors[:2] and b.colors[2] not in b.colors[:2]
 
 
 @pytest.mark.parametrize("kind", RANGE_KINDS)
