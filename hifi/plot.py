@@ -426,6 +426,7 @@ def _angle_ticks(axis, values_deg, *, wrap: bool = False, max_ticks: int = 9):
     the index ticks labelled with the nearest pixel's angle.
     """
     from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, MaxNLocator
+
     v = np.asarray(values_deg, dtype=float)
     idx = np.flatnonzero(np.isfinite(v))
     if idx.size < 2:
@@ -447,7 +448,7 @@ def _angle_ticks(axis, values_deg, *, wrap: bool = False, max_ticks: int = 9):
         return
 
     def f(x, _pos):
-        i = int(round(x))
+        i = round(x)
         return f"{v[i]:.0f}" if 0 <= i < v.size and np.isfinite(v[i]) else ""
     axis.set_major_locator(MaxNLocator(nbins=max_ticks, integer=True))
     axis.set_major_formatter(FuncFormatter(f))
@@ -692,7 +693,7 @@ def _motion_figure(ds, frame: int = 0):
             ax.plot(pos[:, b, 0], pos[:, b, 1], "-", color=c, lw=1.5)
             ax.plot(pos[0, b, 0], pos[0, b, 1], marker, color=c, ms=6)
             ax.annotate("", pos[-1, b, :2], pos[-2, b, :2] if len(t) > 1 else pos[-1, b, :2],
-                        arrowprops=dict(arrowstyle="->", color=c, lw=1.5))
+                        arrowprops={"arrowstyle": "->", "color": c, "lw": 1.5})
         else:
             ax.plot(pos[0, b, 0], pos[0, b, 1], marker, color=c, ms=7 if kinds[b] == "object" else 5,
                     mfc="none" if kinds[b] != "object" else c)

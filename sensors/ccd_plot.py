@@ -10,7 +10,6 @@ import numpy as np
 
 from hifi.plot import _pyplot, _scenario_sensor_params, _title, seconds
 
-
 #: Display transfer exponent (a plain power-law approximation of sRGB's 1/2.4 segment curve):
 #: linear sensor values look far too dark on a monitor without it.
 DISPLAY_GAMMA = 1.0 / 2.2
@@ -106,7 +105,7 @@ def daylight_white(ds, frame: int = 0) -> np.ndarray:
                                                     CCDCamera.PARAMS["diffuse_fraction"].default))
     start = np.datetime64(str(ds.attrs["start_utc"]).rstrip("Z"), "ns")
     t = float(seconds(ds, "frame_time")[frame]) if "frame_time" in ds else 0.0
-    when = start + np.timedelta64(int(round(t * 1e9)), "ns")
+    when = start + np.timedelta64(round(t * 1e9), "ns")
     sun = sunlight(when, float(ds.attrs["origin_lat_deg"]), float(ds.attrs["origin_lon_deg"]),
                    float(ds.attrs["origin_height_m"]), response, diffuse_fraction=diffuse)
     return sun.direct_normal * max(np.cos(sun.zenith_rad), 0.0) + sun.diffuse_horizontal

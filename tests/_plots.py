@@ -10,7 +10,8 @@ EDGE_TOLERANCE_PX = 1.0
 
 def png_size(path) -> tuple[int, int]:
     """(width, height) [pixel] from a PNG's IHDR chunk (PNG spec, section 11.2.2)."""
-    data = open(path, "rb").read(24)
+    with open(path, "rb") as fh:
+        data = fh.read(24)
     assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
     return struct.unpack(">II", data[16:24])
 
@@ -48,9 +49,9 @@ def outside_figure(fig) -> list[str]:
         if out(leg.get_window_extent(renderer)):
             bad.append(f"legend {leg.get_title().get_text()!r}")
     for t in texts:
-        if isinstance(t, Text) and t.get_visible() and t.get_text().strip():
-            if out(t.get_window_extent(renderer)):
-                bad.append(f"text {t.get_text()!r}: {t.get_window_extent(renderer)}")
+        drawn = isinstance(t, Text) and t.get_visible() and t.get_text().strip()
+        if drawn and out(t.get_window_extent(renderer)):
+            bad.append(f"text {t.get_text()!r}: {t.get_window_extent(renderer)}")
     return bad
 
 

@@ -14,13 +14,12 @@ import xarray as xr
 
 import hifi
 from hifi.cli import main
+from hifi.plot import MAX_LEGEND_ENTRIES, make_figure, object_categories, object_names, plot_dataset
+from sensors.ccd_plot import white_balance_gains
 
 from _plots import legend_texts, outside_figure, png_size
 
 pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
-
-from hifi.plot import MAX_LEGEND_ENTRIES, make_figure, object_categories, object_names, plot_dataset  # noqa: E402
-from sensors.ccd_plot import white_balance_gains  # noqa: E402
 
 N_BOXES = 17                       # 17 boxes + ground + mover: more objects than legend entries
 START = "2024-05-01T10:00:00Z"     # sun ~50 deg up at the origin below
