@@ -29,9 +29,12 @@ def _parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plot", help="PNG quick look of a dataset")
     pl.add_argument("dataset", type=Path)
     pl.add_argument("--out", type=Path, default=None, help="PNG file (default: beside the dataset)")
-    pl.add_argument("--frame", type=int, default=0)
-    pl.add_argument("--color", choices=("object", "height"), default="object",
-                    help="colour of the bird's-eye view")
+    pl.add_argument("--frame", type=int, default=0, help="position of the frame (default 0)")
+    pl.add_argument("--color", choices=("object", "height", "intensity", "distance"), default=None,
+                    help="range sensors: what colours the bird's-eye view and the sensor-layout "
+                         "image (default: object)")
+    pl.add_argument("--white-balance", choices=("gray-world", "daylight", "none"), default=None,
+                    help="ccd_camera: channel gains of both panels (default: gray-world)")
     names, lines = _export_formats()
     e = sub.add_parser("export", help="convert a dataset (or a run directory) to another format",
                        description="Write a sensor's dataset DIR/NAME.nc, or a whole run directory DIR, in "
@@ -110,7 +113,7 @@ def main(argv=None) -> int:
             from .plot import plot_dataset
             ds = _open(args.dataset)
             out = args.out or args.dataset.with_suffix(".png")
-            print(plot_dataset(ds, out, frame=args.frame, color=args.color))
+            print(plot_dataset(ds, out, frame=args.frame, color=args.color, white_balance=args.white_balance))
             return 0
         if args.command == "export":
             return _export(args)

@@ -1,64 +1,181 @@
-"""Quick look of a ``ccd_camera`` dataset for ``hifi plot`` (entry-point group ``hifi.plots``)."""
+"""Quick look of a ``ccd_camera`` dataset for ``hifi plot`` (entry-point group ``hifi.plots``).
+
+The camera image [DN] beside the ideal image [e-], both white balanced with the same channel
+gains (:func:`white_balance_gains`) and shown through the display gamma.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from hifi.plot import _pyplot
-
+from hifi.plot import _pyplot, _scenario_sensor_params, _title, seconds
 
 #: Display transfer exponent (a plain power-law approximation of sRGB's 1/2.4 segment curve):
 #: linear sensor values look far too dark on a monitor without it.
 DISPLAY_GAMMA = 1.0 / 2.2
 
+#: ``hifi plot --white-balance`` choices; the first is the default.
+WHITE_BALANCE_CHOICES = ("gray-world", "daylight", "none")
 
-def _display(img, lo, hi):
-    """Scale linearly to 0..1, then x^(1/2.2); a single channel stays 2-D (grey colour map)."""
-    span = hi - lo if hi > lo else 1.0
-    x = np.clip((np.asarray(img, dtype=float) - lo) / span, 0.0, 1.0) ** DISPLAY_GAMMA
+
+def white_balance_gains(image, method: str = "gray-world", *, black_level_dn: float = 0.0,
+                        saturation_dn: float = np.inf, white_reference=None) -> np.ndarray:
+    """Per-channel gains that white balance ``image``, normalised to the green channel.
+
+    Parameters
+    ----------
+    image : array_like, shape (rows, cols, n_channels)
+        Linear camera values [DN] (or [e-] with ``black_level_dn = 0``).
+    method : {"gray-world", "daylight", "none"}
+        ``gray-world``: the scene averages to grey, so every channel's mean over the pixels
+        below ``saturation_dn`` in all channels, above the black level, is brought to the green
+        channel's. ``daylight``: ``white_reference`` (a white surface's channel signal under
+        the scene's light) is made neutral. ``none``: gains of 1.
+    black_level_dn : float
+        Offset subtracted before balancing [DN].
+    saturation_dn : float
+        Pixels reaching it in any channel are left out of the gray-world means [DN].
+    white_reference : array_like, shape (n_channels,), optional
+        For ``daylight``: channel signal of a white surface, any common unit.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_channels,)
+        Gains g_c [1]; the balanced image is ``(image - black_level_dn) * g``. The reference
+        channel ("G" of R, G, B, or the only one) has gain 1; a single channel always has 1.
+    """
+    if method not in WHITE_BALANCE_CHOICES:
+        raise ValueError(f"white_balance = {method!r}: expected one of "
+                         f"{', '.join(map(repr, WHITE_BALANCE_CHOICES))}")
+    img = np.asarray(image, dtype=float)
+    n = img.shape[-1]
+    ref = 1 if n == 3 else 0
+    if method == "none" or n == 1:
+        return np.ones(n)
+    if method == "daylight":
+        if white_reference is None:
+            raise ValueError("white_balance = 'daylight' needs the white_reference signal per channel")
+        w = np.asarray(white_reference, dtype=float)
+        if w.shape != (n,) or not np.all(w > 0):
+            raise ValueError(f"white_reference = {w!r}: expected {n} positive channel signals")
+        return w[ref] / w
+    linear = img.reshape(-1, n) - black_level_dn
+    ok = np.all(img.reshape(-1, n) < saturation_dn, axis=1) & np.all(np.isfinite(linear), axis=1)
+    means = linear[ok].mean(axis=0) if ok.any() else np.full(n, np.nan)
+    if not np.all(means > 0):
+        return np.ones(n)                     # a black (or empty) frame has no colour to balance
+    return means[ref] / means
+
+
+def daylight_white(ds, frame: int = 0) -> np.ndarray:
+    """Channel signal of a white horizontal Lambertian surface under the run's sun and sky [1].
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A ``ccd_camera`` dataset with its global attributes (``start_utc``, ``origin_*``,
+        ``qe_reference_wavelength_m``).
+    frame : int
+        Position of the frame; its ``frame_time`` sets the sun.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_channels,)
+        E_c = Phi_direct,c cos(zenith) + Phi_diffuse,c [photons s^-1 m^-2], per channel weighted
+        by its relative response, which is what the camera's ideal image of a white
+        horizontal surface is proportional to.
+
+    Notes
+    -----
+    The same illumination the ``ccd_camera`` model uses (:func:`optics.illumination.sunlight`
+    at the scene origin, the default RGB filters x silicon QE, the sensor's
+    ``diffuse_fraction`` from the scenario text), so ``daylight`` white balance is the
+    camera's "daylight" preset for exactly the simulated sun. A mono camera gives one channel.
+    """
+    from optics.illumination import SPECTRAL_GRID_M, sunlight
+    from optics.spectral import channel_response_curves, relative_quantum_efficiency
+    from sensors.ccd import CCDCamera
+
+    ref_wl = float(ds.attrs["qe_reference_wavelength_m"])
+    if ds.sizes.get("channel", 1) == 3:
+        response = channel_response_curves(SPECTRAL_GRID_M, reference_wavelength_m=ref_wl)
+    else:
+        response = relative_quantum_efficiency(SPECTRAL_GRID_M, reference_wavelength_m=ref_wl)[None, :]
+    diffuse = float(_scenario_sensor_params(ds).get("diffuse_fraction",
+                                                    CCDCamera.PARAMS["diffuse_fraction"].default))
+    start = np.datetime64(str(ds.attrs["start_utc"]).rstrip("Z"), "ns")
+    t = float(seconds(ds, "frame_time")[frame]) if "frame_time" in ds else 0.0
+    when = start + np.timedelta64(round(t * 1e9), "ns")
+    sun = sunlight(when, float(ds.attrs["origin_lat_deg"]), float(ds.attrs["origin_lon_deg"]),
+                   float(ds.attrs["origin_height_m"]), response, diffuse_fraction=diffuse)
+    return sun.direct_normal * max(np.cos(sun.zenith_rad), 0.0) + sun.diffuse_horizontal
+
+
+def _display(linear, white, saturated):
+    """Scale linearly so ``white`` is 1, clip, then x^(1/2.2); saturated pixels white.
+
+    A single channel stays 2-D (grey colour map).
+    """
+    x = np.clip(np.asarray(linear, dtype=float) / (white if white > 0 else 1.0), 0.0, 1.0)
+    x[saturated] = 1.0
+    x = x ** DISPLAY_GAMMA
     return x[..., 0] if x.shape[-1] == 1 else x
 
 
-def plot_camera(ds, out, frame: int = 0) -> Path:
-    """Write the camera image beside the ideal image of one frame and return the PNG path.
+def plot_camera(ds, frame: int = 0, white_balance: str = "gray-world"):
+    """The camera image beside the ideal image of one frame (a matplotlib Figure).
 
     Parameters
     ----------
     ds : xarray.Dataset
         A ``ccd_camera`` dataset (``image`` [DN], ``ideal_image`` [e-] over row, col, channel).
-    out : path-like
-        PNG file to write.
     frame : int
         Position of the frame in the dataset.
+    white_balance : {"gray-world", "daylight", "none"}
+        Channel gains (:func:`white_balance_gains`), computed on the image [DN] and applied to
+        both panels: ``gray-world`` (default) makes the image's channel means equal, a natural
+        look for most scenes; ``daylight`` makes a white surface under the simulated sun and sky
+        neutral (:func:`daylight_white`), so coloured light stays visible (blue shadows);
+        ``none`` shows the raw channel balance of the sensor behind its filters.
 
     Notes
     -----
     Display scaling: the image from the black level to the largest DN, the ideal image from 0
-    to the full well (both from the dataset's attributes when present), so a saturated pixel is
-    white in both and the two panels compare directly; then the display gamma x^(1/2.2).
+    to the full well (both from the dataset's attributes when present), so both panels compare
+    directly; the gains multiply the values before clipping, and a pixel saturated in any
+    channel (>= max DN, >= full well) is shown white; then the display gamma x^(1/2.2).
     """
+    if white_balance not in WHITE_BALANCE_CHOICES:
+        raise ValueError(f"white_balance = {white_balance!r}: expected one of "
+                         f"{', '.join(map(repr, WHITE_BALANCE_CHOICES))}")
     plt = _pyplot()
-    out = Path(out)
     fr = ds.isel(frame=frame)
-    name = ds.attrs.get("sensor_name", "camera")
+    image = np.asarray(fr["image"].transpose("row", "col", "channel").values, dtype=float)
+    ideal = np.asarray(fr["ideal_image"].transpose("row", "col", "channel").values, dtype=float)
     black = float(ds.attrs.get("black_level_dn", 0.0))
-    max_dn = float(ds.attrs.get("max_dn", np.nanmax(fr["image"].values)))
-    full_well = float(ds.attrs.get("full_well_e", np.nanmax(fr["ideal_image"].values)))
-    image = _display(fr["image"].values, black, max_dn)
-    ideal = _display(fr["ideal_image"].values, 0.0, full_well)
-    grey = "gray" if image.ndim == 2 else None
+    max_dn = float(ds.attrs.get("max_dn", np.nanmax(image)))
+    full_well = float(ds.attrs.get("full_well_e", np.nanmax(ideal)))
+    white = daylight_white(ds, frame) if white_balance == "daylight" else None
+    gains = white_balance_gains(image, white_balance, black_level_dn=black, saturation_dn=max_dn,
+                                white_reference=white)
+    shown = _display((image - black) * gains, max_dn - black, np.any(image >= max_dn, axis=-1))
+    shown_ideal = _display(ideal * gains, full_well, np.any(ideal >= full_well, axis=-1))
+    grey = "gray" if shown.ndim == 2 else None
     rows, cols = image.shape[:2]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 12 * rows / cols / 2 + 0.8), constrained_layout=True)
-    axes[0].imshow(image, cmap=grey, interpolation="nearest")
-    axes[0].set_title(f"{name}: image [DN], frame {int(fr['frame'])} "
-                      f"(black {black:g} .. {max_dn:g} DN, gamma 1/2.2)")
-    axes[1].imshow(ideal, cmap=grey, interpolation="nearest")
-    axes[1].set_title(f"ideal image [e-] before noise (0 .. {full_well:.0f} e-, gamma 1/2.2)")
+    fig, axes = plt.subplots(1, 2, figsize=(13, 13 * rows / cols / 2 + 1.0), layout="constrained")
+    axes[0].imshow(shown, cmap=grey, vmin=0, vmax=1, interpolation="nearest")
+    axes[0].set_title(f"image [DN], {black:g} .. {max_dn:g} DN")
+    axes[1].imshow(shown_ideal, cmap=grey, vmin=0, vmax=1, interpolation="nearest")
+    axes[1].set_title(f"ideal image [e-] before noise, 0 .. {full_well:.0f} e-")
     for ax in axes:
         ax.set_xlabel("col")
         ax.set_ylabel("row")
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    channels = [str(c) for c in np.asarray(ds["channel"].values)] if "channel" in ds.coords else []
+    if len(gains) > 1:
+        g = ", ".join(f"{c} {v:.2f}" for c, v in zip(channels or range(len(gains)), gains))
+        balance = f"white balance {white_balance} (gains {g})"
+    else:
+        balance = "mono"
+    fig.suptitle(f"{_title(ds, frame)}\n{balance}, display gamma 1/2.2, saturated pixels white",
+                 fontsize="medium")
+    return fig

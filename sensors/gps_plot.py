@@ -5,8 +5,6 @@ Registered in the entry-point group ``hifi.plots`` under the model name ``gps_l1
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from hifi.dataset import seconds_since_start
@@ -19,15 +17,13 @@ _STATE_STYLE = {
 }
 
 
-def plot_gps(ds, out, frame: int = 0) -> Path:
-    """Write a four-panel PNG quick look of a ``gps_l1`` dataset and return its path.
+def plot_gps(ds, frame: int = 0):
+    """The four-panel quick look of a ``gps_l1`` dataset (a matplotlib Figure).
 
     Parameters
     ----------
     ds : xarray.Dataset
         Output of the ``gps_l1`` model (dimensions ``frame`` = epoch, ``sv``).
-    out : path-like
-        PNG file to write.
     frame : int
         Epoch whose satellites are labelled on the sky plot (the tracks show every epoch).
 
@@ -47,7 +43,6 @@ def plot_gps(ds, out, frame: int = 0) -> Path:
     from hifi.plot import _pyplot
 
     plt = _pyplot()
-    out = Path(out)
     name = ds.attrs.get("sensor_name", "gps")
     t = seconds_since_start(ds, "timestamp")
     el = np.degrees(np.asarray(ds["elevation"].values, dtype=float))
@@ -71,14 +66,19 @@ def plot_gps(ds, out, frame: int = 0) -> Path:
     n_vis = np.maximum(visible.sum(axis=0), 1)
     for j in np.flatnonzero(visible[frame]):
         share = f"{svs[j]} b{100 * blocked[:, j].sum() / n_vis[j]:.0f}% r{100 * reflected[:, j].sum() / n_vis[j]:.0f}%"
+        # Near the horizon in the east half the label goes left, towards the centre, not over "E".
+        east = np.sin(az[frame, j]) > 0.0 and el[frame, j] < 35.0
         ax_sky.annotate(share, (az[frame, j], 90.0 - el[frame, j]), fontsize=7,
-                        xytext=(4, 3), textcoords="offset points")
+                        xytext=(-5 if east else 5, 3), textcoords="offset points",
+                        ha="right" if east else "left")
     mask_deg = float(ds.attrs.get("elevation_mask_deg", 0.0))
     ax_sky.set_rlim(0, 90)
     ax_sky.set_rticks([0, 30, 60, 90 - mask_deg])
     ax_sky.set_yticklabels(["90", "60", "30", f"{mask_deg:g}"])
     ax_sky.set_title(f"{name}: sky at epoch {frame}, t = {t[frame]:g} s\n(label: % of epochs blocked / reflected)")
-    ax_sky.legend(loc="lower left", bbox_to_anchor=(-0.15, -0.12), fontsize="small")
+    ax_sky.set_thetagrids(range(0, 360, 45), ["N", "", "E", "", "S", "", "W", ""])
+    ax_sky.set_rlabel_position(180.0 + 22.5)
+    ax_sky.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0), fontsize="small")
 
     err = np.asarray(ds["position_error_enu"].values, dtype=float)
     ax_err = fig.add_subplot(2, 2, 2)
@@ -89,7 +89,7 @@ def plot_gps(ds, out, frame: int = 0) -> Path:
     ax_err.set_xlabel("time [s]")
     ax_err.set_ylabel("position error [m]")
     ax_err.set_title("fix minus truth (gaps: fewer than 4 satellites)")
-    ax_err.legend(fontsize="small")
+    ax_err.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
 
     ax_b = fig.add_subplot(2, 2, 3)
     budget = np.asarray(ds["error_budget_enu"].values, dtype=float)
@@ -98,8 +98,8 @@ def plot_gps(ds, out, frame: int = 0) -> Path:
     ax_b.plot(t, np.linalg.norm(err, axis=-1), "k.-", ms=3, lw=1.5, label="all terms (fix)")
     ax_b.set_xlabel("time [s]")
     ax_b.set_ylabel("3-D position error [m]")
-    ax_b.set_title("error budget: each term alone (residual after the receiver's corrections)")
-    ax_b.legend(fontsize="small")
+    ax_b.set_title("error budget: each term alone\n(residual after the receiver's corrections)")
+    ax_b.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
 
     ax_n = fig.add_subplot(2, 2, 4)
     ax_n.step(t, visible.sum(axis=1), where="mid", label="above mask")
@@ -110,8 +110,6 @@ def plot_gps(ds, out, frame: int = 0) -> Path:
     ax_n.set_xlabel("time [s]")
     ax_n.set_ylabel("satellites")
     ax_n.set_title("satellites per epoch")
-    ax_n.legend(fontsize="small")
+    ax_n.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
 
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return fig

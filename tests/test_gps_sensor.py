@@ -209,9 +209,17 @@ def test_deep_canyon_epochs_with_fewer_than_four_satellites_are_masked():
 
 def test_plot_writes_png(example, tmp_path):
     pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
-    from hifi.plot import plot_dataset
+    from _plots import outside_figure, png_size
+    from hifi.plot import make_figure, plot_dataset
     out = plot_dataset(example, tmp_path / "gps.png", frame=20)
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = png_size(out)
+    assert 1000 <= width <= 1750 and 800 <= height <= 1200          # 13 x 9.5 in at 110 dpi
+    fig = make_figure(example, frame=20)
+    assert outside_figure(fig) == []                                 # no clipped label or legend
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
+        "tracked, direct", "blocked, reflected (multipath)", "blocked, no pseudorange"]
+    import matplotlib.pyplot as plt
+    plt.close(fig)
 
 
 def test_bad_parameters_raise_scenario_errors(tmp_path):
