@@ -172,11 +172,16 @@ class Scene:
         """Linear velocity of body ``name``'s origin in the scene frame [m/s], shape (..., 3).
 
         Central difference with step :data:`~hifi.constants.VELOCITY_FD_STEP_S`; exact for the
-        piecewise-linear positions of a track away from keyframes.
+        piecewise-linear positions of a track away from keyframes. The run starts at t = 0, so
+        there (and before it) the difference is one-sided, forward: a track that moves from its
+        first keyframe at t = 0 has its first segment's velocity at t = 0, not half of it (the
+        track is held still before its first keyframe).
         """
         t = np.asarray(t_s, dtype=float)
         h = VELOCITY_FD_STEP_S
-        return (self.pose_at(name, t + h).translation - self.pose_at(name, t - h).translation) / (2 * h)
+        lo = np.maximum(t - h, np.minimum(t, 0.0))
+        dt = (t + h - lo)[..., None] if np.ndim(t) else t + h - lo
+        return (self.pose_at(name, t + h).translation - self.pose_at(name, lo).translation) / dt
 
     def extent_m(self) -> float:
         """Bound on the distance of any point of any body from the scene origin [m] (>= 1 mm),

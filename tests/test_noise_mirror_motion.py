@@ -101,3 +101,16 @@ def test_moving_sensor_distance_follows_its_own_track():
     ds = hifi.Simulation.from_dict(d).run()["grid"].isel(frame=0)
     t = ds.hifi.seconds("timestamp").values.ravel()
     np.testing.assert_allclose(ds.distance.values.ravel(), 50.0 - 20.0 * t, atol=2e-5)
+
+
+def test_velocity_at_the_start_of_a_track_is_its_first_segments():
+    # Regression (found by the pose plot): at t = 0 the central difference straddled the start
+    # of the track (held still before its first keyframe) and gave half the speed. Analytic:
+    # 10 m in 1 s along x is 10 m/s at every t in [0, 1), including t = 0.
+    d = {"simulation": {"duration_s": 1.0},
+         "objects": [{"name": "car", "mesh": "box", "size_m": [1, 1, 1],
+                      "track": [{"t_s": 0.0, "position_m": [0, 0, 0]}, {"t_s": 1.0, "position_m": [10, 0, 0]}]}]}
+    scene = hifi.Simulation.from_dict(d).scene
+    np.testing.assert_allclose(scene.velocity_at("car", 0.0), [10.0, 0.0, 0.0], rtol=1e-9)
+    np.testing.assert_allclose(scene.velocity_at("car", np.array([0.0, 0.25, 0.5])),
+                               np.tile([10.0, 0.0, 0.0], (3, 1)), rtol=1e-9)
