@@ -15,9 +15,12 @@ import signal
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import hifi
 from _procs import Run, descendants, env, mpirun, needs_mpi
+from _scenes import wall_scenario
 
 #: A run far longer than any test waits (each frame takes milliseconds; 4000 frames of a depth
 #: camera and 20,000 motion frames): it is always still running when the signal comes.
@@ -136,17 +139,16 @@ def test_serial_run_stops_cleanly(place, runs, signum):
     _assert_stopped_cleanly(run, signum, root)
 
 
-def _mpi_run(root: Path, scenario: Path, mode: str, script: Path | None = None) -> Run:
+def _mpi_run(root: Path, scenario: Path, mode: str, script: Path | None = None, extra=()) -> Run:
     entry = [script] if script is not None else ["-m", "hifi.cli"]
     cmd = [mpirun(), "-n", "2", sys.executable, *entry, "run", scenario, "--out", root / "runs" / "out",
-           "--partition", mode]
+           "--partition", mode, *extra]
     return Run(cmd, root / "work", env(root / "tmp", HIFI_PROGRESS_INTERVAL_S=0.1))
 
 
 @needs_mpi
-@pytest.mark.parametrize("mode,signum", [("time", signal.SIGTERM), ("facets", signal.SIGINT),
-                                         ("facets", signal.SIGTERM)],
-                         ids=["time-SIGTERM", "facets-SIGINT", "facets-SIGTERM"])
+@pytest.mark.parametrize("mode,signum", [("time", signal.SIGTERM), ("facets", signal.SIGINT)],
+                         ids=["time-SIGTERM", "facets-SIGINT"])
 def test_mpi_run_stops_cleanly_while_simulating(place, runs, mode, signum):
     root, scenario = place
     run = _mpi_run(root, scenario, mode)
@@ -154,6 +156,18 @@ def test_mpi_run_stops_cleanly_while_simulating(place, runs, mode, signum):
     run.wait_until(lambda: "hifi: simulated " in run.stderr, "a progress line (the simulation running)")
     run.proc.send_signal(signum)                      # to mpiexec, which passes it on to the ranks
     _assert_stopped_cleanly(run, signum, root, progress_lines=True)
+
+
+@needs_mpi
+@pytest.mark.parametrize("mode", ["time", "facets"])
+def test_mpi_run_without_progress_prints_one_line(place, runs, mode):
+    root, scenario = place
+    run = _mpi_run(root, scenario, mode, extra=["--no-progress"])
+    runs.append(run)
+    run.wait_until(lambda: any((p / "cam.nc").exists() for p in _partial(root / "runs")),
+                   "rank 0's files in .out.partial-*")
+    run.proc.send_signal(signal.SIGTERM)
+    _assert_stopped_cleanly(run, signal.SIGTERM, root)           # exactly one line on stderr
 
 
 @needs_mpi
@@ -198,3 +212,50 @@ def _rank_of(pid: int) -> str | None:
         if item.startswith(b"PMI_RANK="):
             return item.split(b"=", 1)[1].decode()
     return None
+
+
+class _StopAt(hifi.Model):
+    """Raises KeyboardInterrupt (what Ctrl-C does in a Python session) at frame 2."""
+
+    model_name = "stop_at"
+
+    def step(self, k, t):
+        if k == 2:
+            raise KeyboardInterrupt
+        return {"v": hifi.Var((), np.float64(k), "1", "value")}
+
+
+def _small_sim():
+    sim = hifi.Simulation.from_dict(wall_scenario(10.0, duration_s=1.0, sensors=[
+        {"name": "cam", "model": "depthmap", "params": {"resolution_x": 8, "resolution_y": 6}}]))
+    sim.add_model(_StopAt("stopper", rate_hz=10.0))
+    return sim
+
+
+@pytest.mark.parametrize("to_disk", [False, True], ids=["in-memory", "out"])
+def test_python_interrupt_leaves_nothing_and_says_when(tmp_path, monkeypatch, to_disk):
+    # sim.run(out=None) works through .hifi-run-* in the temporary directory, sim.run(out=DIR)
+    # through .DIR.partial-*: both go on KeyboardInterrupt, which carries the simulated time.
+    import tempfile
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    with pytest.raises(KeyboardInterrupt) as info:
+        _small_sim().run(out=tmp_path / "out" if to_disk else None)
+    assert info.value.t_s == pytest.approx(0.2)          # frame 2 of 10 Hz (analytic)
+    assert list(tmp.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+
+
+def test_rank_that_does_not_write_makes_no_temporary_directory(tmp_path, monkeypatch):
+    # MPI ranks other than 0 run with write=False: before, each made a .hifi-run-* in /tmp,
+    # left behind when the job was killed.
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    sim = hifi.Simulation.from_dict(wall_scenario(10.0, duration_s=0.2, sensors=[
+        {"name": "cam", "model": "depthmap", "params": {"resolution_x": 8, "resolution_y": 6}}]))
+    made = []
+    real = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    assert sim.run(out=None, write=False, progress=False) == {}
+    assert made == [] and list(tmp_path.iterdir()) == []
