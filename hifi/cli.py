@@ -231,11 +231,13 @@ def _run(args) -> int:
 
 
 def _human_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    """``983435`` -> ``960.4 KiB``."""
+    if n < 1024:
+        return f"{n} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
         n /= 1024
-    return f"{n:.1f} TiB"
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}"
 
 
 def _summary(out_dir: Path, duration_s: float, start: float, datasets) -> None:

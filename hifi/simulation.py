@@ -271,8 +271,9 @@ class Simulation:
                 attrs = base_attrs(m.name, m.model_name, seed, sc.text, start_utc=sc.start_utc,
                                    origin_lat_deg=sc.origin["lat_deg"], origin_lon_deg=sc.origin["lon_deg"],
                                    origin_height_m=sc.origin["height_m"], rate_hz=m.rate_hz, **m.attrs())
+                coords = m.coords()
                 with _writing(shown(path), directory):
-                    writers[i] = FrameWriter(path, attrs, m.coords())
+                    writers[i] = FrameWriter(path, attrs, coords)
                 paths[m.name] = path
 
             def write_frame(i, k, t, frame):
