@@ -101,7 +101,7 @@ class Progress:
     def _new_bar(self, total, desc, unit, fmt):
         from tqdm import tqdm
         return tqdm(total=total, desc=desc, unit=unit, file=self.stream, delay=self.delay_s, leave=True,
-                    bar_format=fmt, dynamic_ncols=True)
+                    bar_format=fmt)
 
     # -- updates ------------------------------------------------------------------------------
 
