@@ -26,9 +26,10 @@ import time
 STOP_TAG = 78
 
 #: Longest sleep between two tests of a pending operation (wall clock) [s]; the first tests
-#: come faster (exponential back-off from 0.1 ms), so a message that is about to arrive costs
-#: little latency.
-POLL_MAX_S = 0.02
+#: come faster (exponential back-off from 10 us). Each wait costs at most this much latency
+#: over a blocking call (a facet-partitioned run makes two reductions per cast step), and a
+#: sleeping rank leaves its core to the others, where MPI's blocking calls spin.
+POLL_MAX_S = 0.001
 
 #: How long a rank other than 0 waits, after an interrupt, for rank 0 to end the job
 #: (wall clock) [s]; then it leaves by itself.
@@ -56,7 +57,7 @@ def poll(comm, test) -> None:
     while not test():
         check_stop(comm)
         time.sleep(delay)
-        delay = min(2.0 * delay + 1e-4, POLL_MAX_S)
+        delay = min(2.0 * delay + 1e-5, POLL_MAX_S)
 
 
 def wait(comm, request) -> None:
