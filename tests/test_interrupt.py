@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import hifi
+
 from _procs import Run, descendants, env, mpirun, needs_mpi
 from _scenes import wall_scenario
 
@@ -173,7 +174,7 @@ def test_mpi_run_without_progress_prints_one_line(place, runs, mode):
 @needs_mpi
 def test_mpi_run_stops_cleanly_while_rank0_writes_other_ranks_frames(place, runs):
     # The case that hung (2 tries out of 3): rank 0 writing rank 1's frames when SIGINT came.
-    root, scenario = place
+    root, _ = place
     short = root / "work" / "short.toml"
     short.write_text(LONG.replace("duration_s = 200.0", "duration_s = 6.0"))
     script = root / "work" / "slow_drain.py"

@@ -108,7 +108,7 @@ def test_plain_progress_lines_reach_100_percent_and_summary(tmp_path):
     scenario = _scenario(tmp_path)
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, "-m", "hifi.cli", "run", scenario, "--out", out],
-                       capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                       capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
                        env=env(tmp_path, HIFI_PROGRESS_INTERVAL_S=0.05))
     assert r.returncode == 0, r.stderr
     _check_progress_lines(r.stderr, 3.0)           # stderr is a pipe: plain lines, no bar
@@ -120,7 +120,7 @@ def test_no_progress_silences_progress_not_the_summary(tmp_path):
     scenario = _scenario(tmp_path)
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, "-m", "hifi.cli", "run", scenario, "--out", out, "--no-progress"],
-                       capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                       capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
                        env=env(tmp_path, HIFI_PROGRESS_INTERVAL_S=0.05))
     assert r.returncode == 0 and r.stderr == "", r.stderr
     _check_summary(r.stdout, out, 3.0)
@@ -202,7 +202,7 @@ def test_mpi_progress_and_summary_once(tmp_path, mode):
     out = tmp_path / "run"
     cmd = [mpirun(), "-n", "2", sys.executable, "-m", "hifi.cli", "run", scenario, "--out", out,
            "--partition", mode]
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
                        env=env(tmp_path, HIFI_PROGRESS_INTERVAL_S=0.05))
     assert r.returncode == 0, r.stderr
     _check_summary(r.stdout, out, 3.0)             # rank 0 alone prints it, once
