@@ -14,7 +14,7 @@ from . import accessor as _accessor  # noqa: F401  (registers the ds.hifi access
 from ._version import __version__
 from .bus import Command, LogMessage, Message, MessageBus, PoseMessage, SensorData
 from .caster import Hits, RayCaster
-from .errors import ModelError, ScenarioError, ScenarioWarning
+from .errors import ModelError, OutputError, ScenarioError, ScenarioWarning
 from .model import Model, RunContext, Sensor, Var
 from .motion import Pose, Track
 from .params import Param
@@ -30,7 +30,8 @@ def load(path) -> Simulation:
 
 
 __all__ = [
-    "__version__", "load", "Simulation", "ScenarioError", "ScenarioWarning", "ModelError", "Scene", "Material", "Pose",
+    "__version__", "load", "Simulation", "ScenarioError", "ScenarioWarning", "ModelError", "OutputError", "Scene",
+    "Material", "Pose",
     "Track", "RayCaster", "Hits", "Model", "Sensor", "Var", "RunContext", "Param", "MessageBus",
     "Message", "SensorData", "PoseMessage", "LogMessage", "Command", "TimeManager",
     "available_models", "load_model", "register_model",

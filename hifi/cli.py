@@ -1,7 +1,12 @@
 """Command line: ``hifi run | info | plot | export``.
 
 Bad input exits with status 2 and one message naming the file, the key, the value and what is
-allowed; nothing is written.
+allowed; nothing is written. A file that cannot be written (disk full, no permission, a file
+where a directory must be, a netCDF error) exits with status 1 and one message naming it
+(``hifi: error: cannot write out/run/velodyne.nc: No space left on device``); nothing is left
+behind. Ctrl-C (SIGINT) or SIGTERM stops a command with one line on stderr (``hifi:
+interrupted at t = 1.230 s``, the simulated time of the last event started) and exit status
+128 + the signal number (130, 143), and nothing is left behind (:mod:`hifi.interrupt`).
 """
 
 from __future__ import annotations
@@ -12,15 +17,19 @@ from pathlib import Path
 
 
 def _parser() -> argparse.ArgumentParser:
+    from ._version import __version__
     p = argparse.ArgumentParser(prog="hifi", description="High-fidelity sensor simulation.")
+    p.add_argument("--version", action="version", version=f"hifi {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a scenario and write one netCDF file per sensor")
     r.add_argument("scenario", type=Path)
     r.add_argument("--out", type=Path, required=True, help="output directory (must not exist)")
-    r.add_argument("--seed", type=int, default=None, help="override [simulation] seed")
-    r.add_argument("--duration", type=float, default=None, help="override [simulation] duration_s [s]")
+    r.add_argument("--seed", default=None, metavar="N", help="override [simulation] seed (an integer >= 0)")
+    r.add_argument("--duration", default=None, metavar="S",
+                   help="override [simulation] duration_s [s] (a number > 0)")
     r.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
-    r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    r.add_argument("--no-progress", action="store_true",
+                   help="no progress bar or progress lines (the summary on stdout stays)")
     r.add_argument("--partition", choices=("facets", "time"), default=None,
                    help="MPI run (under mpirun): split the scene's facets or the simulated time "
                         "over the ranks (default under mpirun with more than one rank: time)")
@@ -63,9 +72,9 @@ def _export_formats():
     return names, lines
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, status: int = 2) -> int:
     print(f"hifi: error: {message}", file=sys.stderr)
-    return 2
+    return status
 
 
 def _open(path: Path):
@@ -101,27 +110,49 @@ def _print_scenario_warnings() -> None:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    from .errors import OutputError, ScenarioError
     _print_scenario_warnings()
-    from .errors import ScenarioError
-    try:
-        if args.command == "run":
-            return _run(args)
-        if args.command == "info":
-            return _info(args)
-        if args.command == "plot":
-            from .plot import plot_dataset
-            ds = _open(args.dataset)
-            out = args.out or args.dataset.with_suffix(".png")
-            print(plot_dataset(ds, out, frame=args.frame, color=args.color, white_balance=args.white_balance))
-            return 0
-        if args.command == "export":
-            return _export(args)
-    except ScenarioError as exc:
-        return _fail(str(exc))
-    except (FileNotFoundError, FileExistsError, ValueError, ImportError) as exc:
-        return _fail(str(exc))
+    from .interrupt import exit_status, message, signal_handlers
+    with signal_handlers():               # SIGINT, SIGTERM -> hifi.interrupt.Interrupted
+        args = _parser().parse_args(argv)
+        try:
+            return _command(args)
+        except KeyboardInterrupt as exc:  # every finally has run: nothing is left behind
+            print(message(exc), file=sys.stderr, flush=True)
+            return exit_status(exc)
+        except OutputError as exc:        # the disk or the file system, not the input: status 1
+            return _fail(str(exc), status=1)
+        except ScenarioError as exc:
+            return _fail(str(exc))
+        except (FileNotFoundError, FileExistsError, ValueError, ImportError) as exc:
+            return _fail(str(exc))
+
+
+def _command(args) -> int:
+    if args.command == "run":
+        return _run(args)
+    if args.command == "info":
+        return _info(args)
+    if args.command == "plot":
+        from .plot import plot_dataset
+        ds = _open(args.dataset)
+        _check_frame(ds, args.frame, args.dataset)
+        out = args.out or args.dataset.with_suffix(".png")
+        print(plot_dataset(ds, out, frame=args.frame, color=args.color, white_balance=args.white_balance))
+        return 0
+    if args.command == "export":
+        return _export(args)
     return 0
+
+
+def _check_frame(ds, frame: int, path) -> None:
+    """``--frame`` must index a frame of ``ds`` (``0 .. n - 1``)."""
+    if "frame" not in ds.dims:
+        return
+    n = ds.sizes["frame"]
+    if not 0 <= frame < n:
+        valid = f"0..{n - 1}" if n else "none to plot"
+        raise ValueError(f"{path}: --frame {frame}: the dataset has {n} frame{'' if n == 1 else 's'} ({valid})")
 
 
 def _export(args) -> int:
@@ -178,34 +209,81 @@ def _partition_runner(name: str):
     return found[name].load()
 
 
-def _run_partitioned(args, partition: str) -> int:
-    if args.duration is not None and not args.duration > 0:
-        return _fail(f"--duration = {args.duration!r}: expected a number of seconds > 0")
+def _override(text, key: str, name: str):
+    """``--seed`` / ``--duration`` validated as ``[simulation] seed`` / ``duration_s`` are in
+    the file (same rule, same message: ``--seed = -1: expected an integer >= 0``)."""
+    if text is None:
+        return None
+    from .errors import ScenarioError
+    from .scenario import SIMULATION_PARAMS
+    value = text
+    for convert in (int, float):
+        try:
+            value = convert(text)
+            break
+        except ValueError:
+            continue
+    return SIMULATION_PARAMS[name].check(value, lambda reason: ScenarioError(reason, key=key, value=value))
+
+
+def _run_partitioned(args, partition: str, seed, duration, start: float) -> int:
     runner = _partition_runner(partition)
-    results = runner(args.scenario, out=args.out, seed=args.seed, duration_s=args.duration,
+    results = runner(args.scenario, out=args.out, seed=seed, duration_s=duration,
                      overwrite=args.overwrite, progress=False if args.no_progress else None)
-    for name, ds in (results or {}).items():       # None on ranks other than 0
-        print(f"{args.out / (name + '.nc')}: " + ", ".join(f"{d}={n}" for d, n in ds.sizes.items()))
-        ds.close()
+    if results is not None:                        # None on ranks other than 0
+        if duration is None:
+            from .scenario import load
+            duration = load(args.scenario).duration_s
+        _summary(args.out, duration, start, results)
     return 0
 
 
 def _run(args) -> int:
+    import time
+    start = time.monotonic()
+    seed = _override(args.seed, "--seed", "seed")
+    duration = _override(args.duration, "--duration", "duration_s")
     partition = args.partition or (DEFAULT_MPI_PARTITION if _launcher_size() > 1 else None)
     if partition is not None:
-        return _run_partitioned(args, partition)
+        return _run_partitioned(args, partition, seed, duration, start)
     import hifi
     sim = hifi.load(args.scenario)
     from .output import check_output_dir
     check_output_dir(args.out, args.overwrite)
-    if args.duration is not None and not args.duration > 0:
-        return _fail(f"--duration = {args.duration!r}: expected a number of seconds > 0")
-    results = sim.run(out=args.out, seed=args.seed, duration_s=args.duration, overwrite=args.overwrite,
+    results = sim.run(out=args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
                       progress=False if args.no_progress else None)
-    for name, ds in results.items():
-        print(f"{args.out / (name + '.nc')}: " + ", ".join(f"{d}={n}" for d, n in ds.sizes.items()))
-        ds.close()
+    _summary(args.out, sim.scenario.duration_s if duration is None else duration, start, results)
     return 0
+
+
+def _human_bytes(n: int) -> str:
+    """``983435`` -> ``960.4 KiB``."""
+    if n < 1024:
+        return f"{n} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}"
+
+
+def _summary(out_dir: Path, duration_s: float, start: float, datasets) -> None:
+    """What a finished run prints on stdout: the simulated span, the wall time, then every file
+    of ``out_dir`` with its size on disk and dimensions, and the total."""
+    import time
+    wall = time.monotonic() - start
+    dims = {f"{name}.nc": ", ".join(f"{d}={n}" for d, n in ds.sizes.items()) for name, ds in datasets.items()}
+    for ds in datasets.values():
+        ds.close()
+    files = sorted((p for p in out_dir.iterdir() if p.is_file()), key=lambda p: (p.name.startswith("."), p.name))
+    sizes = [p.stat().st_size for p in files]
+    names = [str(p) for p in files]
+    width = max([len(n) for n in names] + [len("total")])
+    print(f"simulated 0 to {duration_s:g} s in {wall:.1f} s wall time")
+    for name, size, path in zip(names, sizes, files):
+        extra = dims.get(path.name)
+        print(f"{name:<{width}}  {size:>12} bytes" + (f"  {extra}" if extra else ""))
+    total = sum(sizes)
+    print(f"{'total':<{width}}  {total:>12} bytes  {_human_bytes(total)} in {len(files)} files")
 
 
 def _info(args) -> int:

@@ -57,3 +57,28 @@ class ScenarioWarning(UserWarning):
     prints each one once as ``hifi: warning: ...``; ``warnings.simplefilter("error",
     hifi.ScenarioWarning)`` turns them into errors.
     """
+
+
+class OutputError(OSError):
+    """A file or directory of a run could not be written (disk full, no permission, a file
+    in the way, a netCDF/HDF5 error).
+
+    Parameters
+    ----------
+    path : path-like
+        The file or directory as the user knows it (``out/run/velodyne.nc``, not the temporary
+        directory it was being written in).
+    reason : str or BaseException
+        What went wrong; an ``OSError`` gives its ``strerror`` (``No space left on device``),
+        any other exception its text (``NetCDF: HDF error``).
+    """
+
+    def __init__(self, path, reason):
+        if isinstance(reason, OSError) and reason.strerror:
+            reason = reason.strerror
+        self.path = path
+        self.reason = str(reason)
+        super().__init__(f"cannot write {path}: {self.reason}")
+
+    def __str__(self) -> str:
+        return self.args[0]

@@ -163,6 +163,24 @@ class FrameWriter:
                 self._nc.close()
                 self._nc = None
 
+    @property
+    def pending_frames(self) -> int:
+        """Frames held in memory, not yet written to the file."""
+        return len(self._buffer)
+
+    def discard(self) -> None:
+        """Close the file without writing the buffered frames: the run failed or was
+        interrupted and the file is about to be deleted. Errors closing it are not raised (the
+        run's own error is the one to report)."""
+        self._buffer.clear()
+        self._buffered_bytes = 0
+        if self._nc is not None:
+            nc, self._nc = self._nc, None
+            try:
+                nc.close()
+            except (OSError, RuntimeError):      # disk full, HDF error: the file is deleted next
+                pass
+
 
 #: File that marks a directory written by ``hifi run``: it lists, one per line, every file the
 #: run wrote. ``--overwrite`` replaces only a directory holding this file and nothing else

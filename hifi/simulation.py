@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,20 @@ from . import meshes, scenario as _scenario
 from .bus import MessageBus, PoseMessage
 from .caster import RayCaster
 from .checks import warn_scene
-from .errors import ScenarioError
+from .errors import OutputError, ScenarioError
 from .estimate import check_memory
+from .interrupt import note_time
 from .model import Model, RunContext, Var
 from .motion import Pose, Track
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
+from .progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
 from .scene import Material, Scene
 from .timemanager import TimeManager
 
-#: Simulated runs shorter than this (wall clock) show no progress bar [s].
-PROGRESS_DELAY_S = 2.0
+#: A netCDF error while the file system holding the output has less free space than this is
+#: reported with the free space (a frame block of :data:`hifi.output._BUFFER_MAX_BYTES` may not
+#: fit) [bytes].
+LOW_DISK_BYTES = 64 * 2**20
 
 #: File present in an output directory while it is being written; removed just before the
 #: directory is moved into place, so a run killed half-way (an MPI job aborted by another rank)
@@ -166,8 +171,9 @@ class Simulation:
         out : path-like, optional
             Output directory: ``<sensor>.nc`` per model, ``motion.nc``, ``scenario.toml``. It
             must not exist unless ``overwrite``. Files are written into a temporary sibling and
-            moved into place at the end, so a failed run leaves nothing half-written. With
-            ``out=None`` results are returned in memory.
+            moved into place at the end, so a failed or interrupted run leaves nothing
+            half-written. With ``out=None`` results are returned in memory (through a temporary
+            directory that is deleted).
         seed : int, optional
             Overrides ``[simulation] seed``.
         duration_s : float, optional
@@ -175,24 +181,39 @@ class Simulation:
         overwrite : bool
             Replace an existing output directory.
         progress : bool, optional
-            Show a progress bar (default: when the run takes longer than a few seconds).
+            Report progress on stderr (:class:`hifi.progress.Progress`): None (default) a bar on
+            a terminal once the run takes a few seconds, else a plain line every 10 s; True a
+            bar at once; False nothing.
         caster : RayCaster, optional
             Ray caster to use (default: one over the whole scene).
         keep : callable, optional
             ``keep(model_index, k)``: whether this process computes event ``k`` of a model.
         write : bool
-            Whether this process writes files (False on MPI ranks other than 0).
+            Whether this process writes files (False on MPI ranks other than 0: then nothing
+            is written anywhere, not even a temporary directory, and ``{}`` is returned).
         partition : object, optional
             Hooks of a partitioned (MPI) run, used by the ``mpi`` package:
-            ``partition.start(models)`` returns the ``keep`` filter (or None) once the model
-            list is known; ``partition.frame(i, k, t, frame)`` sees every computed frame and
-            returns whether this process writes it now; ``partition.drain(write)`` runs after
-            the last event, before the files are closed, with ``write(i, k, t, frame)``.
+            ``partition.start(models, progress)`` returns the ``keep`` filter (or None) once the
+            model list is known (``progress`` is this run's :class:`hifi.progress.Progress`,
+            which the partition feeds with the whole job's progress);
+            ``partition.event(t)`` runs after every event of the time manager (``t`` [s]);
+            ``partition.frame(i, k, t, frame)`` sees every computed frame and returns whether
+            this process writes it now; ``partition.drain(write)`` runs after the last event,
+            before the files are closed, with ``write(i, k, t, frame)``.
 
         Returns
         -------
         dict of str to xarray.Dataset
             One dataset per model that writes one (lazily opened from ``out`` when given).
+
+        Raises
+        ------
+        hifi.OutputError
+            A file or directory could not be written (disk full, no permission, a netCDF
+            error); the message names it as ``out/...``. Nothing is left behind.
+        KeyboardInterrupt
+            Also :class:`hifi.interrupt.Interrupted` (SIGINT/SIGTERM under ``hifi run``), with
+            ``t_s``, the simulated time of the last event started; nothing is left behind.
         """
         import xarray as xr
 
@@ -206,17 +227,26 @@ class Simulation:
         if out_dir is not None:
             check_output_dir(out, overwrite)
 
-        if out_dir is not None:
-            out_dir.parent.mkdir(parents=True, exist_ok=True)
-        tmp_root = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-" if out_dir else ".hifi-run-",
-                                         dir=out_dir.parent if out_dir else None))
+        tmp_root = None
         try:
-            marker = tmp_root / INCOMPLETE_MARKER
-            marker.write_text("hifi run in progress or failed; not a finished output directory\n",
-                              encoding="utf-8")
-            written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition)
-            marker.unlink()
             if write:
+                tmp_root = _make_temp_dir(out_dir)
+                where = out_dir if out_dir is not None else tmp_root    # as the user knows it
+                marker = tmp_root / INCOMPLETE_MARKER
+                with _writing(where, tmp_root):
+                    marker.write_text("hifi run in progress or failed; not a finished output directory\n",
+                                      encoding="utf-8")
+
+                def shown(path: Path) -> Path:
+                    return where / path.relative_to(tmp_root)
+            else:
+                shown = None
+            written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition,
+                                     shown)
+            if not write:
+                return {}
+            with _writing(where, tmp_root):
+                marker.unlink()
                 write_run_marker(tmp_root, [p.name for p in tmp_root.iterdir()])
             if out_dir is None:
                 results = {}
@@ -226,14 +256,19 @@ class Simulation:
                 return results
             if out_dir.exists():
                 check_output_dir(out_dir, overwrite)      # still a hifi output (checked again, just before)
-                shutil.rmtree(out_dir)
+                with _writing(out_dir, tmp_root):
+                    shutil.rmtree(out_dir)
             umask = os.umask(0)
             os.umask(umask)
-            os.chmod(tmp_root, 0o777 & ~umask)      # mkdtemp makes it private; give the usual mode
-            tmp_root.rename(out_dir)
+            with _writing(out_dir, tmp_root):
+                os.chmod(tmp_root, 0o777 & ~umask)      # mkdtemp makes it private; give the usual mode
+                tmp_root.rename(out_dir)
             return {name: xr.open_dataset(out_dir / path.name) for name, path in written.items()}
+        except KeyboardInterrupt as exc:
+            note_time(exc, 0.0)                      # stopped before the first event
+            raise
         finally:
-            if tmp_root.exists():
+            if tmp_root is not None and tmp_root.exists():
                 shutil.rmtree(tmp_root, ignore_errors=True)
 
     def _object_coords(self) -> dict:
@@ -242,22 +277,27 @@ class Simulation:
         classes = self.scene.object_table("class_id")[:-1]
         return object_coords(self.scene.object_names, [self.scene.class_names[c] for c in classes])
 
-    def _run_into(self, directory: Path, seed, duration, progress, caster, keep, write, partition=None):
+    def _run_into(self, directory: Path | None, seed, duration, progress, caster, keep, write,
+                  partition=None, shown=None):
         sc = self.scenario
         bus = MessageBus()
         caster = caster or RayCaster(self.scene)
-        ctx = RunContext(self.scene, caster, bus, seed, duration, sc.start_utc, dict(sc.origin), sc.base_dir)
-        motion = MotionRecorder(self.scene, sc.motion_rate_hz)
-        models = [*self.models, *self.extra_models, motion]
-        for m in models:
-            m.setup(ctx)
-        if partition is not None:
-            keep = partition.start(models)
         writers: dict[int, FrameWriter] = {}
         paths: dict[str, Path] = {}
-        if write:
-            (directory / "scenario.toml").write_text(sc.text, encoding="utf-8")
+        report = Progress(duration, progress)
+        tm = None
+        done = False
         try:
+            ctx = RunContext(self.scene, caster, bus, seed, duration, sc.start_utc, dict(sc.origin), sc.base_dir)
+            motion = MotionRecorder(self.scene, sc.motion_rate_hz)
+            models = [*self.models, *self.extra_models, motion]
+            for m in models:
+                m.setup(ctx)
+            if partition is not None:
+                keep = partition.start(models, report)
+            if write:
+                with _writing(shown(directory / "scenario.toml"), directory):
+                    (directory / "scenario.toml").write_text(sc.text, encoding="utf-8")
             for i, m in enumerate(models):
                 if not m.writes_dataset or not write:
                     continue
@@ -265,45 +305,105 @@ class Simulation:
                 attrs = base_attrs(m.name, m.model_name, seed, sc.text, start_utc=sc.start_utc,
                                    origin_lat_deg=sc.origin["lat_deg"], origin_lon_deg=sc.origin["lon_deg"],
                                    origin_height_m=sc.origin["height_m"], rate_hz=m.rate_hz, **m.attrs())
-                writers[i] = FrameWriter(path, attrs, {**m.coords(), **self._object_coords()})
+                coords = {**m.coords(), **self._object_coords()}
+                with _writing(shown(path), directory):
+                    writers[i] = FrameWriter(path, attrs, coords)
                 paths[m.name] = path
 
             def write_frame(i, k, t, frame):
                 if i in writers:
-                    writers[i].write(k, t, frame)
+                    with _writing(shown(writers[i].path), directory):
+                        writers[i].write(k, t, frame)
 
             def on_frame(i, k, t, frame):
                 if partition is None or partition.frame(i, k, t, frame):
                     write_frame(i, k, t, frame)
 
-            tm = TimeManager(models, duration, bus)
-            bar = _progress_bar(duration, progress)
-            last = [0.0]
-
             def on_progress(t):
-                if bar is not None and t > last[0]:
-                    bar.update(t - last[0])
-                    last[0] = t
-            try:
-                tm.run(on_frame=on_frame, keep=keep, on_progress=on_progress)
-            finally:
-                if bar is not None:
-                    bar.close()
+                if partition is None:
+                    report.simulated(t)
+                else:
+                    partition.event(t)
+
+            tm = TimeManager(models, duration, bus)
+            tm.run(on_frame=on_frame, keep=keep, on_progress=on_progress)
+            # Writing phase: frames still buffered now, and (partitioned) the other ranks' frames.
+            pending = {i: w.pending_frames for i, w in writers.items()}
+            report.expect_writes(sum(pending.values()))
             if partition is not None:
                 partition.drain(write_frame)
+            report.start_writing()
             for m in models:
                 m.finish()
+            for i, w in writers.items():
+                with _writing(shown(w.path), directory):
+                    w.close()
+                report.wrote(pending[i])
+            report.close()
+            done = True
+        except KeyboardInterrupt as exc:
+            note_time(exc, None if tm is None else tm.last_started_s)
+            raise
         finally:
-            for w in writers.values():
-                w.close()
+            if not done:
+                report.abandon()
+                for w in writers.values():
+                    w.discard()
             caster.close()
         return paths
 
 
-def _progress_bar(duration: float, progress: bool | None):
-    if progress is False:
-        return None
-    from tqdm import tqdm
-    return tqdm(total=duration, unit="s", unit_scale=False, desc="simulated",
-                delay=0.0 if progress else PROGRESS_DELAY_S, leave=False,
-                bar_format="{desc}: {n:.3f}/{total:.3f} s |{bar}| [{elapsed}<{remaining}]")
+def _make_temp_dir(out_dir: Path | None) -> Path:
+    """The run's temporary directory: ``.NAME.partial-*`` beside ``out_dir``, or
+    ``.hifi-run-*`` in the system's temporary directory for an in-memory run.
+
+    Raises
+    ------
+    hifi.OutputError
+        Naming ``out_dir`` and why: a file where a directory must be, no permission.
+    """
+    if out_dir is None:
+        try:
+            return Path(tempfile.mkdtemp(prefix=".hifi-run-"))
+        except OSError as exc:
+            raise OutputError(tempfile.gettempdir(), exc) from exc
+    parent = out_dir.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=parent))
+    except OSError as exc:
+        blocker = next((p for p in (parent, *parent.parents) if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            reason = f"{blocker} is not a directory"
+        elif isinstance(exc, PermissionError):
+            reason = f"{parent} is not writable ({exc.strerror})"
+        else:
+            reason = exc
+        raise OutputError(out_dir, reason) from exc
+
+
+@contextmanager
+def _writing(path, directory):
+    """Turn a failure to write ``path`` (an ``OSError``, or the ``RuntimeError`` netCDF4 raises
+    for an HDF5 error) into :class:`hifi.OutputError` naming ``path`` as the user knows it;
+    ``directory`` is where the bytes really go (for the free-space hint)."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except (OSError, RuntimeError) as exc:
+        raise OutputError(path, _write_failure(exc, directory)) from exc
+
+
+def _write_failure(exc: BaseException, directory) -> str:
+    """Why a write failed: the OS's reason, or netCDF's text plus the free space when low."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc) or type(exc).__name__
+    try:
+        free = shutil.disk_usage(directory).free
+    except (OSError, TypeError):
+        return text
+    if free < LOW_DISK_BYTES:
+        text += f" (the file system holding it has {free} bytes free)"
+    return text

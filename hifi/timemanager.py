@@ -13,6 +13,7 @@ from typing import Callable
 
 from .bus import MessageBus, SensorData
 from .errors import ModelError
+from .interrupt import note_time
 
 #: Kinds of time-manager events; at equal times deliveries come before steps.
 _DELIVERY, _STEP = 0, 1
@@ -34,6 +35,8 @@ class TimeManager:
         self.models = list(models)
         self.duration_s = float(duration_s)
         self.bus = bus
+        #: Simulated time of the last step this process started [s] (None before the first).
+        self.last_started_s: float | None = None
 
     def schedule(self):
         """Every (time, priority, registration, frame) in execution order, without running."""
@@ -76,7 +79,17 @@ class TimeManager:
         equal times every frame completed by then is delivered before any model steps, and
         the order never depends on the machine. Deliveries due after the end of the run are
         made before the run ends.
+
+        An interrupt (``KeyboardInterrupt``, :class:`hifi.interrupt.Interrupted`) leaves with
+        :attr:`last_started_s` noted on it as ``t_s``.
         """
+        try:
+            return self._run(on_frame, keep, on_progress)
+        except KeyboardInterrupt as exc:
+            note_time(exc, self.last_started_s)
+            raise
+
+    def _run(self, on_frame, keep, on_progress) -> int:
         heap = []
         for reg, m in enumerate(self.models):
             t = m.event_time(0)
@@ -90,6 +103,7 @@ class TimeManager:
                 self.bus.publish(message)
                 continue
             if keep is None or keep(reg, k):
+                self.last_started_s = t
                 try:
                     frame = model.step(k, t)
                     t_pub = None if frame is None else float(model.available_at(k, t, frame))

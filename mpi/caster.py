@@ -14,6 +14,8 @@ import numpy as np
 
 from hifi.caster import ChunkPool, EmbreeBackend, NearestHits, RayCaster, no_hits
 
+from .control import wait
+
 #: Reduction key of a ray that hit nothing on a rank (larger than every hit's key).
 MISS_KEY = np.iinfo(np.int64).max
 
@@ -100,6 +102,9 @@ class FacetBackend:
     zero bits), which carries them over exactly. The distance, object and face come back out of
     the key, so every rank ends the step with the same hits and follows the same mirror
     bounces. Traffic per step: 40 bytes per ray into each reduction.
+    The reductions are non-blocking (``Iallreduce``) and waited for with
+    :func:`mpi.control.wait`, so a rank whose partner stopped on a signal stops too instead of
+    waiting forever.
 
     The caller then applies the serial caster's tie rule (:func:`hifi.caster.settle_ties`) on
     every rank to the global result: a hit on a triangle's edge goes to the lowest-index face of
@@ -172,12 +177,12 @@ class FacetBackend:
         n = best.shape[0]
         key = pack_keys(best, obj, face, self.face_offset)
         global_key = np.empty_like(key)
-        self.comm.Allreduce(key, global_key, op=MPI.MIN)
+        wait(self.comm, self.comm.Iallreduce(key, global_key, op=MPI.MIN))
         mine = (key == global_key) & (key != MISS_KEY)
         bits = np.zeros((n, 4), dtype=np.uint64)
         bits[mine, :3] = normal[mine].view(np.uint64)
         bits[mine, 3] = edge[mine]
-        self.comm.Allreduce(MPI.IN_PLACE, bits, op=MPI.BOR)
+        wait(self.comm, self.comm.Iallreduce(MPI.IN_PLACE, bits, op=MPI.BOR))
         self.n_reductions += 2
         self.reduced_bytes += key.nbytes + bits.nbytes
         distance, obj, face = unpack_keys(global_key, self.face_offset)

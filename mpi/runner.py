@@ -11,6 +11,17 @@ its rank number, and that rank calls ``MPI_Abort``: every rank stops, none waits
 collective, and the job exits non-zero. Rank 0 writes into ``.DIR.partial-*`` beside ``DIR``
 (holding an ``INCOMPLETE`` file) and renames it only at the very end, so an aborted run never
 leaves a ``DIR`` that looks finished.
+
+Interrupts: ``mpiexec`` passes SIGINT and SIGTERM on to every rank. No rank ever waits in a
+blocking MPI call (:mod:`mpi.control`), so every rank stops within moments, and a signal that
+reaches one rank only stops the others too. Rank 0 deletes ``.DIR.partial-*``, prints ``hifi:
+interrupted at t = ... s`` once, and the job exits with 128 + the signal number; the other
+ranks write no file at all (not even a temporary directory).
+
+Progress (``--partition time``): the ranks other than 0 send rank 0 their simulated progress
+with non-blocking sends at most every :data:`PROGRESS_REPORT_S`, and their last report with the
+number of frames they hold; rank 0 shows the whole job's simulated seconds, then the writing
+of the other ranks' frames (:class:`hifi.progress.Progress`). Reports change nothing computed.
 """
 
 from __future__ import annotations
@@ -18,6 +29,10 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+
+import numpy as np
+
+from .control import check_stop, end_interrupted, poll, wait, wait_message
 
 #: Wall-clock pause before ``MPI_Abort`` so the failing rank's message reaches mpiexec [s].
 ABORT_GRACE_S = 0.5
@@ -27,6 +42,13 @@ ABORT_STATUS = 3
 
 #: Tag of the point-to-point messages carrying frames to rank 0 in time mode.
 _FRAME_TAG = 77
+
+#: Tag of the progress reports of the ranks other than 0 in time mode (78 is
+#: :data:`mpi.control.STOP_TAG`).
+_PROGRESS_TAG = 79
+
+#: Ranks other than 0 report their simulated progress at most this often (wall clock) [s].
+PROGRESS_REPORT_S = 0.5
 
 INSTALL_HINT = 'pip install ".[mpi]"'
 
@@ -57,13 +79,17 @@ def _agree(comm, fn):
     Rank 0 raises the error (its own, else the first failing rank's as :class:`PartitionError`);
     the other ranks exit with status 2 without printing, so the job reports it once.
     """
+    from mpi4py import MPI
     try:
         value, error = fn(), None
     except Exception as exc:          # reported below, by rank 0, never swallowed
         value, error = None, exc
-    failures = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
-    if not any(failures):
+    failed = np.array([error is not None], dtype=np.int32)
+    any_failed = np.zeros(1, dtype=np.int32)
+    wait(comm, comm.Iallreduce(failed, any_failed, op=MPI.MAX))   # a signal can stop the wait
+    if not any_failed[0]:
         return value
+    failures = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
     if comm.Get_rank() != 0:
         raise SystemExit(2)
     if error is not None:
@@ -120,16 +146,19 @@ def run_facets(scenario, *, out, seed=None, duration_s=None, overwrite=False, pr
     from .caster import FacetCaster
 
     comm = world()
-    sim = _prepare(comm, scenario, out, overwrite)
-    caster = _agree(comm, lambda: FacetCaster(sim.scene, comm).build())
-    root = comm.Get_rank() == 0
     try:
-        results = sim.run(out=out if root else None, seed=seed, duration_s=duration_s,
-                          overwrite=overwrite, progress=progress if root else False,
-                          caster=caster, write=root)
-    except Exception as exc:
-        _abort(comm, exc)
-    comm.Barrier()
+        sim = _prepare(comm, scenario, out, overwrite)
+        caster = _agree(comm, lambda: FacetCaster(sim.scene, comm).build())
+        root = comm.Get_rank() == 0
+        try:
+            results = sim.run(out=out if root else None, seed=seed, duration_s=duration_s,
+                              overwrite=overwrite, progress=progress if root else False,
+                              caster=caster, write=root)
+        except Exception as exc:
+            _abort(comm, exc)
+        wait(comm, comm.Ibarrier())
+    except KeyboardInterrupt as exc:           # SIGINT, SIGTERM, or another rank's stop message
+        end_interrupted(comm, exc)
     return results if root else None
 
 
@@ -138,9 +167,10 @@ class TimePartition:
 
     The simulated interval ``[0, duration_s)`` is cut into ``size`` contiguous sub-intervals of
     equal length; rank r computes the events with ``r D / N <= t < (r + 1) D / N`` (every model,
-    every frame in that span). Rank 0 writes its own frames as it computes them; then it
-    receives the frames of ranks 1, 2, ... in turn and writes them, which is event order.
-    The other ranks keep their frames in memory until rank 0 takes them.
+    every frame in that span). Rank 0 writes its own frames as it computes them; then, once
+    every rank has finished computing, it receives the frames of ranks 1, 2, ... in turn and
+    writes them, which is event order. The other ranks keep their frames in memory until rank 0
+    takes them.
 
     Requires what every shipped model does: a frame depends only on the scenario, the seed and
     the frame's index and time (random streams are keyed by seed, sensor and frame,
@@ -154,12 +184,35 @@ class TimePartition:
         self.hi = duration_s * (self.rank + 1) / self.size
         self.last = self.rank == self.size - 1
         self._held: list = []
+        self.progress = None
+        # Rank 0: simulated seconds done by each rank, whether its last report came, and how
+        # many frames it holds.
+        self._done = [0.0] * self.size
+        self._final = [r == 0 for r in range(self.size)]
+        self._counts = [0] * self.size
+        self._last_report = -float("inf")
+        self._reports: list = []
 
-    def start(self, models):
+    def start(self, models, progress):
+        self.progress = progress
+
         def keep(i, k):
             t = models[i].event_time(k)
             return self.lo <= t and (self.last or t < self.hi)
         return keep
+
+    def event(self, t) -> None:
+        """After every event of the time manager (``t`` [s]): progress and stop messages."""
+        done = min(max(t - self.lo, 0.0), self.hi - self.lo)
+        if self.rank == 0:
+            self._done[0] = done
+            self._receive_reports()
+        else:
+            now = time.monotonic()
+            if now - self._last_report >= PROGRESS_REPORT_S:
+                self._last_report = now
+                self._report(done, None)
+        check_stop(self.comm)
 
     def frame(self, i, k, t, frame) -> bool:
         if self.rank == 0:
@@ -167,17 +220,52 @@ class TimePartition:
         self._held.append((i, k, t, frame))
         return False
 
+    def _report(self, done_s, n_frames) -> None:
+        """Rank > 0: tell rank 0 the simulated seconds done; ``n_frames`` (the frames held)
+        marks the last report."""
+        self._reports.append(self.comm.isend((done_s, n_frames), dest=0, tag=_PROGRESS_TAG))
+
+    def _receive_reports(self) -> bool:
+        """Rank 0: take every progress report that has arrived; True once all last ones did."""
+        from mpi4py import MPI
+        status = MPI.Status()
+        while self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=_PROGRESS_TAG, status=status):
+            source = status.Get_source()
+            done_s, n_frames = self.comm.recv(source=source, tag=_PROGRESS_TAG)
+            self._done[source] = done_s
+            if n_frames is not None:
+                self._final[source] = True
+                self._counts[source] = n_frames
+        self.progress.simulated(sum(self._done))
+        return all(self._final)
+
     def drain(self, write) -> None:
         comm = self.comm
         if self.rank != 0:
-            comm.send(len(self._held), dest=0, tag=_FRAME_TAG)
+            self._report(self.hi - self.lo, len(self._held))
+            for request in self._reports:
+                wait(comm, request)
+            self._reports.clear()
             for item in self._held:
-                comm.send(item, dest=0, tag=_FRAME_TAG)
+                wait(comm, comm.isend(item, dest=0, tag=_FRAME_TAG))
             self._held.clear()
             return
-        for source in range(1, self.size):
-            for _ in range(comm.recv(source=source, tag=_FRAME_TAG)):
-                write(*comm.recv(source=source, tag=_FRAME_TAG))
+        from hifi.interrupt import note_time
+        self._done[0] = self.hi - self.lo
+        poll(comm, self._receive_reports)              # every rank has finished computing
+        self.progress.start_writing(sum(self._counts))
+        t_written = None
+        try:
+            for source in range(1, self.size):
+                for _ in range(self._counts[source]):
+                    wait_message(comm, source, _FRAME_TAG)
+                    item = comm.recv(source=source, tag=_FRAME_TAG)
+                    t_written = item[2]
+                    write(*item)
+                    self.progress.wrote(1)
+        except KeyboardInterrupt as exc:
+            note_time(exc, t_written)
+            raise
 
 
 def run_time(scenario, *, out, seed=None, duration_s=None, overwrite=False, progress=None):
@@ -187,14 +275,17 @@ def run_time(scenario, *, out, seed=None, duration_s=None, overwrite=False, prog
     Parameters and return value as :func:`run_facets`.
     """
     comm = world()
-    sim = _prepare(comm, scenario, out, overwrite)
-    root = comm.Get_rank() == 0
-    duration = sim.scenario.duration_s if duration_s is None else float(duration_s)
     try:
-        results = sim.run(out=out if root else None, seed=seed, duration_s=duration_s,
-                          overwrite=overwrite, progress=progress if root else False,
-                          partition=TimePartition(comm, duration), write=root)
-    except Exception as exc:
-        _abort(comm, exc)
-    comm.Barrier()
+        sim = _prepare(comm, scenario, out, overwrite)
+        root = comm.Get_rank() == 0
+        duration = sim.scenario.duration_s if duration_s is None else float(duration_s)
+        try:
+            results = sim.run(out=out if root else None, seed=seed, duration_s=duration_s,
+                              overwrite=overwrite, progress=progress if root else False,
+                              partition=TimePartition(comm, duration), write=root)
+        except Exception as exc:
+            _abort(comm, exc)
+        wait(comm, comm.Ibarrier())
+    except KeyboardInterrupt as exc:           # SIGINT, SIGTERM, or another rank's stop message
+        end_interrupted(comm, exc)
     return results if root else None

@@ -1,0 +1,223 @@
+"""Issue 11 (6): errors are one-line messages, not tracebacks.
+
+Write errors (disk full, a netCDF/HDF5 error, no permission, a file where a directory must be)
+exit with status 1 and name the file as the user knows it (``out/cam.nc``, not the temporary
+directory); nothing is left behind. ``--seed`` and ``--duration`` are checked as the
+scenario's ``[simulation]`` keys are (status 2, same message style); ``hifi plot --frame``
+out of range names the valid range (status 2). A full disk is not filled here: the error is
+injected where the writer raises it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+import hifi
+from hifi.cli import main
+from hifi.output import FrameWriter
+
+from _scenes import wall_scenario
+
+
+def _scenario_file(tmp_path):
+    text = """
+[simulation]
+duration_s = 0.3
+seed = 2
+
+[materials.white]
+reflectivity = 0.8
+
+[[objects]]
+name = "wall"
+mesh = "plane"
+size_m = [40, 40]
+material = "white"
+position_m = [10, 0, 0]
+rpy_deg = [0, -90, 0]
+
+[[sensors]]
+name = "cam"
+model = "depthmap"
+rate_hz = 10.0
+[sensors.params]
+resolution_x = 16
+resolution_y = 12
+"""
+    path = tmp_path / "scene.toml"
+    path.write_text(text)
+    return path
+
+
+def _one_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("hifi: error: ") and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+    return err.strip()
+
+
+def _nothing_left(tmp_path, keep=("scene.toml",)):
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)
+
+
+def _raise_enospc(self, *args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _raise_hdf(self, *args, **kwargs):
+    raise RuntimeError("NetCDF: HDF error")
+
+
+@pytest.mark.parametrize("method", ["flush", "write", "__init__"])
+def test_disk_full_is_a_message_naming_the_file(tmp_path, capsys, monkeypatch, method):
+    # Before: OSError / RuntimeError escaped as a traceback.
+    scenario = _scenario_file(tmp_path)
+    original = getattr(FrameWriter, method)
+
+    def failing(self, *args, **kwargs):
+        if method == "__init__":
+            if str(args[0]).endswith("cam.nc"):
+                _raise_enospc(self)
+            return original(self, *args, **kwargs)
+        if self.path.name == "cam.nc":
+            _raise_enospc(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(FrameWriter, method, failing)
+    out = tmp_path / "out"
+    assert main(["run", str(scenario), "--out", str(out), "--no-progress"]) == 1
+    err = _one_error(capsys)
+    assert err == f"hifi: error: cannot write {out / 'cam.nc'}: No space left on device"
+    _nothing_left(tmp_path)
+
+
+def test_netcdf_error_is_a_message_with_the_free_space(tmp_path, capsys, monkeypatch):
+    scenario = _scenario_file(tmp_path)
+    monkeypatch.setattr(FrameWriter, "flush", _raise_hdf)
+    import shutil
+    real = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: real(p)._replace(free=1234))
+    out = tmp_path / "out"
+    assert main(["run", str(scenario), "--out", str(out), "--no-progress"]) == 1
+    err = _one_error(capsys)
+    # the first file closed (scenario order: cam, then motion) is the one that fails
+    assert err == (f"hifi: error: cannot write {out / 'cam.nc'}: NetCDF: HDF error "
+                   f"(the file system holding it has 1234 bytes free)")
+    _nothing_left(tmp_path)
+
+
+def test_write_error_from_python_names_the_final_path(tmp_path, monkeypatch):
+    monkeypatch.setattr(FrameWriter, "flush", _raise_enospc)
+    sim = hifi.Simulation.from_dict(wall_scenario(10.0, sensors=[
+        {"name": "cam", "model": "depthmap", "params": {"resolution_x": 8, "resolution_y": 6}}]))
+    with pytest.raises(hifi.OutputError, match=r"cannot write .*[/\\]out[/\\](cam|motion)\.nc: No space left"):
+        sim.run(out=tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_under_a_regular_file(tmp_path, capsys):
+    # Works as root too: a file where the parent directory must be.
+    scenario = _scenario_file(tmp_path)
+    (tmp_path / "notadir").write_text("x")
+    assert main(["run", str(scenario), "--out", str(tmp_path / "notadir" / "run"), "--no-progress"]) == 1
+    err = _one_error(capsys)
+    assert err == f"hifi: error: cannot write {tmp_path / 'notadir' / 'run'}: {tmp_path / 'notadir'} is not a directory"
+    _nothing_left(tmp_path, keep=("scene.toml", "notadir"))
+
+
+def test_read_only_parent(tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("running as root: chmod 0o555 does not stop root from writing; the message is "
+                    "tested by test_no_permission_is_a_message (injected) and test_out_under_a_regular_file")
+    scenario = _scenario_file(tmp_path)
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    parent.chmod(0o555)
+    try:
+        assert main(["run", str(scenario), "--out", str(parent / "run"), "--no-progress"]) == 1
+    finally:
+        parent.chmod(0o755)
+    err = _one_error(capsys)
+    assert err == f"hifi: error: cannot write {parent / 'run'}: {parent} is not writable (Permission denied)"
+    assert list(parent.iterdir()) == []
+
+
+def test_no_permission_is_a_message(tmp_path, capsys, monkeypatch):
+    # What a read-only --out parent gives a user who is not root, injected where mkdtemp fails.
+    scenario = _scenario_file(tmp_path)
+    parent = tmp_path / "ro"
+    parent.mkdir()
+
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(parent / ".run.partial-x"))
+
+    monkeypatch.setattr("hifi.simulation.tempfile.mkdtemp", denied)
+    assert main(["run", str(scenario), "--out", str(parent / "run"), "--no-progress"]) == 1
+    err = _one_error(capsys)
+    assert err == f"hifi: error: cannot write {parent / 'run'}: {parent} is not writable (Permission denied)"
+    assert list(parent.iterdir()) == []
+
+
+# (arguments, expected message after "hifi: error: "): the scenario's own rules and wording
+# (simulation.seed = -1: expected an integer >= 0), with the option as the key.
+OVERRIDES = {
+    "seed_negative": (["--seed", "-1"], "--seed = -1: expected an integer >= 0"),
+    "seed_text": (["--seed", "abc"], "--seed = 'abc': expected an integer >= 0"),
+    "seed_fraction": (["--seed", "1.5"], "--seed = 1.5: expected an integer >= 0"),
+    "duration_zero": (["--duration", "0"], "--duration = 0: expected a number > 0"),
+    "duration_negative": (["--duration", "-2.5"], "--duration = -2.5: expected a number > 0"),
+    "duration_text": (["--duration", "1s"], "--duration = '1s': expected a number > 0"),
+    "duration_inf": (["--duration", "inf"], "--duration = inf: expected a finite number (a number > 0)"),
+    "partitioned_seed": (["--seed", "-3", "--partition", "time"], "--seed = -3: expected an integer >= 0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERRIDES))
+def test_seed_and_duration_checked_like_the_scenario(tmp_path, capsys, case):
+    scenario = _scenario_file(tmp_path)
+    args, expected = OVERRIDES[case]
+    # The options are checked before anything else. --out exists here, so code that did not
+    # check them would stop on that instead of running for ever (before: --duration inf did).
+    (tmp_path / "out").mkdir()
+    assert main(["run", str(scenario), "--out", str(tmp_path / "out"), "--no-progress", *args]) == 2
+    assert _one_error(capsys) == f"hifi: error: {expected}"
+    _nothing_left(tmp_path, keep=("scene.toml", "out"))
+
+
+def test_seed_and_duration_overrides_still_work(tmp_path, capsys):
+    scenario = _scenario_file(tmp_path)
+    out = tmp_path / "out"
+    assert main(["run", str(scenario), "--out", str(out), "--no-progress", "--seed", "9",
+                 "--duration", "0.2"]) == 0
+    import xarray as xr
+    with xr.open_dataset(out / "cam.nc") as ds:
+        assert ds.attrs["seed"] == 9 and ds.sizes["frame"] == 2        # 10 Hz over 0.2 s
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("plotrun")
+    scenario = _scenario_file(root)
+    assert main(["run", str(scenario), "--out", str(root / "run"), "--no-progress"]) == 0
+    return root / "run"
+
+
+@pytest.mark.parametrize("frame", [999, 3, -1])
+def test_plot_frame_out_of_range(run_dir, tmp_path, capsys, frame):
+    # 0.3 s at 10 Hz: frames 0, 1, 2. Before: IndexError traceback (or, for -1, the last frame).
+    capsys.readouterr()
+    png = tmp_path / "x.png"
+    assert main(["plot", str(run_dir / "cam.nc"), "--frame", str(frame), "--out", str(png)]) == 2
+    assert _one_error(capsys) == (f"hifi: error: {run_dir / 'cam.nc'}: --frame {frame}: "
+                                  f"the dataset has 3 frames (0..2)")
+    assert not png.exists()
+
+
+def test_plot_last_frame_still_works(run_dir, tmp_path):
+    pytest.importorskip("matplotlib", reason="plotting needs matplotlib (the viz extra)")
+    png = tmp_path / "x.png"
+    assert main(["plot", str(run_dir / "cam.nc"), "--frame", "2", "--out", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
