@@ -193,7 +193,7 @@ def fit_ring_cones(points_sensor, detected, *, min_range_m=2.0, n_iter=4, clip_s
         sr, sz = (w * r0).sum(1), (w * z0).sum(1)
         srr, srz = (w * r0 * r0).sum(1), (w * r0 * z0).sum(1)
         den = n * srr - sr * sr
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore"), _quiet():
             slope = np.where((n >= min_points) & (den > 0), (n * srz - sr * sz) / den, np.nan)
             icpt = (sz - slope * sr) / n
             res = z0 - (icpt[:, None] + slope[:, None] * r0)
@@ -338,6 +338,7 @@ class RingOffsets(NamedTuple):
     offset_m: np.ndarray     #: (ring,) median of measured minus plane range [m]; NaN if too few
     spread_m: float          #: standard deviation of offset_m over the rings that have one [m]
     peak_to_peak_m: float    #: max - min of offset_m [m]
+    ring_to_ring_m: float    #: std of the differences of neighbouring rings' offsets / sqrt(2) [m]
 
 
 def plane_range(points_sensor, plane: Plane) -> np.ndarray:
@@ -362,6 +363,10 @@ def ring_range_offsets(points_sensor, ground, plane: Plane, *, max_range_m=15.0,
     ``r de / tan(e)`` at grazing incidence (for the nuScenes HDL-32E, 0.1 deg on a ring
     meeting the road at 10 m is about 6 cm), and so does a beam origin off the sensor origin;
     the statistic is the range offset *as the point cloud shows it*, whatever its cause.
+    ``ring_to_ring_m`` differences the offsets of neighbouring rings (in the order given, which
+    should be elevation order) and divides their standard deviation by sqrt(2): for independent
+    per-ring biases it equals their sigma, and a smooth trend over the rings (a road that curves
+    or slopes away from the plane fitted near the sensor) drops out.
     Only returns within ``max_range_m`` [m] count: a road height deviation dz moves the plane
     range by about ``dz r / h``, eight times dz at 15 m for a 1.84 m mount, so the far,
     grazing rings measure the road's unevenness rather than the sensor.
@@ -376,7 +381,9 @@ def ring_range_offsets(points_sensor, ground, plane: Plane, *, max_range_m=15.0,
     ok = np.isfinite(med)
     spread = float(np.std(med[ok], ddof=1)) if ok.sum() >= 2 else float("nan")
     ptp = float(np.ptp(med[ok])) if ok.any() else float("nan")
-    return RingOffsets(med, spread, ptp)
+    dd = np.diff(med[ok])
+    r2r = float(np.std(dd, ddof=1) / np.sqrt(2.0)) if dd.size >= 2 else float("nan")
+    return RingOffsets(med, spread, ptp, r2r)
 
 
 # --------------------------------------------------------------------------------------------
@@ -570,7 +577,8 @@ def measure(points_sensor, intensity, detected, *, ground_tol_m=0.10, plane_max_
     Parameters
     ----------
     points_sensor : (ring, column, 3) float
-        Points, sensor frame [m]; rings in any order, columns in acquisition order.
+        Points, sensor frame [m]; rings in elevation order (either direction; the ring-to-ring
+        offset differences neighbours), columns in acquisition order.
     intensity : (ring, column) float
         Intensity or reflectivity as the sensor reports it [sensor units].
     detected : (ring, column) bool
@@ -604,6 +612,7 @@ def measure(points_sensor, intensity, detected, *, ground_tol_m=0.10, plane_max_
         "noise_sigma_7_40m_mm": 1e3 * noise.headline_m,
         **{f"noise_sigma_{lo:g}_{hi:g}m_mm": 1e3 * s for lo, hi, s in zip(noise.edges_m[:-1], noise.edges_m[1:],
                                                                              noise.sigma_m)},
+        "ring_to_ring_offset_cm": 1e2 * offsets.ring_to_ring_m,
         "ring_offset_spread_cm": 1e2 * offsets.spread_m,
         "ring_offset_p2p_cm": 1e2 * offsets.peak_to_peak_m,
         "intensity_loglog_slope": slope.slope,
