@@ -393,7 +393,7 @@ def ring_range_offsets(points_sensor, ground, plane: Plane, *, max_range_m=15.0,
 class IntensitySlope(NamedTuple):
     slope: float              #: d log I / d log r [1]
     intercept: float          #: log I at r = 1 m [log of intensity unit]
-    centres_m: np.ndarray     #: (bin,) geometric bin centres [m]
+    centres_m: np.ndarray     #: (bin,) median range of the returns in each bin (geometric centre if empty) [m]
     median: np.ndarray        #: (bin,) median intensity in the bin; NaN if too few
 
 
@@ -404,8 +404,8 @@ def intensity_range_slope(range_m, intensity, road, *, range_window_m=(4.0, 40.0
     Notes
     -----
     Road returns are binned in ``n_bins`` logarithmic range bins over ``range_window_m`` [m];
-    a straight line ``log I = a + b log r`` is fitted (unweighted) through the bins' median
-    intensities (bins with at least ``min_count`` returns and a positive median). The slope b
+    a straight line ``log I = a + b log r`` is fitted (unweighted) through the points (median
+    range, median intensity) of the bins (bins with at least ``min_count`` returns and a positive median). The slope b
     is the statistic: a Lambertian road seen from a fixed height gives ``I ~ cos(theta) / r^2``
     with ``cos(theta) = h / r``, so b = -3 in the far field, while Velodyne and Ouster firmware
     report range-compensated, calibrated values with much flatter slopes.
@@ -417,11 +417,12 @@ def intensity_range_slope(range_m, intensity, road, *, range_window_m=(4.0, 40.0
     rr, ii = r[g], i[g]
     k = np.digitize(rr, edges) - 1
     med = np.full(n_bins, np.nan)
-    for b in range(n_bins):                  # loop over bins, not points
-        sel = ii[k == b]
-        if sel.size >= min_count:
-            med[b] = np.median(sel)
     centres = np.sqrt(edges[:-1] * edges[1:])
+    for b in range(n_bins):                  # loop over bins, not points
+        sel = k == b
+        if sel.sum() >= min_count:
+            med[b] = np.median(ii[sel])
+            centres[b] = np.median(rr[sel])
     ok = np.isfinite(med) & (med > 0)
     if ok.sum() < 2:
         return IntensitySlope(float("nan"), float("nan"), centres, med)
