@@ -46,9 +46,10 @@ NUSCENES_RINGS = 32
 #: bit-identical float32 in the file).
 PLACEHOLDER_TOL_M = 1e-4
 
-#: Asphalt reflectance at 905 nm used for the simulated road (dimensionless). Dry asphalt is
-#: dark in the near infrared: about 0.08-0.15 at 850-950 nm (Lemmetti et al.? -- see README in
-#: validation/lidar_real.md for the source actually used).
+#: Reflectivity of the simulated road at 905 nm (dimensionless). Assumed, not sourced: dry
+#: asphalt is dark in the near infrared, and 0.10 is the dark target of the Velodyne data
+#: sheets; examples/crossing.toml uses 0.15. A measured 905 nm asphalt reflectance with its
+#: citation should replace it (no source was verified when this script was written).
 ASPHALT_REFLECTIVITY = 0.10
 
 
