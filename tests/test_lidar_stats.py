@@ -1,0 +1,261 @@
+"""validation/lidar_stats.py on synthetic scans with known answers, and validation/lidar_real.py
+on the real recordings (the vendored Ouster capture; the nuScenes sweep from ../shared/data).
+
+Every synthetic expected value is analytic: the noise, slope, gains, misses and floating points
+are what the test injects.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT, shared_path
+
+VALIDATION = REPO_ROOT / "validation"
+
+
+def _load(name):
+    if str(VALIDATION) not in sys.path:
+        sys.path.insert(0, str(VALIDATION))
+    spec = importlib.util.spec_from_file_location(name, VALIDATION / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ls = _load("lidar_stats")
+
+ELEV_DEG = np.linspace(-30.0, -5.0, 16)      # downward rings, lowest first
+N_COL = 1000
+HEIGHT_M = 1.8
+
+
+def synthetic_scan(*, sigma_m=0.0, bias_m=None, gains=None, slope=-0.5, seed=0, tilt_deg=0.0):
+    """Rings of a lidar at HEIGHT_M over the plane z = -HEIGHT_M (optionally tilted about x).
+
+    Returns points_sensor (ring, col, 3), range (ring, col), intensity I = g_ring (r / 10 m)^slope.
+    """
+    rng = np.random.default_rng(seed)
+    az = np.linspace(0, 2 * np.pi, N_COL, endpoint=False)
+    e = np.radians(ELEV_DEG)[:, None]
+    u = np.stack(np.broadcast_arrays(np.cos(e) * np.cos(az), np.cos(e) * np.sin(az), np.sin(e)), axis=-1)
+    t = np.radians(tilt_deg)
+    n = np.array([0.0, np.sin(t), np.cos(t)])
+    r_true = HEIGHT_M / -(u @ n)
+    r = r_true + sigma_m * rng.standard_normal(r_true.shape)
+    if bias_m is not None:
+        r = r + np.asarray(bias_m)[:, None]
+    g = np.ones(len(ELEV_DEG)) if gains is None else np.asarray(gains)
+    inten = g[:, None] * (r_true / 10.0) ** slope
+    return u * r[..., None], r, inten
+
+
+def test_ground_plane_height_and_tilt():
+    pts, _, _ = synthetic_scan(sigma_m=0.01, tilt_deg=2.0)
+    plane = ls.fit_ground_plane(pts)
+    assert plane.height_m == pytest.approx(HEIGHT_M, abs=0.005)        # 5 mm; analytic height
+    assert np.degrees(plane.tilt_rad) == pytest.approx(2.0, abs=0.05)  # 0.05 deg
+
+
+def test_ring_cones_recover_elevation_and_offset():
+    # points of each ring at many ranges on its cone z = h_i + r tan e_i
+    rng = np.random.default_rng(1)
+    e = np.radians(np.array([-20.0, -10.0, 0.0, 5.0]))
+    h = np.array([0.10, -0.05, 0.0, 0.02])
+    r = rng.uniform(3, 40, size=(4, 500))
+    az = rng.uniform(0, 2 * np.pi, size=r.shape)
+    pts = np.stack([r * np.cos(az), r * np.sin(az), h[:, None] + r * np.tan(e)[:, None]], axis=-1)
+    cones = ls.fit_ring_cones(pts, np.ones(r.shape, bool))
+    np.testing.assert_allclose(cones.elevation_rad, e, atol=1e-9)   # exact data
+    np.testing.assert_allclose(cones.offset_m, h, atol=1e-9)
+
+
+def test_ground_ring_radii():
+    pts, _, _ = synthetic_scan()
+    radii = ls.ground_ring_radii(pts, np.ones(pts.shape[:2], bool))
+    np.testing.assert_allclose(radii, HEIGHT_M / np.tan(-np.radians(ELEV_DEG)), rtol=1e-9)   # h / tan|e|
+
+
+@pytest.mark.parametrize("estimator", ["mad", "clipped"])
+def test_second_difference_sigma_white_noise(estimator):
+    rng = np.random.default_rng(2)
+    x = 0.3 * np.arange(200_000) + 0.004 * rng.standard_normal(200_000)     # linear signal + 4 mm
+    d2 = x[2:] - 2 * x[1:-1] + x[:-2]
+    assert ls.sigma_from_second_differences(d2, estimator=estimator) == pytest.approx(0.004, rel=0.02)
+
+
+def test_second_difference_sigma_quantised():
+    # 20 mm noise in 8 mm steps (Ouster RNG15): clipped std gives sqrt(s^2 + q^2/12)
+    rng = np.random.default_rng(3)
+    x = np.round((10.0 + 0.02 * rng.standard_normal(200_000)) / 0.008) * 0.008
+    d2 = x[2:] - 2 * x[1:-1] + x[:-2]
+    expect = np.sqrt(0.02 ** 2 + 0.008 ** 2 / 12)
+    assert ls.sigma_from_second_differences(d2, estimator="clipped") == pytest.approx(expect, rel=0.03)
+
+
+def test_range_noise_by_range_on_plane():
+    pts, r, _ = synthetic_scan(sigma_m=0.005, seed=4)
+    nz = ls.range_noise_by_range(r, np.ones(r.shape, bool))
+    ok = np.isfinite(nz.sigma_m)
+    assert ok.sum() >= 3
+    np.testing.assert_allclose(nz.sigma_m[ok], 0.005, rtol=0.1)           # 5 mm injected
+    assert nz.headline_m == pytest.approx(0.005, rel=0.05)
+
+
+def test_ring_range_offsets_recover_bias():
+    bias = 0.03 * np.random.default_rng(5).standard_normal(len(ELEV_DEG))
+    bias -= bias.mean()
+    pts, _, _ = synthetic_scan(sigma_m=0.002, bias_m=bias, seed=6)
+    plane = ls.Plane(np.array([0.0, 0.0, 1.0]), HEIGHT_M, HEIGHT_M, 0.0, 0)   # the true plane
+    off = ls.ring_range_offsets(pts, np.ones(pts.shape[:2], bool), plane, max_range_m=100.0)
+    np.testing.assert_allclose(off.offset_m, bias, atol=0.0005)             # 0.5 mm
+    assert off.spread_m == pytest.approx(np.std(bias, ddof=1), abs=0.0005)
+    assert off.ring_to_ring_m == pytest.approx(np.std(np.diff(bias), ddof=1) / np.sqrt(2), abs=0.0005)
+
+
+def test_ring_to_ring_offset_ignores_smooth_trend():
+    trend = np.linspace(-0.2, 0.2, len(ELEV_DEG))          # a road curving away: smooth in ring
+    pts, _, _ = synthetic_scan(bias_m=trend)
+    plane = ls.Plane(np.array([0.0, 0.0, 1.0]), HEIGHT_M, HEIGHT_M, 0.0, 0)
+    off = ls.ring_range_offsets(pts, np.ones(pts.shape[:2], bool), plane, max_range_m=100.0)
+    assert off.ring_to_ring_m < 1e-6 < off.spread_m                        # linear trend: equal steps
+
+
+def test_intensity_slope_and_gain_spread():
+    gains = np.random.default_rng(7).uniform(0.6, 1.4, len(ELEV_DEG))
+    pts, r, inten = synthetic_scan(gains=gains, slope=-0.45)
+    road = np.ones(r.shape, bool)
+    # slope through bins that each see one ring: use equal gains for the slope
+    _, _, flat = synthetic_scan(slope=-0.45)
+    sl = ls.intensity_range_slope(r, flat, road, range_window_m=(3.0, 25.0), n_bins=8)
+    assert sl.slope == pytest.approx(-0.45, abs=0.02)                       # injected slope
+    gs = ls.ring_gain_spread(r, inten, road, slope=-0.45, range_window_m=(3.0, 25.0))
+    ok = np.isfinite(gs.gain)
+    g = gains[ok]
+    assert gs.spread == pytest.approx(np.std(g, ddof=1) / np.mean(g), rel=1e-6)   # known gains
+
+
+def test_isolated_miss_fraction():
+    det = np.ones((4, 1000), bool)
+    det[1, [10, 50, 300]] = False         # three isolated misses
+    det[2, [100, 101]] = False            # a double miss: not isolated, and its cells are not candidates
+    road = det.copy()
+    res = ls.isolated_miss_fraction(det, road)
+    n_cand = 4 * 998 - 3 * 2 - 4            # each single miss removes its 2 neighbours, the pair removes 4
+    assert (res.n_isolated, res.n_candidates) == (3, n_cand)
+    assert res.fraction == pytest.approx(3 / n_cand)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_edge_points_counts_floating_returns(k):
+    # one ring: 20 returns on a pole at 8 m, k floating points, 20 on a wall at 15 m
+    fg, bg = np.full(20, 8.0), np.full(20, 15.0)
+    mid = np.linspace(8.0, 15.0, k + 2)[1:-1]
+    r = np.concatenate([fg, mid, bg])[None, :]
+    res = ls.edge_points(r, np.ones(r.shape, bool))
+    assert res.n_edges == 1
+    assert res.n_floating == k
+    assert res.fraction == pytest.approx(k / (k + 2))
+    assert res.edges_with_floating == (1.0 if k else 0.0)
+
+
+def test_edge_points_ignores_misses_and_small_steps():
+    r = np.concatenate([np.full(20, 8.0), np.full(20, 8.5), [np.nan], np.full(20, 20.0)])[None, :]
+    det = np.isfinite(r)
+    res = ls.edge_points(r, det)
+    assert res.n_edges == 0          # 0.5 m step < min_jump_m; the sky gap is a miss, not an edge
+
+
+# --------------------------------------------------------------------------------------------
+# real recordings
+# --------------------------------------------------------------------------------------------
+
+def test_ouster_decoder_matches_metadata(test_data):
+    lr = _load("lidar_real")
+    f = lr.ouster_frames(test_data("lidar/ouster_os1_128.pcap"), test_data("lidar/ouster_os1_128.json"))
+    assert f["range_m"].shape == (3, 128, 1024)                 # 3 frames of 1024 x 128 (lidar_mode 1024x10)
+    assert list(f["frame_id"]) == [1795, 1796, 1797]
+    assert 0.75 < np.mean(f["range_m"][0] > 0) < 0.9
+
+
+def test_ouster_decoder_matches_ouster_sdk(test_data):
+    sdk = pytest.importorskip("ouster.sdk", reason="ouster-sdk not installed (pip install ouster-sdk)")
+    lr = _load("lidar_real")
+    pcap, meta = test_data("lidar/ouster_os1_128.pcap"), test_data("lidar/ouster_os1_128.json")
+    ours = lr.ouster_frames(pcap, meta)
+    src = sdk.open_source(str(pcap), meta=[str(meta)])
+    frame = next(iter(src))[0]
+    np.testing.assert_array_equal(np.round(ours["range_m"][0] * 1000), frame.field("RANGE"))   # mm integers
+    np.testing.assert_array_equal(ours["reflectivity"][0], frame.field("REFLECTIVITY"))
+    np.testing.assert_array_equal(ours["near_ir"][0], frame.field("NEAR_IR"))
+
+
+def test_ouster_real_statistics_plausible(test_data):
+    test_data("lidar/ouster_os1_128.pcap")
+    lr = _load("lidar_real")
+    h = lr.measure_ouster()["headline"]
+    assert 1.0 < h["sensor_height_m"] < 3.0                   # a car roof mount
+    # OS1 data sheet (rev 6/7): range precision about 1-3 cm at 1-50 m; plus 8 mm quantisation
+    assert 5.0 < h["noise_sigma_7_40m_mm"] < 30.0
+    # issue 12 table (Velodyne): isolated misses 0.4-1 %, floating 4-9 % of edge returns; bounds widened 2x
+    assert 0.1 < h["isolated_miss_pct"] < 2.0
+    assert 2.0 < h["edge_floating_pct"] < 18.0
+    assert h["ring_to_ring_offset_cm"] < 5.0                  # issue 12 table: 2.5-4 cm (Velodyne)
+
+
+def test_nuscenes_real_statistics_plausible():
+    path = shared_path("lidar/nuscenes_hdl32e_sweep.pcd.bin")
+    lr = _load("lidar_real")
+    m = lr.measure_nuscenes(path)
+    h = m["headline"]
+    assert h["sensor_height_m"] == pytest.approx(1.84, abs=0.05)   # SOURCES.md: about 1.84 m
+    # ring cones against ros-drivers 32db.yaml (-30.67 .. +10.67 deg, 1.33 deg apart): this unit's
+    # lowest rings come out up to 0.63 deg lower (measured; they see mostly road, where h_i and e_i
+    # trade off), the others within 0.2 deg; 0.75 deg
+    np.testing.assert_allclose(np.degrees(m["cones"].elevation_rad), np.linspace(-30.67, 10.67, 32), atol=0.75)
+    # issue 12 table, HDL-32E: ~4 mm growing to 8-12 mm past 15 m
+    assert 2.0 < h["noise_sigma_7_10m_mm"] < 8.0
+    assert 0.3 < h["isolated_miss_pct"] < 1.5                 # issue 12 table: 0.4-1 %
+    assert 3.0 < h["edge_floating_pct"] < 12.0                # issue 12 table: 4-9 %
+    assert -0.8 < h["intensity_loglog_slope"] < -0.15         # issue 12 table: -0.2 to -0.7
+    assert 0.3 < h["ring_to_ring_offset_cm"] < 5.0            # issue 12 table: 2.5-4 cm
+
+
+# statistics today's lidar models do not reproduce (lidar_real.py table, this commit)
+_NOT_YET = {
+    "noise_sigma_7_40m_mm": "hdl32e default noise_sigma_m 2 cm flat; real 4-17 mm growing with range",
+    "ring_to_ring_offset_cm": "bias_sigma_m defaults to 0: no per-laser range offsets",
+    "intensity_loglog_slope": "Lambertian cos/r^2 on the road gives -3; Velodyne reports range-compensated intensity",
+    "ring_gain_spread_pct": "no per-laser gain",
+    "isolated_miss_pct": "no random dropouts",
+    "edge_floating_pct": "pencil beam by default: no mixed pixels",
+}
+
+
+@pytest.mark.validation
+@pytest.mark.parametrize("key", ["noise_sigma_7_40m_mm", "ring_to_ring_offset_cm", "intensity_loglog_slope",
+                                 "ring_gain_spread_pct", "isolated_miss_pct", "edge_floating_pct"])   # lidar_real.COMPARED
+def test_nuscenes_sim_matches_real_within_factor_1_5(key, request):
+    path = shared_path("lidar/nuscenes_hdl32e_sweep.pcd.bin")
+    if key in _NOT_YET:
+        request.applymarker(pytest.mark.xfail(strict=False, reason=_NOT_YET[key]))
+    lr = _load("lidar_real")
+    res = _nuscenes_comparison(lr, path)
+    real, sim = res["real"]["headline"][key], res["sim"]["headline"][key]
+    ratio = lr.ratio(real, sim)
+    assert 1 / 1.5 <= ratio <= 1.5, f"{key}: real {real:.4g}, sim {sim:.4g}, ratio {ratio:.3g}"   # issue 12 target
+
+
+_CACHE = {}
+
+
+def _nuscenes_comparison(lr, path):
+    if "nuscenes" not in _CACHE:
+        _CACHE["nuscenes"] = lr.run(nuscenes_path=path)["nuscenes"]
+    return _CACHE["nuscenes"]

@@ -1,0 +1,452 @@
+"""Real lidar recordings against hifi's lidar models: the statistics of issue 12.
+
+Measures the statistics of :mod:`validation.lidar_stats` (road plane and sensor height, ring
+cones, ground-ring radii, per-shot range noise, ring-to-ring range offsets, intensity against
+range, per-ring gain spread, isolated misses, edge points) on two real recordings and on a
+simulated counterpart of each (same mount height, a flat asphalt road, cars, boxes and poles at
+several ranges), and prints statistic | real | simulated | ratio.
+
+Recordings (sources and licences: ``../shared/data/SOURCES.md``, ``tests/data/lidar/README.md``):
+
+- nuScenes LIDAR_TOP sweep, Velodyne HDL-32E at 20 Hz (``../shared/data/lidar/
+  nuscenes_hdl32e_sweep.pcd.bin``; CC BY-NC-SA 4.0, read in place, never copied here; folder
+  overridden by ``HIFI_SHARED_DATA``). Simulated with ``hdl32e`` at 20 Hz.
+- Ouster OS1-128 capture (``tests/data/lidar/ouster_os1_128.pcap`` + ``.json``, vendored,
+  BSD-3-Clause), decoded here with numpy (profile RNG15_RFL8_NIR8; bit-identical to ouster-sdk
+  1.0.1's decoding of the same file). hifi has no Ouster model yet: its simulated column is n/a.
+
+    python validation/lidar_real.py [--json] [--markdown FILE] [--png FILE] [--no-sim]
+
+The simulated column reflects the lidar models of the commit the script runs on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import lidar_stats as ls  # noqa: E402
+
+NUSCENES_FILE = "lidar/nuscenes_hdl32e_sweep.pcd.bin"
+OUSTER_PCAP = REPO / "tests" / "data" / "lidar" / "ouster_os1_128.pcap"
+OUSTER_JSON = REPO / "tests" / "data" / "lidar" / "ouster_os1_128.json"
+NUSCENES_COLUMNS = 1084
+NUSCENES_RINGS = 32
+#: Two placeholders of one column are the same point if closer than this [m] (they are
+#: bit-identical float32 in the file).
+PLACEHOLDER_TOL_M = 1e-4
+
+#: Reflectivity of the simulated road at 905 nm (dimensionless). Assumed, not sourced: dry
+#: asphalt is dark in the near infrared, and 0.10 is the dark target of the Velodyne data
+#: sheets; examples/crossing.toml uses 0.15. A measured 905 nm asphalt reflectance with its
+#: citation should replace it (no source was verified when this script was written).
+ASPHALT_REFLECTIVITY = 0.10
+
+
+def shared_data_dir(repo: Path = REPO) -> Path:
+    """``$HIFI_SHARED_DATA`` or ``<repo>/../shared/data`` (the folder beside the checkout)."""
+    return Path(os.environ.get("HIFI_SHARED_DATA", Path(repo).parent / "shared" / "data"))
+
+
+# --------------------------------------------------------------------------------------------
+# nuScenes HDL-32E sweep
+# --------------------------------------------------------------------------------------------
+
+def nuscenes_grid(path) -> dict:
+    """Read the nuScenes sweep into a (ring, column) grid in the sensor frame at each column.
+
+    Parameters
+    ----------
+    path : path-like
+        ``nuscenes_hdl32e_sweep.pcd.bin``: float32 x y z intensity ring_index per point,
+        1084 columns of 32 points (ring 0 lowest), misses included as placeholders.
+
+    Returns
+    -------
+    dict
+        ``points_sensor`` (32, 1084, 3) [m] (NaN for misses), ``intensity`` (32, 1084) [0-255],
+        ``detected`` (32, 1084) bool, ``origin`` (1084, 3) [m]: the sensor origin of each column
+        in the file's (compensated) frame.
+
+    Notes
+    -----
+    nuScenes moves every point into the sensor frame at one reference time (ego-motion
+    compensation); a miss is stored as the compensated sensor origin of its column, so the
+    placeholders trace the sensor's path over the sweep. A placeholder is a point with a
+    bit-identical twin in its column (within ``PLACEHOLDER_TOL_M``). The origin of every column
+    is a quadratic in column index fitted through the placeholders, and subtracting it undoes
+    the translation part of the compensation (the rotation part, the yaw change over 50 ms, is
+    not undone: it turns points about the vertical and leaves ranges to the sensor unchanged).
+    """
+    a = np.fromfile(path, dtype=np.float32).reshape(NUSCENES_COLUMNS, NUSCENES_RINGS, 5)
+    p = a[..., :3].astype(float)
+    inten = a[..., 3].astype(float)
+    ring = a[..., 4].astype(int)
+    if not np.all(ring == np.arange(NUSCENES_RINGS)[None, :]):
+        raise ValueError(f"{path}: expected ring index 0..31 in every column")
+    dist = np.linalg.norm(p[:, :, None, :] - p[:, None, :, :], axis=-1)          # (col, 32, 32)
+    dist[:, np.arange(32), np.arange(32)] = np.inf
+    twin = np.any(dist < PLACEHOLDER_TOL_M, axis=2)
+    k = np.broadcast_to(np.arange(NUSCENES_COLUMNS)[:, None], twin.shape)[twin]
+    coef = np.polyfit(k, p[twin], 2)                                               # (3, 3)
+    cols = np.arange(NUSCENES_COLUMNS)
+    origin = np.stack([np.polyval(coef[:, j], cols) for j in range(3)], axis=1)
+    placeholder = np.linalg.norm(p - origin[:, None, :], axis=-1) < 0.01
+    det = ~placeholder
+    ps = np.where(det[..., None], p - origin[:, None, :], np.nan)
+    return {"points_sensor": ps.transpose(1, 0, 2), "intensity": inten.T, "detected": det.T, "origin": origin}
+
+
+# --------------------------------------------------------------------------------------------
+# Ouster OS1-128
+# --------------------------------------------------------------------------------------------
+
+def read_pcap_udp_payloads(path) -> list:
+    """UDP payloads of a classic little-endian pcap of Ethernet/IPv4/UDP frames (bytes each).
+
+    Global header 24 bytes, each record a 16-byte header (``incl_len`` at bytes 8-12) then the
+    frame; Ethernet (14) + IPv4 without options (20) + UDP (8) = 42 header bytes.
+    """
+    d = Path(path).read_bytes()
+    if d[:4] != b"\xd4\xc3\xb2\xa1":
+        raise ValueError(f"{path}: not a little-endian microsecond pcap")
+    out, off = [], 24
+    while off + 16 <= len(d):
+        incl = int.from_bytes(d[off + 8:off + 12], "little")
+        out.append(d[off + 16 + 42:off + 16 + incl])
+        off += 16 + incl
+    return out
+
+
+def ouster_frames(pcap=OUSTER_PCAP, meta=OUSTER_JSON) -> dict:
+    """Decode an Ouster RNG15_RFL8_NIR8 capture into (frame, beam, measurement id) arrays.
+
+    Returns
+    -------
+    dict
+        ``range_m`` (frame, 128, 1024) [m] (0 where no return), ``reflectivity`` [0-255],
+        ``near_ir`` [photons, 16x the 8-bit field], ``frame_id`` (frame,), ``meta`` (the JSON).
+
+    Notes
+    -----
+    Ouster's "low data rate" profile RNG15_RFL8_NIR8 (firmware 2.2+, Ouster firmware user
+    manual, "Lidar Data Packet Format"; checked against ouster-sdk 1.0.1, which decodes the
+    vendored capture to the same integers): 32-byte packet header (packet type u16, frame id
+    u16, ...), ``columns_per_packet`` columns of a 12-byte header (timestamp u64, measurement
+    id u16, status u16) and 4 bytes per pixel (range: low 15 bits in units of 8 mm;
+    reflectivity u8; near-IR u8 in units of 16), then a 32-byte footer. Columns are stored by
+    measurement id (the staggered layout: along a row, consecutive shots of one beam).
+    """
+    m = json.loads(Path(meta).read_text())
+    fmt = m["data_format"]
+    if fmt["udp_profile_lidar"] != "RNG15_RFL8_NIR8":
+        raise ValueError(f"{meta}: udp_profile_lidar {fmt['udp_profile_lidar']!r}; only 'RNG15_RFL8_NIR8' is decoded")
+    h, cpp, w = fmt["pixels_per_column"], fmt["columns_per_packet"], fmt["columns_per_frame"]
+    col_bytes = 12 + 4 * h
+    size = 32 + cpp * col_bytes + 32
+    pk = np.stack([np.frombuffer(x, dtype=np.uint8) for x in read_pcap_udp_payloads(pcap) if len(x) == size])
+    fid = pk[:, 2:4].copy().view("<u2")[:, 0]
+    cols = pk[:, 32:32 + cpp * col_bytes].reshape(-1, cpp, col_bytes)
+    mid = cols[:, :, 8:10].copy().view("<u2")[..., 0].astype(int)
+    status = cols[:, :, 10:12].copy().view("<u2")[..., 0]
+    px = cols[:, :, 12:].reshape(-1, cpp, h, 4)
+    rng_mm = (px[..., 0:2].copy().view("<u2")[..., 0] & 0x7FFF).astype(float) * 8.0
+    refl = px[..., 2].astype(float)
+    nir = px[..., 3].astype(float) * 16.0
+    frames = np.unique(fid)
+    shape = (len(frames), h, w)
+    out = {k: np.zeros(shape) for k in ("range_m", "reflectivity", "near_ir")}
+    fi = np.searchsorted(frames, fid)[:, None].repeat(cpp, 1)
+    valid = (status & 1).astype(bool)
+    for key, val in (("range_m", rng_mm / 1e3), ("reflectivity", refl), ("near_ir", nir)):
+        out[key][fi[valid], :, mid[valid]] = val[valid]
+    out["frame_id"] = frames
+    out["meta"] = m
+    return out
+
+
+def ouster_grid(frame: int = 0, pcap=OUSTER_PCAP, meta=OUSTER_JSON) -> dict:
+    """One Ouster frame as a (beam, column) grid in the lidar frame (points [m], NaN for misses).
+
+    Notes
+    -----
+    Ouster's lidar-frame geometry (firmware user manual, "Lidar Range to XYZ"): for beam i in
+    measurement column m of W, encoder angle ``theta_e = 2 pi (1 - m / W)``, beam azimuth
+    ``theta_a = -2 pi beam_azimuth_angles[i] / 360``, altitude ``phi = 2 pi
+    beam_altitude_angles[i] / 360``, and with n = ``lidar_origin_to_beam_origin_mm`` / 1000:
+    ``x = (r - n) cos(theta_e + theta_a) cos(phi) + n cos(theta_e)``, ``y`` likewise with sin,
+    ``z = (r - n) sin(phi)``. The lidar frame's origin is on the rotation axis; the
+    ``lidar_to_sensor_transform`` (a flip and a 36 mm lift) is not applied. Intensity is the
+    calibrated reflectivity (this profile carries no signal channel).
+    """
+    f = ouster_frames(pcap, meta)
+    m = f["meta"]
+    r = f["range_m"][frame]
+    h, w = r.shape
+    th_e = 2 * np.pi * (1 - np.arange(w) / w)[None, :]
+    th_a = -np.radians(np.asarray(m["beam_azimuth_angles"], dtype=float))[:, None]
+    phi = np.radians(np.asarray(m["beam_altitude_angles"], dtype=float))[:, None]
+    n = m["lidar_origin_to_beam_origin_mm"] / 1e3
+    det = r > 0
+    x = (r - n) * np.cos(th_e + th_a) * np.cos(phi) + n * np.cos(th_e)
+    y = (r - n) * np.sin(th_e + th_a) * np.cos(phi) + n * np.sin(th_e)
+    z = (r - n) * np.sin(phi)
+    pts = np.where(det[..., None], np.stack([x, y, z], axis=-1), np.nan)
+    return {"points_sensor": pts, "intensity": f["reflectivity"][frame], "detected": det,
+            "near_ir": f["near_ir"][frame], "elevation_rad": phi[:, 0]}
+
+
+# --------------------------------------------------------------------------------------------
+# simulated counterpart
+# --------------------------------------------------------------------------------------------
+
+#: Obstacles that make depth edges at several ranges: (name, mesh, size or radius/height,
+#: position [m], yaw [deg]). Cars on the road, boxes (kerb-side clutter), poles.
+OBSTACLES = (
+    ("car_a", "car", None, (8.0, -3.5, 0.0), 0.0),
+    ("car_b", "car", None, (-12.0, 3.5, 0.0), 180.0),
+    ("car_c", "car", None, (22.0, 4.0, 0.0), 10.0),
+    ("box_a", "box", (2.0, 1.0, 1.2), (-5.0, -6.0, 0.6), 30.0),
+    ("box_b", "box", (1.5, 3.0, 2.0), (3.0, 14.0, 1.0), 0.0),
+    ("box_c", "box", (3.0, 3.0, 3.0), (-25.0, -10.0, 1.5), 45.0),
+    ("pole_a", "cylinder", (0.12, 5.0), (5.0, 6.0, 2.5), 0.0),
+    ("pole_b", "cylinder", (0.15, 6.0), (-7.0, -9.0, 3.0), 0.0),
+    ("pole_c", "cylinder", (0.15, 6.0), (15.0, -7.0, 3.0), 0.0),
+    ("pole_d", "cylinder", (0.2, 7.0), (-18.0, 8.0, 3.5), 0.0),
+)
+
+
+def sim_scenario(model: str, height_m: float, rate_hz: float, azimuth_step_deg: float, *, seed: int = 12) -> dict:
+    """One sweep of ``model`` at ``height_m`` [m] over a flat asphalt road with :data:`OBSTACLES`.
+
+    The road reflectivity is :data:`ASPHALT_REFLECTIVITY`; cars 0.5, boxes 0.35, poles 0.3 (the
+    values of ``examples/crossing.toml``). The sensor's own parameters are the model defaults.
+    """
+    objects = [{"name": "road", "mesh": "plane", "size_m": [240, 240], "material": "asphalt"}]
+    for name, mesh, size, pos, yaw in OBSTACLES:
+        o = {"name": name, "mesh": mesh, "position_m": list(pos), "rpy_deg": [0, 0, yaw],
+             "material": {"car": "paint", "box": "concrete", "cylinder": "metal"}[mesh]}
+        if mesh == "box":
+            o["size_m"] = list(size)
+        elif mesh == "cylinder":
+            o["radius_m"], o["height_m"] = size
+        objects.append(o)
+    return {
+        "simulation": {"duration_s": 1.0 / rate_hz, "seed": seed},
+        "materials": {"asphalt": {"reflectivity": ASPHALT_REFLECTIVITY, "class": "road"},
+                      "paint": {"reflectivity": 0.5, "class": "car"},
+                      "concrete": {"reflectivity": 0.35, "class": "building"},
+                      "metal": {"reflectivity": 0.3, "class": "pole"}},
+        "objects": objects,
+        "sensors": [{"name": "lidar", "model": model, "rate_hz": rate_hz, "position_m": [0.0, 0.0, height_m],
+                     "params": {"azimuth_step_deg": azimuth_step_deg}}],
+    }
+
+
+def sim_grid(ds) -> dict:
+    """(ring, column) grid of one simulated rotating-lidar frame, rings sorted by elevation (lowest first)."""
+    f = ds.isel(frame=0)
+    order = np.argsort(f["laser_elevation"].values)
+    det = f["detected"].values.T[order]                                   # (laser, step)
+    pos = f["sensor_position"].values
+    pts = np.stack([f[v].values.T[order] for v in ("x_noisy", "y_noisy", "z_noisy")], axis=-1) - pos
+    pts = np.where(det[..., None], pts, np.nan)
+    return {"points_sensor": pts, "intensity": f["intensity"].values.T[order], "detected": det,
+            "elevation_rad": f["laser_elevation"].values[order]}
+
+
+def simulate_nuscenes(height_m: float):
+    """The ``hdl32e`` at 20 Hz (nuScenes LIDAR_TOP) over the test road; returns its grid."""
+    import hifi
+    # 20 Hz: the 46.08 us firing cycle is 0.331776 deg of rotation (1085 steps; nuScenes keeps 1084).
+    d = sim_scenario("hdl32e", height_m, 20.0, 0.331776)
+    return sim_grid(hifi.Simulation.from_dict(d).run(out=None)["lidar"])
+
+
+# --------------------------------------------------------------------------------------------
+# the comparison
+# --------------------------------------------------------------------------------------------
+
+#: Rows of the table: (headline key, label, published range (lo, hi) or None, source of the range).
+ROWS = (
+    ("sensor_height_m", "sensor height above the road [m]", None, ""),
+    ("noise_sigma_7_40m_mm", "per-shot range noise, 7-40 m [mm]", (3.0, 12.0), "issue 12 table: HDL-64E ~7 mm, HDL-32E 4-12 mm"),
+    ("noise_sigma_3_7m_mm", "  noise 3-7 m [mm]", None, ""),
+    ("noise_sigma_7_10m_mm", "  noise 7-10 m [mm]", None, ""),
+    ("noise_sigma_10_15m_mm", "  noise 10-15 m [mm]", None, ""),
+    ("noise_sigma_15_20m_mm", "  noise 15-20 m [mm]", None, ""),
+    ("noise_sigma_20_30m_mm", "  noise 20-30 m [mm]", None, ""),
+    ("ring_to_ring_offset_cm", "ring-to-ring range offset, neighbour differences / sqrt 2 (<= 15 m) [cm]", (0.5, 5.0),
+     "issue 12 table: 2.5-4 cm"),
+    ("ring_offset_spread_cm", "  per-ring offset, std over rings [cm]", None, ""),
+    ("ring_offset_p2p_cm", "  peak to peak [cm]", None, ""),
+    ("intensity_loglog_slope", "road intensity vs range, log-log slope", (-0.7, -0.2), "issue 12 table: -0.2 to -0.7"),
+    ("ring_gain_spread_pct", "per-ring gain spread (std/mean) [%]", (17.0, 45.0), "issue 12 table: 17-33 %"),
+    ("isolated_miss_pct", "isolated misses inside the road [%]", (0.2, 1.5), "issue 12 table: 0.4-1 %"),
+    ("edge_floating_pct", "floating returns / edge returns [%]", (2.0, 12.0), "issue 12 table: 4-9 %"),
+    ("edges_with_floating_pct", "  edges with a floating return [%]", None, ""),
+    ("n_edges", "  edges found", None, ""),
+)
+
+#: Statistics compared real vs simulated within a factor 1.5 (issue 12's target).
+COMPARED = ("noise_sigma_7_40m_mm", "ring_to_ring_offset_cm", "intensity_loglog_slope", "ring_gain_spread_pct",
+            "isolated_miss_pct", "edge_floating_pct")
+
+
+def ratio(real, sim):
+    """sim / real, NaN when either is missing or real is 0."""
+    if real is None or sim is None or not np.isfinite(real) or not np.isfinite(sim) or real == 0:
+        return float("nan")
+    return sim / real
+
+
+def measure_nuscenes(path=None) -> dict:
+    path = Path(path) if path else shared_data_dir() / NUSCENES_FILE
+    g = nuscenes_grid(path)
+    return ls.measure(g["points_sensor"], g["intensity"], g["detected"])
+
+
+def measure_ouster(frame: int = 0) -> dict:
+    g = ouster_grid(frame)
+    # 8 mm range steps in this profile: the MAD of second differences is step-valued.
+    return ls.measure(g["points_sensor"], g["intensity"], g["detected"], noise_estimator="clipped")
+
+
+def run(*, sim: bool = True, nuscenes_path=None) -> dict:
+    """Measure both recordings and, with ``sim``, the simulated nuScenes counterpart.
+
+    Returns ``{"nuscenes": {"real": m, "sim": m or None}, "ouster": {"real": m, "sim": None}}``
+    with the dicts of :func:`lidar_stats.measure`; ``nuscenes`` is None when the sweep is absent.
+    """
+    out = {}
+    path = Path(nuscenes_path) if nuscenes_path else shared_data_dir() / NUSCENES_FILE
+    if path.is_file():
+        real = measure_nuscenes(path)
+        simm = ls.measure(**{k: v for k, v in simulate_nuscenes(real["plane"].height_m).items()
+                             if k != "elevation_rad"}) if sim else None
+        out["nuscenes"] = {"real": real, "sim": simm, "file": str(path)}
+    else:
+        out["nuscenes"] = None
+        print(f"nuScenes sweep not found: {path} (set HIFI_SHARED_DATA)", file=sys.stderr)
+    out["ouster"] = {"real": measure_ouster(), "sim": None, "file": str(OUSTER_PCAP)}
+    return out
+
+
+def table_rows(res) -> list:
+    rows = []
+    for key, label, rng_pub, src in ROWS:
+        row = {"key": key, "statistic": label}
+        for rec in ("nuscenes", "ouster"):
+            r = res.get(rec)
+            real = r["real"]["headline"].get(key) if r else None
+            simv = r["sim"]["headline"].get(key) if r and r["sim"] else None
+            row[rec] = {"real": real, "sim": simv, "ratio": ratio(real, simv)}
+        row["published"] = rng_pub
+        row["source"] = src
+        rows.append(row)
+    return rows
+
+
+def _fmt(v, nd=3):
+    if v is None or not np.isfinite(v):
+        return "n/a"
+    return f"{v:.{nd}g}"
+
+
+def markdown_table(rows) -> str:
+    lines = ["| statistic | nuScenes HDL-32E real | hifi `hdl32e` sim | ratio | Ouster OS1-128 real | sim | published range |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        n, o = r["nuscenes"], r["ouster"]
+        pub = f"{r['published'][0]:g} to {r['published'][1]:g} ({r['source']})" if r["published"] else ""
+        lines.append(f"| {r['statistic']} | {_fmt(n['real'])} | {_fmt(n['sim'])} | {_fmt(n['ratio'], 2)} | "
+                     f"{_fmt(o['real'])} | n/a | {pub} |")
+    return "\n".join(lines)
+
+
+def plot(res, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(2, 2, figsize=(12, 9), constrained_layout=True)
+    styles = (("nuscenes", "real", "nuScenes HDL-32E", "C0", "o-"), ("nuscenes", "sim", "hifi hdl32e", "C1", "s--"),
+              ("ouster", "real", "Ouster OS1-128", "C2", "^:"))
+    for rec, kind, label, col, st in styles:
+        r = res.get(rec)
+        if not r or not r[kind]:
+            continue
+        m = r[kind]
+        radii = m["ring_radii_m"]
+        k = np.flatnonzero(np.isfinite(radii))
+        if rec == "ouster":                       # Ouster beam 0 is the highest: count from the lowest
+            radii = radii[::-1]
+            k = np.flatnonzero(np.isfinite(radii))
+        ax[0, 0].plot(k, radii[k], st, color=col, label=label, ms=3)
+        nz = m["noise"]
+        c = 0.5 * (nz.edges_m[:-1] + nz.edges_m[1:])
+        ax[0, 1].plot(c, 1e3 * nz.sigma_m, st, color=col, label=label)
+        sl = m["slope"]
+        ok = np.isfinite(sl.median)
+        med = sl.median[ok] / np.nanmedian(sl.median[ok])
+        ax[1, 0].loglog(sl.centres_m[ok], med, st, color=col, label=f"{label}: slope {sl.slope:.2f}")
+        g = m["gain"].gain
+        kg = np.flatnonzero(np.isfinite(g))
+        ax[1, 1].plot(np.arange(len(kg)), g[kg] / np.nanmean(g), st, color=col,
+                      label=f"{label}: spread {100 * m['gain'].spread:.0f} %")
+    ax[0, 0].set(xlabel="ring, counted from the lowest", ylabel="median ground range [m]", yscale="log",
+                 title="ground-ring radii")
+    ax[0, 1].set(xlabel="range [m]", ylabel="per-shot range sigma [mm]", yscale="log",
+                 title="range noise (second differences on the road)")
+    ax[1, 0].set(xlabel="range [m]", ylabel="median road intensity / median over bins",
+                 title="road intensity vs range")
+    ax[1, 1].set(xlabel="road-seeing ring, lowest first", ylabel="ring gain / mean",
+                 title="per-ring gain (range trend removed)")
+    for a in ax.ravel():
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=8)
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+
+
+def headline_json(res) -> dict:
+    return {rec: (None if r is None else {"real": r["real"]["headline"],
+                                          "sim": r["sim"]["headline"] if r["sim"] else None, "file": r["file"]})
+            for rec, r in res.items()}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    ap.add_argument("--markdown", metavar="FILE", help="write the table as Markdown")
+    ap.add_argument("--png", metavar="FILE", default=str(HERE / "lidar_real.png"), help="figure (default: %(default)s)")
+    ap.add_argument("--no-sim", action="store_true", help="measure the recordings only")
+    args = ap.parse_args(argv)
+    res = run(sim=not args.no_sim)
+    rows = table_rows(res)
+    if args.json:
+        print(json.dumps(headline_json(res), indent=1, default=float))
+    else:
+        print(f"{'statistic':58s} {'nuSc real':>10s} {'sim':>10s} {'ratio':>7s} {'Ouster real':>12s} {'sim':>5s}")
+        for r in rows:
+            n, o = r["nuscenes"], r["ouster"]
+            print(f"{r['statistic']:58s} {_fmt(n['real']):>10s} {_fmt(n['sim']):>10s} {_fmt(n['ratio'], 2):>7s} "
+                  f"{_fmt(o['real']):>12s} {'n/a':>5s}")
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_table(rows) + "\n")
+    if args.png:
+        plot(res, args.png)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
