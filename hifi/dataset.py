@@ -63,7 +63,15 @@ RANGE_VARIABLES = {
     "z_noisy": ("m", "reported point z, scene frame"),
     "object_id": ("1", "index of the object hit in [[objects]], -1 for none"),
     "intensity": ("1", "received signal relative to a white Lambertian target at normal incidence at 1 m"),
+    "received_power": ("W", "peak optical power received from the surface hit (lidar equation); NaN: no hit"),
+    "snr": ("1", "received power over the RMS receiver noise; NaN: no hit"),
+    "reflectivity": ("1", "calibrated apparent reflectivity rho cos(incidence) (1 - mirror), 0..1, what a "
+                          "perfect range and gain calibration reports; NaN: no hit"),
 }
+
+#: The signal variables of the second wave (CONTRACTS "Additions of the second wave"), written by
+#: sensors that model the received signal (pulsed lidars, ToF, divergent LADAR).
+SIGNAL_VARIABLES = ("received_power", "snr", "reflectivity")
 
 
 #: Stored precision of the scene-frame points ``x``, ``y``, ``z`` (and ``_noisy``) [m]: CF
@@ -90,6 +98,9 @@ RANGE_ENCODING = {
     "distance": {"dtype": "f4", "comment": _F32},
     "distance_noisy": {"dtype": "f4", "comment": _F32},
     "intensity": {"dtype": "f4", "comment": _F32},
+    "received_power": {"dtype": "f4", "comment": _F32},
+    "snr": {"dtype": "f4", "comment": _F32},
+    "reflectivity": {"dtype": "f4", "comment": _F32},
     **{name: {"dtype": "i4", "scale_factor": np.float64(POINT_SCALE_M), "add_offset": np.float64(0.0),
               "_FillValue": POINT_FILL,
               "comment": "CF packed: int32 units of 0.1 mm from the scene origin; read back within 0.05 mm "
@@ -145,11 +156,18 @@ def direction_from_yaw_pitch(yaw, pitch):
 
 
 def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_noisy,
-                points_noisy, intensity, extra=None) -> dict:
+                points_noisy, intensity, extra=None, intensity_long_name=None, received_power=None, snr=None,
+                reflectivity=None) -> dict:
     """The CONTRACTS range-sensor variables of one frame, reshaped to ``shape`` over ``dims``.
 
     ``distance_noisy`` and ``points_noisy`` are set to NaN where not ``detected``.
+    ``intensity_long_name`` replaces the generic long_name of ``intensity`` (say the sensor's
+    scale). ``received_power``, ``snr`` and ``reflectivity`` (:data:`SIGNAL_VARIABLES`) are
+    written when given (all three or none).
     """
+    signal = (received_power, snr, reflectivity)
+    if any(v is None for v in signal) and any(v is not None for v in signal):
+        raise ValueError("range_frame: give all of received_power, snr, reflectivity or none")
     detected = np.asarray(detected, dtype=bool)
     dn = np.where(detected, distance_noisy, np.nan)
     pn = np.where(detected[:, None], points_noisy, np.nan)
@@ -161,9 +179,13 @@ def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_
         "x_noisy": pn[:, 0], "y_noisy": pn[:, 1], "z_noisy": pn[:, 2],
         "object_id": hits.object_id.astype(np.int32), "intensity": intensity,
     }
+    if received_power is not None:
+        values.update(received_power=received_power, snr=snr, reflectivity=reflectivity)
     out = {}
     for name, arr in values.items():
         units, long_name = RANGE_VARIABLES[name]
+        if name == "intensity" and intensity_long_name:
+            long_name = intensity_long_name
         arr = np.asarray(arr)
         extra_attrs = None
         if name == "object_id":
@@ -371,7 +393,7 @@ RANGE_DTYPES = {name: np.dtype(np.float64) for name in RANGE_VARIABLES}
 RANGE_DTYPES.update(detected=np.dtype(bool), object_id=np.dtype(np.int32))
 
 
-def range_layout(shape, *, annotation: bool = False, pose: bool = True) -> dict:
+def range_layout(shape, *, annotation: bool = False, pose: bool = True, signal: bool = False) -> dict:
     """Shapes and dtypes of a :func:`range_frame` frame (for :meth:`hifi.model.Model.frame_layout`).
 
     Parameters
@@ -382,9 +404,12 @@ def range_layout(shape, *, annotation: bool = False, pose: bool = True) -> dict:
         With the uint8 ``annotation`` of :func:`annotation_var`.
     pose : bool
         With :func:`sensor_pose_vars` (``sensor_position`` (3), ``sensor_orientation`` (4)).
+    signal : bool
+        With :data:`SIGNAL_VARIABLES` (float64 in memory).
     """
     shape = tuple(int(n) for n in shape)
-    out = {name: (shape, dtype) for name, dtype in RANGE_DTYPES.items()}
+    out = {name: (shape, dtype) for name, dtype in RANGE_DTYPES.items()
+           if signal or name not in SIGNAL_VARIABLES}
     if annotation:
         out["annotation"] = (shape, np.dtype(np.uint8))
     if pose:

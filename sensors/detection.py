@@ -63,3 +63,34 @@ def detected(distance_m, reflectivity, **threshold):
     r_min = min_detectable_reflectivity(d, **threshold)
     with np.errstate(invalid="ignore"):
         return np.isfinite(d) & (rho > 0) & (rho >= r_min)
+
+
+def detection_probability(snr, snr_threshold):
+    """Probability that a return crosses the receiver's threshold in Gaussian noise.
+
+    Parameters
+    ----------
+    snr : array_like
+        Peak signal over the RMS noise of the receiver, ``P_r / P_noise`` [1]; NaN gives 0.
+    snr_threshold : float
+        Detection threshold over the RMS noise (threshold-to-noise ratio) [1].
+
+    Returns
+    -------
+    ndarray
+        ``P_d = Phi(SNR - SNR_threshold)``, 0..1.
+
+    Notes
+    -----
+    A peak of amplitude s in additive Gaussian noise of standard deviation sigma exceeds a
+    threshold T with probability ``Q((T - s) / sigma) = Phi(s / sigma - T / sigma)`` (Skolnik,
+    *Introduction to Radar Systems*, 3rd ed., 2001, sec. 2.5, for the non-fluctuating target in
+    the high-SNR Gaussian approximation of the Rice distribution; Richmond & Cain, *Direct-Detection
+    LADAR Systems*, SPIE 2010, ch. 6). The 50 % point is ``SNR = SNR_threshold``. Signal shot
+    noise and speckle are neglected (receiver-noise-limited APD detection of a diffuse target
+    with an aperture much larger than the speckle size).
+    """
+    from scipy.special import ndtr
+
+    s = np.nan_to_num(np.asarray(snr, dtype=float), nan=-np.inf)
+    return ndtr(s - float(snr_threshold))

@@ -16,6 +16,14 @@ from .radiometry import lambertian_return
 
 RETURN_MODES = ("first", "last", "strongest", "average", "dual")
 
+#: Received power of a white Lambertian target at normal incidence at 1 m [W], ``P_t eta A_r / pi``
+#: of the lidar equation (:func:`sensors.radiometry.lidar_received_power`) with the line lidars'
+#: assumed optics (:class:`sensors.lidar.SickLMS`: 75 W peak, 30 mm receiver lens, efficiency 0.5).
+LMS291_REFERENCE_POWER_W = 75.0 * 0.5 * (np.pi * 0.03 ** 2 / 4.0) / np.pi
+#: SNR of a return exactly at ``detection_threshold``: the pulsed lidars' threshold-to-noise
+#: ratio (:data:`sensors.lidar.SNR_THRESHOLD`), so noise power = threshold power / 4.75.
+LMS291_THRESHOLD_SNR = 4.75
+
 
 class SickLMS291(Sensor):
     """SICK LMS291 line scanner whose every pulse is a diverging Gaussian beam of N sub-rays.
@@ -48,6 +56,9 @@ class SickLMS291(Sensor):
     ``intensity`` = return energy) come from the processing, the point on the beam axis at the
     reported range. ``return_object_id`` names the object carrying most of a return's energy.
     With ``store_waveform``: ``waveform`` (``frame``, ``step``, ``bin``).
+    ``received_power`` = :data:`LMS291_REFERENCE_POWER_W` x return energy, ``snr`` its ratio to
+    the noise power that puts ``detection_threshold`` at SNR 4.75, ``reflectivity`` the
+    apparent reflectivity energy x R^2 (NaN where nothing is reported).
     """
 
     model_name = "sick_lms291"
@@ -103,7 +114,7 @@ class SickLMS291(Sensor):
 
     def frame_layout(self):
         n, m = self._n_steps(), 2 if self.params["return_mode"] == "dual" else 1
-        out = range_layout((n, m), annotation=True)
+        out = range_layout((n, m), annotation=True, signal=True)
         out["return_object_id"] = ((n, m), np.dtype(np.int32))
         if self.params["store_waveform"]:
             out["waveform"] = ((n, self._n_bins()), np.dtype(np.float64))
@@ -183,7 +194,14 @@ class SickLMS291(Sensor):
         if p["store_waveform"]:
             extra["waveform"] = Var(("step", "bin"), echoes.waveform, "1",
                                     "received energy per time bin (relative to a white target at 1 m)")
+        e = np.where(detected, ret_energy, np.nan).reshape(-1)
+        power = LMS291_REFERENCE_POWER_W * e
+        noise_w = LMS291_REFERENCE_POWER_W * max(p["detection_threshold"], 1e-300) / LMS291_THRESHOLD_SNR
         return range_frame(dims, shape, timestamp=np.repeat(t + self._dt, m), yaw=np.repeat(self.scan, m),
                            pitch=np.zeros(n_steps * m), hits=axis_hits, detected=detected.reshape(-1),
                            distance_noisy=noisy.reshape(-1), points_noisy=pts,
-                           intensity=np.nan_to_num(ret_energy).reshape(-1), extra=extra)
+                           intensity=np.nan_to_num(ret_energy).reshape(-1),
+                           intensity_long_name="return energy relative to a white Lambertian target at normal "
+                                               "incidence at 1 m",
+                           received_power=power, snr=power / noise_w,
+                           reflectivity=e * reported.reshape(-1) ** 2, extra=extra)

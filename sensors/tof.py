@@ -16,6 +16,23 @@ from .noise import gaussian_range_noise
 from .radiometry import lambertian_return
 
 
+#: Illumination power of the SR4000 [W] (assumed: about 1 W of 850 nm LED light, the order of the
+#: SR4000's 24-LED array; the data sheet gives no figure).
+SR4000_ILLUMINATION_W = 1.0
+#: Receiver lens aperture diameter [m] (assumed: a 10 mm f/1.4 lens, the SR4000's standard optics).
+SR4000_APERTURE_M = 10e-3 / 1.4
+#: Optical efficiency (assumed 0.5, lens + 850 nm filter).
+SR4000_EFFICIENCY = 0.5
+#: Received power per pixel from a white Lambertian target at normal incidence at 1 m [W]: the
+#: lidar equation (:func:`sensors.radiometry.lidar_received_power`) with each of the 176 x 144
+#: pixels lit by its share of the illumination.
+SR4000_REFERENCE_POWER_W = (SR4000_ILLUMINATION_W / (176 * 144) * SR4000_EFFICIENCY
+                            * (np.pi * SR4000_APERTURE_M ** 2 / 4.0) / np.pi)
+#: Noise power per pixel [W] (assumed: SNR 10 for a 10 % target at 5 m, the middle of the
+#: SR4000's calibrated range, so the reported snr is a relative figure of merit).
+SR4000_NOISE_POWER_W = SR4000_REFERENCE_POWER_W * 0.1 / 5.0 ** 2 / 10.0
+
+
 def backfold(distance_m, max_range_m):
     """BlenSor Eq. (3): distances in the upper half of the range fold into the lower half.
 
@@ -47,7 +64,12 @@ class ToFSR4000(Sensor):
     N(0, ``noise_sigma_m``) (0.004 m, BlenSor's default for the SR4000). With ``backfolding``
     the distance is folded by BlenSor's Eq. (3) (:func:`backfold`); with
     ``modulation_frequency_hz`` > 0 the physical phase wrap :func:`phase_wrap` is applied
-    instead. Beyond ``max_range_m`` nothing is reported. Dims (``frame``, ``row``, ``col``)
+    instead. Beyond ``max_range_m`` nothing is reported. ``received_power`` is the per-pixel
+    lidar equation with assumed SR4000 optics (:data:`SR4000_REFERENCE_POWER_W` times the
+    relative Lambertian return), ``snr`` its ratio to :data:`SR4000_NOISE_POWER_W`,
+    ``reflectivity`` the apparent reflectivity ``rho cos(i) (1 - mirror)``; ``intensity`` stays
+    the relative Lambertian return (white target at normal incidence at 1 m = 1), the SR4000's
+    amplitude image up to its unpublished scale. Dims (``frame``, ``row``, ``col``)
     with the range-sensor variables; the reported point lies on the pixel's ray at the reported
     distance.
     """
@@ -77,7 +99,7 @@ class ToFSR4000(Sensor):
         return self.params["resolution_x"] * self.params["resolution_y"]
 
     def frame_layout(self):
-        return range_layout((self.params["resolution_y"], self.params["resolution_x"]), annotation=True)
+        return range_layout((self.params["resolution_y"], self.params["resolution_x"]), annotation=True, signal=True)
 
     def setup_bytes(self):
         return 40 * self.rays_per_frame()          # directions (n, 3), yaw, pitch, float64
@@ -112,8 +134,13 @@ class ToFSR4000(Sensor):
         reported = origins + dirs * measured[:, None]
         oid = hits.object_id
         intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
+        power = SR4000_REFERENCE_POWER_W * intensity
         return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
                            detected=det, distance_noisy=measured, points_noisy=reported, intensity=intensity,
+                           intensity_long_name="amplitude relative to a white Lambertian target at normal "
+                                               "incidence at 1 m",
+                           received_power=power, snr=power / SR4000_NOISE_POWER_W,
+                           reflectivity=intensity * hits.distance ** 2,
                            extra={"annotation": annotation_var(("row", "col"), self._class[oid].reshape(self._shape),
                                                                self.ctx.scene.class_names),
                                   **sensor_pose_vars(self.pose_at(t))})

@@ -251,11 +251,12 @@ def test_info_shows_frames_rays_memory_and_output(capsys):
     assert main(["info", str(EXAMPLES / "crossing.toml")]) == 0
     out = capsys.readouterr().out
     lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("  ") and ".nc" in ln.split()[0]}
-    # HDL-64E S2: 2083 steps of 0.1728 deg x 64 lasers (BlenSor); 1 s at 10 Hz; output 102 B per
-    # ray (12 float64, bool, int32, uint8) + 56 B pose per frame: 10 x 13,597,892 B = 129.7 MiB
+    # HDL-64E S2: 2083 steps of 0.1728 deg x 64 lasers (BlenSor); 1 s at 10 Hz; output 126 B per
+    # ray (15 float64 with received_power, snr, reflectivity; bool, int32, uint8) + 56 B pose per
+    # frame: 10 x 16,797,368 B = 160.2 MiB
     v = lines["velodyne.nc"].split()
     assert v[1:3] == ["10", "frames"] and v[3:5] == ["133,312", "rays/frame"]
-    assert "output  129.7 MiB" in lines["velodyne.nc"] and "memory" in lines["velodyne.nc"]
+    assert "output  160.2 MiB" in lines["velodyne.nc"] and "memory" in lines["velodyne.nc"]
     # depth camera 320 x 240, 10 frames, 25 B per pixel: 10 x 1,920,012 B = 18.3 MiB
     assert lines["camera_depth.nc"].split()[1:5] == ["10", "frames", "76,800", "rays/frame"]
     assert "output   18.3 MiB" in lines["camera_depth.nc"]

@@ -54,14 +54,19 @@ def test_one_subray_equals_the_pencil_beam_lidar():
     d = _scene(objects, {"n_subrays": 1, "fov_deg": 40.0, "angular_step_deg": 1.0})
     d["sensors"].append({"name": "pencil", "model": "sick_lms", "rate_hz": 75.0,
                          "params": {"noise_sigma_m": 0.0, "fov_min_deg": -20.0, "fov_max_deg": 20.0,
-                                    "angular_step_deg": 1.0}})
+                                    "angular_step_deg": 1.0, "detection_model": "blensor", "bias_sigma_m": 0.0,
+                                    "range_resolution_m": 0.0}})
     res = hifi.Simulation.from_dict(d).run()
     beam, pencil = res["ladar"].isel(frame=0, **{"return": 0}), res["pencil"].isel(frame=0, layer=0)
     for var in ("distance", "distance_noisy", "timestamp", "object_id", "detected"):
         np.testing.assert_array_equal(beam[var].values, pencil[var].values, err_msg=var)
     for var in ("yaw", "x_noisy", "y_noisy", "z_noisy"):   # same ray, built by two formulas: 1 ulp
         np.testing.assert_allclose(beam[var].values, pencil[var].values, rtol=0, atol=1e-12, err_msg=var)
-    np.testing.assert_array_equal(beam.intensity.values, pencil.intensity.values)
+    # The line lidar's intensity is now its reported code; its relative Lambertian return is
+    # reflectivity / R^2 (two float32-stored values: 1e-6 relative).
+    np.testing.assert_allclose(beam.intensity.values, pencil.reflectivity.values / pencil.distance.values ** 2,
+                               rtol=1e-6)
+    np.testing.assert_allclose(beam.reflectivity.values, pencil.reflectivity.values, rtol=1e-6)
 
 
 def _sliding(mode, cutoff=3.0, n=100):

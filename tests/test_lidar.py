@@ -12,6 +12,11 @@ from sensors.tof import backfold, phase_wrap
 
 H = 2.0   # sensor height above the ground plane [m]
 
+# The BlenSor chain these tests were written for (deterministic Eq. 1 detection, no per-laser bias
+# and no range quantisation unless a test sets them): the default is now the SNR chain of
+# tests/test_lidar_signal.py.
+BLENSOR = {"detection_model": "blensor", "bias_sigma_m": 0.0, "range_resolution_m": 0.0, "min_range_m": 0.0}
+
 
 def _ground(sensors, duration_s=0.1, seed=0, size=1000.0):
     return {"simulation": {"duration_s": duration_s, "seed": seed},
@@ -76,7 +81,7 @@ def test_noise_and_per_laser_bias(tmp_path):
     (tmp_path / "cal.csv").write_text("elevation_deg\n" + "\n".join(f"{e:.6f}" for e in el) + "\n")
     d = _ground([{"name": "velo", "model": "hdl64e_s2", "position_m": [0, 0, H],
                   "params": {"calibration_file": "cal.csv", "azimuth_step_deg": 30.0,
-                             "noise_sigma_m": 0.02, "bias_sigma_m": 0.05}}], duration_s=0.3)
+                             **BLENSOR, "noise_sigma_m": 0.02, "bias_sigma_m": 0.05}}], duration_s=0.3)
     ds = hifi.Simulation.from_dict(d, base_dir=tmp_path).run()["velo"]
     err = (ds.distance_noisy - ds.distance).values                 # (frame, step, laser)
     bias = err.mean(axis=(0, 1))                                   # per laser, 3 x 12 samples each
@@ -93,7 +98,7 @@ def test_noise_and_per_laser_bias(tmp_path):
 
 def test_bias_fixed_across_rotations_and_runs():
     d = _ground([{"name": "velo", "model": "vlp16", "position_m": [0, 0, H],
-                  "params": {"noise_sigma_m": 0.0, "bias_sigma_m": 0.1}}], duration_s=0.3)
+                  "params": {**BLENSOR, "noise_sigma_m": 0.0, "bias_sigma_m": 0.1}}], duration_s=0.3)
     ds = hifi.Simulation.from_dict(d).run()["velo"]
     err = (ds.distance_noisy - ds.distance).values[:, :, 0:14:2]  # VLP-16 lasers -15..-3 deg: ground < 100 m
     first = err[0, 0]
@@ -131,7 +136,7 @@ def test_detection_threshold_equation_1():
             truth[idx] = (r, dist)
     d = {"simulation": {"duration_s": 0.1}, "materials": mats, "objects": objects,
          "sensors": [{"name": "velo", "model": "hdl64e_s2", "position_m": [0, 0, 20.0],
-                      "params": {"noise_sigma_m": 0.0, "max_range_m": 200.0}}]}
+                      "params": {"noise_sigma_m": 0.0, "max_range_m": 200.0, **BLENSOR}}]}
     ds = hifi.Simulation.from_dict(d).run()["velo"].isel(frame=0, laser=31)
     oid, det, dist = ds.object_id.values, ds.detected.values, ds.distance.values
     for idx, (r, d_plate) in truth.items():
@@ -152,7 +157,7 @@ def test_ghost_point_behind_a_mirror():
                       "position_m": [10, 0, 0], "rpy_deg": [0, -90, 0]},
                      {"name": "wall", "mesh": "plane", "size_m": [80, 80], "material": "white",
                       "position_m": [-5, 0, 0], "rpy_deg": [0, 90, 0]}],
-         "sensors": [{"name": "velo", "model": "vlp16", "params": {"noise_sigma_m": 0.0}}]}
+         "sensors": [{"name": "velo", "model": "vlp16", "params": {"noise_sigma_m": 0.0, **BLENSOR}}]}
     ds = hifi.Simulation.from_dict(d).run()["velo"].isel(frame=0)
     flat = ds.isel(laser=1)                                       # +1 deg laser
     yaw, pitch = flat.yaw.values, flat.pitch.values
@@ -275,7 +280,7 @@ def _edge_scene(mode, n_subrays):
                          "position_m": [10, -5, 0], "rpy_deg": [0, -90, 0]}],
             "sensors": [{"name": "velo", "model": "vlp16",
                          "params": {"noise_sigma_m": 0.0, "n_subrays": n_subrays, "divergence_rad": 0.02,
-                                    "return_mode": mode}}]}
+                                    "return_mode": mode, **BLENSOR}}]}
 
 
 def test_divergent_beam_on_a_velodyne():
