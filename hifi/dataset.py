@@ -156,7 +156,8 @@ def direction_from_yaw_pitch(yaw, pitch):
 
 
 def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_noisy,
-                points_noisy, intensity, extra=None, intensity_long_name=None, received_power=None, snr=None,
+                points_noisy, intensity, extra=None, intensity_long_name=None, intensity_valid_max=None,
+                received_power=None, snr=None,
                 reflectivity=None) -> dict:
     """The CONTRACTS range-sensor variables of one frame, reshaped to ``shape`` over ``dims``.
 
@@ -190,6 +191,9 @@ def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_
         extra_attrs = None
         if name == "object_id":
             extra_attrs = {"missing_value_meaning": "-1: no hit"}
+        if name == "intensity" and intensity_valid_max is not None:
+            # CF valid range of the sensor's integer code: exporters scale by it (LAS: 16 bit)
+            extra_attrs = {"valid_min": 0.0, "valid_max": float(intensity_valid_max)}
         out[name] = Var(dims, np.ascontiguousarray(arr.reshape(shape)), units, long_name, extra_attrs,
                         RANGE_ENCODING.get(name))
     for name, var in (extra or {}).items():

@@ -344,7 +344,8 @@ class _PulsedLidar(Sensor):
         }
         return range_frame(dims, shape, timestamp=times, yaw=yaw, pitch=pitch, hits=hits, detected=sig.detected,
                            distance_noisy=sig.distance_noisy, points_noisy=reported, intensity=sig.intensity,
-                           intensity_long_name=self.intensity_long_name, received_power=sig.received_power,
+                           intensity_long_name=self.intensity_long_name, intensity_valid_max=p["intensity_max"],
+                           received_power=sig.received_power,
                            snr=sig.snr, reflectivity=sig.reflectivity, extra=extra)
 
     def _axis_coords(self):

@@ -554,3 +554,14 @@ def test_tof_exports_as_an_image_and_las_is_reproducible(tmp_path):
     (a,) = export(ds, "las", tmp_path / "a.las")
     (b,) = export(ds, "las", tmp_path / "b.las")
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_las_intensity_scaled_by_the_sensors_code_range(tmp_path):
+    # LAS 1.4 R15: intensity is normalised to 16 bits by the sensor's dynamic range. A dataset
+    # whose intensity carries valid_max (a Velodyne byte: 255) maps code c to round(65535 c / 255).
+    ds = _synthetic(shape=(4, 5), n_frames=1, seed=3)
+    codes = np.round(np.random.default_rng(0).uniform(0, 255, ds.intensity.shape))
+    ds["intensity"] = (ds.intensity.dims, codes, {"valid_min": 0.0, "valid_max": 255.0})
+    (p,) = export(ds, "las", tmp_path / "v.las")
+    want = np.round(65535 * _det_flat(ds, "intensity") / 255.0).astype(np.uint16)
+    np.testing.assert_array_equal(np.asarray(laspy.read(p).intensity), want)

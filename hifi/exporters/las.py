@@ -226,7 +226,7 @@ def _lookup_description(name: str) -> str:
     return " ".join(text.split())[:15]
 
 
-def write_las(ds, path: Path, *, intensity_full_scale: float = LAS_INTENSITY_FULL_SCALE) -> Path:
+def write_las(ds, path: Path, *, intensity_full_scale: float | None = None) -> Path:
     """ASPRS LAS 1.4, point data record format 6, through laspy: the detected returns.
 
     Parameters
@@ -238,8 +238,10 @@ def write_las(ds, path: Path, *, intensity_full_scale: float = LAS_INTENSITY_FUL
         :func:`las_classification`.
     path : pathlib.Path
         Output file.
-    intensity_full_scale : float
-        Intensity [1] written as 65535.
+    intensity_full_scale : float, optional
+        Intensity written as 65535; default: the ``valid_max`` attribute of ``intensity`` (the
+        sensor's integer code range, e.g. 255 for a Velodyne byte), else
+        :data:`LAS_INTENSITY_FULL_SCALE`.
 
     Returns
     -------
@@ -257,9 +259,10 @@ def write_las(ds, path: Path, *, intensity_full_scale: float = LAS_INTENSITY_FUL
       of the dataset value; points spanning more than about 429 km on an axis raise
       :class:`ExportError`.
     * Intensity: ``round(65535 * clip(intensity / intensity_full_scale, 0, 1))``, uint16. The
-      LAS specification normalises intensity to 16 bits by the sensor's dynamic range; hifi's
-      intensity is relative to a white Lambertian target at normal incidence at 1 m, so the
-      default full scale 1.0 is that target (brighter returns, closer than 1 m, saturate).
+      LAS specification normalises intensity to 16 bits by the sensor's dynamic range (LAS 1.4
+      R15, point record "Intensity"): for a sensor that reports an integer code with
+      ``valid_max`` (the Velodynes' byte), that is its full scale; a relative intensity without
+      it uses 1.0, a white Lambertian target at normal incidence at 1 m.
     * Classification: :func:`las_classification`, ASPRS codes from the class names of
       ``annotation`` (its ``flag_meanings``) or of ``object_class``: standard codes where the
       class has one (:data:`ASPRS_CLASSES`), user-definable 64+ otherwise. The mapping is
@@ -306,6 +309,8 @@ def write_las(ds, path: Path, *, intensity_full_scale: float = LAS_INTENSITY_FUL
                                         object_class=object_class)
     sec, frac = gps_seconds_from_utc(ds.attrs["start_utc"], det["timestamp"])
     gps_time = (sec - LAS_ADJUSTED_GPS_OFFSET_S).astype(float) + frac
+    if intensity_full_scale is None:
+        intensity_full_scale = float(ds["intensity"].attrs.get("valid_max", LAS_INTENSITY_FULL_SCALE))
     inten = np.clip(np.nan_to_num(np.asarray(det["intensity"], dtype=float) / intensity_full_scale), 0.0, 1.0)
 
     header = laspy.LasHeader(point_format=6, version="1.4")
