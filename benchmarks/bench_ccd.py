@@ -75,6 +75,10 @@ class _TimedCaster:
     def close(self):
         self.caster.close()
 
+    def __getattr__(self, name):
+        # Everything else (secondary_offset_m, scene, build ...) is the wrapped caster's.
+        return getattr(self.caster, name)
+
 
 def _timed_step(model, timed):
     """One model step(0, 0.0), timed whole and split by the caster wrapper's clocks [s]."""
