@@ -6,7 +6,8 @@ import pytest
 
 import hifi
 from hifi.constants import SPEED_OF_LIGHT_M_S
-from sensors.calibration import HDL64E_S2_ELEVATION_DEG, read_calibration
+from sensors.calibration import (BUILTIN, HDL64E_S2_ELEVATION_DEG, HDL64E_S21_HORIZ_OFFSET_M,
+                                 HDL64E_S21_VERT_OFFSET_M, SZTAKI_64E_S21_YAML, read_calibration)
 from sensors.lidar import mirror_scan_directions
 from sensors.tof import backfold, phase_wrap
 
@@ -35,23 +36,68 @@ def test_hdl64_rays_per_rotation(hdl64_flat):
     assert hdl64_flat.sizes["frame"] == 2
 
 
+def _ring_radius(h_m, el_deg, vert_offset_m, horiz_offset_m):
+    """Analytic ground radius of a beam from a sensor h_m above a flat ground [m].
+
+    The beam leaves from v * up_perp + h * left (ros-drivers RawData::unpack) and meets z = 0
+    after d = (H + v cos el) / -sin el; horizontally it is then (H cos el + v) / -sin el out
+    along its azimuth and h to its side.
+    """
+    el = np.radians(np.asarray(el_deg, dtype=float))
+    return np.hypot((h_m * np.cos(el) + vert_offset_m) / -np.sin(el), horiz_offset_m)
+
+
 def test_hdl64_rings_match_calibration(hdl64_flat):
     fr = hdl64_flat.isel(frame=0)
     x, y, z = fr.x.values, fr.y.values, fr.z.values
     hit = np.isfinite(x)
-    # Lasers that meet the ground within the 200 m range: h / tan(-el) < 200 m, el < -0.573 deg.
-    down = np.asarray(HDL64E_S2_ELEVATION_DEG) < -np.degrees(np.arctan(H / 200.0))
+    el = np.asarray(HDL64E_S2_ELEVATION_DEG)
+    v, h = np.asarray(HDL64E_S21_VERT_OFFSET_M), np.asarray(HDL64E_S21_HORIZ_OFFSET_M)
+    # Lasers that meet the ground within the 200 m range: beam length (H + v cos el) / -sin el.
+    length = (H + v * np.cos(np.radians(el))) / -np.sin(np.radians(el))
+    down = (el < 0) & (length < 200.0)
     # Every such laser hits the ground in every step; the others never do.
     assert hit[:, down].all() and not hit[:, ~down].any()
-    # Ring elevation recovered from the points equals the published calibration to 1e-4 deg.
+    np.testing.assert_allclose(z[:, down], 0.0, atol=1e-4)
+    # Ground radius of each ring: analytic, from the calibration's elevation and beam offsets.
     r = np.hypot(x, y)
-    elev = np.degrees(np.arctan2(z - H, r))
-    np.testing.assert_allclose(np.nanmean(elev[:, down], axis=0), np.asarray(HDL64E_S2_ELEVATION_DEG)[down], atol=1e-4)
-    # Ground radius of each ring is h / tan(-pitch) (analytic).
-    expected = H / np.tan(-np.radians(np.asarray(HDL64E_S2_ELEVATION_DEG)[down]))
+    expected = _ring_radius(H, el[down], v[down], h[down])
     # + 0.071 mm: x and y are stored within 0.05 mm each (int32 packing at 0.1 mm)
     np.testing.assert_allclose(r[:, down], np.broadcast_to(expected, r[:, down].shape), rtol=1e-5, atol=7.1e-5)
     np.testing.assert_allclose(fr.pitch.values[0], np.radians(HDL64E_S2_ELEVATION_DEG), atol=1e-12)
+
+
+def test_hdl64_ground_rings_at_1_8_m_hand_computed():
+    # HDL-64E S2 1.8 m above flat ground, pencil beams. Radii hand-computed from
+    # r = sqrt(((H cos el + v) / -sin el)^2 + h^2) with BlenSor's elevation el and the sztaki
+    # unit's offsets v, h (ros-drivers 64e_s2.1-sztaki.yaml): without the offsets the rings
+    # would be H / tan(-el), 6 to 10 % shorter (14.42171, 33.79195, 4.32050, 3.87896, 8.49063 m).
+    d = _ground([{"name": "velo", "model": "hdl64e_s2", "position_m": [0, 0, 1.8],
+                  "params": {"noise_sigma_m": 0.0}}], duration_s=0.1)
+    fr = hifi.Simulation.from_dict(d).run()["velo"].isel(frame=0)
+    r = np.hypot(fr.x.values, fr.y.values)
+    hand = {0: 16.00010, 12: 37.61429, 32: 4.60172, 38: 4.12939, 63: 9.07345}   # laser: radius [m]
+    for laser, radius in hand.items():
+        np.testing.assert_allclose(r[:, laser], radius, atol=2e-4)    # 0.1 mm packing + 5-digit rounding
+    # The beams leave from the two laser blocks, 0.19-0.21 m and 0.105-0.124 m up (sztaki file).
+    assert np.all((np.asarray(HDL64E_S21_VERT_OFFSET_M[:32]) > 0.19) & (np.asarray(HDL64E_S21_VERT_OFFSET_M[:32]) < 0.215))
+    assert np.all((np.asarray(HDL64E_S21_VERT_OFFSET_M[32:]) > 0.105) & (np.asarray(HDL64E_S21_VERT_OFFSET_M[32:]) < 0.125))
+
+
+def test_builtin_hdl64_offsets_are_the_sztaki_file():
+    # The numbers in calibration.py are those of the shipped ros-drivers file (package data).
+    cal = read_calibration(SZTAKI_64E_S21_YAML)
+    builtin = BUILTIN["hdl64e_s2"]
+    # 1e-12 m: the YAML's 17-digit floats were copied as 8 significant digits (exact decimals).
+    np.testing.assert_allclose(builtin.vert_offset_m, cal.vert_offset_m, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(builtin.horiz_offset_m, cal.horiz_offset_m, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(builtin.dist_correction_m, cal.dist_correction_m, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(builtin.elevation_rad, np.radians(HDL64E_S2_ELEVATION_DEG))
+    np.testing.assert_array_equal(builtin.azimuth_offset_rad, 0.0)
+    # BlenSor's elevations kept: the sztaki unit's lower block agrees within 0.26 deg, its
+    # upper block differs by up to 3 deg (an S2.1); SOURCES.md / calibration.py docstring.
+    diff = np.degrees(cal.elevation_rad) - np.asarray(HDL64E_S2_ELEVATION_DEG)
+    assert np.abs(diff[32:]).max() < 0.26 and np.abs(diff[:32]).max() > 2.9
 
 
 def test_hdl64_firing_times(hdl64_flat):
