@@ -143,14 +143,44 @@ class _PulsedLidar(Sensor):
         return axis_coords()
 
 
+#: Relative tolerance of an explicit ``azimuth_step_deg`` against the step implied by
+#: ``rate_hz`` and the model's firing cycle (0.1 %: the data sheets' steps are rounded to
+#: three or four digits, 0.1728 or 0.2 deg).
+AZIMUTH_STEP_RTOL = 1e-3
+
+
+def azimuth_step_deg(rate_hz, firing_cycle_s):
+    """Rotor angle turned during one firing cycle [deg]: ``360 rate_hz T_c``.
+
+    Parameters
+    ----------
+    rate_hz : float
+        Rotation rate [Hz].
+    firing_cycle_s : float
+        Duration of the model's firing cycle, fixed by its electronics [s].
+    """
+    return 360.0 * float(rate_hz) * float(firing_cycle_s)
+
+
+def cycles_per_rotation(rate_hz, firing_cycle_s) -> int:
+    """Complete firing cycles in one rotation, ``floor(1 / (rate_hz T_c))``."""
+    return int(np.floor(1.0 / (float(rate_hz) * float(firing_cycle_s)) + 1e-9))
+
+
 class RotatingLidar(_PulsedLidar):
     """Velodyne-type spinning lidar: n lasers on a rotor, each firing at its own instant.
 
-    The rotor turns clockwise seen from above (yaw decreasing) at ``rate_hz``. One firing cycle
-    lasts ``T_c = azimuth_step_deg / (360 rate_hz)``; laser i fires at ``fire_fraction[i] * T_c``
-    into the cycle, from where the sensor is at that instant, in the direction the rotor points
-    then (plus its calibrated azimuth offset). A rotation has ``floor(360 / azimuth_step_deg)``
-    cycles, the ``step`` dimension; the ``laser`` dimension is in laser-ID order.
+    The rotor turns clockwise seen from above (yaw decreasing) at ``rate_hz``. The firing cycle
+    ``T_c`` (:attr:`firing_cycle_s`) is fixed by the model's electronics, so the rate sets the
+    azimuth step, ``360 rate_hz T_c`` (:func:`azimuth_step_deg`), and a rotation holds
+    ``floor(1 / (rate_hz T_c))`` cycles (:func:`cycles_per_rotation`); an explicit
+    ``azimuth_step_deg`` must agree with that within :data:`AZIMUTH_STEP_RTOL`. Laser i fires
+    at ``fire_fraction[i] * T_c`` into the cycle, from where the sensor is at that instant, in
+    the direction the rotor points then (plus its calibrated azimuth offset), from its
+    calibrated beam origin (:meth:`sensors.calibration.LaserCalibration.beams`). With
+    ``azimuth_stride`` n > 1 only every n-th cycle is simulated (a sparse sweep for previews
+    and tests; the timing of the cycles kept is unchanged). The ``step`` dimension counts the
+    cycles simulated, the ``laser`` dimension is in laser-ID order.
 
     Noise (BlenSor Eq. 2): ``d_noisy = d + b_laser + N(0, noise_sigma_m)`` with
     ``b_laser ~ N(0, bias_sigma_m)`` drawn once per run and fixed across rotations.
@@ -162,17 +192,47 @@ class RotatingLidar(_PulsedLidar):
     """
 
     calibration_key = ""
+    #: Duration of one firing cycle [s], fixed by the model (data sheet / user's manual).
+    firing_cycle_s: float = 50e-6
     #: Fraction of the firing cycle at which each laser fires (array over lasers).
     fire_fraction: np.ndarray = np.zeros(1)
     PARAMS: dict = {}
-    SIZE_PARAMS = {"azimuth_step_deg": "raise", "n_subrays": "lower"}
+    SIZE_PARAMS = {"azimuth_stride": "raise", "n_subrays": "lower"}
     #: Calibrated (benchmarks/calibrate_memory.py, HDL-64E S2 fitted 79 B): per cast ray
     #: (pulse or sub-ray).
     WORKING_BYTES_PER_RAY = 80.0
 
+    @classmethod
+    def check_run(cls, p, *, start_utc, duration_s, rate_hz):
+        """An explicit ``azimuth_step_deg`` must be the step ``rate_hz`` implies.
+
+        Raises
+        ------
+        ValueError
+            ``"azimuth_step_deg: ..."`` naming the value, the step implied by ``rate_hz`` and
+            the model's firing cycle, and the rate that would give the value asked for.
+        """
+        step = p.get("azimuth_step_deg")
+        if step is None:
+            return
+        implied = azimuth_step_deg(rate_hz, cls.firing_cycle_s)
+        if abs(step - implied) > AZIMUTH_STEP_RTOL * implied:
+            raise ValueError(
+                f"azimuth_step_deg: {step!r} deg disagrees with the {implied:.6g} deg implied by rate_hz = "
+                f"{rate_hz:g} and the {cls.model_name} firing cycle of {cls.firing_cycle_s * 1e6:g} us "
+                f"(360 x rate_hz x cycle; tolerance {AZIMUTH_STEP_RTOL:.1%}); leave it out, or set rate_hz = "
+                f"{step / (360.0 * cls.firing_cycle_s):.6g} for a {step!r} deg step, or use azimuth_stride "
+                f"for a sparser sweep")
+
+    def _step_deg(self) -> float:
+        """Azimuth step of one firing cycle at this sensor's rate [deg]."""
+        return azimuth_step_deg(self.rate_hz, self.firing_cycle_s)
+
     def _n_steps(self) -> int:
-        """Firing cycles per rotation, ``floor(360 / azimuth_step_deg)``."""
-        return int(np.floor(360.0 / self.params["azimuth_step_deg"] + 1e-9))
+        """Firing cycles simulated per rotation: every ``azimuth_stride``-th of
+        :func:`cycles_per_rotation`."""
+        n = cycles_per_rotation(self.rate_hz, self.firing_cycle_s)
+        return -(-n // int(self.params["azimuth_stride"]))
 
     def _n_lasers(self) -> int:
         p = self.params
@@ -190,9 +250,14 @@ class RotatingLidar(_PulsedLidar):
         return 80 * self._n_steps() * self._n_lasers()   # per pulse: time, direction, origin, yaw, pitch, bias
 
     @classmethod
-    def _params(cls, *, azimuth_step_deg, **kw):
-        p = {"azimuth_step_deg": Param("float", default=azimuth_step_deg, minimum=0.0, exclusive_minimum=True,
-                                       maximum=90.0, doc="rotor angle between firing cycles [deg]")}
+    def _params(cls, **kw):
+        p = {"azimuth_step_deg": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
+                                       maximum=90.0,
+                                       doc="rotor angle between firing cycles [deg]; fixed by rate_hz and the "
+                                           "model's firing cycle (360 x rate_hz x cycle): give it only to "
+                                           "check that"),
+             "azimuth_stride": Param("int", default=1, minimum=1,
+                                     doc="simulate every n-th firing cycle only (sparse sweep for previews)")}
         p.update(_common_params(**kw))
         p["calibration_file"] = Param("path", default=None,
                                       doc="ros-drivers YAML or CSV calibration replacing the built-in one")
@@ -201,6 +266,7 @@ class RotatingLidar(_PulsedLidar):
     def setup(self, ctx):
         super().setup(ctx)
         p = self.params
+        self.check_run(p, start_utc=None, duration_s=None, rate_hz=self.rate_hz)
         if p["calibration_file"] is not None:
             self.calib = cal.read_calibration(p["calibration_file"])
         else:
@@ -208,10 +274,12 @@ class RotatingLidar(_PulsedLidar):
         n = self.calib.n_lasers
         frac = np.asarray(self.fire_fraction, dtype=float)
         self._frac = frac if len(frac) == n else np.arange(n) / n
-        step = np.radians(p["azimuth_step_deg"])
+        self.cycle_s = float(self.firing_cycle_s)
+        self.azimuth_step_deg = self._step_deg()
+        step = np.radians(self.azimuth_step_deg)
         self.n_steps = self._n_steps()
-        self.cycle_s = p["azimuth_step_deg"] / (360.0 * self.rate_hz)
-        phase = np.arange(self.n_steps)[:, None] + self._frac[None, :]          # (step, laser)
+        cycle = np.arange(self.n_steps) * int(p["azimuth_stride"])
+        phase = cycle[:, None] + self._frac[None, :]          # (step, laser)
         self._dt = phase * self.cycle_s
         rotor_yaw = -phase * step
         d, o = self.calib.beams(rotor_yaw)
@@ -224,12 +292,14 @@ class RotatingLidar(_PulsedLidar):
         c = {"laser": Var(("laser",), np.arange(self.calib.n_lasers, dtype=np.int32), "1", "laser id"),
              "laser_elevation": Var(("laser",), self.calib.elevation_rad, "rad",
                                     f"calibrated beam elevation ({self.calib.source})"),
-             "step": Var(("step",), np.arange(self.n_steps, dtype=np.int32), "1", "firing cycle in the rotation")}
+             "step": Var(("step",), np.arange(self.n_steps, dtype=np.int32) * int(self.params["azimuth_stride"]),
+                         "1", "firing cycle in the rotation")}
         c.update(self._axis_coords())
         return c
 
     def attrs(self):
-        return {"calibration_source": self.calib.source, "firing_cycle_s": self.cycle_s}
+        return {"calibration_source": self.calib.source, "firing_cycle_s": self.cycle_s,
+                "azimuth_step_deg": self.azimuth_step_deg}
 
     def step(self, k, t):
         times = t + self._dt.ravel()
@@ -240,54 +310,66 @@ class RotatingLidar(_PulsedLidar):
 
 
 class HDL64E_S2(RotatingLidar):
-    """Velodyne HDL-64E S2 with BlenSor's calibrated elevations.
+    """Velodyne HDL-64E S2: BlenSor's elevations, beam offsets of a real unit.
 
-    Defaults: 10 Hz, 0.1728 deg azimuth step (BlenSor; 2083 x 64 = 133,312 rays per rotation),
-    120 m range, 2 cm range sigma, 10 % reflectivity at 50 m and 80 % at 120 m (HDL-64E S2 data
-    sheet). Timing: the upper block (lasers 0-31) and lower block (32-63) fire simultaneously,
-    each block's 32 lasers in sequence over the firing cycle (HDL-64E S2 user's manual,
-    firing sequence), so laser i fires at (i mod 32) / 32 of the cycle.
+    Calibration: :data:`sensors.calibration.BUILTIN` ``"hdl64e_s2"``, BlenSor's elevations
+    with the per-laser beam origins (two blocks 0.19-0.21 m and 0.105-0.124 m above the sensor
+    origin) and distance corrections of ros-drivers' ``64e_s2.1-sztaki.yaml``.
+    Timing: a 48 us firing cycle in which the upper block (lasers 0-31) and the lower block
+    (32-63) fire simultaneously, each block's 32 lasers in sequence (HDL-64E S2 user's manual,
+    firing sequence), so laser i fires at (i mod 32) / 32 of the cycle. 48 us is 64 points per
+    cycle at the data sheet's 1.33 million points per second, and at 10 Hz it is BlenSor's
+    0.1728 deg step: 2083 cycles x 64 lasers = 133,312 rays per rotation; 5 Hz gives 4166
+    cycles of 0.0864 deg, 20 Hz 1041 of 0.3456 deg.
+    Defaults: 10 Hz, 120 m range, 2 cm range sigma, 10 % reflectivity at 50 m and 80 % at
+    120 m (HDL-64E S2 data sheet).
     """
 
     model_name = "hdl64e_s2"
     calibration_key = "hdl64e_s2"
     default_rate_hz = 10.0
+    firing_cycle_s = 48e-6
     fire_fraction = (np.arange(64) % 32) / 32.0
-    PARAMS = RotatingLidar._params(azimuth_step_deg=0.1728, max_range_m=120.0, noise_sigma_m=0.02,
-                                   source="HDL-64E S2 data sheet")
+    PARAMS = RotatingLidar._params(max_range_m=120.0, noise_sigma_m=0.02, source="HDL-64E S2 data sheet")
 
 
 class HDL32E(RotatingLidar):
     """Velodyne HDL-32E (elevations from ros-drivers 32db.yaml).
 
     Timing (HDL-32E user's manual): the 32 lasers fire in sequence 1.152 us apart in a 46.08 us
-    cycle, so laser i fires at i / 40 of the cycle; at 10 Hz the cycle is 0.165888 deg of
-    rotation, the default step. 100 m range, 2 cm range sigma (data sheet); the detection
-    threshold keeps the HDL-64E values (the HDL-32E data sheet gives none).
+    cycle, so laser i fires at i / 40 of the cycle. A rotation at 10 Hz holds
+    floor(1 / (10 Hz x 46.08 us)) = 2170 cycles of 0.165888 deg; at 20 Hz 1085 cycles of
+    0.331776 deg (a real unit's motor runs a little off its set rate: the nuScenes sweeps of
+    SOURCES.md have 1084 columns, which rate_hz = 20.01 reproduces). 100 m range, 2 cm range
+    sigma (data sheet); the detection threshold keeps the HDL-64E values (the HDL-32E data
+    sheet gives none).
     """
 
     model_name = "hdl32e"
     calibration_key = "hdl32e"
     default_rate_hz = 10.0
+    firing_cycle_s = 46.08e-6
     fire_fraction = np.arange(32) * 1.152 / 46.08
-    PARAMS = RotatingLidar._params(azimuth_step_deg=0.165888, max_range_m=100.0, noise_sigma_m=0.02,
-                                   distance_upper_m=100.0, source="HDL-32E data sheet")
+    PARAMS = RotatingLidar._params(max_range_m=100.0, noise_sigma_m=0.02, distance_upper_m=100.0,
+                                   source="HDL-32E data sheet")
 
 
 class VLP16(RotatingLidar):
     """Velodyne VLP-16 (elevations from ros-drivers VLP16db.yaml).
 
     Timing (VLP-16 user's manual): 16 lasers fire 2.304 us apart in a 55.296 us firing sequence,
-    so laser i fires at i / 24 of the cycle; at 10 Hz one sequence is 0.199 deg, the default
-    step 0.2 deg. 100 m range, 3 cm typical accuracy (data sheet).
+    so laser i fires at i / 24 of the cycle; at 10 Hz one sequence is 0.199066 deg and a
+    rotation holds floor(1 / (10 Hz x 55.296 us)) = 1808 of them (the data sheet rounds the
+    step to 0.2 deg). 100 m range, 3 cm typical accuracy (data sheet).
     """
 
     model_name = "vlp16"
     calibration_key = "vlp16"
     default_rate_hz = 10.0
+    firing_cycle_s = 55.296e-6
     fire_fraction = np.arange(16) * 2.304 / 55.296
-    PARAMS = RotatingLidar._params(azimuth_step_deg=0.2, max_range_m=100.0, noise_sigma_m=0.03,
-                                   distance_upper_m=100.0, source="VLP-16 data sheet")
+    PARAMS = RotatingLidar._params(max_range_m=100.0, noise_sigma_m=0.03, distance_upper_m=100.0,
+                                   source="VLP-16 data sheet")
 
 
 def mirror_scan_directions(mirror_yaw_rad, layer_pitch_rad):

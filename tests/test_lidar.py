@@ -103,7 +103,7 @@ def test_builtin_hdl64_offsets_are_the_sztaki_file():
 def test_hdl64_firing_times(hdl64_flat):
     fr = hdl64_flat.isel(frame=1)
     t = fr.hifi.seconds("timestamp").values
-    cycle = 0.1728 / (360.0 * 10.0)               # one firing cycle at 10 Hz [s]
+    cycle = 48e-6                                 # HDL-64E S2 firing cycle [s] (0.1728 deg at 10 Hz)
     # Upper (0-31) and lower (32-63) blocks fire simultaneously, each in sequence over the cycle.
     np.testing.assert_allclose(t[:, :32], t[:, 32:], atol=1e-15)
     # 2 ns: the run's results are decoded from CF times, which xarray truncates to whole ns.
@@ -115,13 +115,67 @@ def test_hdl64_firing_times(hdl64_flat):
     assert np.all(np.diff(yaw) < 0)
 
 
+def _layout(model, rate_hz, **params):
+    d = _ground([{"name": "s", "model": model, "rate_hz": rate_hz, "params": params}], duration_s=1.0 / rate_hz)
+    return hifi.Simulation.from_dict(d)
+
+
+@pytest.mark.parametrize("model, rate_hz, cycle_s, steps", [
+    # floor(1 / (rate x cycle)): HDL-32E 46.08 us (user's manual), 20 Hz: 1085.07 -> 1085 (the
+    # nuScenes sweep of SOURCES.md has 1084: its rotor turned slightly faster, see below);
+    # 10 Hz: 2170.1 -> 2170. HDL-64E S2 48 us: 10 Hz 2083 (BlenSor's 0.1728 deg, 133,312 rays),
+    # 5 Hz 4166. VLP-16 55.296 us (user's manual): 10 Hz 1808.4 -> 1808.
+    ("hdl32e", 20.0, 46.08e-6, 1085), ("hdl32e", 10.0, 46.08e-6, 2170), ("hdl32e", 20.01, 46.08e-6, 1084),
+    ("hdl64e_s2", 10.0, 48e-6, 2083), ("hdl64e_s2", 5.0, 48e-6, 4166), ("vlp16", 10.0, 55.296e-6, 1808),
+])
+def test_firing_cycle_fixed_rate_sets_the_step(model, rate_hz, cycle_s, steps):
+    sim = _layout(model, rate_hz)
+    (m,) = [m for m in sim.models if m.name == "s"]
+    assert m._n_steps() == steps
+    assert m.frame_layout()["distance"][0][0] == steps
+    assert m._step_deg() == pytest.approx(360.0 * rate_hz * cycle_s, rel=1e-12)
+
+
+def test_hdl32e_at_20_hz_runs_1085_columns_and_timing():
+    ds = hifi.Simulation.from_dict(_ground([{"name": "v", "model": "hdl32e", "rate_hz": 20.0,
+                                             "position_m": [0, 0, 1.84]}], duration_s=0.05)).run()["v"]
+    assert (ds.sizes["step"], ds.sizes["laser"]) == (1085, 32)        # 34,720 rays
+    t = ds.isel(frame=0).hifi.seconds("timestamp").values
+    # 2 ns: CF times decoded to whole ns. Lasers 1.152 us apart, cycles 46.08 us apart (manual).
+    np.testing.assert_allclose(t[3, 5] - t[3, 0], 5 * 1.152e-6, rtol=0, atol=2e-9)
+    np.testing.assert_allclose(t[4, 0] - t[3, 0], 46.08e-6, rtol=0, atol=2e-9)
+    assert ds.attrs["azimuth_step_deg"] == pytest.approx(0.331776, rel=1e-12)
+    yaw = np.unwrap(ds.isel(frame=0).yaw.values[:, 15])                 # laser 15: 0 deg elevation
+    np.testing.assert_allclose(np.diff(yaw), -np.radians(0.331776), atol=5e-7)   # two float32 yaws (2.4e-7 rad)
+
+
+def test_explicit_azimuth_step_must_agree_with_rate():
+    # Agreeing within 0.1 %: accepted (BlenSor's 0.1728 at 10 Hz; the VLP-16 data sheet's 0.2 deg
+    # is 0.47 % off 0.199066 and is refused).
+    _layout("hdl64e_s2", 10.0, azimuth_step_deg=0.1728)
+    with pytest.raises(hifi.ScenarioError, match=r"sensors\[0\]\.params\.azimuth_step_deg.*0\.2 deg disagrees "
+                       r"with the 0\.199066 deg implied by rate_hz = 10"):
+        _layout("vlp16", 10.0, azimuth_step_deg=0.2)
+    with pytest.raises(hifi.ScenarioError, match=r"azimuth_step_deg.*0\.1728 deg.*rate_hz = 20.*set rate_hz = 10 "):
+        _layout("hdl64e_s2", 20.0, azimuth_step_deg=0.1728)
+
+
+def test_azimuth_stride_keeps_the_cycle_timing():
+    ds = hifi.Simulation.from_dict(_ground([{"name": "v", "model": "vlp16", "position_m": [0, 0, 1.8],
+                                             "params": {"azimuth_stride": 100}}])).run()["v"].isel(frame=0)
+    assert ds.sizes["step"] == 19                                     # ceil(1808 / 100)
+    np.testing.assert_array_equal(ds.step.values, np.arange(19) * 100)
+    t = ds.hifi.seconds("timestamp").values
+    np.testing.assert_allclose(t[1, 0] - t[0, 0], 100 * 55.296e-6, rtol=0, atol=2e-9)
+
+
 def test_noise_and_per_laser_bias(tmp_path):
     # A CSV calibration of 4000 lasers lets the bias sigma be estimated from 4000 draws.
     n = 4000
     el = np.linspace(-30, -5, n)
     (tmp_path / "cal.csv").write_text("elevation_deg\n" + "\n".join(f"{e:.6f}" for e in el) + "\n")
     d = _ground([{"name": "velo", "model": "hdl64e_s2", "position_m": [0, 0, H],
-                  "params": {"calibration_file": "cal.csv", "azimuth_step_deg": 30.0,
+                  "params": {"calibration_file": "cal.csv", "azimuth_stride": 174,   # 12 of 2083 cycles
                              "noise_sigma_m": 0.02, "bias_sigma_m": 0.05}}], duration_s=0.3)
     ds = hifi.Simulation.from_dict(d, base_dir=tmp_path).run()["velo"]
     err = (ds.distance_noisy - ds.distance).values                 # (frame, step, laser)
