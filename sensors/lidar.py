@@ -376,6 +376,16 @@ class RotatingLidar(_PulsedLidar):
     and tests; the timing of the cycles kept is unchanged). The ``step`` dimension counts the
     cycles simulated, the ``laser`` dimension is in laser-ID order.
 
+    Beam footprint (default): every pulse has the data sheet's divergence; pulses at depth
+    edges cast ``edge_subrays`` sub-rays of it and report the echo ``return_mode`` picks, so a
+    spot straddling a foreground and a background reports one of them (or, in ``dual`` mode,
+    both) where a pencil ray would report the surface its axis hits
+    (:meth:`_PulsedLidar._cast_beams`). ``return_mode = "dual"`` is Velodyne's dual return: slot
+    0 the strongest echo, slot 1 the last, or the second-strongest where the last is the
+    strongest; a pulse with one echo reports it in both slots, as the sensor does. Its datasets
+    have a trailing ``return`` dimension of 2 on every per-pulse variable (range noise is drawn
+    once per pulse, the same in both slots); other modes have none.
+
     Noise (BlenSor Eq. 2): ``d_noisy = d + b_laser + N(0, noise_sigma_m)`` with
     ``b_laser ~ N(0, bias_sigma_m)`` drawn once per run and fixed across rotations.
     With ``n_subrays`` > 1 every pulse is a divergent Gaussian beam (VANE model,
