@@ -39,7 +39,9 @@ CASES = {
     "raw_lidar": [{"resolution_x": n, "resolution_y": n} for n in (200, 350, 500)],
     "tof_sr4000": [{"resolution_x": n, "resolution_y": n} for n in (300, 600, 900)],
     "generic_grid": [{"n_theta": n, "n_phi": n} for n in (300, 600, 900)],
-    "hdl64e_s2": [{"azimuth_step_deg": s} for s in (0.1728, 0.05, 0.025)],
+    # the HDL-64E's 48 us firing cycle fixes the step at 360 x rate x 48 us: finer steps come
+    # from slower rotation (0.1728, 0.05, 0.025 deg); "rate_hz" here is the sensor's rate
+    "hdl64e_s2": [{"rate_hz": r} for r in (10.0, 10.0 * 0.05 / 0.1728, 10.0 * 0.025 / 0.1728)],
     "ibeo_lux": [{"angular_step_deg": s} for s in (0.02, 0.005, 0.0025)],
     "sick_lms291": [{"angular_step_deg": 0.5, "n_subrays": n} for n in (100, 400, 1000)],
     "ccd_camera": [{"resolution_x": n, "resolution_y": n} for n in (300, 600, 900)],
@@ -50,8 +52,10 @@ CASES = {
 
 def scenario(model: str, params: dict, frames: int = FRAMES) -> dict:
     """The calibration scene with one sensor (plain dicts, the TOML structure)."""
+    params = dict(params)
+    rate_hz = params.pop("rate_hz", RATE_HZ)
     return {
-        "simulation": {"duration_s": frames / RATE_HZ, "seed": 1},
+        "simulation": {"duration_s": frames / rate_hz, "seed": 1},
         "materials": {"white": {"reflectivity": 0.8, "class": "wall"}},
         "objects": [
             {"name": "wall", "mesh": "plane", "size_m": [40, 40], "material": "white",
@@ -59,7 +63,7 @@ def scenario(model: str, params: dict, frames: int = FRAMES) -> dict:
             {"name": "box", "mesh": "box", "size_m": [1, 1, 1], "position_m": [5, 1, 0]},
             {"name": "ground", "mesh": "plane", "size_m": [100, 100], "position_m": [0, 0, -1.5]},
         ],
-        "sensors": [{"name": "s", "model": model, "rate_hz": RATE_HZ, "params": params}],
+        "sensors": [{"name": "s", "model": model, "rate_hz": rate_hz, "params": params}],
     }
 
 

@@ -142,6 +142,44 @@ def subray_directions(axis, uv, divergence_rad, aperture_radius_m):
     return aperture_radius_m * across, d
 
 
+def footprint_directions(axis, uv, divergence_h_rad, divergence_v_rad, aperture_radius_m):
+    """Sub-rays of an elliptical beam whose axes are horizontal and vertical.
+
+    Parameters
+    ----------
+    axis : (p, 3) float
+        Unit beam axes (sensor frame, z up).
+    uv : (n, 2) float
+        Sub-ray positions in beam radii (:func:`subray_pattern`): u across the beam
+        horizontally (to its left), v up, perpendicular to the beam.
+    divergence_h_rad, divergence_v_rad : float
+        Full divergence in the horizontal and the vertical plane of the beam [rad] (data
+        sheets quote the two separately, e.g. 3.0 and 1.5 mrad for Velodyne's VLP-16).
+    aperture_radius_m : float
+        Beam radius at the aperture [m] (the same in both directions).
+
+    Returns
+    -------
+    offsets, directions : ndarray, shape (p, n, 3)
+        As :func:`subray_directions`, with ``e_h`` the horizontal normal to the beam and
+        ``e_v = axis x e_h`` (up, perpendicular to the beam); a vertical beam takes the basis of
+        :func:`sensors.noise.orthonormal_basis`. Equal divergences give a circular beam.
+    """
+    a = np.asarray(axis, dtype=float)
+    e_h = np.stack([-a[:, 1], a[:, 0], np.zeros(len(a))], axis=-1)
+    norm = np.linalg.norm(e_h, axis=-1, keepdims=True)
+    fallback = orthonormal_basis(a)[0]
+    vertical = norm[:, 0] < 1e-9
+    e_h = np.where(vertical[:, None], fallback, e_h / np.where(vertical[:, None], 1.0, norm))
+    e_v = np.cross(a, e_h)
+    u, v = uv[None, :, 0:1], uv[None, :, 1:2]
+    across = u * e_h[:, None, :] + v * e_v[:, None, :]
+    d = (a[:, None, :] + np.tan(divergence_h_rad / 2.0) * u * e_h[:, None, :]
+         + np.tan(divergence_v_rad / 2.0) * v * e_v[:, None, :])
+    d /= np.linalg.norm(d, axis=-1, keepdims=True)
+    return aperture_radius_m * across, d
+
+
 def pulse_sigma_s(pulse_width_s):
     """Standard deviation [s] of a Gaussian pulse of full width at half maximum ``pulse_width_s``."""
     return pulse_width_s / (2.0 * np.sqrt(2.0 * np.log(2.0)))
@@ -342,7 +380,7 @@ def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, 
     arrival_s, energy, range_m : (p, n) float
         Each sub-ray's return time [s], energy and path length [m] (NaN for none).
     bin_width_s : float
-    mode : {"first", "last", "strongest", "average", "dual"}
+    mode : {"first", "last", "strongest", "average", "dual", "strongest_last"}
     detection_threshold : float
         Smallest return energy reported (same units as ``energy``).
     cutoff_m : float
@@ -352,8 +390,8 @@ def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, 
     Returns
     -------
     EchoReport
-        Per return slot (m = 2 for ``dual``, else 1): reported range, energy, dominant sub-ray
-        and member sub-rays.
+        Per return slot (m = 2 for ``dual`` and ``strongest_last``, else 1): reported range,
+        energy, dominant sub-ray and member sub-rays.
 
     Notes
     -----
@@ -365,7 +403,11 @@ def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, 
     sub-rays') reaches ``detection_threshold``. Its range is the energy-weighted mean of its
     sub-rays' path lengths (the centroid of the echo), so a single sub-ray reports its own path
     length exactly. ``first`` / ``last`` / ``strongest`` report the earliest, latest or most
-    energetic detected return, ``dual`` the first and the last. ``average`` reports the
+    energetic detected return, ``dual`` the first and the last. ``strongest_last`` is
+    Velodyne's dual-return mode (VLP-16 and HDL-32E user's manuals, "dual return"): the
+    strongest and the last return, and where the strongest is the last, the strongest and the
+    second-strongest; a pulse with a single return reports it in both slots, as the sensor
+    repeats it. ``average`` reports the
     energy-weighted mean range of every sub-ray return no farther than ``cutoff_m`` behind the
     first detected return: where a spot straddles two surfaces closer than ``cutoff_m`` the
     reported point floats between them, the mixed pixel of SICK-like processing.
@@ -423,8 +465,90 @@ def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, 
         r = np.where(any_det, r, np.nan)
         en = np.where(any_det, tot, np.nan)
         return EchoReport(r[:, None], en[:, None], _dominant(we, any_det)[:, None], near[:, None, :])
-    chosen = {"first": [first], "last": [last], "strongest": [strongest], "dual": [first, last]}[mode]
+    if mode == "strongest_last":
+        masked = np.where(detected, seg_e, -np.inf)
+        masked[np.arange(p), np.maximum(strongest, 0)] = -np.inf
+        has_second = np.isfinite(masked).any(axis=1) if n_seg > 1 else np.zeros(p, dtype=bool)
+        second = np.where(has_second, np.argmax(masked, axis=1), strongest)
+        other = np.where(last != strongest, last, second)
+        chosen = [strongest, other]
+    else:
+        chosen = {"first": [first], "last": [last], "strongest": [strongest], "dual": [first, last]}[mode]
     parts = [pick(s) for s in chosen]
+    return EchoReport(*(np.stack([q[k] for q in parts], axis=1) for k in range(4)))
+
+
+def bundle_echoes(range_m, energy, *, resolution_m, mode):
+    """Echoes of small sub-ray bundles without sampling a waveform: returns grouped by range.
+
+    Parameters
+    ----------
+    range_m, energy : (p, n) float
+        Path length [m] (NaN for no return) and return energy of every sub-ray of every pulse.
+    resolution_m : float
+        Range resolution [m], ``c * pulse_width / 2`` (0.75 m for a 5 ns pulse).
+    mode : {"first", "last", "strongest", "dual", "strongest_last"}
+        As :func:`process_returns` (not ``average``).
+
+    Returns
+    -------
+    EchoReport
+        As :func:`process_returns`.
+
+    Notes
+    -----
+    The sub-ray returns of a pulse, sorted by range, are split into echoes wherever two
+    consecutive ones are more than ``resolution_m`` apart; an echo's energy is the sum of its
+    returns and its range their energy-weighted mean. It approximates the waveform receiver of
+    :func:`beam_echoes`, where two returns closer than about the pulse length leave no minimum
+    between them and merge, at a cost of a sort over n instead of a waveform per pulse: meant
+    for the few sub-rays (n < 10) of the edge-point footprint of the rotating and line lidars
+    (:meth:`sensors.lidar._PulsedLidar._cast_beams`), validated against the full waveform beam
+    in ``tests/test_lidar.py::test_edge_footprint_agrees_with_full_divergent_beam``.
+    """
+    r = np.asarray(range_m, dtype=float)
+    e = np.nan_to_num(np.asarray(energy, dtype=float))
+    p, n = r.shape
+    has = np.isfinite(r) & (e > 0)
+    order = np.argsort(np.where(has, r, np.inf), axis=1, kind="stable")
+    rs = np.take_along_axis(np.where(has, r, np.inf), order, axis=1)
+    es = np.take_along_axis(np.where(has, e, 0.0), order, axis=1)
+    ok = np.isfinite(rs)
+    new = np.zeros((p, n), dtype=bool)
+    with np.errstate(invalid="ignore"):                            # inf - inf past the last return
+        new[:, 1:] = (rs[:, 1:] - rs[:, :-1]) > resolution_m
+    label = np.where(ok, np.cumsum(new, axis=1), n)                # n: no return
+    key = (np.arange(p)[:, None] * (n + 1) + label).ravel()
+    ref = np.where(ok[:, 0], rs[:, 0], 0.0)
+    dev = np.where(ok, rs - ref[:, None], 0.0)
+    seg_e = np.bincount(key, weights=es.ravel(), minlength=p * (n + 1)).reshape(p, n + 1)[:, :n]
+    seg_ed = np.bincount(key, weights=(es * dev).ravel(), minlength=p * (n + 1)).reshape(p, n + 1)[:, :n]
+    detected = seg_e > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        seg_r = ref[:, None] + seg_ed / seg_e
+    any_det = detected.any(axis=1)
+    first = np.where(any_det, 0, -1)
+    last = np.where(any_det, n - 1 - np.argmax(detected[:, ::-1], axis=1), -1)
+    masked = np.where(detected, seg_e, -np.inf)
+    strongest = np.where(any_det, np.argmax(masked, axis=1), -1)
+    if mode == "strongest_last":
+        masked[np.arange(p), np.maximum(strongest, 0)] = -np.inf
+        has_second = np.isfinite(masked).any(axis=1)
+        second = np.where(has_second, np.argmax(masked, axis=1), strongest)
+        chosen = [strongest, np.where(last != strongest, last, second)]
+    else:
+        chosen = {"first": [first], "last": [last], "strongest": [strongest], "dual": [first, last]}[mode]
+    rows = np.arange(p)
+    parts = []
+    for seg in chosen:
+        valid = seg >= 0
+        sg = np.maximum(seg, 0)
+        in_seg = (label == sg[:, None]) & valid[:, None]
+        dom_sorted = np.argmax(np.where(in_seg, es, -1.0), axis=1)
+        members = np.zeros((p, n), dtype=bool)
+        np.put_along_axis(members, order, in_seg, axis=1)
+        parts.append((np.where(valid, seg_r[rows, sg], np.nan), np.where(valid, seg_e[rows, sg], np.nan),
+                      np.where(valid, order[rows, dom_sorted], -1), members))
     return EchoReport(*(np.stack([q[k] for q in parts], axis=1) for k in range(4)))
 
 
@@ -501,7 +625,7 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     p, n = rng.shape
     arrival = round_trip_s(rng)
     window = echo_window(arrival, bin_width_s=bin_width_s, pulse_width_s=pulse_width_s)
-    m = 2 if mode == "dual" else 1
+    m = 2 if mode in ("dual", "strongest_last") else 1
     out = EchoReport(np.full((p, m), np.nan), np.full((p, m), np.nan), np.full((p, m), -1, dtype=np.int64),
                      np.zeros((p, m, n), dtype=bool))
     gate = np.zeros((p, int(gate_bins)))

@@ -2,8 +2,18 @@
 
 Built-in tables (degrees, laser-ID order), with their sources (``../shared/data/SOURCES.md``):
 
-- HDL-64E S2: BlenSor's ``laser_angles`` (mgschwan/blensor, release/scripts/addons/blensor/
-  blendodyne.py), the calibration BlenSor ships for its HDL-64E S2 model.
+- HDL-64E S2: elevations from BlenSor's ``laser_angles`` (mgschwan/blensor, release/scripts/
+  addons/blensor/blendodyne.py), the calibration BlenSor ships for its HDL-64E S2 model; beam
+  origin offsets (``vert_offset_correction``, ``horiz_offset_correction``) and distance
+  corrections from a real HDL-64E S2.1 unit, ros-drivers/velodyne
+  ``velodyne_pointcloud/params/64e_s2.1-sztaki.yaml`` (BSD; shipped as
+  ``sensors/data/64e_s2.1-sztaki.yaml``, see ``sensors/data/README.md``). That unit's
+  elevations of the lower block agree with BlenSor's within 0.25 deg, those of its upper
+  block differ by up to 3 deg (an S2.1, not an S2) and its azimuth corrections reach 9.6 deg:
+  per-unit values, so the built-in table keeps BlenSor's elevations and zero azimuth offsets
+  and takes from the real unit only the offsets BlenSor lacks (the two laser blocks sit
+  0.105-0.124 m and 0.193-0.213 m above the sensor origin, HDL-64E S2 manual). Pass the YAML
+  as ``calibration_file`` to simulate that unit in full.
 - HDL-32E: ros-drivers/velodyne, velodyne_pointcloud/params/32db.yaml.
 - VLP-16: ros-drivers/velodyne, velodyne_pointcloud/params/VLP16db.yaml.
 
@@ -38,6 +48,38 @@ HDL32E_ELEVATION_DEG = (
     -14.67, 6.67, -13.33, 8.00, -12.00, 9.33, -10.67, 10.67,
 )
 VLP16_ELEVATION_DEG = (-15, 1, -13, 3, -11, 5, -9, 7, -7, 9, -5, 11, -3, 13, -1, 15)
+
+#: ros-drivers/velodyne : velodyne_pointcloud/params/64e_s2.1-sztaki.yaml @ 16be7978ee0f (file
+#: unchanged at 29abd0e1361c; BSD, Austin Robot Technology and others): a real HDL-64E S2.1.
+SZTAKI_64E_S21_SOURCE = ("ros-drivers/velodyne velodyne_pointcloud/params/64e_s2.1-sztaki.yaml "
+                         "@ 16be7978ee0fa78818a9ff04faf5efac83ccf378 (BSD)")
+#: Its ``vert_offset_correction`` [m], laser-ID order: upper block (0-31) 0.193-0.213 m, lower
+#: block (32-63) 0.105-0.124 m above the sensor origin.
+HDL64E_S21_VERT_OFFSET_M = (
+    0.19548199, 0.19601112, 0.2096954, 0.21031273, 0.19674604, 0.19740747, 0.19277746, 0.19342419,
+    0.19792192, 0.19868624, 0.19412971, 0.19474705, 0.20331627, 0.20399239, 0.19943586, 0.20003851,
+    0.20458033, 0.20512417, 0.20065582, 0.20133196, 0.20585909, 0.20630005, 0.20190519, 0.20256662,
+    0.21097416, 0.2116062, 0.20721134, 0.20779928, 0.21222351, 0.21282616, 0.20838722, 0.20904865,
+    0.10812235, 0.10859233, 0.12148494, 0.12213274, 0.10918932, 0.10991334, 0.1053787, 0.10593759,
+    0.11047223, 0.11138678, 0.10667431, 0.10753805, 0.11568009, 0.11620087, 0.11205999, 0.11252997,
+    0.11669625, 0.11729325, 0.11308886, 0.11369856, 0.11796646, 0.11856346, 0.11424475, 0.11501958,
+    0.12259002, 0.12319972, 0.11933828, 0.11983367, 0.12361888, 0.12422858, 0.12046877, 0.12086253,
+)
+#: Its ``horiz_offset_correction`` [m]: +0.025999999 for even laser IDs, -0.025999999 for odd.
+HDL64E_S21_HORIZ_OFFSET_M = tuple(0.025999999 * (1 - 2 * (i % 2)) for i in range(64))
+#: Its ``dist_correction`` [m] (the firmware adds it to the raw range).
+HDL64E_S21_DIST_CORRECTION_M = (
+    1.5195264, 1.5145139, 1.4963768, 1.3771207, 1.2947885, 1.4395787, 1.3618773, 1.5325716,
+    1.3743323, 1.4969112, 1.434263, 1.5500841, 1.3725992, 1.3111591, 1.5360803, 1.4755449,
+    1.4410587, 1.4434521, 1.3243448, 1.4565854, 1.3313776, 1.3787535, 1.3419412, 1.4338304,
+    1.4930911, 1.4367653, 1.5279892, 1.5077638, 1.3627797, 1.3749608, 1.2940709, 1.3907666,
+    1.3461819, 1.2487466, 1.5016498, 1.2495708, 1.2674536, 1.2481956, 1.4516722, 1.3843004,
+    1.244738, 1.3284543, 1.4055542, 1.3529747, 1.240738, 1.5288052, 1.5423979, 1.3086253,
+    1.340533, 1.2994545, 1.4499763, 1.3516956, 1.2374236, 1.3730562, 1.4445888, 1.3861449,
+    1.4635341, 1.3715826, 1.4644832, 1.3074548, 1.4378391, 1.3585466, 1.4478067, 1.4329738,
+)
+#: The shipped copy of that file (package data).
+SZTAKI_64E_S21_YAML = Path(__file__).parent / "data" / "64e_s2.1-sztaki.yaml"
 
 
 @dataclass(frozen=True)
@@ -87,7 +129,19 @@ class LaserCalibration:
             Sensor frame. The origin is ``vert_offset * up_perp + horiz_offset * left`` where
             ``up_perp`` is perpendicular to the beam in its vertical plane and ``left`` is the
             horizontal normal to the beam: the geometry of ros-drivers/velodyne's
-            ``RawData::unpack`` (xy_distance = d cos(el) - v sin(el), z = d sin(el) + v cos(el)).
+            ``RawData::unpack`` (``velodyne_pointcloud/src/lib/rawdata.cc``):
+            ``xy = d cos(el) - v sin(el)``, ``z = d sin(el) + v cos(el)``, and the horizontal
+            offset ``h`` added along the horizontal normal of the beam (Velodyne frame
+            ``x = xy sin(a) - h cos(a)``, ``y = xy cos(a) + h sin(a)``, ROS ``X = y, Y = -x``,
+            which is ``h * left`` in hifi's counter-clockwise yaw). ``d`` is the range measured
+            from that origin, the firmware's corrected distance ``raw + dist_correction``, so
+            the simulated ``distance`` is what the driver reports after its correction.
+
+        Notes
+        -----
+        A beam of elevation ``el`` < 0 from a sensor ``H`` above flat ground meets it at
+        horizontal distance ``sqrt(((H cos(el) + v) / -sin(el))^2 + h^2)`` from the sensor
+        axis: the vertical offset lengthens every ring by ``v / -sin(el)``.
         """
         yaw = np.asarray(yaw_rad, dtype=float) + self.azimuth_offset_rad
         el = self.elevation_rad
@@ -101,8 +155,12 @@ class LaserCalibration:
 
 
 BUILTIN = {
-    "hdl64e_s2": LaserCalibration.from_elevations_deg(
-        HDL64E_S2_ELEVATION_DEG, "BlenSor blendodyne.py laser_angles (HDL-64E S2)"),
+    "hdl64e_s2": LaserCalibration(
+        np.radians(np.asarray(HDL64E_S2_ELEVATION_DEG, dtype=float)), np.zeros(64),
+        np.asarray(HDL64E_S21_VERT_OFFSET_M, dtype=float), np.asarray(HDL64E_S21_HORIZ_OFFSET_M, dtype=float),
+        np.asarray(HDL64E_S21_DIST_CORRECTION_M, dtype=float),
+        "elevations: BlenSor blendodyne.py laser_angles (HDL-64E S2); beam offsets and distance "
+        "corrections: " + SZTAKI_64E_S21_SOURCE),
     "hdl32e": LaserCalibration.from_elevations_deg(
         HDL32E_ELEVATION_DEG, "ros-drivers/velodyne velodyne_pointcloud/params/32db.yaml"),
     "vlp16": LaserCalibration.from_elevations_deg(

@@ -14,13 +14,14 @@ from typing import NamedTuple
 import numpy as np
 
 from hifi.caster import Hits
+from hifi.constants import SPEED_OF_LIGHT_M_S
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
 from . import calibration as cal
 from hifi.dataset import annotation_var, axis_coords, range_frame, range_layout, sensor_pose_vars, yaw_pitch
-from .beam import beam_echoes, subray_directions, subray_pattern
+from .beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
 from .detection import detected as detect, detection_probability
 from .noise import snr_range_sigma
 from .radiometry import (extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor,
@@ -248,6 +249,104 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
     return SignalChain(power, snr, apparent, det, d_noisy, intensity)
 
 
+#: Depth discontinuity that marks a pulse as an edge pulse [m] (:func:`depth_edge_pulses`): a
+#: neighbour's hit farther than this from the pulse's tangent plane (or a hit next to a miss).
+#: Depth steps below it merge into one echo (the range resolution c tau / 2 is 0.75 m for 5 ns)
+#: whose centroid moves by at most its energy share times the step, 2.5 cm at 5 cm: about the
+#: range noise, so pulses beside smaller steps keep their pencil range.
+EDGE_DEPTH_M = 0.05
+
+
+def _footprint_params(params, *, divergence_rad, divergence_v_rad=None, aperture_radius_m=0.005,
+                      source="", dual=False):
+    """A model's beam-footprint defaults (data sheet) and the edge-point parameters.
+
+    Updates ``params`` (a PARAMS dict of :func:`_common_params`) in place and returns it:
+    ``divergence_rad`` (horizontal), ``divergence_v_rad`` (vertical, None: circular),
+    ``aperture_radius_m``, ``edge_subrays`` and, for the rotating lidars, ``return_mode``
+    with ``"dual"``.
+    """
+    params["divergence_rad"] = Param("float", default=divergence_rad, minimum=0.0, maximum=0.5,
+                                     doc=f"full beam divergence (horizontal) at the 1/e^2 points [rad] ({source})")
+    params["divergence_v_rad"] = Param("float", default=divergence_v_rad, minimum=0.0, maximum=0.5,
+                                       doc=f"full vertical beam divergence [rad] ({source}; none: as divergence_rad)")
+    params["aperture_radius_m"] = Param("float", default=aperture_radius_m, minimum=0.0,
+                                        doc="beam radius at the aperture [m]")
+    params["edge_subrays"] = Param("int", default=7, minimum=0, maximum=100,
+                                   doc="sub-rays of the beam footprint cast for pulses at depth edges "
+                                       "(n_subrays = 1); 0: pencil beams everywhere")
+    if dual:
+        params["return_mode"] = Param(
+            "str", default="strongest", choices=("first", "last", "strongest", "average", "dual"),
+            doc="echo reported at edges and with n_subrays > 1 (Velodyne default: strongest); "
+                "dual: strongest and last (second-strongest if they coincide), a 'return' dimension of 2")
+    return params
+
+
+def depth_edge_pulses(points, normals, hit, shape, ring_order=None, depth_m=EDGE_DEPTH_M):
+    """Pulses whose footprint may straddle a depth edge: a neighbour off their surface.
+
+    Parameters
+    ----------
+    points, normals : (n, 3) float
+        Hit point [m] and unit surface normal of each pulse's pencil ray (NaN on a miss),
+        n = prod(shape), in the order of ``shape``.
+    hit : (n,) bool
+    shape : (int, int)
+        The scan grid: (steps along the scan, beams across it).
+    ring_order : (shape[1],) int, optional
+        Beam indices in elevation order, so that neighbours across the scan are adjacent rings.
+    depth_m : float
+        :data:`EDGE_DEPTH_M`.
+
+    Returns
+    -------
+    along : ndarray of bool, shape (n,)
+        Pulses with a neighbour along the scan that leaves their surface: both pulses of a pair
+        whose hit points lie farther than ``depth_m`` from either one's tangent plane,
+        ``max(|n_p . (x_q - x_p)|, |n_q . (x_q - x_p)|) > depth_m``, and the missing pulse of
+        a pair of which one hits and the other does not (the hitting one's spot, partly in the
+        void, still reports its own surface). A plane, however oblique (a ground ring at
+        grazing incidence), flags nothing; a step in depth does.
+    across : ndarray of uint8, shape (n,)
+        The same across the scan between adjacent rings in elevation order: bit 1 set where
+        the ring below leaves the pulse's surface, bit 2 where the ring above does.
+    """
+    n_s, n_b = shape
+    order = np.arange(n_b) if ring_order is None else np.asarray(ring_order)
+    # float32 (1e-5 m at 100 m, far below depth_m): half the memory traffic of float64
+    x = np.asarray(points).reshape(n_s, n_b, 3)[:, order].astype(np.float32)
+    nrm = np.asarray(normals).reshape(n_s, n_b, 3)[:, order].astype(np.float32)
+    np.nan_to_num(x, copy=False)
+    np.nan_to_num(nrm, copy=False)
+    h = np.asarray(hit, dtype=bool).reshape(n_s, n_b)[:, order]
+    flags = []
+    for axis in (0, 1):
+        flag = np.zeros((n_s, n_b), dtype=np.uint8)
+        lo = [slice(None), slice(None)]
+        hi = [slice(None), slice(None)]
+        lo[axis], hi[axis] = slice(None, -1), slice(1, None)
+        lo, hi = tuple(lo), tuple(hi)
+        dx = x[hi] - x[lo]
+        off = np.maximum(np.abs(np.einsum("ijk,ijk->ij", nrm[lo], dx)), np.abs(np.einsum("ijk,ijk->ij", nrm[hi], dx)))
+        step = h[lo] & h[hi] & (off > depth_m)
+        flag[lo] |= (step | (h[hi] & ~h[lo])).astype(np.uint8) * 2      # its upper / next neighbour
+        flag[hi] |= (step | (h[lo] & ~h[hi])).astype(np.uint8)          # its lower / previous one
+        out = np.empty_like(flag)
+        out[:, order] = flag
+        flags.append(out.ravel())
+    return flags[0] > 0, flags[1]
+
+
+#: Position (beam radii) of the probe sub-ray that tests whether the footprint of a pulse
+#: flagged across rings reaches the edge: the bottom (bit 1) or top (bit 2) of the spot.
+_PROBE_UV = {1: np.array([[0.0, -0.9]]), 2: np.array([[0.0, 0.9]])}
+
+
+def _take_hits(hits, rows):
+    return Hits(*(getattr(hits, f)[rows] for f in Hits.__dataclass_fields__))
+
+
 class _PulsedLidar(Sensor):
     """Shared measurement chain (:func:`lidar_signal_chain`): received power, SNR, detection,
     SNR-dependent range noise, reported intensity; ghost points behind mirrors."""
@@ -274,40 +373,144 @@ class _PulsedLidar(Sensor):
         rng = stream(self.ctx.seed, self.name, -1, "laser_bias")
         return self.params["bias_sigma_m"] * rng.standard_normal(n_lasers)
 
-    def _cast_beams(self, directions, times, origins_sensor=None):
-        """Cast every pulse: a pencil ray, or with ``n_subrays`` > 1 a divergent beam.
+    def _beam_mode(self):
+        """:func:`sensors.beam.process_returns` mode of ``return_mode`` (dual: Velodyne's)."""
+        mode = self.params["return_mode"]
+        return "strongest_last" if mode == "dual" else mode
 
-        Returns ``(hits, origins, dirs, echo)``: the hits, origins and directions of the beam
-        axes (scene frame) and, for divergent beams, ``(range_m, reflectivity, energy)`` of
-        the echo the receiver reports (None for pencil beams). The divergent beam is the VANE
-        model of :mod:`sensors.beam`: sub-rays with Gaussian weights, Lambertian returns summed
-        into a waveform, one echo chosen by ``return_mode``. The echo's reflectivity for the
-        detection threshold (Eq. 1) is the spot-weighted reflectivity of the surfaces in it,
-        ``sum_i w_i rho_i (1 - mirror_i)`` over its sub-rays, so a half-covered spot counts
-        half and one sub-ray is exactly the pencil beam.
+    def _divergence(self):
+        p = self.params
+        v = p.get("divergence_v_rad")
+        return p["divergence_rad"], (p["divergence_rad"] if v is None else v)
+
+    def _cast_beams(self, directions, times, origins_sensor=None, grid=None, ring_order=None):
+        """Cast every pulse: pencil rays with footprints at edges, or with ``n_subrays`` > 1 a
+        divergent beam.
+
+        Returns ``(hits, origins, dirs, echoes)``: per return slot (2 for ``return_mode =
+        "dual"``, else 1) a :class:`hifi.caster.Hits` and an echo, and the origins and
+        directions of the beam axes (scene frame).
+
+        With ``n_subrays`` > 1, the divergent beam of every pulse: the VANE model of
+        :mod:`sensors.beam`: sub-rays with Gaussian weights over the elliptical footprint
+        (:func:`sensors.beam.footprint_directions`), Lambertian returns summed into a waveform,
+        echoes chosen by ``return_mode``; the echo is ``(range_m, reflectivity, energy)`` of
+        the echo the receiver reports and its reflectivity for the detection threshold (Eq. 1)
+        is the spot-weighted reflectivity of the surfaces in it, ``sum_i w_i rho_i (1 -
+        mirror_i)`` over its sub-rays, so a half-covered spot counts half. The hits are those
+        of the beam axes.
+
+        With ``n_subrays`` = 1 (default) the edge-aware footprint: every pulse casts its pencil
+        ray; pulses at a depth edge (:func:`depth_edge_pulses` over the scan ``grid``, rings
+        in ``ring_order``) cast ``edge_subrays`` - 1 more sub-rays of the same footprint (the
+        pencil ray is sub-ray 0 of :func:`sensors.beam.subray_pattern`); their returns are
+        grouped into echoes at the pulse's range resolution (:func:`sensors.beam.bundle_echoes`;
+        ``average`` mode: the waveform receiver :func:`sensors.beam.beam_echoes`) and
+        ``return_mode`` picks the echo. That pulse's hit
+        becomes the hit of the echo's dominant sub-ray (surface, normal, object, point) with
+        the echo's range as ``distance``, so the measurement chain sees a pencil hit and
+        echoes are None: an edge pulse reports one of the two surfaces (or, for steps below the
+        0.75 m range resolution, a range between them), never the pencil's choice by default.
+        Its power is that of the dominant surface (the partial coverage of the spot is not
+        applied). ``edge_subrays`` = 0 is the pencil beam everywhere.
         """
         p = self.params
         n = p["n_subrays"]
+        m = 2 if p["return_mode"] == "dual" else 1
+        div_h, div_v = self._divergence()
         if n == 1:
             hits, origins, dirs = self.cast(directions, times, p["max_range_m"], origins_sensor)
-            return hits, origins, dirs, None
-        m = directions.shape[0]
+            k = p["edge_subrays"]
+            if k <= 1 or grid is None:
+                return [hits] * m, origins, dirs, [None] * m
+            along, across = depth_edge_pulses(hits.point, hits.normal, hits.hit, grid, ring_order)
+            # Rings are far apart compared with the footprint (HDL-64E: 7 mrad vs 2): a pulse
+            # flagged only across rings casts a probe at the bottom and/or top of its spot,
+            # toward the ring that left its surface, and gets the full bundle only if a probe
+            # leaves its surface too.
+            cands = [np.flatnonzero(((across & bit) > 0) & ~along) for bit in _PROBE_UV]
+            cand = np.concatenate(cands)
+            if cand.size:
+                parts = [footprint_directions(np.asarray(directions)[c], uv, div_h, div_v, p["aperture_radius_m"])
+                         for c, uv in zip(cands, _PROBE_UV.values())]
+                off = np.concatenate([q[0] for q in parts])[:, 0]
+                d = np.concatenate([q[1] for q in parts])[:, 0]
+                o = off if origins_sensor is None else off + np.asarray(origins_sensor)[cand]
+                probe, _, _ = self.cast(d, np.asarray(times)[cand], p["max_range_m"], o)   # one cast for all
+                ax_hit = hits.hit[cand]
+                off_plane = np.abs(np.einsum("ij,ij->i", hits.normal[cand], probe.point - hits.point[cand]))
+                leaves = (probe.hit != ax_hit) | (probe.hit & ax_hit & (np.nan_to_num(off_plane) > EDGE_DEPTH_M))
+                cand = cand[leaves]
+            edge = np.union1d(np.flatnonzero(along), cand)
+            if edge.size == 0:
+                return [hits] * m, origins, dirs, [None] * m
+            uv, w = subray_pattern(k)
+            off, d = footprint_directions(np.asarray(directions)[edge], uv[1:], div_h, div_v, p["aperture_radius_m"])
+            o = off if origins_sensor is None else off + np.asarray(origins_sensor)[edge][:, None, :]
+            sub, _, _ = self.cast(d.reshape(-1, 3), np.repeat(np.asarray(times)[edge], k - 1), p["max_range_m"],
+                                  o.reshape(-1, 3))
+            axis = _take_hits(hits, edge)
+            both = Hits(*(np.concatenate([getattr(axis, f)[:, None], getattr(sub, f).reshape(
+                (edge.size, k - 1) + getattr(sub, f).shape[1:])], axis=1).reshape((-1,) + getattr(sub, f).shape[1:])
+                for f in Hits.__dataclass_fields__))
+            oid = both.object_id
+            energy = np.where(both.hit, np.broadcast_to(w, (edge.size, k)).ravel() * lambertian_return(
+                self._refl[oid], both.cos_incidence, both.distance, self._mirror[oid]), 0.0).reshape(edge.size, k)
+            if p["return_mode"] == "average":
+                report = beam_echoes(both.distance.reshape(edge.size, k), energy, bin_width_s=p["bin_width_s"],
+                                     pulse_width_s=p["pulse_width_s"], mode="average", detection_threshold=0.0,
+                                     cutoff_m=p["cutoff_m"]).report
+            else:
+                report = bundle_echoes(both.distance.reshape(edge.size, k), energy, mode=self._beam_mode(),
+                                       resolution_m=SPEED_OF_LIGHT_M_S * p["pulse_width_s"] / 2.0)
+            out = []
+            for j in range(m):
+                dom = report.dominant[:, j]
+                ok = dom >= 0
+                pick = np.flatnonzero(ok) * k + dom[ok]          # row of the dominant sub-ray in `both`
+                slot = Hits(*(getattr(hits, f).copy() for f in Hits.__dataclass_fields__))
+                chosen = _take_hits(both, pick)
+                for f in Hits.__dataclass_fields__:
+                    getattr(slot, f)[edge[ok]] = getattr(chosen, f)
+                slot.distance[edge[ok]] = report.range_m[ok, j]
+                out.append(slot)
+            return out, origins, dirs, [None] * m
+        count = directions.shape[0]
         uv, w = subray_pattern(n)
-        off, d = subray_directions(directions, uv, p["divergence_rad"], p["aperture_radius_m"])
+        off, d = footprint_directions(directions, uv, div_h, div_v, p["aperture_radius_m"])
         o = off if origins_sensor is None else off + np.asarray(origins_sensor)[:, None, :]
         hits, origins, dirs = self.cast(d.reshape(-1, 3), np.repeat(times, n), p["max_range_m"], o.reshape(-1, 3))
         oid = hits.object_id
-        weight = np.broadcast_to(w, (m, n))
+        weight = np.broadcast_to(w, (count, n))
         energy = np.where(hits.hit, weight.ravel() * lambertian_return(
-            self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid]), 0.0).reshape(m, n)
-        rng_sub = hits.distance.reshape(m, n)
+            self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid]), 0.0).reshape(count, n)
+        rng_sub = hits.distance.reshape(count, n)
         echo = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
-                           mode=p["return_mode"], detection_threshold=0.0, cutoff_m=p["cutoff_m"]).report
-        rho_sub = (self._refl[oid] * (1.0 - self._mirror[oid])).reshape(m, n)
-        rho_echo = np.sum(np.where(echo.members[:, 0, :], weight * np.nan_to_num(rho_sub), 0.0), axis=1)
-        axis = np.arange(m) * n
-        axis_hits = Hits(*(getattr(hits, f)[axis] for f in Hits.__dataclass_fields__))
-        return axis_hits, origins[axis], dirs[axis], (echo.range_m[:, 0], rho_echo, echo.energy[:, 0])
+                           mode=self._beam_mode(), detection_threshold=0.0, cutoff_m=p["cutoff_m"]).report
+        rho_sub = (self._refl[oid] * (1.0 - self._mirror[oid])).reshape(count, n)
+        axis = np.arange(count) * n
+        axis_hits = _take_hits(hits, axis)
+        echoes = []
+        for j in range(m):
+            rho_echo = np.sum(np.where(echo.members[:, j, :], weight * np.nan_to_num(rho_sub), 0.0), axis=1)
+            echoes.append((echo.range_m[:, j], rho_echo, echo.energy[:, j]))
+        return [axis_hits] * m, origins[axis], dirs[axis], echoes
+
+    def _measure_returns(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echoes):
+        """:meth:`_measure` per return slot; two slots are stacked on a trailing ``return`` dim."""
+        frames = [self._measure(k, t, h, origins, dirs, bias, dims, shape, times, yaw, pitch, e)
+                  for h, e in zip(hits, echoes)]
+        if self.params["return_mode"] != "dual":
+            return frames[0]
+        out = {}
+        for name, var in frames[0].items():
+            if tuple(var.dims[:len(dims)]) == tuple(dims):
+                data = np.stack([np.asarray(f[name].data) for f in frames], axis=len(dims))
+                out[name] = Var(tuple(var.dims) + ("return",), data, var.units, var.long_name, var.extra,
+                                var.encoding)
+            else:
+                out[name] = var
+        return out
 
     def _laser_gain(self, n_lasers: int) -> np.ndarray:
         """Per-laser intensity gain, log-normal ``exp(laser_gain_sigma z)``, drawn once per run."""
@@ -352,14 +555,54 @@ class _PulsedLidar(Sensor):
         return axis_coords()
 
 
+#: Relative tolerance of an explicit ``azimuth_step_deg`` against the step implied by
+#: ``rate_hz`` and the model's firing cycle (0.1 %: the data sheets' steps are rounded to
+#: three or four digits, 0.1728 or 0.2 deg).
+AZIMUTH_STEP_RTOL = 1e-3
+
+
+def azimuth_step_deg(rate_hz, firing_cycle_s):
+    """Rotor angle turned during one firing cycle [deg]: ``360 rate_hz T_c``.
+
+    Parameters
+    ----------
+    rate_hz : float
+        Rotation rate [Hz].
+    firing_cycle_s : float
+        Duration of the model's firing cycle, fixed by its electronics [s].
+    """
+    return 360.0 * float(rate_hz) * float(firing_cycle_s)
+
+
+def cycles_per_rotation(rate_hz, firing_cycle_s) -> int:
+    """Complete firing cycles in one rotation, ``floor(1 / (rate_hz T_c))``."""
+    return int(np.floor(1.0 / (float(rate_hz) * float(firing_cycle_s)) + 1e-9))
+
+
 class RotatingLidar(_PulsedLidar):
     """Velodyne-type spinning lidar: n lasers on a rotor, each firing at its own instant.
 
-    The rotor turns clockwise seen from above (yaw decreasing) at ``rate_hz``. One firing cycle
-    lasts ``T_c = azimuth_step_deg / (360 rate_hz)``; laser i fires at ``fire_fraction[i] * T_c``
-    into the cycle, from where the sensor is at that instant, in the direction the rotor points
-    then (plus its calibrated azimuth offset). A rotation has ``floor(360 / azimuth_step_deg)``
-    cycles, the ``step`` dimension; the ``laser`` dimension is in laser-ID order.
+    The rotor turns clockwise seen from above (yaw decreasing) at ``rate_hz``. The firing cycle
+    ``T_c`` (:attr:`firing_cycle_s`) is fixed by the model's electronics, so the rate sets the
+    azimuth step, ``360 rate_hz T_c`` (:func:`azimuth_step_deg`), and a rotation holds
+    ``floor(1 / (rate_hz T_c))`` cycles (:func:`cycles_per_rotation`); an explicit
+    ``azimuth_step_deg`` must agree with that within :data:`AZIMUTH_STEP_RTOL`. Laser i fires
+    at ``fire_fraction[i] * T_c`` into the cycle, from where the sensor is at that instant, in
+    the direction the rotor points then (plus its calibrated azimuth offset), from its
+    calibrated beam origin (:meth:`sensors.calibration.LaserCalibration.beams`). With
+    ``azimuth_stride`` n > 1 only every n-th cycle is simulated (a sparse sweep for previews
+    and tests; the timing of the cycles kept is unchanged). The ``step`` dimension counts the
+    cycles simulated, the ``laser`` dimension is in laser-ID order.
+
+    Beam footprint (default): every pulse has the data sheet's divergence; pulses at depth
+    edges cast ``edge_subrays`` sub-rays of it and report the echo ``return_mode`` picks, so a
+    spot straddling a foreground and a background reports one of them (or, in ``dual`` mode,
+    both) where a pencil ray would report the surface its axis hits
+    (:meth:`_PulsedLidar._cast_beams`). ``return_mode = "dual"`` is Velodyne's dual return: slot
+    0 the strongest echo, slot 1 the last, or the second-strongest where the last is the
+    strongest; a pulse with one echo reports it in both slots, as the sensor does. Its datasets
+    have a trailing ``return`` dimension of 2 on every per-pulse variable (range noise is drawn
+    once per pulse, the same in both slots); other modes have none.
 
     Noise (BlenSor Eq. 2): ``d_noisy = d + b_laser + N(0, noise_sigma_m)`` with
     ``b_laser ~ N(0, bias_sigma_m)`` drawn once per run and fixed across rotations.
@@ -371,17 +614,47 @@ class RotatingLidar(_PulsedLidar):
     """
 
     calibration_key = ""
+    #: Duration of one firing cycle [s], fixed by the model (data sheet / user's manual).
+    firing_cycle_s: float = 50e-6
     #: Fraction of the firing cycle at which each laser fires (array over lasers).
     fire_fraction: np.ndarray = np.zeros(1)
     PARAMS: dict = {}
-    SIZE_PARAMS = {"azimuth_step_deg": "raise", "n_subrays": "lower"}
+    SIZE_PARAMS = {"azimuth_stride": "raise", "n_subrays": "lower"}
     #: Calibrated (benchmarks/calibrate_memory.py, HDL-64E S2 fitted 79 B): per cast ray
     #: (pulse or sub-ray).
     WORKING_BYTES_PER_RAY = 80.0
 
+    @classmethod
+    def check_run(cls, p, *, start_utc, duration_s, rate_hz):
+        """An explicit ``azimuth_step_deg`` must be the step ``rate_hz`` implies.
+
+        Raises
+        ------
+        ValueError
+            ``"azimuth_step_deg: ..."`` naming the value, the step implied by ``rate_hz`` and
+            the model's firing cycle, and the rate that would give the value asked for.
+        """
+        step = p.get("azimuth_step_deg")
+        if step is None:
+            return
+        implied = azimuth_step_deg(rate_hz, cls.firing_cycle_s)
+        if abs(step - implied) > AZIMUTH_STEP_RTOL * implied:
+            raise ValueError(
+                f"azimuth_step_deg: {step!r} deg disagrees with the {implied:.6g} deg implied by rate_hz = "
+                f"{rate_hz:g} and the {cls.model_name} firing cycle of {cls.firing_cycle_s * 1e6:g} us "
+                f"(360 x rate_hz x cycle; tolerance {AZIMUTH_STEP_RTOL:.1%}); leave it out, or set rate_hz = "
+                f"{step / (360.0 * cls.firing_cycle_s):.6g} for a {step!r} deg step, or use azimuth_stride "
+                f"for a sparser sweep")
+
+    def _step_deg(self) -> float:
+        """Azimuth step of one firing cycle at this sensor's rate [deg]."""
+        return azimuth_step_deg(self.rate_hz, self.firing_cycle_s)
+
     def _n_steps(self) -> int:
-        """Firing cycles per rotation, ``floor(360 / azimuth_step_deg)``."""
-        return int(np.floor(360.0 / self.params["azimuth_step_deg"] + 1e-9))
+        """Firing cycles simulated per rotation: every ``azimuth_stride``-th of
+        :func:`cycles_per_rotation`."""
+        n = cycles_per_rotation(self.rate_hz, self.firing_cycle_s)
+        return -(-n // int(self.params["azimuth_stride"]))
 
     def _n_lasers(self) -> int:
         p = self.params
@@ -390,18 +663,26 @@ class RotatingLidar(_PulsedLidar):
         return cal.BUILTIN[self.calibration_key].n_lasers
 
     def rays_per_frame(self):
+        """Pulses x ``n_subrays``; the edge footprint's extra sub-rays (a few % of the pulses in
+        street scenes, 1.8 % on the benchmark scene) are not counted."""
         return self._n_steps() * self._n_lasers() * self.params["n_subrays"]
 
     def frame_layout(self):
-        return range_layout((self._n_steps(), self._n_lasers()), annotation=True, signal=True)
+        dual = (2,) if self.params["return_mode"] == "dual" else ()
+        return range_layout((self._n_steps(), self._n_lasers()) + dual, annotation=True, signal=True)
 
     def setup_bytes(self):
         return 80 * self._n_steps() * self._n_lasers()   # per pulse: time, direction, origin, yaw, pitch, bias
 
     @classmethod
-    def _params(cls, *, azimuth_step_deg, **kw):
-        p = {"azimuth_step_deg": Param("float", default=azimuth_step_deg, minimum=0.0, exclusive_minimum=True,
-                                       maximum=90.0, doc="rotor angle between firing cycles [deg]")}
+    def _params(cls, **kw):
+        p = {"azimuth_step_deg": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
+                                       maximum=90.0,
+                                       doc="rotor angle between firing cycles [deg]; fixed by rate_hz and the "
+                                           "model's firing cycle (360 x rate_hz x cycle): give it only to "
+                                           "check that"),
+             "azimuth_stride": Param("int", default=1, minimum=1,
+                                     doc="simulate every n-th firing cycle only (sparse sweep for previews)")}
         p.update(_common_params(**kw))
         p["calibration_file"] = Param("path", default=None,
                                       doc="ros-drivers YAML or CSV calibration replacing the built-in one")
@@ -410,6 +691,7 @@ class RotatingLidar(_PulsedLidar):
     def setup(self, ctx):
         super().setup(ctx)
         p = self.params
+        self.check_run(p, start_utc=None, duration_s=None, rate_hz=self.rate_hz)
         if p["calibration_file"] is not None:
             self.calib = cal.read_calibration(p["calibration_file"])
         else:
@@ -417,10 +699,12 @@ class RotatingLidar(_PulsedLidar):
         n = self.calib.n_lasers
         frac = np.asarray(self.fire_fraction, dtype=float)
         self._frac = frac if len(frac) == n else np.arange(n) / n
-        step = np.radians(p["azimuth_step_deg"])
+        self.cycle_s = float(self.firing_cycle_s)
+        self.azimuth_step_deg = self._step_deg()
+        step = np.radians(self.azimuth_step_deg)
         self.n_steps = self._n_steps()
-        self.cycle_s = p["azimuth_step_deg"] / (360.0 * self.rate_hz)
-        phase = np.arange(self.n_steps)[:, None] + self._frac[None, :]          # (step, laser)
+        cycle = np.arange(self.n_steps) * int(p["azimuth_stride"])
+        phase = cycle[:, None] + self._frac[None, :]          # (step, laser)
         self._dt = phase * self.cycle_s
         rotor_yaw = -phase * step
         d, o = self.calib.beams(rotor_yaw)
@@ -433,19 +717,26 @@ class RotatingLidar(_PulsedLidar):
         c = {"laser": Var(("laser",), np.arange(self.calib.n_lasers, dtype=np.int32), "1", "laser id"),
              "laser_elevation": Var(("laser",), self.calib.elevation_rad, "rad",
                                     f"calibrated beam elevation ({self.calib.source})"),
-             "step": Var(("step",), np.arange(self.n_steps, dtype=np.int32), "1", "firing cycle in the rotation")}
+             "step": Var(("step",), np.arange(self.n_steps, dtype=np.int32) * int(self.params["azimuth_stride"]),
+                         "1", "firing cycle in the rotation")}
+        if self.params["return_mode"] == "dual":
+            c["return"] = Var(("return",), np.arange(2, dtype=np.int32), "1",
+                              "return slot (dual: 0 strongest, 1 last, or second-strongest if the last is the "
+                              "strongest)")
         c.update(self._axis_coords())
         return c
 
     def attrs(self):
-        return {"calibration_source": self.calib.source, "firing_cycle_s": self.cycle_s}
+        return {"calibration_source": self.calib.source, "firing_cycle_s": self.cycle_s,
+                "azimuth_step_deg": self.azimuth_step_deg}
 
     def step(self, k, t):
         times = t + self._dt.ravel()
-        hits, origins, dirs, echo = self._cast_beams(self._dirs, times, self._origins)
         shape = (self.n_steps, self.calib.n_lasers)
-        return self._measure(k, t, hits, origins, dirs, self._bias, ("step", "laser"), shape, times,
-                             self._yaw, self._pitch, echo)
+        hits, origins, dirs, echoes = self._cast_beams(self._dirs, times, self._origins, grid=shape,
+                                                       ring_order=np.argsort(self.calib.elevation_rad))
+        return self._measure_returns(k, t, hits, origins, dirs, self._bias, ("step", "laser"), shape, times,
+                                     self._yaw, self._pitch, echoes)
 
 
 #: Velodyne defaults shared by the three models (sources in each string).
@@ -461,48 +752,60 @@ _VELODYNE = dict(
 
 
 class HDL64E_S2(RotatingLidar):
-    """Velodyne HDL-64E S2 with BlenSor's calibrated elevations.
+    """Velodyne HDL-64E S2: BlenSor's elevations, beam offsets of a real unit.
 
-    Defaults: 10 Hz, 0.1728 deg azimuth step (BlenSor; 2083 x 64 = 133,312 rays per rotation),
-    120 m range, 2 cm range sigma, 10 % reflectivity at 50 m and 80 % at 120 m (HDL-64E S2 data
-    sheet). Timing: the upper block (lasers 0-31) and lower block (32-63) fire simultaneously,
-    each block's 32 lasers in sequence over the firing cycle (HDL-64E S2 user's manual,
-    firing sequence), so laser i fires at (i mod 32) / 32 of the cycle.
+    Calibration: :data:`sensors.calibration.BUILTIN` ``"hdl64e_s2"``, BlenSor's elevations
+    with the per-laser beam origins (two blocks 0.19-0.21 m and 0.105-0.124 m above the sensor
+    origin) and distance corrections of ros-drivers' ``64e_s2.1-sztaki.yaml``.
+    Timing: a 48 us firing cycle in which the upper block (lasers 0-31) and the lower block
+    (32-63) fire simultaneously, each block's 32 lasers in sequence (HDL-64E S2 user's manual,
+    firing sequence), so laser i fires at (i mod 32) / 32 of the cycle. 48 us is 64 points per
+    cycle at the data sheet's 1.33 million points per second, and at 10 Hz it is BlenSor's
+    0.1728 deg step: 2083 cycles x 64 lasers = 133,312 rays per rotation; 5 Hz gives 4166
+    cycles of 0.0864 deg, 20 Hz 1041 of 0.3456 deg.
+    Defaults: 10 Hz, 120 m range, 2 cm range sigma, 10 % reflectivity at 50 m and 80 % at
+    120 m (HDL-64E S2 data sheet).
     """
 
     model_name = "hdl64e_s2"
     calibration_key = "hdl64e_s2"
     default_rate_hz = 10.0
+    firing_cycle_s = 48e-6
     fire_fraction = (np.arange(64) % 32) / 32.0
     intensity_long_name = ("reported intensity, Velodyne HDL-64E S2 calibrated intensity byte 0..255 "
                            "(255: white Lambertian target at normal incidence)")
-    PARAMS = RotatingLidar._params(
-        azimuth_step_deg=0.1728, max_range_m=120.0, source="HDL-64E S2 data sheet", **_VELODYNE,
+    PARAMS = _footprint_params(RotatingLidar._params(
+        max_range_m=120.0, source="HDL-64E S2 data sheet", **_VELODYNE,
         receiver_aperture_m=0.05, aperture_source="assumed from the unit's receiver lens size, no data-sheet value",
         detection_points=((0.10, 50.0), (0.80, 120.0)), detection_source="HDL-64E S2 data sheet",
         range_noise_floor_m=0.006, range_noise_snr1_m=0.05,
         noise_source="fit to issue 12: HDL-64E per-shot sigma ~7 mm median on a road at 7-40 m, ring-to-ring "
                      "offsets 2.5-4 cm",
-        intensity_full_scale=255.0, intensity_max=255, intensity_source="HDL-64E S2 manual: intensity byte 0..255")
+        intensity_full_scale=255.0, intensity_max=255, intensity_source="HDL-64E S2 manual: intensity byte 0..255"),
+        divergence_rad=0.002, source="assumed 2 mrad: the HDL-64E S2 documents give no figure", dual=True)
 
 
 class HDL32E(RotatingLidar):
     """Velodyne HDL-32E (elevations from ros-drivers 32db.yaml).
 
     Timing (HDL-32E user's manual): the 32 lasers fire in sequence 1.152 us apart in a 46.08 us
-    cycle, so laser i fires at i / 40 of the cycle; at 10 Hz the cycle is 0.165888 deg of
-    rotation, the default step. 100 m range, 2 cm range sigma (data sheet); the detection
-    threshold keeps the HDL-64E values (the HDL-32E data sheet gives none).
+    cycle, so laser i fires at i / 40 of the cycle. A rotation at 10 Hz holds
+    floor(1 / (10 Hz x 46.08 us)) = 2170 cycles of 0.165888 deg; at 20 Hz 1085 cycles of
+    0.331776 deg (a real unit's motor runs a little off its set rate: the nuScenes sweeps of
+    SOURCES.md have 1084 columns, which rate_hz = 20.01 reproduces). 100 m range, 2 cm range
+    sigma (data sheet); the detection threshold keeps the HDL-64E values (the HDL-32E data
+    sheet gives none).
     """
 
     model_name = "hdl32e"
     calibration_key = "hdl32e"
     default_rate_hz = 10.0
+    firing_cycle_s = 46.08e-6
     fire_fraction = np.arange(32) * 1.152 / 46.08
     intensity_long_name = ("reported intensity, Velodyne calibrated reflectivity byte (0..100 diffuse, "
                            "101..255 retroreflective)")
-    PARAMS = RotatingLidar._params(
-        azimuth_step_deg=0.165888, max_range_m=100.0, distance_upper_m=100.0, source="HDL-32E data sheet",
+    PARAMS = _footprint_params(RotatingLidar._params(
+        max_range_m=100.0, distance_upper_m=100.0, source="HDL-32E data sheet",
         **_VELODYNE, receiver_aperture_m=0.03,
         aperture_source="assumed from the unit's receiver lens size, no data-sheet value",
         detection_points=((0.80, 100.0),),
@@ -510,24 +813,28 @@ class HDL32E(RotatingLidar):
         range_noise_floor_m=0.004, range_noise_snr1_m=0.05,
         noise_source="fit to issue 12: nuScenes HDL-32E per-shot sigma ~4 mm, 8-12 mm past 15 m on a road",
         intensity_full_scale=100.0, intensity_max=255,
-        intensity_source="HDL-32E / VLP-16 manuals: 0..100 diffuse, 101..255 retroreflective")
+        intensity_source="HDL-32E / VLP-16 manuals: 0..100 diffuse, 101..255 retroreflective"),
+        divergence_rad=0.003, divergence_v_rad=0.0015,
+        source="3.0 x 1.5 mrad, Velodyne's VLP-16 / VLS-128 manuals; assumed the same for the HDL-32E", dual=True)
 
 
 class VLP16(RotatingLidar):
     """Velodyne VLP-16 (elevations from ros-drivers VLP16db.yaml).
 
     Timing (VLP-16 user's manual): 16 lasers fire 2.304 us apart in a 55.296 us firing sequence,
-    so laser i fires at i / 24 of the cycle; at 10 Hz one sequence is 0.199 deg, the default
-    step 0.2 deg. 100 m range, 3 cm typical accuracy (data sheet).
+    so laser i fires at i / 24 of the cycle; at 10 Hz one sequence is 0.199066 deg and a
+    rotation holds floor(1 / (10 Hz x 55.296 us)) = 1808 of them (the data sheet rounds the
+    step to 0.2 deg). 100 m range, 3 cm typical accuracy (data sheet).
     """
 
     model_name = "vlp16"
     calibration_key = "vlp16"
     default_rate_hz = 10.0
+    firing_cycle_s = 55.296e-6
     fire_fraction = np.arange(16) * 2.304 / 55.296
     intensity_long_name = HDL32E.intensity_long_name
-    PARAMS = RotatingLidar._params(
-        azimuth_step_deg=0.2, max_range_m=100.0, distance_upper_m=100.0, source="VLP-16 data sheet",
+    PARAMS = _footprint_params(RotatingLidar._params(
+        max_range_m=100.0, distance_upper_m=100.0, source="VLP-16 data sheet",
         **_VELODYNE, receiver_aperture_m=0.025,
         aperture_source="assumed from the unit's receiver lens size, no data-sheet value",
         detection_points=((0.80, 100.0),),
@@ -536,7 +843,8 @@ class VLP16(RotatingLidar):
         noise_source="as the HDL-32E (same generation; issue 12 gives no VLP-16 figure); data sheet: +-3 cm "
                      "typical accuracy",
         intensity_full_scale=100.0, intensity_max=255,
-        intensity_source="VLP-16 manual: 0..100 diffuse, 101..255 retroreflective")
+        intensity_source="VLP-16 manual: 0..100 diffuse, 101..255 retroreflective"),
+        divergence_rad=0.003, divergence_v_rad=0.0015, source="VLP-16 user's manual: 3.0 x 1.5 mrad", dual=True)
 
 
 def mirror_scan_directions(mirror_yaw_rad, layer_pitch_rad):
@@ -641,10 +949,11 @@ class LineLidar(_PulsedLidar):
 
     def step(self, k, t):
         times = t + self._dt
-        hits, origins, dirs, echo = self._cast_beams(self._dirs, times)
         shape = (len(self.mirror_yaw), len(self.layer_pitch))
-        return self._measure(k, t, hits, origins, dirs, self._bias, ("step", "layer"), shape, times,
-                             self._yaw, self._pitch, echo)
+        hits, origins, dirs, echoes = self._cast_beams(self._dirs, times, grid=shape,
+                                                       ring_order=np.argsort(self.layer_pitch))
+        return self._measure_returns(k, t, hits, origins, dirs, self._bias, ("step", "layer"), shape, times,
+                                     self._yaw, self._pitch, echoes)
 
 
 class IbeoLux(LineLidar):
@@ -669,6 +978,8 @@ class IbeoLux(LineLidar):
         noise_source="assumed; the data sheet's 4 cm is its resolution, modelled by range_resolution_m",
         range_resolution_m=0.04, resolution_source="Ibeo LUX data sheet: 4 cm",
         intensity_source="assumed 8-bit scale")
+    PARAMS = _footprint_params(PARAMS, divergence_rad=np.radians(0.08), divergence_v_rad=np.radians(0.8),
+                               source="Ibeo LUX data sheet: 0.08 x 0.8 deg")
 
 
 class SickLMS(LineLidar):
@@ -691,3 +1002,5 @@ class SickLMS(LineLidar):
                      "about that",
         range_resolution_m=0.01, resolution_source="LMS291 data sheet: 10 mm resolution (cm mode)",
         intensity_source="assumed 8-bit scale")
+    PARAMS = _footprint_params(PARAMS, divergence_rad=0.012, aperture_radius_m=0.004,
+                               source="as sick_lms291: 12 mrad, about a 1 m spot at 80 m")

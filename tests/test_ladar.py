@@ -55,7 +55,7 @@ def test_one_subray_equals_the_pencil_beam_lidar():
     d["sensors"].append({"name": "pencil", "model": "sick_lms", "rate_hz": 75.0,
                          "params": {"noise_sigma_m": 0.0, "fov_min_deg": -20.0, "fov_max_deg": 20.0,
                                     "angular_step_deg": 1.0, "detection_model": "blensor", "bias_sigma_m": 0.0,
-                                    "range_resolution_m": 0.0}})
+                                    "range_resolution_m": 0.0, "edge_subrays": 0}})   # pencil beams
     res = hifi.Simulation.from_dict(d).run()
     beam, pencil = res["ladar"].isel(frame=0, **{"return": 0}), res["pencil"].isel(frame=0, layer=0)
     for var in ("distance", "distance_noisy", "timestamp", "object_id", "detected"):

@@ -6,7 +6,8 @@ import pytest
 
 import hifi
 from hifi.constants import SPEED_OF_LIGHT_M_S
-from sensors.calibration import HDL64E_S2_ELEVATION_DEG, read_calibration
+from sensors.calibration import (BUILTIN, HDL64E_S2_ELEVATION_DEG, HDL64E_S21_HORIZ_OFFSET_M,
+                                 HDL64E_S21_VERT_OFFSET_M, SZTAKI_64E_S21_YAML, read_calibration)
 from sensors.lidar import mirror_scan_directions
 from sensors.tof import backfold, phase_wrap
 
@@ -40,29 +41,74 @@ def test_hdl64_rays_per_rotation(hdl64_flat):
     assert hdl64_flat.sizes["frame"] == 2
 
 
+def _ring_radius(h_m, el_deg, vert_offset_m, horiz_offset_m):
+    """Analytic ground radius of a beam from a sensor h_m above a flat ground [m].
+
+    The beam leaves from v * up_perp + h * left (ros-drivers RawData::unpack) and meets z = 0
+    after d = (H + v cos el) / -sin el; horizontally it is then (H cos el + v) / -sin el out
+    along its azimuth and h to its side.
+    """
+    el = np.radians(np.asarray(el_deg, dtype=float))
+    return np.hypot((h_m * np.cos(el) + vert_offset_m) / -np.sin(el), horiz_offset_m)
+
+
 def test_hdl64_rings_match_calibration(hdl64_flat):
     fr = hdl64_flat.isel(frame=0)
     x, y, z = fr.x.values, fr.y.values, fr.z.values
     hit = np.isfinite(x)
-    # Lasers that meet the ground within the 200 m range: h / tan(-el) < 200 m, el < -0.573 deg.
-    down = np.asarray(HDL64E_S2_ELEVATION_DEG) < -np.degrees(np.arctan(H / 200.0))
+    el = np.asarray(HDL64E_S2_ELEVATION_DEG)
+    v, h = np.asarray(HDL64E_S21_VERT_OFFSET_M), np.asarray(HDL64E_S21_HORIZ_OFFSET_M)
+    # Lasers that meet the ground within the 200 m range: beam length (H + v cos el) / -sin el.
+    length = (H + v * np.cos(np.radians(el))) / -np.sin(np.radians(el))
+    down = (el < 0) & (length < 200.0)
     # Every such laser hits the ground in every step; the others never do.
     assert hit[:, down].all() and not hit[:, ~down].any()
-    # Ring elevation recovered from the points equals the published calibration to 1e-4 deg.
+    np.testing.assert_allclose(z[:, down], 0.0, atol=1e-4)
+    # Ground radius of each ring: analytic, from the calibration's elevation and beam offsets.
     r = np.hypot(x, y)
-    elev = np.degrees(np.arctan2(z - H, r))
-    np.testing.assert_allclose(np.nanmean(elev[:, down], axis=0), np.asarray(HDL64E_S2_ELEVATION_DEG)[down], atol=1e-4)
-    # Ground radius of each ring is h / tan(-pitch) (analytic).
-    expected = H / np.tan(-np.radians(np.asarray(HDL64E_S2_ELEVATION_DEG)[down]))
+    expected = _ring_radius(H, el[down], v[down], h[down])
     # + 0.071 mm: x and y are stored within 0.05 mm each (int32 packing at 0.1 mm)
     np.testing.assert_allclose(r[:, down], np.broadcast_to(expected, r[:, down].shape), rtol=1e-5, atol=7.1e-5)
     np.testing.assert_allclose(fr.pitch.values[0], np.radians(HDL64E_S2_ELEVATION_DEG), atol=1e-12)
 
 
+def test_hdl64_ground_rings_at_1_8_m_hand_computed():
+    # HDL-64E S2 1.8 m above flat ground, pencil beams. Radii hand-computed from
+    # r = sqrt(((H cos el + v) / -sin el)^2 + h^2) with BlenSor's elevation el and the sztaki
+    # unit's offsets v, h (ros-drivers 64e_s2.1-sztaki.yaml): without the offsets the rings
+    # would be H / tan(-el), 6 to 10 % shorter (14.42171, 33.79195, 4.32050, 3.87896, 8.49063 m).
+    d = _ground([{"name": "velo", "model": "hdl64e_s2", "position_m": [0, 0, 1.8],
+                  "params": {"noise_sigma_m": 0.0}}], duration_s=0.1)
+    fr = hifi.Simulation.from_dict(d).run()["velo"].isel(frame=0)
+    r = np.hypot(fr.x.values, fr.y.values)
+    hand = {0: 16.00010, 12: 37.61429, 32: 4.60172, 38: 4.12939, 63: 9.07345}   # laser: radius [m]
+    for laser, radius in hand.items():
+        np.testing.assert_allclose(r[:, laser], radius, atol=2e-4)    # 0.1 mm packing + 5-digit rounding
+    # The beams leave from the two laser blocks, 0.19-0.21 m and 0.105-0.124 m up (sztaki file).
+    assert np.all((np.asarray(HDL64E_S21_VERT_OFFSET_M[:32]) > 0.19) & (np.asarray(HDL64E_S21_VERT_OFFSET_M[:32]) < 0.215))
+    assert np.all((np.asarray(HDL64E_S21_VERT_OFFSET_M[32:]) > 0.105) & (np.asarray(HDL64E_S21_VERT_OFFSET_M[32:]) < 0.125))
+
+
+def test_builtin_hdl64_offsets_are_the_sztaki_file():
+    # The numbers in calibration.py are those of the shipped ros-drivers file (package data).
+    cal = read_calibration(SZTAKI_64E_S21_YAML)
+    builtin = BUILTIN["hdl64e_s2"]
+    # 1e-12 m: the YAML's 17-digit floats were copied as 8 significant digits (exact decimals).
+    np.testing.assert_allclose(builtin.vert_offset_m, cal.vert_offset_m, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(builtin.horiz_offset_m, cal.horiz_offset_m, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(builtin.dist_correction_m, cal.dist_correction_m, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(builtin.elevation_rad, np.radians(HDL64E_S2_ELEVATION_DEG))
+    np.testing.assert_array_equal(builtin.azimuth_offset_rad, 0.0)
+    # BlenSor's elevations kept: the sztaki unit's lower block agrees within 0.26 deg, its
+    # upper block differs by up to 3 deg (an S2.1); SOURCES.md / calibration.py docstring.
+    diff = np.degrees(cal.elevation_rad) - np.asarray(HDL64E_S2_ELEVATION_DEG)
+    assert np.abs(diff[32:]).max() < 0.26 and np.abs(diff[:32]).max() > 2.9
+
+
 def test_hdl64_firing_times(hdl64_flat):
     fr = hdl64_flat.isel(frame=1)
     t = fr.hifi.seconds("timestamp").values
-    cycle = 0.1728 / (360.0 * 10.0)               # one firing cycle at 10 Hz [s]
+    cycle = 48e-6                                 # HDL-64E S2 firing cycle [s] (0.1728 deg at 10 Hz)
     # Upper (0-31) and lower (32-63) blocks fire simultaneously, each in sequence over the cycle.
     np.testing.assert_allclose(t[:, :32], t[:, 32:], atol=1e-15)
     # 2 ns: the run's results are decoded from CF times, which xarray truncates to whole ns.
@@ -74,13 +120,67 @@ def test_hdl64_firing_times(hdl64_flat):
     assert np.all(np.diff(yaw) < 0)
 
 
+def _layout(model, rate_hz, **params):
+    d = _ground([{"name": "s", "model": model, "rate_hz": rate_hz, "params": params}], duration_s=1.0 / rate_hz)
+    return hifi.Simulation.from_dict(d)
+
+
+@pytest.mark.parametrize("model, rate_hz, cycle_s, steps", [
+    # floor(1 / (rate x cycle)): HDL-32E 46.08 us (user's manual), 20 Hz: 1085.07 -> 1085 (the
+    # nuScenes sweep of SOURCES.md has 1084: its rotor turned slightly faster, see below);
+    # 10 Hz: 2170.1 -> 2170. HDL-64E S2 48 us: 10 Hz 2083 (BlenSor's 0.1728 deg, 133,312 rays),
+    # 5 Hz 4166. VLP-16 55.296 us (user's manual): 10 Hz 1808.4 -> 1808.
+    ("hdl32e", 20.0, 46.08e-6, 1085), ("hdl32e", 10.0, 46.08e-6, 2170), ("hdl32e", 20.01, 46.08e-6, 1084),
+    ("hdl64e_s2", 10.0, 48e-6, 2083), ("hdl64e_s2", 5.0, 48e-6, 4166), ("vlp16", 10.0, 55.296e-6, 1808),
+])
+def test_firing_cycle_fixed_rate_sets_the_step(model, rate_hz, cycle_s, steps):
+    sim = _layout(model, rate_hz)
+    (m,) = [m for m in sim.models if m.name == "s"]
+    assert m._n_steps() == steps
+    assert m.frame_layout()["distance"][0][0] == steps
+    assert m._step_deg() == pytest.approx(360.0 * rate_hz * cycle_s, rel=1e-12)
+
+
+def test_hdl32e_at_20_hz_runs_1085_columns_and_timing():
+    ds = hifi.Simulation.from_dict(_ground([{"name": "v", "model": "hdl32e", "rate_hz": 20.0,
+                                             "position_m": [0, 0, 1.84]}], duration_s=0.05)).run()["v"]
+    assert (ds.sizes["step"], ds.sizes["laser"]) == (1085, 32)        # 34,720 rays
+    t = ds.isel(frame=0).hifi.seconds("timestamp").values
+    # 2 ns: CF times decoded to whole ns. Lasers 1.152 us apart, cycles 46.08 us apart (manual).
+    np.testing.assert_allclose(t[3, 5] - t[3, 0], 5 * 1.152e-6, rtol=0, atol=2e-9)
+    np.testing.assert_allclose(t[4, 0] - t[3, 0], 46.08e-6, rtol=0, atol=2e-9)
+    assert ds.attrs["azimuth_step_deg"] == pytest.approx(0.331776, rel=1e-12)
+    yaw = np.unwrap(ds.isel(frame=0).yaw.values[:, 15])                 # laser 15: 0 deg elevation
+    np.testing.assert_allclose(np.diff(yaw), -np.radians(0.331776), atol=5e-7)   # two float32 yaws (2.4e-7 rad)
+
+
+def test_explicit_azimuth_step_must_agree_with_rate():
+    # Agreeing within 0.1 %: accepted (BlenSor's 0.1728 at 10 Hz; the VLP-16 data sheet's 0.2 deg
+    # is 0.47 % off 0.199066 and is refused).
+    _layout("hdl64e_s2", 10.0, azimuth_step_deg=0.1728)
+    with pytest.raises(hifi.ScenarioError, match=r"sensors\[0\]\.params\.azimuth_step_deg.*0\.2 deg disagrees "
+                       r"with the 0\.199066 deg implied by rate_hz = 10"):
+        _layout("vlp16", 10.0, azimuth_step_deg=0.2)
+    with pytest.raises(hifi.ScenarioError, match=r"azimuth_step_deg.*0\.1728 deg.*rate_hz = 20.*set rate_hz = 10 "):
+        _layout("hdl64e_s2", 20.0, azimuth_step_deg=0.1728)
+
+
+def test_azimuth_stride_keeps_the_cycle_timing():
+    ds = hifi.Simulation.from_dict(_ground([{"name": "v", "model": "vlp16", "position_m": [0, 0, 1.8],
+                                             "params": {"azimuth_stride": 100}}])).run()["v"].isel(frame=0)
+    assert ds.sizes["step"] == 19                                     # ceil(1808 / 100)
+    np.testing.assert_array_equal(ds.step.values, np.arange(19) * 100)
+    t = ds.hifi.seconds("timestamp").values
+    np.testing.assert_allclose(t[1, 0] - t[0, 0], 100 * 55.296e-6, rtol=0, atol=2e-9)
+
+
 def test_noise_and_per_laser_bias(tmp_path):
     # A CSV calibration of 4000 lasers lets the bias sigma be estimated from 4000 draws.
     n = 4000
     el = np.linspace(-30, -5, n)
     (tmp_path / "cal.csv").write_text("elevation_deg\n" + "\n".join(f"{e:.6f}" for e in el) + "\n")
     d = _ground([{"name": "velo", "model": "hdl64e_s2", "position_m": [0, 0, H],
-                  "params": {"calibration_file": "cal.csv", "azimuth_step_deg": 30.0,
+                  "params": {"calibration_file": "cal.csv", "azimuth_stride": 174,   # 12 of 2083 cycles
                              **BLENSOR, "noise_sigma_m": 0.02, "bias_sigma_m": 0.05}}], duration_s=0.3)
     ds = hifi.Simulation.from_dict(d, base_dir=tmp_path).run()["velo"]
     err = (ds.distance_noisy - ds.distance).values                 # (frame, step, laser)
@@ -302,3 +402,92 @@ def test_divergent_beam_on_a_velodyne():
     between = lambda x: (x > 10.02) & (x < 11.98)                    # noqa: E731
     assert between(avg).sum() >= 2 and between(strong).sum() == 0
     assert np.all(np.isclose(strong, 10.0, atol=0.02) | np.isclose(strong, 12.0, atol=0.02))
+
+
+def _box_before_wall(params, mode="strongest"):
+    # A 2 x 4 x 3 m box (front face at x = 10 m) before a wall at x = 14 m; VLP-16 at the origin.
+    return {"simulation": {"duration_s": 0.1},
+            "materials": {"w": {"reflectivity": 0.6}},
+            "objects": [{"name": "wall", "mesh": "plane", "size_m": [80, 80], "material": "w",
+                         "position_m": [14, 0, 0], "rpy_deg": [0, -90, 0]},
+                        {"name": "box", "mesh": "box", "size_m": [2, 4, 3], "material": "w", "position_m": [11, 0, 0]}],
+            "sensors": [{"name": "v", "model": "vlp16",
+                         "params": {"noise_sigma_m": 0.0, "return_mode": mode, **params}}]}
+
+
+def _run_box(params, mode="strongest"):
+    return hifi.Simulation.from_dict(_box_before_wall(params, mode)).run()["v"].isel(frame=0)
+
+
+def test_edge_footprint_agrees_with_full_divergent_beam():
+    # The default edge-aware footprint (pencil rays, 7 sub-rays at depth edges) against the full
+    # VANE beam of 200 sub-rays on every pulse, same footprint (6 x 3 mrad, wider than the data
+    # sheet's to make more edge pulses), last-echo mode. Edge points: pulses whose range differs
+    # from the pencil beam's by > 5 cm. Measured when written: 13 edge points vs 16 of the full
+    # beam, all 13 among the full beam's, ranges within 2.2 mm, 3 pulses of 4816 disagreeing.
+    # deterministic chain (BlenSor detection, constant sigma from the same stream in all three runs)
+    beam = {"divergence_rad": 0.006, "divergence_v_rad": 0.003, **BLENSOR, "noise_sigma_m": 0.02}
+    pencil, approx, full = (_run_box({**beam, **extra}, "last")
+                            for extra in ({"edge_subrays": 0}, {}, {"n_subrays": 200}))
+    ahead = np.abs(pencil.yaw.values) < np.radians(30)
+    P, A, F = (ds.distance_noisy.values for ds in (pencil, approx, full))
+    edge_a = ahead & ~np.isclose(A, P, atol=0.05, equal_nan=True)
+    edge_f = ahead & ~np.isclose(F, P, atol=0.05, equal_nan=True)
+    assert edge_f.sum() >= 10
+    assert edge_a.sum() >= 0.75 * edge_f.sum()                       # fraction of edge points found
+    assert not (edge_a & ~edge_f).any()                              # no spurious edge point
+    np.testing.assert_allclose(A[edge_a], F[edge_a], atol=0.01)      # 1 cm: same surface, same place
+    assert (ahead & ~np.isclose(A, F, atol=0.05, equal_nan=True)).sum() <= 0.002 * ahead.sum()
+
+
+def test_edge_points_at_a_box_edge_not_on_a_flat_wall():
+    # deterministic chain (BlenSor detection, constant sigma from the same stream in all three runs)
+    beam = {"divergence_rad": 0.006, "divergence_v_rad": 0.003, **BLENSOR, "noise_sigma_m": 0.02}
+    pencil, default = _run_box({**beam, "edge_subrays": 0}, "last"), _run_box(beam, "last")
+    P, A = pencil.distance_noisy.values, default.distance_noisy.values
+    ahead = np.abs(pencil.yaw.values) < np.radians(30)         # the wall's own ends are at +-70.7 deg
+    edge = ahead & ~np.isclose(A, P, atol=0.05, equal_nan=True)
+    assert edge.sum() >= 10
+    # Every edge point is at the box's silhouette: its vertical sides at yaw = +-atan(2 / 10)
+    # or its top and bottom edges (z = +-1.5 m at x = 10 m), within a degree; none on the open
+    # wall or on the faces.
+    yaw, pitch = pencil.yaw.values[edge], pencil.pitch.values[edge]
+    side = np.abs(np.abs(yaw) - np.arctan2(2.0, 10.0)) < np.radians(1.0)
+    top = np.abs(np.abs(np.tan(pitch) * 10.0 / np.cos(yaw)) - 1.5) < 10.0 * np.radians(1.0)
+    assert np.all(side | top)
+    # The default footprint on a plain wall gives exactly the pencil beam's values away from
+    # the wall's own ends (at +-70.7 deg, where it meets the sky).
+    d = _box_before_wall({})
+    d["objects"] = d["objects"][:1]
+    wall = hifi.Simulation.from_dict(d).run()["v"]
+    d["sensors"][0]["params"]["edge_subrays"] = 0
+    wall_pencil = hifi.Simulation.from_dict(d).run()["v"]
+    inner = np.abs(wall_pencil.yaw.values) < np.radians(60)        # (frame, step, laser)
+    for v in ("distance", "distance_noisy", "x", "y", "z", "detected", "object_id", "intensity"):
+        np.testing.assert_array_equal(wall[v].values[inner], wall_pencil[v].values[inner], err_msg=v)
+
+
+def test_dual_return_on_a_fence_before_a_wall():
+    # Slats 5 cm wide every 15 cm at x = 6 m, a wall at x = 9 m; VLP-16 dual mode (Velodyne:
+    # strongest and last, second-strongest if they coincide), data-sheet footprint 3 x 1.5 mrad.
+    slats = [{"name": f"slat{i}", "mesh": "box", "size_m": [0.02, 0.05, 3.0], "material": "fence",
+              "position_m": [6.0, -1.5 + 0.15 * i, 0.0]} for i in range(21)]
+    d = {"simulation": {"duration_s": 0.1},
+         "materials": {"fence": {"reflectivity": 0.8}, "wall": {"reflectivity": 0.3}},
+         "objects": [{"name": "wall", "mesh": "plane", "size_m": [60, 60], "material": "wall",
+                      "position_m": [9, 0, 0], "rpy_deg": [0, -90, 0]}] + slats,
+         "sensors": [{"name": "v", "model": "vlp16", "params": {"noise_sigma_m": 0.0, "return_mode": "dual"}}]}
+    ds = hifi.Simulation.from_dict(d).run()["v"]
+    assert ds.sizes["return"] == 2 and ds.distance_noisy.dims == ("frame", "step", "laser", "return")
+    fr = ds.isel(frame=0)
+    oid, r = fr.object_id.values, fr.distance_noisy.values
+    two = (oid[..., 0] != oid[..., 1]) & np.isfinite(r).all(axis=-1)
+    assert two.sum() >= 20                                            # fence-edge pulses with two echoes
+    fence0, wall1 = oid[..., 0] >= 1, oid[..., 1] == 0
+    # Strongest on the (brighter, nearer) fence and last on the wall on most of them; never
+    # anything else than one fence echo and one wall echo.
+    assert np.all((fence0 & wall1)[two] | ((oid[..., 0] == 0) & (oid[..., 1] >= 1))[two])
+    assert (fence0 & wall1)[two].mean() > 0.5
+    # A pulse with a single echo reports it in both slots (as the sensor repeats it).
+    one = ~two & np.isfinite(r[..., 0])
+    np.testing.assert_array_equal(r[..., 0][one], r[..., 1][one])

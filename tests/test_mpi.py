@@ -120,7 +120,7 @@ model = "vlp16"
 rate_hz = 10.0
 position_m = [0, 0, 1.8]
 [sensors.params]
-azimuth_step_deg = 0.4
+azimuth_stride = 2
 noise_sigma_m = 0.01
 
 [[sensors]]

@@ -227,8 +227,8 @@ def spinning(tmp_path_factory):
     d = wall_scenario(15.0, duration_s=0.1, seed=2)
     d["objects"].append({"name": "ground", "mesh": "plane", "size_m": [100, 100], "material": "white",
                          "position_m": [0, 0, -1.8]})
-    d["sensors"] = [{"name": "vlp", "model": "vlp16", "rate_hz": 10.0, "params": {"azimuth_step_deg": 4.0}},
-                    {"name": "hdl", "model": "hdl64e_s2", "rate_hz": 10.0, "params": {"azimuth_step_deg": 4.0}}]
+    d["sensors"] = [{"name": "vlp", "model": "vlp16", "rate_hz": 10.0, "params": {"azimuth_stride": 20}},
+                    {"name": "hdl", "model": "hdl64e_s2", "rate_hz": 10.0, "params": {"azimuth_stride": 23}}]
     out = tmp_path_factory.mktemp("spin") / "o"
     hifi.Simulation.from_dict(d).run(out=out)
     return out
@@ -322,7 +322,7 @@ def test_stored_precision_of_range_variables(tmp_path):
     d["objects"].append({"name": "ground", "mesh": "plane", "size_m": [100, 100], "material": "white",
                          "position_m": [1400.0, 0, -1.8]})
     d["sensors"] = [{"name": "vlp", "model": "vlp16", "rate_hz": 10.0, "position_m": [1400.0, 0, 0],
-                     "params": {"azimuth_step_deg": 2.0}}]
+                     "params": {"azimuth_stride": 10}}]
     sim = hifi.Simulation.from_dict(d)
     sim.add_model(Listener("listener"))
     sim.run(out=tmp_path / "o")

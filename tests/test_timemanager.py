@@ -147,7 +147,7 @@ def test_motion_recorder_publishes_poses():
 
 def _vlp16_wall(tmp_path, listener=None, out="run"):
     d = wall_scenario(10.0, duration_s=0.2, sensors=[
-        {"name": "lidar", "model": "vlp16", "rate_hz": 10.0, "params": {"azimuth_step_deg": 2.0}}])
+        {"name": "lidar", "model": "vlp16", "rate_hz": 10.0, "params": {"azimuth_stride": 10}}])
     sim = hifi.Simulation.from_dict(d)
     if listener is not None:
         sim.add_model(listener)
