@@ -84,9 +84,11 @@ def signal_handlers(signals=STOP_SIGNALS):
         if _stopping[0]:             # already stopping: let the cleanup finish
             return
         _stopping[0] = True
+        _pending[0] = signum         # for check(), should the exception below be swallowed
         raise Interrupted(signum)
 
     _stopping[0] = False
+    _pending[0] = None
     previous = {s: signal.signal(s, handler) for s in signals}
     try:
         yield
@@ -94,11 +96,27 @@ def signal_handlers(signals=STOP_SIGNALS):
         for s, h in previous.items():
             signal.signal(s, h)
         _stopping[0] = False
+        _pending[0] = None
 
 
 #: Whether this process is already stopping (the handlers of :func:`signal_handlers` then
 #: ignore further signals).
 _stopping = [False]
+
+#: The signal a handler of :func:`signal_handlers` received, until :func:`check` raises it.
+_pending = [None]
+
+
+def check() -> None:
+    """Raise :class:`Interrupted` if a stop signal arrived whose exception did not get through.
+
+    The handler raises where the main thread happens to be; if that is inside code that
+    swallows exceptions (a finaliser, a C callback), the run would go on. The time manager
+    calls this between events, so the run stops at the next event at the latest.
+    """
+    if _pending[0] is not None:
+        signum, _pending[0] = _pending[0], None
+        raise Interrupted(signum)
 
 
 def mark_stopping() -> None:

@@ -13,6 +13,7 @@ from typing import Callable
 
 from .bus import MessageBus, SensorData
 from .errors import ModelError
+from .interrupt import check as check_interrupt
 from .interrupt import note_time
 
 #: Kinds of time-manager events; at equal times deliveries come before steps.
@@ -97,6 +98,7 @@ class TimeManager:
                 heapq.heappush(heap, (t, _STEP, m.priority, reg, 0, None))
         count = 0
         while heap:
+            check_interrupt()                 # a stop signal whose exception was swallowed
             t, kind, _, reg, k, message = heapq.heappop(heap)
             model = self.models[reg]
             if kind == _DELIVERY:
