@@ -19,34 +19,11 @@ import hifi
 from hifi.cli import main
 from hifi.output import FrameWriter
 
-from _scenes import wall_scenario
+from _scenes import depth_camera_toml, wall_scenario
 
 
 def _scenario_file(tmp_path):
-    text = """
-[simulation]
-duration_s = 0.3
-seed = 2
-
-[materials.white]
-reflectivity = 0.8
-
-[[objects]]
-name = "wall"
-mesh = "plane"
-size_m = [40, 40]
-material = "white"
-position_m = [10, 0, 0]
-rpy_deg = [0, -90, 0]
-
-[[sensors]]
-name = "cam"
-model = "depthmap"
-rate_hz = 10.0
-[sensors.params]
-resolution_x = 16
-resolution_y = 12
-"""
+    text = depth_camera_toml(0.3, seed=2, rate_hz=10.0, resolution=(16, 12))
     path = tmp_path / "scene.toml"
     path.write_text(text)
     return path

@@ -21,41 +21,11 @@ import pytest
 import hifi
 
 from _procs import Run, descendants, env, mpirun, needs_mpi
-from _scenes import wall_scenario
+from _scenes import depth_camera_toml, wall_scenario
 
 #: A run far longer than any test waits (each frame takes milliseconds; 4000 frames of a depth
 #: camera and 20,000 motion frames): it is always still running when the signal comes.
-LONG = """
-[simulation]
-duration_s = 200.0
-seed = 1
-
-[materials.white]
-reflectivity = 0.8
-
-[[objects]]
-name = "wall"
-mesh = "plane"
-size_m = [40, 40]
-material = "white"
-position_m = [10, 0, 0]
-rpy_deg = [0, -90, 0]
-
-[[objects]]
-name = "mover"
-mesh = "box"
-size_m = [1, 1, 1]
-material = "white"
-track = [ { t_s = 0.0, position_m = [5, 0, 0] }, { t_s = 200.0, position_m = [5, 10, 0] } ]
-
-[[sensors]]
-name = "cam"
-model = "depthmap"
-rate_hz = 20.0
-[sensors.params]
-resolution_x = 64
-resolution_y = 48
-"""
+LONG = depth_camera_toml(200.0, seed=1, rate_hz=20.0, mover_y_m=10.0)
 
 INTERRUPTED = re.compile(r"^hifi: interrupted at t = (\d+\.\d{3}) s$")
 
@@ -176,7 +146,7 @@ def test_mpi_run_stops_cleanly_while_rank0_writes_other_ranks_frames(place, runs
     # The case that hung (2 tries out of 3): rank 0 writing rank 1's frames when SIGINT came.
     root, _ = place
     short = root / "work" / "short.toml"
-    short.write_text(LONG.replace("duration_s = 200.0", "duration_s = 6.0"))
+    short.write_text(depth_camera_toml(6.0, seed=1, rate_hz=20.0, mover_y_m=10.0))
     script = root / "work" / "slow_drain.py"
     script.write_text(_SLOW_DRAIN)
     run = _mpi_run(root, short, "time", script)

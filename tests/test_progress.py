@@ -17,43 +17,15 @@ from pathlib import Path
 import pytest
 
 import hifi
+
+from _scenes import depth_camera_toml
 from hifi._version import __version__
 from hifi.cli import main
 
 from _procs import env, mpirun, needs_mpi
 
 #: 3 s at 20 Hz (60 depth frames) plus 300 motion frames: a second or two of wall time.
-FEW_SECONDS = """
-[simulation]
-duration_s = 3.0
-seed = 4
-
-[materials.white]
-reflectivity = 0.8
-
-[[objects]]
-name = "wall"
-mesh = "plane"
-size_m = [40, 40]
-material = "white"
-position_m = [10, 0, 0]
-rpy_deg = [0, -90, 0]
-
-[[objects]]
-name = "mover"
-mesh = "box"
-size_m = [1, 1, 1]
-material = "white"
-track = [ { t_s = 0.0, position_m = [5, 0, 0] }, { t_s = 3.0, position_m = [5, 3, 0] } ]
-
-[[sensors]]
-name = "cam"
-model = "depthmap"
-rate_hz = 20.0
-[sensors.params]
-resolution_x = 64
-resolution_y = 48
-"""
+FEW_SECONDS = depth_camera_toml(3.0, seed=4, rate_hz=20.0, mover_y_m=3.0)
 
 SIMULATED = re.compile(r"^hifi: simulated (\d+\.\d\d)/(\d+\.\d\d) s \((\d+) %\), (\d\d):(\d\d) elapsed$")
 WRITING = re.compile(r"^hifi: writing (\d+)/(\d+) frames \((\d+) %\), \d\d:\d\d elapsed$")
