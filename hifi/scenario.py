@@ -43,6 +43,10 @@ MATERIAL_PARAMS = {
                     doc="fraction reflected specularly, 0..1 (1: perfect mirror)"),
     "color_rgb": Param("color", default=(0.5, 0.5, 0.5), doc="diffuse reflectance in R, G, B, 0..1"),
     "class": Param("str", default="unlabelled", doc="semantic class name"),
+    "roughness_deg": Param("float", default=0.0, minimum=0.0, maximum=60.0,
+                           doc="Oren-Nayar roughness (std of facet slopes) [deg]; 0: Lambertian. Rough "
+                               "surfaces return more light at grazing incidence (asphalt: about 11, fitted "
+                               "to the nuScenes HDL-32E road, validation/lidar_real.py)"),
 }
 OBJECT_KEYS = {
     "name": Param("str", doc="unique name"),

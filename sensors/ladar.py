@@ -140,6 +140,7 @@ class SickLMS291(Sensor):
         self.n_bins = self._n_bins()
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
+        self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
 
     def coords(self):
@@ -162,7 +163,8 @@ class SickLMS291(Sensor):
         hits, origins, dirs = self.cast(self._dirs, times, p["max_range_m"], self._offsets)
         oid = hits.object_id
         energy = (np.repeat(self.weights[None, :], n_steps, axis=0).ravel()
-                  * lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid]))
+                  * lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance,
+                                      self._mirror[oid], roughness_rad=self._rough[oid]))
         energy = np.where(hits.hit, energy, 0.0).reshape(n_steps, n_sub)
         rng_sub = hits.distance.reshape(n_steps, n_sub)
         echoes = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],

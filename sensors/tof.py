@@ -114,6 +114,7 @@ class ToFSR4000(Sensor):
         self._yaw, self._pitch = yaw_pitch(self._dirs)
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
+        self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
 
     def coords(self):
@@ -133,7 +134,8 @@ class ToFSR4000(Sensor):
         det = hits.hit & np.isfinite(measured)
         reported = origins + dirs * measured[:, None]
         oid = hits.object_id
-        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
+        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
+                                      roughness_rad=self._rough[oid])
         power = SR4000_REFERENCE_POWER_W * intensity
         return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
                            detected=det, distance_noisy=measured, points_noisy=reported, intensity=intensity,
