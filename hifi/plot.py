@@ -4,7 +4,8 @@
 :func:`plot_dataset` writes it as a PNG. The kind of plot follows the dataset's variables:
 
 - a range sensor (points ``x y z``): bird's-eye view beside the sensor-layout image, both
-  coloured by ``color`` (object, height, intensity or reported distance);
+  coloured by ``color`` (object, height, intensity, calibrated reflectivity or reported
+  distance); a dual-return scan shows its strongest echoes;
 - a depth image (``depth`` over ``row`` / ``col``): depth beside the object ids; four depth
   cameras (``raw_lidar``, dimension ``camera``): both as panoramas;
 - a pose time series (``position`` / ``orientation`` over ``frame``, the ``pose`` sensor):
@@ -40,7 +41,7 @@ PLOT_GROUP = "hifi.plots"
 #: Largest number of entries in an object legend; rarer objects are grouped as "other".
 MAX_LEGEND_ENTRIES = 15
 #: Quantities a range sensor's plot can be coloured by (``hifi plot --color``).
-COLOR_CHOICES = ("object", "height", "intensity", "distance")
+COLOR_CHOICES = ("object", "height", "intensity", "reflectivity", "distance")
 #: Resolution of the PNG files [dots per inch].
 DPI = 110
 
@@ -270,7 +271,7 @@ def make_figure(ds, frame: int = 0, *, color: str | None = None, white_balance: 
         A hifi output dataset (one sensor's file or ``motion.nc``).
     frame : int
         Position of the frame along ``frame`` (negative counts from the end).
-    color : {"object", "height", "intensity", "distance"}, optional
+    color : {"object", "height", "intensity", "reflectivity", "distance"}, optional
         Range sensors: what colours the bird's-eye view and the sensor-layout image (default
         ``"object"``). An error for other plots.
     white_balance : str, optional
@@ -356,6 +357,13 @@ def _color_quantity(fr, color):
         return v, "reported z (up) [m]", None
     if color == "distance":
         return _values(fr, "distance_noisy"), "reported distance [m]", None
+    if color == "reflectivity":
+        if "reflectivity" not in fr:
+            raise ValueError("color = 'reflectivity': this dataset has no 'reflectivity' variable (range "
+                             "datasets of the lidar family have it); use 'intensity'")
+        v = _values(fr, "reflectivity")
+        return v, "calibrated reflectivity rho f(i) [1]", Normalize(vmin=0.0, vmax=max(float(np.nanmax(
+            np.where(np.isfinite(v), v, 0.0))), 1e-3))
     v = _values(fr, "intensity")
     units = fr["intensity"].attrs.get("units", "1")
     label = f"intensity [{units}]"
@@ -461,6 +469,11 @@ def _range_figure(ds, frame: int = 0, color: str = "object"):
     from matplotlib.ticker import MaxNLocator
     plt = _pyplot()
     fr = ds.isel(frame=frame)
+    # A rotating lidar's dual return (a third dimension, not a line scanner's echo axis): the
+    # strongest echo (slot 0) is drawn, as drivers show it.
+    dual = "return" in fr.dims and "distance_noisy" in fr and fr["distance_noisy"].ndim == 3
+    if dual:
+        fr = fr.isel({"return": 0})
     noisy = "x_noisy" in fr
     xyz = np.stack([_values(fr, v) for v in (("x_noisy", "y_noisy", "z_noisy") if noisy else ("x", "y", "z"))],
                    axis=-1)
@@ -496,7 +509,7 @@ def _range_figure(ds, frame: int = 0, color: str = "object"):
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel("x (east) [m]")
     ax.set_ylabel("y (north) [m]")
-    ax.set_title(f"bird's-eye view, {len(pts)} returns")
+    ax.set_title(f"bird's-eye view, {len(pts)} returns" + (" (dual: strongest)" if dual else ""))
     if grid:
         ax2 = axes[0, 1]
         arrange, elev, yaw, row_dim = _layout(fr)
