@@ -289,7 +289,8 @@ class Simulation:
         tm = None
         done = False
         try:
-            ctx = RunContext(self.scene, caster, bus, seed, duration, sc.start_utc, dict(sc.origin), sc.base_dir)
+            ctx = RunContext(self.scene, caster, bus, seed, duration, sc.start_utc, dict(sc.origin), sc.base_dir,
+                             weather=dict(sc.weather))
             motion = MotionRecorder(self.scene, sc.motion_rate_hz)
             models = [*self.models, *self.extra_models, motion]
             for m in models:
