@@ -52,6 +52,9 @@ _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
             "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5")
 #: Colour of the grouped "other" objects, and of "no hit" pixels in images.
 OTHER_COLOR = "0.45"
+#: Colour of returns from the atmosphere (``object_id`` -2: fog, rain, snow).
+ATMOSPHERE_COLOR = "#9ecae1"
+ATMOSPHERE_ID = -2
 NO_HIT_COLOR = "white"
 
 
@@ -168,10 +171,11 @@ class ObjectCategories(NamedTuple):
     """(m,) int: the ids grouped as "other" (empty when none)."""
 
     def index(self, object_id) -> np.ndarray:
-        """Category of each id: 0..k-1 for shown ids, k for "other", -1 for no hit (id < 0)."""
+        """Category of each id: 0..k-1 for shown ids (the atmosphere, id -2, first when
+        present), k for "other", -1 for no hit (id -1)."""
         oid = np.asarray(object_id).astype(np.int64)
         out = np.full(oid.shape, -1, dtype=np.int64)
-        valid = oid >= 0
+        valid = (oid >= 0) | (oid == ATMOSPHERE_ID)
         shown = np.zeros(oid.shape, dtype=bool)
         if self.ids.size:
             pos = np.clip(np.searchsorted(self.ids, oid), 0, self.ids.size - 1)
@@ -200,7 +204,8 @@ def object_categories(object_id, names, *, max_entries: int = MAX_LEGEND_ENTRIES
     Parameters
     ----------
     object_id : array_like of int
-        Object ids of the points or pixels of one plot; ids < 0 (no hit) are ignored.
+        Object ids of the points or pixels of one plot; -1 (no hit) is ignored, -2 (a return
+        from the atmosphere) gets its own first entry.
     names : sequence of str
         Object names in id order (:func:`object_names`); an id without a name is "object i".
     max_entries : int
@@ -216,13 +221,19 @@ def object_categories(object_id, names, *, max_entries: int = MAX_LEGEND_ENTRIES
     """
     oid = np.asarray(object_id).ravel()
     ids, counts = np.unique(oid[oid >= 0], return_counts=True)
+    atmosphere = bool(np.any(oid == ATMOSPHERE_ID))
+    room = max_entries - int(atmosphere)
     other = np.empty(0, dtype=ids.dtype)
-    if ids.size > max_entries:
-        keep = np.sort(np.argsort(-counts, kind="stable")[:max_entries - 1])
+    if ids.size > room:
+        keep = np.sort(np.argsort(-counts, kind="stable")[:room - 1])
         other = np.setdiff1d(ids, ids[keep])
         ids = ids[keep]
     labels = [str(names[i]) if 0 <= i < len(names) else f"object {i}" for i in ids]
     colors = [_PALETTE[s] for s in _distinct_slots(ids)]
+    if atmosphere:                  # returns from fog, rain or snow: their own entry, first
+        ids = np.concatenate([[ATMOSPHERE_ID], ids])
+        labels.insert(0, "atmosphere (fog, rain, snow)")
+        colors.insert(0, ATMOSPHERE_COLOR)
     if other.size:
         labels.append(f"other ({other.size} objects)")
         colors.append(OTHER_COLOR)

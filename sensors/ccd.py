@@ -423,9 +423,14 @@ class CCDCamera(Sensor):
         out = scene_photon_radiance(hit, self._reflectance[hits.object_id], hits.normal, lit_all,
                                     sun.direction_scene, sun.direct_normal,
                                     sun.diffuse_horizontal)
-        if self._extinction > 0.0:        # weather: Koschmieder's attenuation and airlight
+        if self._extinction > 0.0:
+            # Weather: Koschmieder's attenuation and airlight. The horizon radiance of the
+            # airlight is the global horizontal irradiance over pi: a thick, non-absorbing
+            # scattering layer sends all the light that reaches the ground back isotropically.
+            # Clear sky as in fair weather (the sun's beam is not dimmed on its way down).
+            global_h = sun.direct_normal * max(np.cos(sun.zenith_rad), 0.0) + sun.diffuse_horizontal
             out = koschmieder_airlight(out, np.where(hit, hits.distance, np.inf), self._extinction,
-                                       sky_photon_radiance(sun.diffuse_horizontal))
+                                       sky_photon_radiance(global_h))
         return out, lit_all
 
     def mean_photons(self, radiance_image) -> np.ndarray:

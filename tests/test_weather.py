@@ -193,3 +193,33 @@ def test_weather_table_is_validated_and_warns_outside_validity(tmp_path):
         hifi.Simulation.from_dict({**base, "weather": {"rain_rate_mm_h": 400.0}})
     msgs = [str(w.message) for w in caught if issubclass(w.category, ScenarioWarning)]
     assert any("weather.rain_rate_mm_h = 400.0" in m and "0.1 .. 150" in m for m in msgs), msgs
+
+
+def test_plot_colours_atmospheric_returns():
+    pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
+    import matplotlib.pyplot as plt
+
+    from hifi.plot import ATMOSPHERE_COLOR, make_figure, object_categories
+    from _plots import legend_texts, outside_figure
+    ds = _lidar({"fog_visibility_m": 30.0}, stride=16)
+    fig = make_figure(ds)
+    try:
+        assert "atmosphere (fog, rain, snow)" in legend_texts(fig)
+        assert outside_figure(fig) == []
+    finally:
+        plt.close(fig)
+    cats = object_categories(np.array([-2, -1, 0, 1, 1]), ["ground", "wall"])
+    assert cats.labels[0] == "atmosphere (fog, rain, snow)" and cats.colors[0] == ATMOSPHERE_COLOR
+    np.testing.assert_array_equal(cats.index(np.array([-2, -1, 0, 1])), [0, -1, 1, 2])
+
+
+def test_foggy_crossing_example_runs(tmp_path):
+    # examples/crossing_fog.toml: V = 40 m; the ego HDL-64E sees the fog's echo around it.
+    from pathlib import Path
+    example = Path(__file__).resolve().parents[1] / "examples" / "crossing_fog.toml"
+    out = hifi.Simulation.from_file(example).run()
+    v = out["velodyne"]
+    atm = v.detected.values & (v.object_id.values == -2)
+    assert atm.sum() > 1000
+    cam = out["camera"].isel(frame=0)
+    assert float(cam.ideal_image.min()) > 0                     # airlight everywhere, even on the road
