@@ -26,7 +26,7 @@ from .detection import detected as detect, detection_probability
 from .noise import snr_range_sigma
 from .radiometry import (extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor,
                          reported_intensity)
-from .weather import fog_echo_peak, weather_of
+from .weather import Particles, fog_echo_peak, particle_window, precipitation, sample_particles, weather_of
 
 
 def fit_noise_power(points, *, peak_power_w, receiver_aperture_m, optical_efficiency, visibility_m,
@@ -189,7 +189,7 @@ class SignalChain(NamedTuple):
 
 def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bias_m, gain, noise_rng,
                        detection_rng, intensity_rng, extinction_per_m=None, fog=None, fog_rng=None,
-                       mode="strongest") -> SignalChain:
+                       particles=None, mode="strongest") -> SignalChain:
     """Measurement chain of a pulsed lidar after the cast: power, SNR, detection, noise, intensity.
 
     Parameters
@@ -216,9 +216,11 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
     fog_rng : numpy.random.Generator
         With ``fog``: two uniform draws per ray, the fog echo's detection and where on the
         echo's top its peak is found.
+    particles : sensors.weather.Particles, optional
+        Rain drops and snowflakes in the pulses' beams (:func:`sensors.weather.sample_particles`).
     mode : {"strongest", "first", "last"}
-        Which of a detected fog echo and a detected hard-target echo is reported (``average``
-        counts as strongest).
+        Which of the detected echoes (target, fog, particles) is reported (``average`` counts
+        as strongest).
 
     Notes
     -----
@@ -233,13 +235,15 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
     3. Range: ``d + b_laser + sigma z`` with ``sigma = noise_sigma_m`` when set (BlenSor Eq. 2),
        else :func:`sensors.noise.snr_range_sigma`; then rounded to ``range_resolution_m``.
     4. Intensity: :func:`sensors.radiometry.reported_intensity` of the apparent reflectivity.
-    5. Fog (``fog`` given): the fog's echo is detected with ``Phi(SNR_fog - snr_threshold)``
-       (its own draw) and reported instead of the hard target's by ``mode``: strongest, the
-       larger power; first, the fog (nearer) whenever detected; last, the fog only where the
-       target is not detected. Its true range is uniform over the echo's top (where noise
-       moves the peak), plus the range noise of its SNR; its apparent reflectivity
-       ``pi P_fog R_fog^2 / (P_t eta A_r)`` (what a Lambertian target at that range would need). Without fog nothing is drawn, so clear-air results
-       keep their bytes.
+    5. Weather: the fog's echo (``fog``) and the particles' (``particles``, the one ``mode``
+       prefers per pulse, :func:`_best_particle_echo`) are each detected with
+       ``Phi(SNR - snr_threshold)`` against their own draws, and the reported echo is the one
+       ``mode`` prefers among the detected target, fog and particle echoes: strongest, the
+       largest power; first, the nearest; last, the farthest (so the target wherever it is
+       detected). The fog's true range is uniform over its echo's top (where noise moves the
+       peak). An atmospheric echo gets the range noise of its SNR and the apparent reflectivity
+       ``pi P R^2 / (P_t eta A_r)`` (what a Lambertian target at that range would need).
+       Without weather nothing is drawn, so clear-air results keep their bytes.
     """
     d = np.asarray(distance_m, dtype=float)
     hit = np.isfinite(d)
@@ -271,36 +275,85 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
                                 reflectivity_upper=p["reflectivity_upper"], distance_lower_m=p["distance_lower_m"],
                                 distance_upper_m=p["distance_upper_m"])
     apparent = np.where(hit, apparent_reflectivity, np.nan)
-    atmos = r_fog = None
+    atmos = r_atm = None
+    cands = []                                  # atmospheric echoes: (range, power, detected) per pulse
     if fog is not None:
         r_lo, r_hi, p_fog = (float(v) for v in fog)
-        snr_fog = p_fog / p["noise_power_w"]
         u_fog = fog_rng.random((2,) + d.shape)
         r_fog = r_lo + (r_hi - r_lo) * u_fog[1]
-        fog_det = (u_fog[0] < detection_probability(snr_fog, p["snr_threshold"])) & (r_fog >= p["min_range_m"])
-        if mode == "first":
-            atmos = fog_det & ~(det & (d < r_fog))
-        elif mode == "last":
-            atmos = fog_det & ~det
-        else:
-            atmos = fog_det & ~(det & (np.nan_to_num(power) >= p_fog))
+        fog_det = (u_fog[0] < detection_probability(p_fog / p["noise_power_w"], p["snr_threshold"])) & (
+            r_fog >= p["min_range_m"])
+        cands.append((r_fog, np.full(d.shape, p_fog), fog_det))
+    if particles is not None and particles.pulse.size:
+        cands.append(_best_particle_echo(particles, d, p, alpha, mode))
+    if cands:
+        r_a, p_a, det_a = cands[0]
+        for r_b, p_b, det_b in cands[1:]:
+            take = det_b & (~det_a | _preferred(mode, r_b, p_b, r_a, p_a))
+            r_a, p_a, det_a = np.where(take, r_b, r_a), np.where(take, p_b, p_a), det_a | det_b
+        with np.errstate(invalid="ignore"):
+            atmos = det_a & ~(det & ~_preferred(mode, r_a, p_a, d, np.nan_to_num(power)))
         if atmos.any():
-            sigma_fog = (float(p["noise_sigma_m"]) if p["noise_sigma_m"] is not None else
-                         float(snr_range_sigma(snr_fog, floor_m=p["range_noise_floor_m"],
-                                               snr1_m=p["range_noise_snr1_m"])))
-            r_rep = r_fog + np.asarray(bias_m, dtype=float) + sigma_fog * z
+            snr_a = p_a / p["noise_power_w"]
+            sigma_a = (np.full(d.shape, float(p["noise_sigma_m"])) if p["noise_sigma_m"] is not None else
+                       snr_range_sigma(snr_a, floor_m=p["range_noise_floor_m"], snr1_m=p["range_noise_snr1_m"]))
+            r_rep = r_a + np.asarray(bias_m, dtype=float) + sigma_a * z
             if p["range_resolution_m"] > 0.0:
                 r_rep = np.round(r_rep / p["range_resolution_m"]) * p["range_resolution_m"]
             area_eff = p["peak_power_w"] * p["optical_efficiency"] * np.pi * p["receiver_aperture_m"] ** 2 / 4.0
             d_noisy = np.where(atmos, r_rep, d_noisy)
-            power = np.where(atmos, p_fog, power)
-            snr = np.where(atmos, snr_fog, snr)
-            apparent = np.where(atmos, np.pi * p_fog * r_fog ** 2 / area_eff, apparent)
-            r_fog = np.where(atmos, r_fog, np.nan)
+            power = np.where(atmos, p_a, power)
+            snr = np.where(atmos, snr_a, snr)
+            apparent = np.where(atmos, np.pi * p_a * r_a ** 2 / area_eff, apparent)
             det = det | atmos
+        r_atm = np.where(atmos, r_a, np.nan)
     intensity = reported_intensity(apparent, snr, gain, intensity_rng, full_scale=p["intensity_full_scale"],
                                    max_code=p["intensity_max"], exponent=p["intensity_exponent"])
-    return SignalChain(power, snr, apparent, det, d_noisy, intensity, atmos, r_fog)
+    return SignalChain(power, snr, apparent, det, d_noisy, intensity, atmos, r_atm)
+
+
+def _preferred(mode, r1, p1, r2, p2):
+    """Whether echo 1 is reported rather than echo 2 by ``mode``: strongest the larger power,
+    first the nearer, last the farther (NaN compares false)."""
+    with np.errstate(invalid="ignore"):
+        if mode == "first":
+            return r1 < r2
+        if mode == "last":
+            return r1 > r2
+        return p1 > p2
+
+
+def _best_particle_echo(particles, d, p, alpha, mode):
+    """Per pulse, the particle echo ``mode`` would report among the detected ones in front of
+    the target: ``(range [m], power [W], detected)``, NaN / 0 / False where there is none.
+
+    A particle's power is the lidar equation of its equivalent reflectivity
+    (:class:`sensors.weather.Particles`) with the pulse's overlap and extinction; it is detected
+    with ``Phi(SNR - snr_threshold)`` against its own draw, and only in front of the pulse's hard
+    target and beyond ``min_range_m``. The target's power is not reduced by what the particles
+    in front of it take (a few % at most for the particles that echo).
+    """
+    r = particles.range_m
+    pw = lidar_received_power(p["peak_power_w"], particles.rho_apparent, 1.0, r,
+                              receiver_area_m2=np.pi * p["receiver_aperture_m"] ** 2 / 4.0,
+                              system_efficiency=p["optical_efficiency"], extinction_per_m=alpha,
+                              overlap=overlap_factor(r, p["full_overlap_m"]))
+    with np.errstate(invalid="ignore"):
+        ok = (particles.u_detect < detection_probability(pw / p["noise_power_w"], p["snr_threshold"])) & (
+            r >= p["min_range_m"]) & ~(r >= d[particles.pulse])
+    sel = np.flatnonzero(ok)
+    r_out = np.full(d.shape, np.nan)
+    p_out = np.zeros(d.shape)
+    det = np.zeros(d.shape, dtype=bool)
+    if sel.size:
+        key = {"first": -r, "last": r}.get(mode, pw)[sel]
+        order = sel[np.lexsort((key, particles.pulse[sel]))]      # by pulse, then key ascending
+        pulse = particles.pulse[order]
+        best = order[np.r_[pulse[1:] != pulse[:-1], True]]         # the largest key of each pulse
+        r_out[particles.pulse[best]] = r[best]
+        p_out[particles.pulse[best]] = pw[best]
+        det[particles.pulse[best]] = True
+    return r_out, p_out, det
 
 
 #: ``object_id`` of a return from the atmosphere (fog, rain, snow; CONTRACTS, second wave).
@@ -457,6 +510,35 @@ class _PulsedLidar(Sensor):
                 max_range_m=min(float(p["max_range_m"]), lo + float(p["full_overlap_m"]) + 10.0),
                 noise=p["noise_power_w"] / scale)
             self._fog = (r_lo, r_hi, scale * h_f)
+        # Rain drops and snowflakes: the sizes and ranges whose echo can be detected (P_d >=
+        # 1e-3 at SNR = snr_threshold - 3.09) for this lidar's beam, overlap and extinction.
+        self._precip = []
+        div_h, div_v = self._divergence()
+        self._half_div = 0.25 * (div_h + div_v)
+        area = np.pi * p["receiver_aperture_m"] ** 2 / 4.0
+        alpha = self._extinction if self._extinction is not None else 0.0
+
+        def power_per_rho(r):
+            return lidar_received_power(p["peak_power_w"], 1.0, 1.0, r, receiver_area_m2=area,
+                                        system_efficiency=p["optical_efficiency"], extinction_per_m=alpha,
+                                        overlap=overlap_factor(r, p["full_overlap_m"]))
+        for kind in precipitation(w):
+            window = particle_window(kind, power_per_rho_fn=power_per_rho,
+                                     min_power_w=p["noise_power_w"] * max(p["snr_threshold"] - 3.09, 0.1),
+                                     aperture_radius_m=p["aperture_radius_m"], half_divergence_rad=self._half_div,
+                                     r_min_m=max(float(p["min_range_m"]), FOG_BLIND_MIN_M),
+                                     r_max_m=float(p["max_range_m"]))
+            if window is not None:
+                self._precip.append((kind, window))
+
+    def _particles(self, k, n_pulses):
+        """Rain drops and snowflakes in the beams of frame ``k`` (None without precipitation)."""
+        if not self._precip:
+            return None
+        rng = stream(self.ctx.seed, self.name, k, "precipitation")
+        parts = [sample_particles(rng, n_pulses, kind, window, aperture_radius_m=self.params["aperture_radius_m"],
+                                  half_divergence_rad=self._half_div) for kind, window in self._precip]
+        return Particles(*(np.concatenate([getattr(q, f) for q in parts]) for f in Particles._fields))
 
     def _laser_bias(self, n_lasers: int) -> np.ndarray:
         """Per-laser range bias [m], drawn once per run (stream keyed by sensor, not frame)."""
@@ -592,8 +674,10 @@ class _PulsedLidar(Sensor):
         """:meth:`_measure` per return slot; two slots are stacked on a trailing ``return`` dim."""
         mode = self.params["return_mode"]
         modes = ("strongest", "last") if mode == "dual" else (mode if mode in ("first", "last") else "strongest",)
-        frames = [self._measure(k, t, h, origins, dirs, bias, dims, shape, times, yaw, pitch, e, mode=m, slot=j)
-                  for j, (h, e, m) in enumerate(zip(hits, echoes, modes))]
+        particles = self._particles(k, int(np.prod(shape)))        # the same drops for both slots
+        frames = [self._measure(k, t, h, origins, dirs, bias, dims, shape, times, yaw, pitch, e, mode=m,
+                                particles=particles)
+                  for h, e, m in zip(hits, echoes, modes)]
         if self.params["return_mode"] != "dual":
             return frames[0]
         out = {}
@@ -616,12 +700,13 @@ class _PulsedLidar(Sensor):
         return cache
 
     def _measure(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echo=None,
-                 mode="strongest", slot=0):
+                 mode="strongest", particles=None):
         """The signal chain after the cast (:func:`lidar_signal_chain`), then the dataset.
 
-        In fog, pulses whose reported echo is the fog's (``atmosphere``) get ``object_id`` -2,
-        their true range and point at the fog echo's peak on the emitted ray (no normal, no
-        face, annotation 0).
+        In weather, pulses whose reported echo is the fog's or a particle's (``atmosphere``) get
+        ``object_id`` -2, their true range and point at that echo on the emitted ray (no normal,
+        no face, annotation 0). Both return slots of a dual return see the same fog and the
+        same particles.
         """
         p = self.params
         oid = hits.object_id
@@ -640,8 +725,8 @@ class _PulsedLidar(Sensor):
                                  detection_rng=stream(self.ctx.seed, self.name, k, "detection"),
                                  intensity_rng=stream(self.ctx.seed, self.name, k, "intensity"),
                                  extinction_per_m=self._extinction, fog=self._fog,
-                                 fog_rng=None if self._fog is None else stream(self.ctx.seed, self.name, k, f"fog{slot}"),
-                                 mode=mode)
+                                 fog_rng=None if self._fog is None else stream(self.ctx.seed, self.name, k, "fog"),
+                                 particles=particles, mode=mode)
         if sig.atmosphere is not None and sig.atmosphere.any():
             a = sig.atmosphere
             hits = Hits(*(getattr(hits, f).copy() for f in Hits.__dataclass_fields__))

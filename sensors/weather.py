@@ -22,6 +22,7 @@ systems", Adv. Radio Sci. 9, 2011, 49-60 (fog backscatter-to-extinction).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -200,3 +201,129 @@ def weather_of(ctx) -> Weather:
     """The :class:`Weather` of a run context (its ``weather`` table; clear air without one)."""
     table = getattr(ctx, "weather", None)
     return Weather(**table) if table else CLEAR
+
+
+#: Backscatter of a rain drop as the reflectivity of an equivalent Lambertian target of the
+#: drop's cross-section: a large sphere's back-reflection from its front surface has the radar
+#: cross-section R pi a^2 (R the Fresnel reflectance at normal incidence; Skolnik, Radar
+#: Handbook, 3rd ed., sec. 14.3), R = ((n - 1) / (n + 1))^2 = 0.020 for water (n = 1.33 at
+#: 905 nm), i.e. R / (4 pi) per steradian, which a Lambertian disc (rho / pi per steradian)
+#: matches with rho = R / 4 = 0.005. The glory and the internal reflections are left out (a
+#: lower bound).
+RAIN_DROP_EQUIVALENT_RHO = ((1.33 - 1.0) / (1.33 + 1.0)) ** 2 / 4.0
+#: Snowflakes: Lambertian discs of fresh snow's near-infrared reflectance, 0.9 at 905 nm
+#: (Warren, "Optical properties of snow", Rev. Geophys. 20, 1982, Fig. 8: fine-grained snow's
+#: albedo about 0.9 near 0.9 um), of their melted diameter (Gunn-Marshall; a lower bound of a
+#: flake's cross-section).
+SNOWFLAKE_RHO = 0.9
+#: Quantile beyond which particle sizes are not drawn: exp(-Lambda D) = 1e-6.
+PARTICLE_SIZE_TAIL = 1e-6
+
+
+class Precipitation(NamedTuple):
+    """One kind of falling particle: exponential size distribution and its echo."""
+
+    kind: str                  #: "rain" or "snow"
+    n0_per_m4: float           #: intercept N0 of N(D) = N0 exp(-Lambda D) [m^-4]
+    lambda_per_m: float        #: slope Lambda [1/m]
+    rho_equivalent: float      #: equivalent Lambertian reflectivity of a particle's cross-section
+
+
+def precipitation(weather: "Weather") -> list:
+    """The :class:`Precipitation` kinds of ``weather`` (Marshall-Palmer rain, Gunn-Marshall snow)."""
+    out = []
+    if weather.rain_rate_mm_h > 0:
+        r = weather.rain_rate_mm_h
+        out.append(Precipitation("rain", MP_N0_PER_M4, MP_LAMBDA_PER_M * r ** MP_LAMBDA_EXPONENT,
+                                 RAIN_DROP_EQUIVALENT_RHO))
+    if weather.snowfall_rate_mm_h > 0:
+        s = weather.snowfall_rate_mm_h
+        out.append(Precipitation("snow", GM_N0_PER_M4 * s ** GM_N0_EXPONENT, GM_LAMBDA_PER_M * s ** GM_LAMBDA_EXPONENT,
+                                 SNOWFLAKE_RHO))
+    return out
+
+
+def beam_radius(range_m, *, aperture_radius_m, half_divergence_rad):
+    """Beam radius at a range [m]: the aperture radius plus range times the half divergence."""
+    return aperture_radius_m + np.asarray(range_m, dtype=float) * half_divergence_rad
+
+
+def intercepted_fraction(diameter_m, range_m, *, aperture_radius_m, half_divergence_rad):
+    """Share of the pulse a particle of diameter D at range r takes: min(1, (D / 2)^2 / w(r)^2)
+    (a top-hat beam of radius w, :func:`beam_radius`)."""
+    w = beam_radius(range_m, aperture_radius_m=aperture_radius_m, half_divergence_rad=half_divergence_rad)
+    return np.minimum(1.0, (0.5 * np.asarray(diameter_m, dtype=float)) ** 2 / w ** 2)
+
+
+class ParticleWindow(NamedTuple):
+    """Where a lidar can see particles of one kind (:func:`particle_window`); empty if none."""
+
+    d_min_m: float        #: smallest diameter detectable anywhere [m]
+    r_lo_m: float         #: nearest range at which the largest drawn particle is detectable [m]
+    r_hi_m: float         #: farthest such range [m]
+
+
+def particle_window(p: Precipitation, *, power_per_rho_fn, min_power_w, aperture_radius_m, half_divergence_rad,
+                    r_min_m, r_max_m, step_m=0.05):
+    """The sizes and ranges worth drawing: those whose echo can reach ``min_power_w``.
+
+    ``power_per_rho_fn(r)`` is the received power [W] of a unit equivalent reflectivity at range
+    ``r`` (overlap and extinction included). A particle of diameter D at r returns
+    ``rho_eq f(D, r) power_per_rho_fn(r)`` (:func:`intercepted_fraction`); the diameter needed
+    there is ``D(r) = 2 w(r) sqrt(rho_needed / rho_eq)``. Particles smaller than the minimum of
+    D(r), or outside the ranges where the largest drawn size (the :data:`PARTICLE_SIZE_TAIL`
+    quantile) suffices, never echo and are not drawn. Returns None if there is no such range.
+    """
+    r = np.arange(float(r_min_m), float(r_max_m), step_m)
+    if r.size == 0:
+        return None
+    with np.errstate(divide="ignore"):
+        rho_need = float(min_power_w) / power_per_rho_fn(r)
+    w = beam_radius(r, aperture_radius_m=aperture_radius_m, half_divergence_rad=half_divergence_rad)
+    with np.errstate(invalid="ignore"):
+        d_req = np.where(rho_need <= p.rho_equivalent, 2.0 * w * np.sqrt(rho_need / p.rho_equivalent), np.inf)
+    d_cap = -np.log(PARTICLE_SIZE_TAIL) / p.lambda_per_m
+    ok = np.flatnonzero(d_req <= d_cap)
+    if ok.size == 0:
+        return None
+    return ParticleWindow(float(np.min(d_req[ok])), float(r[ok[0]]), float(min(r[ok[-1]] + step_m, r_max_m)))
+
+
+class Particles(NamedTuple):
+    """Particles drawn in the beams of one frame (flat arrays over all pulses' particles)."""
+
+    pulse: np.ndarray          #: index of the pulse each particle is in
+    range_m: np.ndarray        #: range of the particle along the beam [m]
+    rho_apparent: np.ndarray   #: equivalent reflectivity of its echo, rho_eq * intercepted fraction
+    u_detect: np.ndarray       #: uniform draw for its detection
+
+
+def sample_particles(rng, n_pulses: int, p: Precipitation, window: ParticleWindow, *, aperture_radius_m,
+                     half_divergence_rad) -> Particles:
+    """Particles of one kind in every pulse's beam between ``window.r_lo_m`` and ``r_hi_m``.
+
+    Notes
+    -----
+    Particle centres form a Poisson process of density ``N0 / Lambda exp(-Lambda D_min)`` (the
+    particles at least ``D_min`` across) inside the beam's cone, radius ``w(r)`` (:func:`beam_radius`):
+    ``n ~ Poisson(N pi int w(r)^2 dr)`` per pulse, ranges with density ``~ w(r)^2`` (inverse
+    CDF of ``(w0 + k r)^3``), diameters ``D_min + Exp(Lambda)`` (the exponential is memoryless).
+    Draw order: counts, ranges, diameters, detection draws, each one array for the frame, so
+    the particles of a pulse depend on the seed and frame only.
+    """
+    w0, k = float(aperture_radius_m), float(half_divergence_rad)
+    lo, hi = window.r_lo_m, window.r_hi_m
+    density = p.n0_per_m4 / p.lambda_per_m * np.exp(-p.lambda_per_m * window.d_min_m)
+    if k > 0:
+        c_lo, c_hi = (w0 + k * lo) ** 3, (w0 + k * hi) ** 3
+        volume = np.pi * (c_hi - c_lo) / (3.0 * k)
+    else:
+        volume = np.pi * w0 ** 2 * (hi - lo)
+    counts = rng.poisson(density * volume, n_pulses)
+    total = int(counts.sum())
+    pulse = np.repeat(np.arange(n_pulses), counts)
+    u = rng.random(total)
+    r = ((c_lo + u * (c_hi - c_lo)) ** (1.0 / 3.0) - w0) / k if k > 0 else lo + u * (hi - lo)
+    diameter = window.d_min_m + rng.exponential(1.0 / p.lambda_per_m, total)
+    rho = p.rho_equivalent * intercepted_fraction(diameter, r, aperture_radius_m=w0, half_divergence_rad=k)
+    return Particles(pulse, r, rho, rng.random(total))

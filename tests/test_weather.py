@@ -223,3 +223,54 @@ def test_foggy_crossing_example_runs(tmp_path):
     assert atm.sum() > 1000
     cam = out["camera"].isel(frame=0)
     assert float(cam.ideal_image.min()) > 0                     # airlight everywhere, even on the road
+
+
+def test_particle_sampling_statistics():
+    # Poisson counts of mean N pi int w^2 dr, ranges with density ~ w(r)^2, sizes D_min + Exp(Lambda).
+    from sensors.weather import (GM_LAMBDA_PER_M, GM_N0_PER_M4, Precipitation, ParticleWindow,
+                                 RAIN_DROP_EQUIVALENT_RHO, SNOWFLAKE_RHO, sample_particles)
+    # water: ((1.33 - 1) / (1.33 + 1))^2 / 4 = 0.141631^2 / 4 = 0.00501487 (Fresnel, hand calculation)
+    assert RAIN_DROP_EQUIVALENT_RHO == pytest.approx(0.00501487, rel=1e-5)
+    snow = Precipitation("snow", GM_N0_PER_M4, GM_LAMBDA_PER_M, SNOWFLAKE_RHO)    # 1 mm/h
+    win = ParticleWindow(d_min_m=3e-4, r_lo_m=1.0, r_hi_m=15.0)
+    w0, k, n = 0.005, 0.001, 200_000
+    parts = sample_particles(np.random.default_rng(0), n, snow, win, aperture_radius_m=w0, half_divergence_rad=k)
+    density = GM_N0_PER_M4 / GM_LAMBDA_PER_M * np.exp(-GM_LAMBDA_PER_M * 3e-4)
+    volume = np.pi * ((w0 + k * 15.0) ** 3 - (w0 + k * 1.0) ** 3) / (3 * k)      # analytic cone volume
+    mean = density * volume
+    assert parts.pulse.size / n == pytest.approx(mean, rel=4 / np.sqrt(mean * n))
+    # mean range: int r w^2 dr / int w^2 dr, by numerical quadrature on a fine grid
+    r = np.linspace(1.0, 15.0, 100_001)
+    wr = (w0 + k * r) ** 2
+    r_mean = np.sum(r * wr) / np.sum(wr)
+    assert parts.range_m.mean() == pytest.approx(r_mean, abs=4 * parts.range_m.std() / np.sqrt(parts.pulse.size))
+    assert parts.range_m.min() >= 1.0 and parts.range_m.max() <= 15.0
+    assert np.all(parts.rho_apparent <= SNOWFLAKE_RHO) and np.all(parts.rho_apparent > 0)
+
+
+def test_snow_echoes_near_the_sensor_rain_does_not_through_a_velodyne_overlap():
+    # Behind the HDL-64E's 7.6 m overlap a drop's Fresnel echo (rho_eq 0.005 x the share of the
+    # beam it takes) never reaches the threshold; a snowflake's (0.9) does, near the sensor.
+    def run(w, mode="strongest"):
+        d = {"simulation": {"duration_s": 0.1, "seed": 2},
+             "materials": {"g": {"reflectivity": 0.27, "roughness_deg": 11.1}},
+             "objects": [{"name": "ground", "mesh": "plane", "size_m": [400, 400], "material": "g"}],
+             "sensors": [{"name": "v", "model": "hdl64e_s2", "position_m": [0, 0, 1.73],
+                          "params": {"return_mode": mode, "azimuth_stride": 4}}], "weather": w}
+        return hifi.Simulation.from_dict(d).run()["v"]
+    rain = run({"rain_rate_mm_h": 50.0})
+    assert not (rain.object_id.values == -2).any()
+    snow = run({"snowfall_rate_mm_h": 2.0})
+    atm = snow.detected.values & (snow.object_id.values == -2)
+    assert atm.mean() > 0.02
+    r = snow.distance.values[atm]
+    assert r.min() >= 0.9 and np.median(r) < 10.0
+    # Dual return: both slots see the same flakes; where the last echo is a flake (no target
+    # behind it), the strongest is a flake too, the same one or a nearer, brighter one.
+    dual = run({"snowfall_rate_mm_h": 2.0}, mode="dual")
+    oid, rng = dual.object_id.values, dual.distance.values
+    last_flake = (oid[..., 1] == -2) & dual.detected.values[..., 1]
+    assert last_flake.sum() > 0
+    assert np.all(oid[..., 0][last_flake] == -2)
+    assert np.all(rng[..., 0][last_flake] <= rng[..., 1][last_flake])
+    assert np.mean(rng[..., 0][last_flake] == rng[..., 1][last_flake]) > 0.5

@@ -4,7 +4,7 @@ The scene: a flat road (reflectivity 0.27, roughness 11.1 deg: the nuScenes road
 ``lidar_real.py``) and 10 % Lambertian plates (3 x 3 m) facing the sensor every 5 m from 10 to
 150 m, each at its own azimuth. One sweep of ``hdl64e_s2`` (defaults, strongest and last
 return) per weather: clear air, fog of visibility 20, 50, 100 and 500 m, rain of 10, 25 and
-50 mm/h. For each: detected returns, returns from the atmosphere (``object_id`` -2), and the
+50 mm/h, snow of 0.5 and 2 mm/h (water equivalent). For each: detected returns, returns from the atmosphere (``object_id`` -2), and the
 farthest plate with at least half of its pulses detected, beside the lidar equation's 50 %
 range for a 10 % target in that extinction (``R`` solving ``0.1 exp(-2 alpha R) / R^2 =
 snr_threshold P_noise / K``, the model's own constants: a check that the simulation applies
@@ -30,7 +30,8 @@ PLATE_RANGES_M = np.arange(10.0, 151.0, 5.0)
 WEATHERS = (("clear air", None), ("fog V = 500 m", {"fog_visibility_m": 500.0}),
             ("fog V = 100 m", {"fog_visibility_m": 100.0}), ("fog V = 50 m", {"fog_visibility_m": 50.0}),
             ("fog V = 20 m", {"fog_visibility_m": 20.0}), ("rain 10 mm/h", {"rain_rate_mm_h": 10.0}),
-            ("rain 25 mm/h", {"rain_rate_mm_h": 25.0}), ("rain 50 mm/h", {"rain_rate_mm_h": 50.0}))
+            ("rain 25 mm/h", {"rain_rate_mm_h": 25.0}), ("rain 50 mm/h", {"rain_rate_mm_h": 50.0}),
+            ("snow 0.5 mm/h", {"snowfall_rate_mm_h": 0.5}), ("snow 2 mm/h", {"snowfall_rate_mm_h": 2.0}))
 
 
 def scenario(weather, mode: str) -> dict:
