@@ -417,10 +417,11 @@ def test_import_and_serial_run_do_not_touch_mpi(tmp_path):
 @needs_mpi
 @pytest.mark.parametrize("mode", ["facets", "time"])
 def test_fog_run_is_byte_identical_across_partitions(tmp_path, mode):
-    # Weather (issue 15): the fog echo's draws are keyed by sensor, frame and return slot, so a
-    # foggy run (V = 40 m: hundreds of atmospheric returns per sweep) is partition-independent.
+    # Weather (issue 15): the fog echo's and the snowflakes' draws are keyed by sensor and frame,
+    # so a run in fog (V = 40 m) and snow (1 mm/h), with hundreds of atmospheric returns per
+    # sweep, is partition-independent.
     scenario = tmp_path / "fog.toml"
-    scenario.write_text(SCENARIO + "\n[weather]\nfog_visibility_m = 40.0\n")
+    scenario.write_text(SCENARIO + "\n[weather]\nfog_visibility_m = 40.0\nsnowfall_rate_mm_h = 1.0\n")
     serial = tmp_path / "serial"
     assert main(["run", str(scenario), "--out", str(serial), "--no-progress"]) == 0
     import xarray as xr
