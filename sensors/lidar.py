@@ -717,6 +717,20 @@ class RotatingLidar(_PulsedLidar):
         c = {"laser": Var(("laser",), np.arange(self.calib.n_lasers, dtype=np.int32), "1", "laser id"),
              "laser_elevation": Var(("laser",), self.calib.elevation_rad, "rad",
                                     f"calibrated beam elevation ({self.calib.source})"),
+             # The rest of the calibration, so that the dataset reproduces every beam and an
+             # exporter (Velodyne pcap + calibration YAML) can write the table the run used.
+             "laser_azimuth_offset": Var(("laser",), self.calib.azimuth_offset_rad, "rad",
+                                         "calibrated azimuth offset added to the rotor yaw (counter-clockwise; "
+                                         "ros-drivers rot_correction)"),
+             "laser_vert_offset": Var(("laser",), self.calib.vert_offset_m, "m",
+                                      "beam origin offset perpendicular to the beam in its vertical plane "
+                                      "(ros-drivers vert_offset_correction)"),
+             "laser_horiz_offset": Var(("laser",), self.calib.horiz_offset_m, "m",
+                                       "beam origin offset to the beam's left in the horizontal plane "
+                                       "(ros-drivers horiz_offset_correction)"),
+             "laser_distance_correction": Var(("laser",), self.calib.dist_correction_m, "m",
+                                              "range offset the firmware adds to the raw range (ros-drivers "
+                                              "dist_correction); distance already includes it"),
              "step": Var(("step",), np.arange(self.n_steps, dtype=np.int32) * int(self.params["azimuth_stride"]),
                          "1", "firing cycle in the rotation")}
         if self.params["return_mode"] == "dual":
@@ -728,7 +742,8 @@ class RotatingLidar(_PulsedLidar):
 
     def attrs(self):
         return {"calibration_source": self.calib.source, "firing_cycle_s": self.cycle_s,
-                "azimuth_step_deg": self.azimuth_step_deg}
+                "azimuth_step_deg": self.azimuth_step_deg, "azimuth_stride": int(self.params["azimuth_stride"]),
+                "return_mode": self.params["return_mode"]}
 
     def step(self, k, t):
         times = t + self._dt.ravel()
