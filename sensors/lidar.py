@@ -911,7 +911,8 @@ class LineLidar(_PulsedLidar):
     ``fov_min_deg`` to ``fov_max_deg`` (increasing yaw), all layers of a step at once, each step
     at its own time ``t + (angle - fov_min) / (2 pi rate)``. Directions:
     :func:`mirror_scan_directions`. Noise, detection and intensity as :class:`RotatingLidar`.
-    Dims: (``frame``, ``step``, ``layer``).
+    Dims: (``frame``, ``step``, ``layer``), plus a trailing ``return`` of 2 for
+    ``return_mode = "dual"`` where a model offers it (:func:`_footprint_params` with ``dual``).
     """
 
     layers_deg: tuple = (0.0,)
@@ -929,10 +930,14 @@ class LineLidar(_PulsedLidar):
         return self._n_steps() * len(self.layers_deg) * self.params["n_subrays"]
 
     def frame_layout(self):
-        return range_layout((self._n_steps(), len(self.layers_deg)), annotation=True, signal=True)
+        dual = (2,) if self.params["return_mode"] == "dual" else ()
+        return range_layout((self._n_steps(), len(self.layers_deg)) + dual, annotation=True, signal=True)
 
     def setup_bytes(self):
         return 56 * self._n_steps() * len(self.layers_deg)   # per pulse: direction, yaw, pitch, time, bias
+
+    def attrs(self):
+        return {"return_mode": self.params["return_mode"]}
 
     @classmethod
     def _params(cls, *, fov_min_deg, fov_max_deg, angular_step_deg, **kw):
@@ -968,6 +973,10 @@ class LineLidar(_PulsedLidar):
     def coords(self):
         c = {"step": Var(("step",), self.mirror_yaw, "rad", "mirror (scan) angle of the shot"),
              "layer": Var(("layer",), self.layer_pitch, "rad", "emitted pitch of the layer")}
+        if self.params["return_mode"] == "dual":
+            c["return"] = Var(("return",), np.arange(2, dtype=np.int32), "1",
+                              "return slot (dual: 0 strongest, 1 last, or second-strongest if the last is the "
+                              "strongest)")
         c.update(self._axis_coords())
         return c
 
