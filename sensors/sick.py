@@ -109,7 +109,7 @@ class SickDataSheet:
     @property
     def points_per_scan(self) -> int:
         """Shots per scan, ``aperture / step + 1``."""
-        return int(round(self.aperture_deg / self.step_deg)) + 1
+        return round(self.aperture_deg / self.step_deg) + 1
 
 
 def snr1_for(sigma_far_m, range_far_m, floor_m, *, range_10pct_m, reflectivity=0.10,

@@ -23,7 +23,7 @@ Tolerances, derived from the packet's resolution (see :func:`_azimuth_tolerance_
   table (HDL-64E S2 manual: lasers in groups of four at 0, 1.26, 2.46, 3.66 us, groups 6 us
   apart) differs from hifi's uniform 1.5 us spacing by up to 0.84 us of rotation. Lateral
   tolerance = range x cos(elevation) x that angle: at the farthest ranges, 100 m for the
-  VLP-16 and HDL-32E and 120 m for the HDL-64E, 18.7 mm, 18.7 mm and 29 mm (single return).
+  VLP-16 and HDL-32E and 120 m for the HDL-64E, 18.7 mm, 18.7 mm and 31 mm (single return).
 - time: 0.5 us (the timestamp field counts microseconds) + 0.25 us (the decoder's device time
   is a double of about 1.7e9 s, resolution 0.24 us) + the HDL-64E's firing-table difference.
 """

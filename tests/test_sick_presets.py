@@ -19,15 +19,23 @@ import importlib.util
 import struct
 import sys
 
+import conftest
 import numpy as np
 import pytest
+from conftest import REPO_ROOT
 
 import hifi
-import conftest
-from conftest import REPO_ROOT
 from hifi.registry import available_models, register_model
 from sensors.lidar import SNR_THRESHOLD
-from sensors.sick import LMS111, LMS511, TIM781, SickLMS1xx, SickLMS5xx, SickTiM7xx, snr1_for
+from sensors.sick import (
+    LMS111,
+    LMS511,
+    TIM781,
+    SickLMS1xx,
+    SickLMS5xx,
+    SickTiM7xx,
+    snr1_for,
+)
 
 # The entry points are in pyproject.toml; register in-process as well so that the tests run
 # against an installation whose metadata predates them.
@@ -233,7 +241,7 @@ def tim781():
     ("tim781", 15.0, 270.0, 811, -45.0, 3333),     # TiM781: -45..225 deg, 0.33 deg
 ])
 def test_cola_decoder_on_the_real_telegrams(which, rate_hz, aperture_deg, n_points, start_deg, step_code, request):
-    times, scans = request.getfixturevalue(which)
+    _, scans = request.getfixturevalue(which)
     assert len(scans) > 100
     for s in scans:
         dist = s.channel("DIST1")

@@ -39,7 +39,7 @@ REPO = HERE.parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-import sick_cola  # noqa: E402
+import sick_cola
 
 DATA = REPO / "tests" / "data" / "lidar"
 RECORDINGS = {
