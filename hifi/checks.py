@@ -8,7 +8,9 @@ objects involved:
   mesh: every ray starts inside that body, so the sensor sees only its inner faces (what a
   sensor in a room should see, hence a warning and not an error);
 - triangles of zero area (:func:`degenerate_faces`), among them every box with a zero extent in
-  ``size_m``: the caster cannot hit them reliably.
+  ``size_m``: the caster cannot hit them reliably;
+- a ``[weather]`` value outside the range its model is valid for
+  (:data:`hifi.scenario.WEATHER_VALID`).
 """
 
 from __future__ import annotations
@@ -80,8 +82,14 @@ def inside_closed_mesh(mesh, points) -> np.ndarray:
 
 def warn_scene(sc, scene, models) -> None:
     """Warn about a scenario's scene (module docstring); ``models`` are the sensors' models."""
-    from .scenario import where
+    from .scenario import WEATHER_VALID, where
 
+    for key, (lo, hi) in WEATHER_VALID.items():
+        value = sc.weather.get(key)
+        if value is not None and value != 0 and not lo <= value <= hi:
+            warnings.warn(f"{where(sc, f'weather.{key}')} = {value!r}: outside {lo:g} .. {hi:g}, where the model "
+                          f"is valid (README \"Weather\"); the result is an extrapolation", ScenarioWarning,
+                          stacklevel=3)
     for spec, obj in zip(sc.objects, scene.objects):
         bad = int(np.count_nonzero(degenerate_faces(obj.vertices, obj.faces)))
         if not bad:

@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("dataset", type=Path)
     pl.add_argument("--out", type=Path, default=None, help="PNG file (default: beside the dataset)")
     pl.add_argument("--frame", type=int, default=0, help="position of the frame (default 0)")
-    pl.add_argument("--color", choices=("object", "height", "intensity", "distance"), default=None,
+    pl.add_argument("--color", choices=("object", "height", "intensity", "reflectivity", "distance"), default=None,
                     help="range sensors: what colours the bird's-eye view and the sensor-layout "
                          "image (default: object)")
     pl.add_argument("--white-balance", choices=("gray-world", "daylight", "none"), default=None,

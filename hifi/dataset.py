@@ -190,7 +190,7 @@ def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_
         arr = np.asarray(arr)
         extra_attrs = None
         if name == "object_id":
-            extra_attrs = {"missing_value_meaning": "-1: no hit"}
+            extra_attrs = {"missing_value_meaning": "-1: no hit; -2: a return from the atmosphere (fog, rain, snow)"}
         if name == "intensity" and intensity_valid_max is not None:
             # CF valid range of the sensor's integer code: exporters scale by it (LAS: 16 bit)
             extra_attrs = {"valid_min": 0.0, "valid_max": float(intensity_valid_max)}

@@ -65,6 +65,10 @@ class RunContext:
         ``lat_deg``, ``lon_deg``, ``height_m`` of the scene frame's origin (ENU).
     base_dir : pathlib.Path
         Directory of the scenario file (model paths are relative to it).
+    weather : dict or None
+        The scenario's validated ``[weather]`` table (``fog_visibility_m``, ``rain_rate_mm_h``,
+        ``snowfall_rate_mm_h``); None: clear air (contexts built by hand). Optical models turn
+        it into extinction with :class:`sensors.weather.Weather`.
     """
 
     scene: Any
@@ -75,6 +79,7 @@ class RunContext:
     start_utc: str
     origin: dict
     base_dir: Any
+    weather: Any = None
     epoch: Any = field(init=False, default=None)
 
     def __post_init__(self):

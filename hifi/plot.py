@@ -4,7 +4,8 @@
 :func:`plot_dataset` writes it as a PNG. The kind of plot follows the dataset's variables:
 
 - a range sensor (points ``x y z``): bird's-eye view beside the sensor-layout image, both
-  coloured by ``color`` (object, height, intensity or reported distance);
+  coloured by ``color`` (object, height, intensity, calibrated reflectivity or reported
+  distance); a dual-return scan shows its strongest echoes;
 - a depth image (``depth`` over ``row`` / ``col``): depth beside the object ids; four depth
   cameras (``raw_lidar``, dimension ``camera``): both as panoramas;
 - a pose time series (``position`` / ``orientation`` over ``frame``, the ``pose`` sensor):
@@ -40,7 +41,7 @@ PLOT_GROUP = "hifi.plots"
 #: Largest number of entries in an object legend; rarer objects are grouped as "other".
 MAX_LEGEND_ENTRIES = 15
 #: Quantities a range sensor's plot can be coloured by (``hifi plot --color``).
-COLOR_CHOICES = ("object", "height", "intensity", "distance")
+COLOR_CHOICES = ("object", "height", "intensity", "reflectivity", "distance")
 #: Resolution of the PNG files [dots per inch].
 DPI = 110
 
@@ -51,6 +52,9 @@ _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
             "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5")
 #: Colour of the grouped "other" objects, and of "no hit" pixels in images.
 OTHER_COLOR = "0.45"
+#: Colour of returns from the atmosphere (``object_id`` -2: fog, rain, snow).
+ATMOSPHERE_COLOR = "#9ecae1"
+ATMOSPHERE_ID = -2
 NO_HIT_COLOR = "white"
 
 
@@ -167,10 +171,11 @@ class ObjectCategories(NamedTuple):
     """(m,) int: the ids grouped as "other" (empty when none)."""
 
     def index(self, object_id) -> np.ndarray:
-        """Category of each id: 0..k-1 for shown ids, k for "other", -1 for no hit (id < 0)."""
+        """Category of each id: 0..k-1 for shown ids (the atmosphere, id -2, first when
+        present), k for "other", -1 for no hit (id -1)."""
         oid = np.asarray(object_id).astype(np.int64)
         out = np.full(oid.shape, -1, dtype=np.int64)
-        valid = oid >= 0
+        valid = (oid >= 0) | (oid == ATMOSPHERE_ID)
         shown = np.zeros(oid.shape, dtype=bool)
         if self.ids.size:
             pos = np.clip(np.searchsorted(self.ids, oid), 0, self.ids.size - 1)
@@ -199,7 +204,8 @@ def object_categories(object_id, names, *, max_entries: int = MAX_LEGEND_ENTRIES
     Parameters
     ----------
     object_id : array_like of int
-        Object ids of the points or pixels of one plot; ids < 0 (no hit) are ignored.
+        Object ids of the points or pixels of one plot; -1 (no hit) is ignored, -2 (a return
+        from the atmosphere) gets its own first entry.
     names : sequence of str
         Object names in id order (:func:`object_names`); an id without a name is "object i".
     max_entries : int
@@ -215,13 +221,19 @@ def object_categories(object_id, names, *, max_entries: int = MAX_LEGEND_ENTRIES
     """
     oid = np.asarray(object_id).ravel()
     ids, counts = np.unique(oid[oid >= 0], return_counts=True)
+    atmosphere = bool(np.any(oid == ATMOSPHERE_ID))
+    room = max_entries - int(atmosphere)
     other = np.empty(0, dtype=ids.dtype)
-    if ids.size > max_entries:
-        keep = np.sort(np.argsort(-counts, kind="stable")[:max_entries - 1])
+    if ids.size > room:
+        keep = np.sort(np.argsort(-counts, kind="stable")[:room - 1])
         other = np.setdiff1d(ids, ids[keep])
         ids = ids[keep]
     labels = [str(names[i]) if 0 <= i < len(names) else f"object {i}" for i in ids]
     colors = [_PALETTE[s] for s in _distinct_slots(ids)]
+    if atmosphere:                  # returns from fog, rain or snow: their own entry, first
+        ids = np.concatenate([[ATMOSPHERE_ID], ids])
+        labels.insert(0, "atmosphere (fog, rain, snow)")
+        colors.insert(0, ATMOSPHERE_COLOR)
     if other.size:
         labels.append(f"other ({other.size} objects)")
         colors.append(OTHER_COLOR)
@@ -270,7 +282,7 @@ def make_figure(ds, frame: int = 0, *, color: str | None = None, white_balance: 
         A hifi output dataset (one sensor's file or ``motion.nc``).
     frame : int
         Position of the frame along ``frame`` (negative counts from the end).
-    color : {"object", "height", "intensity", "distance"}, optional
+    color : {"object", "height", "intensity", "reflectivity", "distance"}, optional
         Range sensors: what colours the bird's-eye view and the sensor-layout image (default
         ``"object"``). An error for other plots.
     white_balance : str, optional
@@ -356,6 +368,13 @@ def _color_quantity(fr, color):
         return v, "reported z (up) [m]", None
     if color == "distance":
         return _values(fr, "distance_noisy"), "reported distance [m]", None
+    if color == "reflectivity":
+        if "reflectivity" not in fr:
+            raise ValueError("color = 'reflectivity': this dataset has no 'reflectivity' variable (range "
+                             "datasets of the lidar family have it); use 'intensity'")
+        v = _values(fr, "reflectivity")
+        return v, "calibrated reflectivity rho f(i) [1]", Normalize(vmin=0.0, vmax=max(float(np.nanmax(
+            np.where(np.isfinite(v), v, 0.0))), 1e-3))
     v = _values(fr, "intensity")
     units = fr["intensity"].attrs.get("units", "1")
     label = f"intensity [{units}]"
@@ -461,6 +480,11 @@ def _range_figure(ds, frame: int = 0, color: str = "object"):
     from matplotlib.ticker import MaxNLocator
     plt = _pyplot()
     fr = ds.isel(frame=frame)
+    # A rotating lidar's dual return (a third dimension, not a line scanner's echo axis): the
+    # strongest echo (slot 0) is drawn, as drivers show it.
+    dual = "return" in fr.dims and "distance_noisy" in fr and fr["distance_noisy"].ndim == 3
+    if dual:
+        fr = fr.isel({"return": 0})
     noisy = "x_noisy" in fr
     xyz = np.stack([_values(fr, v) for v in (("x_noisy", "y_noisy", "z_noisy") if noisy else ("x", "y", "z"))],
                    axis=-1)
@@ -496,7 +520,7 @@ def _range_figure(ds, frame: int = 0, color: str = "object"):
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel("x (east) [m]")
     ax.set_ylabel("y (north) [m]")
-    ax.set_title(f"bird's-eye view, {len(pts)} returns")
+    ax.set_title(f"bird's-eye view, {len(pts)} returns" + (" (dual: strongest)" if dual else ""))
     if grid:
         ax2 = axes[0, 1]
         arrange, elev, yaw, row_dim = _layout(fr)

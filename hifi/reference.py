@@ -76,6 +76,9 @@ def scenario_reference() -> str:
                  "digits, `_` and `-`, not `motion` or `scenario`. Objects and sensors share one namespace.\n\n"
                  + param_table(scenario.SENSOR_KEYS) + "\n")
     parts.append("## `[output]`\n\n" + param_table(scenario.OUTPUT_PARAMS) + "\n")
+    parts.append("## `[weather]`\n\nOptional; absent: clear air. Extinction in every lidar's signal chain "
+                 "(and the fog's own echo, `object_id` = -2); see the README section \"Weather\".\n\n"
+                 + param_table(scenario.WEATHER_PARAMS) + "\n")
     parts.append("## Models and their `[sensors.params]`\n\nModels come from the entry-point group "
                  "`hifi.models`; this list is what is installed with hifi itself.\n")
     for name in available_models():

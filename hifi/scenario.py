@@ -43,6 +43,10 @@ MATERIAL_PARAMS = {
                     doc="fraction reflected specularly, 0..1 (1: perfect mirror)"),
     "color_rgb": Param("color", default=(0.5, 0.5, 0.5), doc="diffuse reflectance in R, G, B, 0..1"),
     "class": Param("str", default="unlabelled", doc="semantic class name"),
+    "roughness_deg": Param("float", default=0.0, minimum=0.0, maximum=60.0,
+                           doc="Oren-Nayar roughness (std of facet slopes) [deg]; 0: Lambertian. Rough "
+                               "surfaces return more light at grazing incidence (asphalt: about 11, fitted "
+                               "to the nuScenes HDL-32E road, validation/lidar_real.py)"),
 }
 OBJECT_KEYS = {
     "name": Param("str", doc="unique name"),
@@ -72,7 +76,24 @@ OUTPUT_PARAMS = {
     "motion_rate_hz": Param("float", default=100.0, minimum=0.0, exclusive_minimum=True,
                             doc="rate of the ground-truth poses in motion.nc [Hz]"),
 }
-TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output")
+WEATHER_PARAMS = {
+    "fog_visibility_m": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
+                              doc="fog: meteorological visibility V [m], alpha = 3.912 / V at 550 nm (Koschmieder, "
+                                  "2 % contrast) with Kim et al.'s wavelength exponent; valid 20 m to 50 km; "
+                                  "absent: clear air"),
+    "rain_rate_mm_h": Param("float", default=0.0, minimum=0.0,
+                            doc="rain rate [mm/h]: Marshall-Palmer drops, extinction 3.65e-4 R^0.63 /m; "
+                                "valid 0.1-150 mm/h"),
+    "snowfall_rate_mm_h": Param("float", default=0.0, minimum=0.0,
+                                doc="snowfall rate, water equivalent [mm/h]: Gunn-Marshall flakes (melted "
+                                    "diameters: a lower bound of the extinction); valid 0.1-10 mm/h"),
+}
+#: Where each weather model is valid (sensors.weather; a value outside warns): Kim et al.
+#: (2001) cover haze to dense fog; Marshall-Palmer was fitted to 1-23 mm/h and is used to
+#: cloudbursts; Gunn-Marshall to 0.1-2.5 mm/h of snow (water equivalent), used to 10.
+WEATHER_VALID = {"fog_visibility_m": (20.0, 50_000.0), "rain_rate_mm_h": (0.1, 150.0),
+                 "snowfall_rate_mm_h": (0.1, 10.0)}
+TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather")
 
 
 @dataclass
@@ -118,6 +139,8 @@ class Scenario:
     sensors: list
     motion_rate_hz: float
     raw: dict = field(repr=False, default_factory=dict)
+    weather: dict = field(default_factory=lambda: {"fog_visibility_m": None, "rain_rate_mm_h": 0.0,
+                                                   "snowfall_rate_mm_h": 0.0})
 
 
 class _Locator:
@@ -267,11 +290,12 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
         sensors.append(_sensor(v, i, raw, names, base_dir, span))
 
     out = check_params(data.get("output", {}), OUTPUT_PARAMS, v.error, "output")
+    weather = check_params(data.get("weather", {}), WEATHER_PARAMS, v.error, "weather")
     if text is None:
         import json
         text = "# scenario built in code (JSON form)\n# " + json.dumps(data, default=str)
     return Scenario(source, base_dir, text, sim["duration_s"], start_utc, sim["seed"], origin,
-                    materials, objects, sensors, out["motion_rate_hz"], raw=data)
+                    materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather)
 
 
 def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path) -> ObjectSpec:

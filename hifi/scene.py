@@ -34,6 +34,9 @@ class Material:
         Diffuse reflectance in the camera's red, green, blue bands, 0..1.
     class_name : str
         Semantic class; mapped to a uint8 annotation id by the scene.
+    roughness_rad : float
+        Oren-Nayar roughness, the standard deviation of the surface's facet slopes [rad]; 0 is
+        Lambertian (:func:`sensors.radiometry.oren_nayar_backscatter`).
     """
 
     name: str
@@ -41,6 +44,7 @@ class Material:
     mirror: float = 0.0
     color_rgb: tuple = (0.5, 0.5, 0.5)
     class_name: str = UNLABELLED
+    roughness_rad: float = 0.0
 
 
 DEFAULT_MATERIAL = Material("default")

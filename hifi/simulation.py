@@ -95,7 +95,8 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
     """Scene (meshes, materials, pose tree) of a validated scenario; sensors become bodies."""
     scene = Scene()
     for name, m in sc.materials.items():
-        scene.add_material(Material(name, m["reflectivity"], m["mirror"], tuple(m["color_rgb"]), m["class"]))
+        scene.add_material(Material(name, m["reflectivity"], m["mirror"], tuple(m["color_rgb"]), m["class"],
+                                    roughness_rad=float(np.radians(m["roughness_deg"]))))
     for spec in sc.objects:
         if spec.mesh_path is not None:
             mesh = meshes.load_mesh_file(spec.mesh_path, spec.mesh_params["scale"])
@@ -288,7 +289,8 @@ class Simulation:
         tm = None
         done = False
         try:
-            ctx = RunContext(self.scene, caster, bus, seed, duration, sc.start_utc, dict(sc.origin), sc.base_dir)
+            ctx = RunContext(self.scene, caster, bus, seed, duration, sc.start_utc, dict(sc.origin), sc.base_dir,
+                             weather=dict(sc.weather))
             motion = MotionRecorder(self.scene, sc.motion_rate_hz)
             models = [*self.models, *self.extra_models, motion]
             for m in models:

@@ -222,6 +222,41 @@ def sky_photon_radiance(diffuse_horizontal) -> np.ndarray:
     return np.asarray(diffuse_horizontal, dtype=float) / np.pi
 
 
+def koschmieder_airlight(radiance, distance_m, extinction_per_m, horizon_radiance) -> np.ndarray:
+    """Radiance seen through a scattering atmosphere: the object's attenuated plus the airlight.
+
+    Parameters
+    ----------
+    radiance : array_like, shape (n, n_channels)
+        Radiance L0 leaving the object toward the camera.
+    distance_m : array_like, shape (n,)
+        Path length to the object [m]; NaN or inf for a ray that meets no object.
+    extinction_per_m : array_like, shape (n_channels,) or scalar
+        Extinction coefficient alpha of the atmosphere [1/m].
+    horizon_radiance : array_like, shape (n_channels,)
+        Radiance of the horizon sky L_sky (the airlight of an infinitely long path).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n_channels)
+        ``L = L0 exp(-alpha d) + L_sky (1 - exp(-alpha d))``; a ray without an object gets
+        ``L_sky``.
+
+    Notes
+    -----
+    Koschmieder (1924): a uniformly lit, homogeneous atmosphere adds the light it scatters into
+    the line of sight and removes the object's light by the same transmission, so every object
+    fades toward the horizon sky; the contrast of a dark object falls as ``exp(-alpha d)``.
+    Deviations: the sun's own beam is not attenuated on its way down, and rain and snow enter
+    only through their extinction (a loss of contrast; the streaks of falling drops are not
+    drawn).
+    """
+    L0 = np.asarray(radiance, dtype=float)
+    d = np.asarray(distance_m, dtype=float)
+    t = np.exp(-np.asarray(extinction_per_m, dtype=float) * np.where(np.isfinite(d), d, np.inf)[:, None])
+    return L0 * t + np.asarray(horizon_radiance, dtype=float) * (1.0 - t)
+
+
 def scene_photon_radiance(hit, reflectance, normal_scene, lit, sun_direction_scene,
                           direct_normal, diffuse_horizontal) -> np.ndarray:
     """Photon radiance along each ray: a Lambertian facet where it hits, the sky where it does not.

@@ -53,11 +53,14 @@ from hifi.params import Param
 from hifi.rng import stream
 from optics.aberrations import (MAX_KERNEL_SIZE, SeidelCoefficients, apply_distortion,
                                 apply_field_psf, pixel_positions)
-from optics.illumination import SPECTRAL_GRID_M, SunLight, scene_photon_radiance, sun_facing, sunlight
+from optics.illumination import (SPECTRAL_GRID_M, SunLight, koschmieder_airlight, scene_photon_radiance,
+                                 sky_photon_radiance, sun_facing, sunlight)
 from optics.radiometry import field_angle, image_irradiance, mechanical_vignetting
 from optics.spectral import channel_response_curves, relative_quantum_efficiency
 
 from hifi.dataset import axis_coords, image_coords, sensor_pose_vars
+
+from .weather import weather_of
 
 __all__ = [
     "pixel_sample_offsets",
@@ -303,6 +306,10 @@ class CCDCamera(Sensor):
         super().setup(ctx)
         p = self.params
         rows, cols = p["resolution_y"], p["resolution_x"]
+        # Weather (sensors.weather): extinction at 550 nm for every channel (Koschmieder's
+        # visibility is defined there; fog below 500 m is grey, Kim et al. q = 0), no clear-air term.
+        w = weather_of(ctx)
+        self._extinction = 0.0 if w.clear else w.extinction(550e-9, 0.0)
         self._channels = CHANNELS[p["color"]]
         self._offsets = pixel_sample_offsets(p["samples_per_pixel"])
         self._seidel = SeidelCoefficients.checked(**{k: p[k] for k in SeidelCoefficients._fields})
@@ -416,6 +423,14 @@ class CCDCamera(Sensor):
         out = scene_photon_radiance(hit, self._reflectance[hits.object_id], hits.normal, lit_all,
                                     sun.direction_scene, sun.direct_normal,
                                     sun.diffuse_horizontal)
+        if self._extinction > 0.0:
+            # Weather: Koschmieder's attenuation and airlight. The horizon radiance of the
+            # airlight is the global horizontal irradiance over pi: a thick, non-absorbing
+            # scattering layer sends all the light that reaches the ground back isotropically.
+            # Clear sky as in fair weather (the sun's beam is not dimmed on its way down).
+            global_h = sun.direct_normal * max(np.cos(sun.zenith_rad), 0.0) + sun.diffuse_horizontal
+            out = koschmieder_airlight(out, np.where(hit, hits.distance, np.inf), self._extinction,
+                                       sky_photon_radiance(global_h))
         return out, lit_all
 
     def mean_photons(self, radiance_image) -> np.ndarray:

@@ -88,6 +88,7 @@ class GenericGrid(Sensor):
         self._dirs = direction_from_yaw_pitch(self._yaw, self._pitch)
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
+        self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
 
     def coords(self):
@@ -108,7 +109,8 @@ class GenericGrid(Sensor):
         detected = hits.hit
         ghost = origins + dirs * d_noisy[:, None] + ortho          # on the emitted ray (mirror ghosts)
         oid = hits.object_id
-        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
+        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
+                                      roughness_rad=self._rough[oid])
         shape = (p["n_theta"], p["n_phi"])
         extra = {"annotation": annotation_var(("theta", "phi"), self._class[oid].reshape(shape),
                                               self.ctx.scene.class_names),

@@ -13,6 +13,7 @@ from hifi.dataset import (annotation_var, axis_coords, direction_from_yaw_pitch,
                           sensor_pose_vars)
 from .beam import beam_echoes, round_trip_s, subray_count, subray_directions, subray_pattern
 from .radiometry import lambertian_return
+from .weather import weather_of
 
 RETURN_MODES = ("first", "last", "strongest", "average", "dual")
 
@@ -140,7 +141,12 @@ class SickLMS291(Sensor):
         self.n_bins = self._n_bins()
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
+        self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
+        # Weather (sensors.weather): two-way extinction of fog, rain and snow on every sub-ray
+        # at 905 nm (LMS291 data sheet); this model has no clear-air term, so clear weather is 0.
+        w = weather_of(ctx)
+        self._extinction = 0.0 if w.clear else w.extinction(905e-9, 0.0)
 
     def coords(self):
         c = {"step": Var(("step",), self.scan, "rad", "scan angle (yaw) of the pulse"),
@@ -162,7 +168,10 @@ class SickLMS291(Sensor):
         hits, origins, dirs = self.cast(self._dirs, times, p["max_range_m"], self._offsets)
         oid = hits.object_id
         energy = (np.repeat(self.weights[None, :], n_steps, axis=0).ravel()
-                  * lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid]))
+                  * lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance,
+                                      self._mirror[oid], roughness_rad=self._rough[oid]))
+        if self._extinction > 0.0:
+            energy = energy * np.exp(-2.0 * self._extinction * np.nan_to_num(hits.distance))
         energy = np.where(hits.hit, energy, 0.0).reshape(n_steps, n_sub)
         rng_sub = hits.distance.reshape(n_steps, n_sub)
         echoes = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],

@@ -5,8 +5,55 @@ from __future__ import annotations
 import numpy as np
 
 
-def lambertian_return(reflectivity, cos_incidence, distance_m, mirror=0.0, *, reference_distance_m=1.0):
-    """Relative received power of a pencil beam from a Lambertian surface.
+def oren_nayar_backscatter(cos_incidence, roughness_rad=0.0):
+    """Diffuse backscatter of a rough surface toward a monostatic sensor, in place of cos(i).
+
+    Parameters
+    ----------
+    cos_incidence : array_like
+        Cosine of the angle between the beam and the surface normal, 0..1.
+    roughness_rad : array_like
+        Oren-Nayar roughness sigma: standard deviation of the facet slope angle [rad]; 0 is a
+        Lambertian surface.
+
+    Returns
+    -------
+    ndarray
+        ``A cos(i) + B sin(i)^2`` with ``A = 1 - 0.5 s^2 / (s^2 + 0.33)``,
+        ``B = 0.45 s^2 / (s^2 + 0.09)``, ``s = roughness_rad``; 0 where ``cos(i) <= 0``.
+        For ``s = 0`` it is ``cos(i)`` exactly.
+
+    Notes
+    -----
+    The qualitative model of Oren & Nayar (1994, Eq. 30), radiance
+    ``L = rho / pi E0 cos(i) [A + B max(0, cos(phi_r - phi_i)) sin(alpha) tan(beta)]``, in the
+    retro-reflection geometry of a lidar (emitter and receiver co-located: ``theta_r =
+    theta_i``, ``phi_r = phi_i``, so ``sin(alpha) tan(beta) = sin(i) tan(i)``). The power
+    collected from a beam that the surface fills is ``L`` times the beam's cross-section, so the
+    Lambertian ``rho cos(i)`` of the lidar equation becomes ``rho (A cos(i) + B sin(i)^2)``.
+    A rough surface (asphalt, soil, concrete) sends back much more light at grazing incidence
+    than a Lambertian one: at 30 m from a lidar 1.84 m above a road (i = 86.5 deg),
+    ``s = 0.2`` returns 3 times the Lambertian power. That is why roads stay visible to a
+    Velodyne far beyond what ``rho cos(i)`` predicts, and why their reported reflectivity falls
+    with range with a log-log slope near -0.5, not -1 (validation/lidar_real.py fits s = 0.19
+    to the nuScenes HDL-32E road). The interreflection term of the full model is neglected
+    (a few % at these roughnesses, Oren & Nayar Fig. 11).
+
+    References
+    ----------
+    M. Oren and S. K. Nayar, "Generalization of Lambert's reflectance model", SIGGRAPH 1994,
+    pp. 239-246.
+    """
+    cos_i = np.clip(np.asarray(cos_incidence, dtype=float), 0.0, 1.0)
+    s2 = np.asarray(roughness_rad, dtype=float) ** 2
+    a = 1.0 - 0.5 * s2 / (s2 + 0.33)
+    b = 0.45 * s2 / (s2 + 0.09)
+    return np.where(cos_i > 0.0, a * cos_i + b * (1.0 - cos_i * cos_i), 0.0)
+
+
+def lambertian_return(reflectivity, cos_incidence, distance_m, mirror=0.0, *, roughness_rad=0.0,
+                      reference_distance_m=1.0):
+    """Relative received power of a pencil beam from a diffuse (Lambertian or rough) surface.
 
     Parameters
     ----------
@@ -19,13 +66,17 @@ def lambertian_return(reflectivity, cos_incidence, distance_m, mirror=0.0, *, re
     mirror : array_like
         Specular fraction of the surface, 0..1; only ``1 - mirror`` of the light is scattered
         diffusely back toward the sensor.
+    roughness_rad : array_like
+        Oren-Nayar roughness of the surface [rad] (:func:`oren_nayar_backscatter`); 0:
+        Lambertian.
     reference_distance_m : float
         Distance at which a normal-incidence white Lambertian target gives 1 [m].
 
     Returns
     -------
     ndarray
-        ``(1 - mirror) * reflectivity * cos_incidence * (reference_distance_m / distance_m)**2``;
+        ``(1 - mirror) * reflectivity * f(i) * (reference_distance_m / distance_m)**2`` with
+        ``f = cos(i)`` for a Lambertian surface (:func:`oren_nayar_backscatter` otherwise);
         NaN where the distance is NaN.
 
     Notes
@@ -38,9 +89,9 @@ def lambertian_return(reflectivity, cos_incidence, distance_m, mirror=0.0, *, re
     is neglected (< 2 % at 100 m in clear air at 905 nm).
     """
     rho = np.asarray(reflectivity, dtype=float)
-    cos_i = np.clip(np.asarray(cos_incidence, dtype=float), 0.0, 1.0)
+    f = oren_nayar_backscatter(cos_incidence, roughness_rad)
     r = np.asarray(distance_m, dtype=float)
-    return (1.0 - np.asarray(mirror, dtype=float)) * rho * cos_i * (reference_distance_m / r) ** 2
+    return (1.0 - np.asarray(mirror, dtype=float)) * rho * f * (reference_distance_m / r) ** 2
 
 
 def extinction_from_visibility(visibility_m, wavelength_m=905e-9):
@@ -191,12 +242,15 @@ def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max
     Velodyne sensors report a calibrated reflectivity byte: the raw peak is range-compensated
     and corrected per laser by the factory's intensity calibration (HDL-64E S2 manual, "Dual Two
     Point Calibration", intensity byte 0..255; HDL-32E and VLP-16 manuals: 0..100 diffuse
-    reflectors, 101..255 retroreflectors). Incidence is not compensated. The compensation of
-    real units is imperfect: reported intensity on a uniform road falls with range with a
-    log-log slope of -0.2 to -0.7 (issue 12's table of real recordings) where a perfect
-    compensation would give -1 (cos(i) = h / R on a road). ``exponent`` (< 1) models that
-    compressed response: on the road the slope is ``-exponent``; on a target at fixed incidence
-    the code is flat in range. The intensity noise follows the return's SNR: the peak estimate
+    reflectors, 101..255 retroreflectors), linear in reflectivity (``exponent`` 1, the
+    default). Incidence is not compensated. Reported intensity on a uniform road falls with
+    range with a log-log slope of -0.2 to -0.7 in real recordings (issue 12's table) where a
+    Lambertian road (cos(i) = h / R) would give -1: roads are rough, and a rough surface's
+    backscatter falls more slowly than cos(i) toward grazing incidence
+    (:func:`oren_nayar_backscatter`; the nuScenes road is fitted with a roughness of 11 deg).
+    ``exponent`` < 1 compresses the response (a non-linear intensity scale); on a target at
+    fixed incidence the code is flat in range either way. The intensity noise follows the
+    return's SNR: the peak estimate
     has the receiver's noise, ``sigma / signal = 1 / SNR``. The reported value is quantised to
     integers and clipped to the byte.
     """

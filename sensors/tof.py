@@ -14,6 +14,7 @@ from hifi.dataset import (annotation_var, axis_coords, image_coords, range_frame
 from .depthmap import pinhole_directions
 from .noise import gaussian_range_noise
 from .radiometry import lambertian_return
+from .weather import weather_of
 
 
 #: Illumination power of the SR4000 [W] (assumed: about 1 W of 850 nm LED light, the order of the
@@ -114,7 +115,12 @@ class ToFSR4000(Sensor):
         self._yaw, self._pitch = yaw_pitch(self._dirs)
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
+        self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
+        # Weather (sensors.weather): two-way extinction at the SR4000's 850 nm on the amplitude;
+        # no clear-air term (indoor ranges), so clear weather is 0.
+        w = weather_of(ctx)
+        self._extinction = 0.0 if w.clear else w.extinction(850e-9, 0.0)
 
     def coords(self):
         p = self.params
@@ -133,7 +139,10 @@ class ToFSR4000(Sensor):
         det = hits.hit & np.isfinite(measured)
         reported = origins + dirs * measured[:, None]
         oid = hits.object_id
-        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid])
+        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
+                                      roughness_rad=self._rough[oid])
+        if self._extinction > 0.0:
+            intensity = intensity * np.exp(-2.0 * self._extinction * hits.distance)
         power = SR4000_REFERENCE_POWER_W * intensity
         return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
                            detected=det, distance_noisy=measured, points_noisy=reported, intensity=intensity,

@@ -574,3 +574,35 @@ def test_las_intensity_scaled_by_the_sensors_code_range(tmp_path):
     (p,) = export(ds, "las", tmp_path / "v.las")
     want = np.round(65535 * _det_flat(ds, "intensity") / 255.0).astype(np.uint16)
     np.testing.assert_array_equal(np.asarray(laspy.read(p).intensity), want)
+
+
+def test_dual_return_exports_every_echo_once(tmp_path):
+    # The fence-before-a-wall scene of test_lidar.py in VLP-16 dual mode: LAS (read by laspy)
+    # holds every distinct echo once, with LAS 1.4 return numbering in range order; PCD (read by
+    # read_pcd; pypcd4 reads the same writer's files in the other tests) keeps the 16-ring
+    # organised grid with the strongest echo per cell. Expected counts: the dataset, with numpy.
+    slats = [{"name": f"slat{i}", "mesh": "box", "size_m": [0.02, 0.05, 3.0], "material": "fence",
+              "position_m": [6.0, -1.5 + 0.15 * i, 0.0]} for i in range(21)]
+    d = {"simulation": {"duration_s": 0.1, "start_utc": "2024-05-01T12:00:00Z"},
+         "materials": {"fence": {"reflectivity": 0.8}, "wall": {"reflectivity": 0.3}},
+         "objects": [{"name": "wall", "mesh": "plane", "size_m": [60, 60], "material": "wall",
+                      "position_m": [9, 0, 0], "rpy_deg": [0, -90, 0]}] + slats,
+         "sensors": [{"name": "v", "model": "vlp16", "params": {"return_mode": "dual"}}]}
+    ds = hifi.Simulation.from_dict(d).run()["v"]
+    fr = ds.isel(frame=0)
+    det, r = fr.detected.values, fr.distance_noisy.values
+    two = det[..., 0] & det[..., 1] & (r[..., 0] != r[..., 1])
+    n_echoes = int(det[..., 0].sum() + (det[..., 1] & ~(det[..., 0] & (r[..., 0] == r[..., 1]))).sum())
+    assert two.sum() >= 20
+    out = export(ds, "las", tmp_path / "v.las")[0]
+    las = laspy.read(out)
+    assert len(las.points) == n_echoes
+    assert int((las.number_of_returns == 2).sum()) == 2 * int(two.sum())
+    assert int((las.return_number == 2).sum()) == int(two.sum())
+    # return 1 is the nearer echo of its pulse: the fence (x ~ 6 m), return 2 the wall (x ~ 9 m)
+    x = np.asarray(las.x)
+    assert np.all(x[np.asarray(las.return_number) == 2] > 8.5)
+    assert np.all(x[(np.asarray(las.return_number) == 1) & (np.asarray(las.number_of_returns) == 2)] < 6.5)
+    pcd = read_pcd(export(ds, "pcd", tmp_path / "v.pcd")[0])
+    assert (pcd.header["HEIGHT"], pcd.header["WIDTH"]) == (16, ds.sizes["step"])
+    assert int(np.isfinite(pcd.points["x"]).sum()) == int(det[..., 0].sum())

@@ -90,13 +90,13 @@ def test_every_label_is_inside_the_figure(run, kind):
     assert outside_figure(fig) == []
 
 
-@pytest.mark.parametrize("color", ["height", "intensity", "distance"])
+@pytest.mark.parametrize("color", ["height", "intensity", "reflectivity", "distance"])
 @pytest.mark.parametrize("kind", ["vlp", "tof", "lms"])
 def test_colour_choices_inside_the_figure_with_a_colour_bar_in_units(run, kind, color):
     fig = make_figure(run[kind], color=color)
     assert outside_figure(fig) == []
     bars = [ax.get_ylabel() for ax in fig.axes if ax.get_label() == "<colorbar>"]
-    unit = {"height": "[m]", "distance": "[m]", "intensity": "[1]"}[color]
+    unit = {"height": "[m]", "distance": "[m]", "intensity": "[1]", "reflectivity": "[1]"}[color]
     assert len(bars) == 1 and unit in bars[0], bars
 
 
@@ -292,3 +292,20 @@ def test_sensor_layout_runs_counter_clockwise_to_clockwise_with_forward_in_the_m
     # arrange() moves the data with the angles: the yaw of every ray, arranged, matches by column
     ray_yaw = np.degrees(arrange(fr["yaw"].values))
     np.testing.assert_allclose(np.cos(np.radians(ray_yaw - yaw)), 1.0, atol=1e-3)   # beams' azimuth offsets < 2.6 deg
+
+
+def test_dual_return_lidar_plots_its_strongest_echo_in_the_sensor_layout(tmp_path):
+    # vlp16 in dual mode: (step, laser, return) variables; the figure shows slot 0 (strongest)
+    # in both panels and says so; coloured by the calibrated reflectivity.
+    d = _scenario()
+    d["sensors"] = [{"name": "vlp", "model": "vlp16", "position_m": [0.0, 0.0, 1.5],
+                     "params": {"return_mode": "dual", "azimuth_stride": 4}}]
+    ds = hifi.Simulation.from_dict(d).run(out=None, progress=False)["vlp"]
+    assert ds["distance_noisy"].dims[-1] == "return"
+    fig = make_figure(ds, color="reflectivity")
+    assert outside_figure(fig) == []
+    titles = [ax.get_title() for ax in fig.axes]
+    n_strongest = int(ds["detected"].isel(frame=0, **{"return": 0}).sum())   # numpy count, slot 0
+    assert f"bird's-eye view, {n_strongest} returns (dual: strongest)" in titles, titles
+    assert len(fig.axes) == 3                          # bird's eye, sensor layout, colour bar
+

@@ -46,11 +46,14 @@ NUSCENES_RINGS = 32
 #: bit-identical float32 in the file).
 PLACEHOLDER_TOL_M = 1e-4
 
-#: Reflectivity of the simulated road at 905 nm (dimensionless). Assumed, not sourced: dry
-#: asphalt is dark in the near infrared, and 0.10 is the dark target of the Velodyne data
-#: sheets; examples/crossing.toml uses 0.15. A measured 905 nm asphalt reflectance with its
-#: citation should replace it (no source was verified when this script was written).
-ASPHALT_REFLECTIVITY = 0.10
+#: The simulated road (Oren-Nayar reflectivity and roughness at 905 nm): by default those that
+#: :func:`lidar_stats.fit_road_brdf` fits to the nuScenes sweep's own road intensities (the
+#: HDL-32E reports calibrated reflectivity, 0..100 for diffuse targets), refitted on every run
+#: from the recording at hand; these are the values of the 2026-11-23 fit, used when there is
+#: no recording: rho 0.27, sigma 11.1 deg (the published 905 nm reflectance of aged asphalt
+#: and concrete is 0.15-0.35; Oren & Nayar's rough samples have sigma 10-40 deg).
+ASPHALT_REFLECTIVITY = 0.27
+ASPHALT_ROUGHNESS_DEG = 11.1
 
 
 def shared_data_dir(repo: Path = REPO) -> Path:
@@ -226,11 +229,15 @@ OBSTACLES = (
 )
 
 
-def sim_scenario(model: str, height_m: float, rate_hz: float, azimuth_step_deg: float, *, seed: int = 12) -> dict:
+def sim_scenario(model: str, height_m: float, rate_hz: float, azimuth_step_deg: float, *, seed: int = 12,
+                 road_reflectivity: float = ASPHALT_REFLECTIVITY,
+                 road_roughness_deg: float = ASPHALT_ROUGHNESS_DEG) -> dict:
     """One sweep of ``model`` at ``height_m`` [m] over a flat asphalt road with :data:`OBSTACLES`.
 
-    The road reflectivity is :data:`ASPHALT_REFLECTIVITY`; cars 0.5, boxes 0.35, poles 0.3 (the
-    values of ``examples/crossing.toml``). The sensor's own parameters are the model defaults.
+    The road's reflectivity and Oren-Nayar roughness [deg] are arguments (defaults
+    :data:`ASPHALT_REFLECTIVITY`, :data:`ASPHALT_ROUGHNESS_DEG`); cars 0.5, boxes 0.35, poles
+    0.3 (the values of ``examples/crossing.toml``), Lambertian. The sensor's own parameters are
+    the model defaults.
     """
     objects = [{"name": "road", "mesh": "plane", "size_m": [240, 240], "material": "asphalt"}]
     for name, mesh, size, pos, yaw in OBSTACLES:
@@ -243,7 +250,8 @@ def sim_scenario(model: str, height_m: float, rate_hz: float, azimuth_step_deg: 
         objects.append(o)
     return {
         "simulation": {"duration_s": 1.0 / rate_hz, "seed": seed},
-        "materials": {"asphalt": {"reflectivity": ASPHALT_REFLECTIVITY, "class": "road"},
+        "materials": {"asphalt": {"reflectivity": road_reflectivity, "roughness_deg": road_roughness_deg,
+                                  "class": "road"},
                       "paint": {"reflectivity": 0.5, "class": "car"},
                       "concrete": {"reflectivity": 0.35, "class": "building"},
                       "metal": {"reflectivity": 0.3, "class": "pole"}},
@@ -265,11 +273,13 @@ def sim_grid(ds) -> dict:
             "elevation_rad": f["laser_elevation"].values[order]}
 
 
-def simulate_nuscenes(height_m: float):
+def simulate_nuscenes(height_m: float, road_reflectivity: float = ASPHALT_REFLECTIVITY,
+                      road_roughness_deg: float = ASPHALT_ROUGHNESS_DEG):
     """The ``hdl32e`` at 20 Hz (nuScenes LIDAR_TOP) over the test road; returns its grid."""
     import hifi
     # 20 Hz: the 46.08 us firing cycle is 0.331776 deg of rotation (1085 steps; nuScenes keeps 1084).
-    d = sim_scenario("hdl32e", height_m, 20.0, 0.331776)
+    d = sim_scenario("hdl32e", height_m, 20.0, 0.331776, road_reflectivity=road_reflectivity,
+                     road_roughness_deg=road_roughness_deg)
     return sim_grid(hifi.Simulation.from_dict(d).run(out=None)["lidar"])
 
 
@@ -292,6 +302,8 @@ ROWS = (
     ("ring_offset_p2p_cm", "  peak to peak [cm]", None, ""),
     ("intensity_loglog_slope", "road intensity vs range, log-log slope", (-0.7, -0.2), "issue 12 table: -0.2 to -0.7"),
     ("ring_gain_spread_pct", "per-ring gain spread (std/mean) [%]", (17.0, 45.0), "issue 12 table: 17-33 %"),
+    ("road_reflectivity", "road reflectivity, Oren-Nayar fit (sim: the real fit's value as input)", None, ""),
+    ("road_roughness_deg", "road roughness, Oren-Nayar fit [deg]", None, ""),
     ("isolated_miss_pct", "isolated misses inside the road [%]", (0.2, 1.5), "issue 12 table: 0.4-1 %"),
     ("edge_floating_pct", "floating returns / edge returns [%]", (2.0, 12.0), "issue 12 table: 4-9 %"),
     ("edges_with_floating_pct", "  edges with a floating return [%]", None, ""),
@@ -332,7 +344,9 @@ def run(*, sim: bool = True, nuscenes_path=None) -> dict:
     path = Path(nuscenes_path) if nuscenes_path else shared_data_dir() / NUSCENES_FILE
     if path.is_file():
         real = measure_nuscenes(path)
-        simm = ls.measure(**{k: v for k, v in simulate_nuscenes(real["plane"].height_m).items()
+        brdf = real["brdf"]
+        road = (brdf.reflectivity, brdf.roughness_deg) if np.isfinite(brdf.reflectivity) else ()
+        simm = ls.measure(**{k: v for k, v in simulate_nuscenes(real["plane"].height_m, *road).items()
                              if k != "elevation_rad"}) if sim else None
         out["nuscenes"] = {"real": real, "sim": simm, "file": str(path)}
     else:

@@ -430,6 +430,51 @@ def intensity_range_slope(range_m, intensity, road, *, range_window_m=(4.0, 40.0
     return IntensitySlope(float(b), float(a), centres, med)
 
 
+class RoadBRDF(NamedTuple):
+    reflectivity: float       #: Oren-Nayar albedo rho of the road, 0..1 (NaN if no fit)
+    roughness_deg: float      #: Oren-Nayar roughness sigma [deg]
+    rms_log: float            #: RMS of the log residuals of the bin medians [1]
+
+
+def fit_road_brdf(slope: IntensitySlope, height_m, *, full_scale=100.0) -> RoadBRDF:
+    """Reflectivity and roughness of the road from its reported intensity against range.
+
+    Parameters
+    ----------
+    slope : IntensitySlope
+        The bin medians of :func:`intensity_range_slope`.
+    height_m : float
+        Sensor height above the road [m].
+    full_scale : float
+        Code the sensor reports for a white Lambertian target at normal incidence (100 for
+        Velodyne's calibrated reflectivity: HDL-32E / VLP-16 manuals, 0..100 diffuse).
+
+    Notes
+    -----
+    Fits ``I(r) = full_scale rho (A cos i + B sin^2 i)``, ``cos i = h / r``, the monostatic
+    Oren-Nayar backscatter (:func:`sensors.radiometry.oren_nayar_backscatter`) of a road seen
+    by a sensor whose intensity is range-compensated and linear in reflectivity, to the bin
+    medians by least squares in the log (scipy ``least_squares``; rho in 0.01..1, sigma in
+    0..60 deg). The per-ring gains of a real unit are in the medians; they average out only
+    over many rings, so the fit carries their scatter (``rms_log``).
+    """
+    from scipy.optimize import least_squares
+
+    ok = np.isfinite(slope.median) & (slope.median > 0)
+    if ok.sum() < 3:
+        return RoadBRDF(float("nan"), float("nan"), float("nan"))
+    r, med = slope.centres_m[ok], slope.median[ok]
+    c = np.clip(float(height_m) / r, 0.0, 1.0)
+
+    def resid(x):
+        s2 = x[1] ** 2
+        f = (1.0 - 0.5 * s2 / (s2 + 0.33)) * c + 0.45 * s2 / (s2 + 0.09) * (1.0 - c * c)
+        return np.log(full_scale * x[0] * f) - np.log(med)
+
+    fit = least_squares(resid, [0.2, 0.2], bounds=([0.01, 0.0], [1.0, np.radians(60.0)]))
+    return RoadBRDF(float(fit.x[0]), float(np.degrees(fit.x[1])), float(np.sqrt(np.mean(fit.fun ** 2))))
+
+
 class GainSpread(NamedTuple):
     spread: float            #: std / mean of the per-ring gains (ddof 1) [1]
     gain: np.ndarray         #: (ring,) median range-corrected road intensity; NaN if too few
@@ -572,7 +617,7 @@ def edge_points(range_m, detected, *, min_jump_m=1.0, break_abs_m=0.15, break_re
 # --------------------------------------------------------------------------------------------
 
 def measure(points_sensor, intensity, detected, *, ground_tol_m=0.10, plane_max_range_m=30.0,
-            intensity_window_m=(4.0, 40.0), noise_estimator="mad", rng=None) -> dict:
+            intensity_window_m=(4.0, 40.0), noise_estimator="mad", intensity_full_scale=100.0, rng=None) -> dict:
     """All statistics of one scan grid.
 
     Parameters
@@ -585,12 +630,14 @@ def measure(points_sensor, intensity, detected, *, ground_tol_m=0.10, plane_max_
     detected : (ring, column) bool
     noise_estimator : {"mad", "clipped"}
         See :func:`sigma_from_second_differences` ("clipped" for quantised ranges).
+    intensity_full_scale : float
+        Intensity of a white Lambertian target at normal incidence (:func:`fit_road_brdf`).
 
     Returns
     -------
     dict
         ``plane``, ``road`` (the mask), the NamedTuples of every statistic (keys ``cones``,
-        ``ring_radii_m``, ``noise``, ``offsets``, ``slope``, ``gain``, ``misses``, ``edges``)
+        ``ring_radii_m``, ``noise``, ``offsets``, ``slope``, ``brdf``, ``gain``, ``misses``, ``edges``)
         and ``headline``: a flat dict of floats (units in the key names).
     """
     p = np.asarray(points_sensor, dtype=float)
@@ -605,6 +652,7 @@ def measure(points_sensor, intensity, detected, *, ground_tol_m=0.10, plane_max_
     slope = intensity_range_slope(rng_m, intensity, road, range_window_m=intensity_window_m)
     gain = ring_gain_spread(rng_m, intensity, road, slope=slope.slope if np.isfinite(slope.slope) else 0.0,
                             range_window_m=intensity_window_m)
+    brdf = fit_road_brdf(slope, plane.height_m, full_scale=intensity_full_scale)
     misses = isolated_miss_fraction(det, road)
     edges = edge_points(rng_m, det)
     headline = {
@@ -618,6 +666,8 @@ def measure(points_sensor, intensity, detected, *, ground_tol_m=0.10, plane_max_
         "ring_offset_p2p_cm": 1e2 * offsets.peak_to_peak_m,
         "intensity_loglog_slope": slope.slope,
         "ring_gain_spread_pct": 1e2 * gain.spread,
+        "road_reflectivity": brdf.reflectivity,
+        "road_roughness_deg": brdf.roughness_deg,
         "isolated_miss_pct": 1e2 * misses.fraction,
         "edge_floating_pct": 1e2 * edges.fraction,
         "edges_with_floating_pct": 1e2 * edges.edges_with_floating,
@@ -625,7 +675,7 @@ def measure(points_sensor, intensity, detected, *, ground_tol_m=0.10, plane_max_
         "n_road_returns": float(road.sum()),
     }
     return {"plane": plane, "road": road, "range_m": rng_m, "cones": cones, "ring_radii_m": radii, "noise": noise,
-            "offsets": offsets, "slope": slope, "gain": gain, "misses": misses, "edges": edges, "headline": headline}
+            "offsets": offsets, "slope": slope, "brdf": brdf, "gain": gain, "misses": misses, "edges": edges, "headline": headline}
 
 
 class _quiet:

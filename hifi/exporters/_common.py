@@ -104,17 +104,57 @@ def sensor_pose(ds, fmt: str):
     return arrs[0], Rotation.from_quat(arrs[1])
 
 
+def dual_return(ds) -> bool:
+    """True for a rotating lidar's dual-return dataset: ``return`` is a third sensor dimension
+    after the scan's two (a line scanner's ``(step, return)`` echoes are its scan grid)."""
+    ref = ds["x_noisy"] if "x_noisy" in ds.variables else None
+    return ref is not None and "return" in ref.dims and len([d for d in ref.dims if d != "frame"]) == 3
+
+
+def strongest_return(ds):
+    """``ds`` with a dual return's slot 0 (the strongest echo) only; other datasets unchanged.
+
+    The organised formats (PCD, PTX) hold one echo per beam and column: they take this one,
+    as Velodyne's drivers do in their organised clouds.
+    """
+    return ds.isel({"return": 0}) if dual_return(ds) else ds
+
+
 def detected_returns(ds, names) -> dict:
-    """The detected returns: ``names`` as flat arrays plus ``frame`` (frame index, int32).
+    """The detected returns: ``names`` as flat arrays plus ``frame`` (frame index, int32),
+    ``return_number`` and ``number_of_returns`` (uint8, LAS 1.4 convention).
 
     Order: frame by frame, within a frame the C order of the sensor dimensions.
+
+    Dual return (:func:`dual_return`): a pulse with one echo reports it in both slots (as
+    Velodyne's dual mode does); the copy in slot 1 is dropped, so every echo is one point.
+    A pulse with two echoes gives two points; ``return_number`` counts them in range order
+    (1 = nearer, LAS's "first"), ``number_of_returns`` is 2. Otherwise both are 1.
     """
-    arrs = frame_first(ds, list(names) + ["detected"])
+    dual = dual_return(ds)
+    want = list(names) + ["detected"] + (["distance_noisy"] if dual and "distance_noisy" not in names else [])
+    arrs = frame_first(ds, want)
     det = arrs.pop("detected").astype(bool)
+    number = np.ones(det.shape, dtype=np.uint8)
+    count = np.ones(det.shape, dtype=np.uint8)
+    if dual:
+        d = arrs["distance_noisy"] if "distance_noisy" in names else arrs.pop("distance_noisy")
+        d = np.asarray(d, dtype=float)
+        both = det[..., 0] & det[..., 1]
+        twin = both & (d[..., 0] == d[..., 1])
+        det = det.copy()
+        det[..., 1] &= ~twin
+        two = det[..., 0] & det[..., 1]
+        count[..., 0] = count[..., 1] = np.where(two, 2, 1)
+        second_nearer = two & (d[..., 1] < d[..., 0])
+        number[..., 0] = np.where(second_nearer, 2, 1)
+        number[..., 1] = np.where(two & ~second_nearer, 2, 1)
     frame = np.broadcast_to(np.arange(det.shape[0], dtype=np.int32).reshape((-1,) + (1,) * (det.ndim - 1)),
                             det.shape)
     out = {n: a[det] for n, a in arrs.items()}
     out["frame"] = frame[det]
+    out["return_number"] = number[det]
+    out["number_of_returns"] = count[det]
     return out
 
 

@@ -271,7 +271,10 @@ def write_las(ds, path: Path, *, intensity_full_scale: float | None = None) -> P
     * GPS time: adjusted standard GPS time, GPS seconds since 1980-01-06 minus 1e9, with Global
       Encoding bit 0 set; GPST from ``start_utc`` + ``timestamp`` with the leap-second table
       (:func:`gps_seconds_from_utc`). float64 resolves it to about 0.1 us.
-    * ``return_number`` = ``number_of_returns`` = 1 (first return only); ``point_source_id``,
+    * ``return_number`` / ``number_of_returns`` from
+      :func:`hifi.exporters._common.detected_returns`: 1 / 1 for single-return sensors; a
+      dual-return pulse with two echoes gives 1 (nearer) and 2 (farther) of 2, one echo 1 of 1
+      (its copy in the second slot is dropped); ``point_source_id``,
       ``scan_angle``, ``user_data`` 0; ``system_identifier`` ``"hifi <sensor_model>"``.
 
     References
@@ -342,8 +345,8 @@ def write_las(ds, path: Path, *, intensity_full_scale: float | None = None) -> P
     n = xyz.shape[0]
     las.X, las.Y, las.Z = (ints[:, i].astype(np.int32) for i in range(3))
     las.intensity = np.round(inten * 65535.0).astype(np.uint16)
-    las.return_number = np.ones(n, dtype=np.uint8)
-    las.number_of_returns = np.ones(n, dtype=np.uint8)
+    las.return_number = det["return_number"]
+    las.number_of_returns = det["number_of_returns"]
     las.classification = classification
     las.gps_time = gps_time
     las.write(str(path))

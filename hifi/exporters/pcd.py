@@ -14,6 +14,7 @@ from ._common import (
     frame_paths,
     require,
     scan_grid_order,
+    strongest_return,
     sensor_pose,
 )
 
@@ -85,6 +86,9 @@ def write_pcd(ds, path: Path) -> list[Path]:
       row and ``ring = HEIGHT - 1 - row``. A one-dimensional sensor has ``HEIGHT`` 1 (``ring``
       and ``laser_id`` 0); one with more than two dimensions ``WIDTH`` = the first and
       ``HEIGHT`` = the product of the others in Fortran order, ``laser_id`` the row index.
+    * A dual-return scan (rotating lidar, ``return`` dimension) is written with its strongest
+      echo (slot 0) in every cell (:func:`hifi.exporters._common.strongest_return`); the point
+      lists (LAS, PLY, KITTI, EVD) hold both echoes.
     * ``VIEWPOINT`` is the sensor pose at the start of the frame (``tx ty tz qw qx qy qz``) when
       the dataset carries it, else the identity; the points stay in the scene frame.
     * float32 holds a coordinate to a relative 6e-8 (60 um at 1 km from the scene origin).
@@ -95,6 +99,7 @@ def write_pcd(ds, path: Path) -> list[Path]:
     https://pointclouds.org/documentation/tutorials/pcd_file_format.html
     """
     require(ds, "PCD", POINTS_NOISY + POINTS_TRUE + ("intensity", "detected"))
+    ds = strongest_return(ds)
     arrs = frame_first(ds, list(POINTS_NOISY + POINTS_TRUE) + ["intensity", "detected"])
     det = arrs["detected"].astype(bool)
     n_frames, sensor_shape = det.shape[0], det.shape[1:]

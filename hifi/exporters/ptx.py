@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ._common import Exporter, ExportError, scan_grid_order
+from ._common import Exporter, ExportError, scan_grid_order, strongest_return
 
 
 def write_ptx(ds, path: Path) -> Path:
@@ -29,6 +29,7 @@ def write_ptx(ds, path: Path) -> Path:
     ----------
     Leica Geosystems, "PTX format", Cyclone 9 documentation (pointcloud ASCII exchange format).
     """
+    ds = strongest_return(ds)          # a dual-return scan: its strongest echo per cell
     needed = ("x_noisy", "y_noisy", "z_noisy", "intensity", "detected", "sensor_position", "sensor_orientation")
     missing = [v for v in needed if v not in ds]
     if missing or ds["x_noisy"].ndim != 3:
