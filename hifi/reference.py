@@ -179,10 +179,12 @@ def example_datasets(examples_dir) -> dict:
                  "sensors": [{"name": "raw", "model": "raw_lidar", "rate_hz": 100.0,
                               "params": {"resolution_x": 16, "resolution_y": 8}},
                              {"name": "lms291", "model": "sick_lms291", "rate_hz": 100.0,
-                              "params": {"n_subrays": 7}}]}
+                              "params": {"n_subrays": 7}},
+                             {"name": "lms5xx", "model": "sick_lms5xx", "rate_hz": 100.0,
+                              "params": {"return_mode": "dual"}}]}
         run_dir = Path(tmp) / "extra"
         Simulation.from_dict(extra).run(out=run_dir, progress=False)
-        for name in ("raw", "lms291"):
+        for name in ("raw", "lms291", "lms5xx"):
             with xr.open_dataset(run_dir / f"{name}.nc") as ds:
                 out[name] = ds.load()
     return out

@@ -915,6 +915,20 @@ class RotatingLidar(_PulsedLidar):
         c = {"laser": Var(("laser",), np.arange(self.calib.n_lasers, dtype=np.int32), "1", "laser id"),
              "laser_elevation": Var(("laser",), self.calib.elevation_rad, "rad",
                                     f"calibrated beam elevation ({self.calib.source})"),
+             # The rest of the calibration, so that the dataset reproduces every beam and an
+             # exporter (Velodyne pcap + calibration YAML) can write the table the run used.
+             "laser_azimuth_offset": Var(("laser",), self.calib.azimuth_offset_rad, "rad",
+                                         "calibrated azimuth offset added to the rotor yaw (counter-clockwise; "
+                                         "ros-drivers rot_correction)"),
+             "laser_vert_offset": Var(("laser",), self.calib.vert_offset_m, "m",
+                                      "beam origin offset perpendicular to the beam in its vertical plane "
+                                      "(ros-drivers vert_offset_correction)"),
+             "laser_horiz_offset": Var(("laser",), self.calib.horiz_offset_m, "m",
+                                       "beam origin offset to the beam's left in the horizontal plane "
+                                       "(ros-drivers horiz_offset_correction)"),
+             "laser_distance_correction": Var(("laser",), self.calib.dist_correction_m, "m",
+                                              "range offset the firmware adds to the raw range (ros-drivers "
+                                              "dist_correction); distance already includes it"),
              "step": Var(("step",), np.arange(self.n_steps, dtype=np.int32) * int(self.params["azimuth_stride"]),
                          "1", "firing cycle in the rotation")}
         if self.params["return_mode"] == "dual":
@@ -926,7 +940,8 @@ class RotatingLidar(_PulsedLidar):
 
     def attrs(self):
         return {"calibration_source": self.calib.source, "firing_cycle_s": self.cycle_s,
-                "azimuth_step_deg": self.azimuth_step_deg}
+                "azimuth_step_deg": self.azimuth_step_deg, "azimuth_stride": int(self.params["azimuth_stride"]),
+                "return_mode": self.params["return_mode"]}
 
     def step(self, k, t):
         times = t + self._dt.ravel()
@@ -1103,7 +1118,8 @@ class LineLidar(_PulsedLidar):
     ``fov_min_deg`` to ``fov_max_deg`` (increasing yaw), all layers of a step at once, each step
     at its own time ``t + (angle - fov_min) / (2 pi rate)``. Directions:
     :func:`mirror_scan_directions`. Noise, detection and intensity as :class:`RotatingLidar`.
-    Dims: (``frame``, ``step``, ``layer``).
+    Dims: (``frame``, ``step``, ``layer``), plus a trailing ``return`` of 2 for
+    ``return_mode = "dual"`` where a model offers it (:func:`_footprint_params` with ``dual``).
     """
 
     layers_deg: tuple = (0.0,)
@@ -1121,10 +1137,14 @@ class LineLidar(_PulsedLidar):
         return self._n_steps() * len(self.layers_deg) * self.params["n_subrays"]
 
     def frame_layout(self):
-        return range_layout((self._n_steps(), len(self.layers_deg)), annotation=True, signal=True)
+        dual = (2,) if self.params["return_mode"] == "dual" else ()
+        return range_layout((self._n_steps(), len(self.layers_deg)) + dual, annotation=True, signal=True)
 
     def setup_bytes(self):
         return 56 * self._n_steps() * len(self.layers_deg)   # per pulse: direction, yaw, pitch, time, bias
+
+    def attrs(self):
+        return {"return_mode": self.params["return_mode"]}
 
     @classmethod
     def _params(cls, *, fov_min_deg, fov_max_deg, angular_step_deg, **kw):
@@ -1160,6 +1180,10 @@ class LineLidar(_PulsedLidar):
     def coords(self):
         c = {"step": Var(("step",), self.mirror_yaw, "rad", "mirror (scan) angle of the shot"),
              "layer": Var(("layer",), self.layer_pitch, "rad", "emitted pitch of the layer")}
+        if self.params["return_mode"] == "dual":
+            c["return"] = Var(("return",), np.arange(2, dtype=np.int32), "1",
+                              "return slot (dual: 0 strongest, 1 last, or second-strongest if the last is the "
+                              "strongest)")
         c.update(self._axis_coords())
         return c
 
