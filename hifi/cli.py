@@ -1,4 +1,4 @@
-"""Command line: ``hifi run | info | plot | export``.
+"""Command line: ``hifi run | info | plot | export | view``.
 
 Bad input exits with status 2 and one message naming the file, the key, the value and what is
 allowed; nothing is written. A file that cannot be written (disk full, no permission, a file
@@ -44,6 +44,19 @@ def _parser() -> argparse.ArgumentParser:
                          "image (default: object)")
     pl.add_argument("--white-balance", choices=("gray-world", "daylight", "none"), default=None,
                     help="ccd_camera: channel gains of both panels (default: gray-world)")
+    v = sub.add_parser("view", help="self-contained HTML page replaying a run (plotly)",
+                       description="Write one HTML file (plotly's JavaScript inlined, no network needed) that "
+                                   "replays a run directory: a time slider over the frames, range sensors' "
+                                   "points in 3-D coloured by object, class, intensity or height, the "
+                                   "trajectories of motion.nc, camera images and depth maps, the GPS sky "
+                                   "plot and fix error. Large runs are subsampled, with a note in the page.")
+    v.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a directory written by hifi run")
+    v.add_argument("--out", type=Path, default=None, help="HTML file (default: RUN_DIR.html beside the directory)")
+    v.add_argument("--max-points", type=int, default=None, metavar="N",
+                   help="most points stored in the page, each sensor frame once (default 250000)")
+    v.add_argument("--max-frames", type=int, default=None, metavar="N",
+                   help="most steps of the time slider (default 200)")
+    v.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     names, lines = _export_formats()
     e = sub.add_parser("export", help="convert a dataset (or a run directory) to another format",
                        description="Write a sensor's dataset DIR/NAME.nc, or a whole run directory DIR, in "
@@ -142,6 +155,18 @@ def _command(args) -> int:
         return 0
     if args.command == "export":
         return _export(args)
+    if args.command == "view":
+        return _view(args)
+    return 0
+
+
+def _view(args) -> int:
+    from . import view
+    run_dir = args.run_dir
+    out = args.out or run_dir.with_name(run_dir.name + ".html")
+    print(view.write_replay(run_dir, out, overwrite=args.overwrite,
+                            max_points=view.MAX_POINTS if args.max_points is None else args.max_points,
+                            max_frames=view.MAX_FRAMES if args.max_frames is None else args.max_frames))
     return 0
 
 
