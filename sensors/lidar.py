@@ -182,7 +182,7 @@ class SignalChain(NamedTuple):
 
 
 def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bias_m, gain, noise_rng,
-                       detection_rng, intensity_rng) -> SignalChain:
+                       detection_rng, intensity_rng, range_offset_m=0.0) -> SignalChain:
     """Measurement chain of a pulsed lidar after the cast: power, SNR, detection, noise, intensity.
 
     Parameters
@@ -200,6 +200,10 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
     noise_rng, detection_rng, intensity_rng : numpy.random.Generator
         Independent streams; ``noise_rng`` gives the range noise first (one normal deviate per
         ray), as BlenSor Eq. 2 did before this chain existed.
+    range_offset_m : float or (n,) float
+        Where the sensor's range grid starts, this far before the ray's origin [m]: the
+        reported range ``d + range_offset_m`` is the multiple of ``range_resolution_m`` (0 for
+        the Velodynes; an Ouster measures from its lidar origin, ``n`` behind each beam origin).
 
     Notes
     -----
@@ -212,7 +216,8 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
        ``"blensor"``: BlenSor Eq. 1 (:func:`sensors.detection.detected`). Both: only within
        ``min_range_m .. max_range_m``.
     3. Range: ``d + b_laser + sigma z`` with ``sigma = noise_sigma_m`` when set (BlenSor Eq. 2),
-       else :func:`sensors.noise.snr_range_sigma`; then rounded to ``range_resolution_m``.
+       else :func:`sensors.noise.snr_range_sigma`; then rounded to ``range_resolution_m``
+       on a grid that starts ``range_offset_m`` before the ray's origin.
     4. Intensity: :func:`sensors.radiometry.reported_intensity` of the apparent reflectivity.
     """
     d = np.asarray(distance_m, dtype=float)
@@ -232,7 +237,8 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
                                               snr1_m=p["range_noise_snr1_m"]), 0.0)
     d_noisy = d + np.asarray(bias_m, dtype=float) + sigma * z
     if p["range_resolution_m"] > 0.0:
-        d_noisy = np.round(d_noisy / p["range_resolution_m"]) * p["range_resolution_m"]
+        res = p["range_resolution_m"]
+        d_noisy = np.round((d_noisy + range_offset_m) / res) * res - range_offset_m
     with np.errstate(invalid="ignore"):
         in_range = hit & (d >= p["min_range_m"]) & (d <= p["max_range_m"])
     u = detection_rng.random((2,) + d.shape)
@@ -353,6 +359,9 @@ class _PulsedLidar(Sensor):
 
     #: long_name of the ``intensity`` variable: what the sensor reports, in its own scale.
     intensity_long_name = "reported intensity, integer code 0..intensity_max (intensity_full_scale: white target)"
+    #: Start of the range grid before each ray's origin [m] (:func:`lidar_signal_chain`
+    #: ``range_offset_m``): 0, or an Ouster's beam-origin offset.
+    range_offset_m = 0.0
 
     @classmethod
     def check_params(cls, p):
@@ -538,7 +547,8 @@ class _PulsedLidar(Sensor):
         sig = lidar_signal_chain(measured, rho, apparent, p, bias_m=bias, gain=gain,
                                  noise_rng=stream(self.ctx.seed, self.name, k, "noise"),
                                  detection_rng=stream(self.ctx.seed, self.name, k, "detection"),
-                                 intensity_rng=stream(self.ctx.seed, self.name, k, "intensity"))
+                                 intensity_rng=stream(self.ctx.seed, self.name, k, "intensity"),
+                                 range_offset_m=self.range_offset_m)
         reported = origins + dirs * sig.distance_noisy[:, None]          # on the emitted ray: mirror ghosts
         start = self.pose_at(t)
         extra = {
@@ -579,6 +589,36 @@ def cycles_per_rotation(rate_hz, firing_cycle_s) -> int:
     return int(np.floor(1.0 / (float(rate_hz) * float(firing_cycle_s)) + 1e-9))
 
 
+#: ``firing`` values of the rotating lidars (:func:`firing_fractions`).
+FIRING_MODES = ("staggered", "simultaneous")
+
+
+def firing_fractions(n_lasers, firing, calibrated=None, model=None) -> np.ndarray:
+    """Instant of each laser in the firing cycle, as a fraction of the cycle [1], shape (n_lasers,).
+
+    Parameters
+    ----------
+    n_lasers : int
+    firing : {"staggered", "simultaneous"}
+        ``"simultaneous"``: every laser at 0 (all beams of a column fire at once, as an Ouster:
+        Ouster software user manual, "Lidar Data Format": one measurement block per column,
+        one timestamp for all its pixels). ``"staggered"``: ``calibrated`` if given, else
+        ``model`` if it has one entry per laser, else ``i / n_lasers`` (evenly spread).
+    calibrated : (n_lasers,) float, optional
+        The calibration file's ``firing_fraction`` column.
+    model : array_like, optional
+        The model's data-sheet firing sequence (:attr:`RotatingLidar.fire_fraction`).
+    """
+    if firing not in FIRING_MODES:
+        raise ValueError(f"firing: {firing!r} is not one of {', '.join(repr(f) for f in FIRING_MODES)}")
+    if firing == "simultaneous":
+        return np.zeros(n_lasers)
+    if calibrated is not None:
+        return np.asarray(calibrated, dtype=float)
+    frac = np.asarray(model if model is not None else (), dtype=float)
+    return frac if len(frac) == n_lasers else np.arange(n_lasers) / n_lasers
+
+
 class RotatingLidar(_PulsedLidar):
     """Velodyne-type spinning lidar: n lasers on a rotor, each firing at its own instant.
 
@@ -587,7 +627,9 @@ class RotatingLidar(_PulsedLidar):
     azimuth step, ``360 rate_hz T_c`` (:func:`azimuth_step_deg`), and a rotation holds
     ``floor(1 / (rate_hz T_c))`` cycles (:func:`cycles_per_rotation`); an explicit
     ``azimuth_step_deg`` must agree with that within :data:`AZIMUTH_STEP_RTOL`. Laser i fires
-    at ``fire_fraction[i] * T_c`` into the cycle, from where the sensor is at that instant, in
+    at ``fire_fraction[i] * T_c`` into the cycle (``firing = "staggered"``; the calibration
+    file's ``firing_fraction`` column overrides the model's sequence; ``"simultaneous"``: all at
+    the start of the cycle, :func:`firing_fractions`), from where the sensor is at that instant, in
     the direction the rotor points then (plus its calibrated azimuth offset), from its
     calibrated beam origin (:meth:`sensors.calibration.LaserCalibration.beams`). With
     ``azimuth_stride`` n > 1 only every n-th cycle is simulated (a sparse sweep for previews
@@ -686,6 +728,11 @@ class RotatingLidar(_PulsedLidar):
         p.update(_common_params(**kw))
         p["calibration_file"] = Param("path", default=None,
                                       doc="ros-drivers YAML or CSV calibration replacing the built-in one")
+        p["firing"] = Param("str", default="staggered", choices=FIRING_MODES,
+                            doc="'staggered': each laser at its own instant of the firing cycle (the calibration "
+                                "file's firing_fraction column if it has one, else the model's data-sheet "
+                                "sequence, as a Velodyne); 'simultaneous': every laser at the start of the cycle "
+                                "(a whole column at once, as an Ouster)")
         return p
 
     def setup(self, ctx):
@@ -697,8 +744,7 @@ class RotatingLidar(_PulsedLidar):
         else:
             self.calib = cal.BUILTIN[self.calibration_key]
         n = self.calib.n_lasers
-        frac = np.asarray(self.fire_fraction, dtype=float)
-        self._frac = frac if len(frac) == n else np.arange(n) / n
+        self._frac = firing_fractions(n, p["firing"], self.calib.fire_fraction, self.fire_fraction)
         self.cycle_s = float(self.firing_cycle_s)
         self.azimuth_step_deg = self._step_deg()
         step = np.radians(self.azimuth_step_deg)
