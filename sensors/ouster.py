@@ -70,6 +70,10 @@ UDP_PROFILES = ("LEGACY", "RNG19_RFL8_SIG16_NIR16", "RNG19_RFL8_SIG16_NIR16_DUAL
 #: ouster-sdk ``SensorConfig``).
 DEFAULT_UDP_PORT_LIDAR = 7502
 
+#: UDP destination written into metadata whose ``udp_dest`` is empty (TEST-NET-1, RFC 5737: the
+#: address ``hifi export --format pcap`` sends to).
+SIMULATED_UDP_DEST = "192.0.2.1"
+
 #: ``lidar_origin_to_beam_origin_mm`` by product line when legacy metadata lacks it: ouster-sdk
 #: ``sensor_info.cpp::default_lidar_origin_to_beam_origin`` (12.163 mm: the first generation).
 DEFAULT_BEAM_ORIGIN_MM = (("OS-0-", 27.67), ("OS-1-", 15.806), ("OS-2-", 13.762))
@@ -375,7 +379,9 @@ def effective_metadata(meta: OusterMetadata, lidar_mode: str, udp_profile_lidar:
     ``lidar_mode``, ``columns_per_frame``, ``column_window`` (the full frame: every column is
     simulated), ``udp_profile_lidar`` and, for a new column count, ``pixel_shift_by_row``
     (:func:`destagger_shift` plus the file's constant offset) are replaced in the file's own
-    layout; nothing else changes, so ouster-sdk reads the result as it reads the original.
+    layout, and an empty ``config_params.udp_dest`` becomes :data:`SIMULATED_UDP_DEST` (a unit
+    that was not streaming when its metadata was saved); nothing else changes, so ouster-sdk
+    reads the result as it reads the original.
     """
     d = json.loads(json.dumps(meta.raw))
     w = LIDAR_MODES[lidar_mode][0]
@@ -383,6 +389,10 @@ def effective_metadata(meta: OusterMetadata, lidar_mode: str, udp_profile_lidar:
         cfg, fmt = d["config_params"], d.setdefault("lidar_data_format", {})
         if "udp_profile_lidar" in cfg or udp_profile_lidar != meta.udp_profile_lidar:
             cfg["udp_profile_lidar"] = udp_profile_lidar
+        if "udp_dest" in cfg and not cfg["udp_dest"]:
+            # ouster-sdk takes an empty destination for a stream that was off (profile OFF,
+            # metadata.cpp); the simulated unit sends to the pcap writer's host address.
+            cfg["udp_dest"] = SIMULATED_UDP_DEST
     else:
         cfg, fmt = d, d.setdefault("data_format", {})
     cfg["lidar_mode"] = lidar_mode
@@ -458,13 +468,15 @@ def _ouster_params() -> dict:
         min_range_m=0.8, min_range_source="OS1 data sheet: 0.8 m minimum range",
         receiver_aperture_m=0.02, aperture_source="assumed from the unit's receive lens, no data-sheet value",
         detection_points=OS1_DETECTION_POINTS, detection_source=OS1_SOURCE,
-        range_noise_floor_m=0.012, range_noise_snr1_m=0.3,
-        noise_source="fit to the vendored OS1-128 capture: per-shot sigma 9-15 mm on the road at 3-20 m "
-                     "(validation/lidar_real.py); OS1 data sheet: 1.5 cm at SNR > 250, 10 cm at SNR 12",
+        range_noise_floor_m=0.009, range_noise_snr1_m=0.05,
+        noise_source="fit to the vendored OS1-128 capture (validation/lidar_real.py): per-shot sigma 9.4 mm on "
+                     "the road at 3-7 m without its 8 mm steps, 14 mm at 7-40 m (simulated: 11 mm with 5 cm at "
+                     "SNR 1); per-beam bias 2.1 cm ring to ring. The first OS1 data sheet's 1.5 cm at SNR > 250 "
+                     "and 10 cm at SNR 12 are on Ouster's own SNR scale",
         range_resolution_m=0.001,
         resolution_source="Ouster range field in mm (firmware user manual, Lidar Data Format; "
                           "measured from the lidar origin)",
-        bias_sigma_m=0.01, dropout_probability=0.004,
+        bias_sigma_m=0.02, dropout_probability=0.004,
         dropout_source="fit to the vendored OS1-128 capture: 0.43 % isolated misses inside the road",
         laser_gain_sigma=0.3,
         gain_source="fit to the vendored OS1-128 capture: per-beam reflectivity spread on the road 37 %",
