@@ -688,6 +688,17 @@ class RotatingLidar(_PulsedLidar):
                 f"{step / (360.0 * cls.firing_cycle_s):.6g} for a {step!r} deg step, or use azimuth_stride "
                 f"for a sparser sweep")
 
+    @classmethod
+    def check_params(cls, p):
+        """A ``calibration_file`` must be readable (ValueError "calibration_file: ..." otherwise)."""
+        p = super().check_params(p)
+        if p.get("calibration_file") is not None:
+            try:
+                cal.read_calibration(p["calibration_file"])
+            except ValueError as exc:
+                raise ValueError(f"calibration_file: {exc}") from None
+        return p
+
     def _step_deg(self) -> float:
         """Azimuth step of one firing cycle at this sensor's rate [deg]."""
         return azimuth_step_deg(self.rate_hz, self.firing_cycle_s)

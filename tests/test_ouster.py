@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO_ROOT
 
 import hifi
-from conftest import REPO_ROOT
 from hifi.dataset import seconds_since_start
 from sensors import ouster as osr
 
@@ -431,3 +431,65 @@ def test_example_runs():
     ds = res["os1"]
     assert ds.attrs["sensor_model"] == "ouster" and ds.sizes["beam"] == 128
     assert ds["detected"].values.mean() > 0.3
+
+
+# --------------------------------------------------------------------------------------------
+# calibration files of rotating lidars: firing
+# --------------------------------------------------------------------------------------------
+
+def _velodyne(tmp_path, params, csv_text=None):
+    if csv_text is not None:
+        (tmp_path / "cal.csv").write_text(csv_text)
+        params = {"calibration_file": "cal.csv", **params}
+    d = {"simulation": {"duration_s": 0.05},
+         "objects": [{"name": "road", "mesh": "plane", "size_m": [100, 100]}],
+         "sensors": [{"name": "v", "model": "vlp16", "position_m": [0, 0, 1.8],
+                      "params": {"azimuth_stride": 300, **params}}]}
+    return _sim(d, tmp_path)
+
+
+def _offsets_in_cycle(ds):
+    t = seconds_since_start(ds, "timestamp")[0]                        # (step, laser)
+    return (t - t[:, :1]) / ds.attrs["firing_cycle_s"]
+
+
+def test_firing_simultaneous_fires_a_column_at_once(tmp_path):
+    # VLP-16 manual: laser i at i x 2.304 us of the 55.296 us cycle (staggered, the default);
+    # firing = "simultaneous": every laser at the cycle's start, as an Ouster column
+    ds = _velodyne(tmp_path, {}).run(out=None)["v"]
+    np.testing.assert_allclose(_offsets_in_cycle(ds)[0], np.arange(16) * 2.304 / 55.296, atol=2e-5)   # 1 ns
+    ds = _velodyne(tmp_path, {"firing": "simultaneous"}).run(out=None)["v"]
+    np.testing.assert_allclose(_offsets_in_cycle(ds), 0.0, atol=1e-9)
+
+
+def test_calibration_firing_fraction_column(tmp_path):
+    # A CSV calibration's firing_fraction column sets each laser's instant in the cycle
+    el = np.linspace(-15, 15, 16)
+    frac = np.r_[np.zeros(8), np.full(8, 0.5)]                        # two banks, half a cycle apart
+    text = "elevation_deg,firing_fraction\n" + "".join(f"{e:.3f},{f:g}\n" for e, f in zip(el, frac))
+    ds = _velodyne(tmp_path, {}, text).run(out=None)["v"]
+    np.testing.assert_allclose(_offsets_in_cycle(ds)[0], frac, atol=2e-5)        # times decode to whole ns
+    # ... and "simultaneous" overrides it
+    ds = _velodyne(tmp_path, {"firing": "simultaneous"}, text).run(out=None)["v"]
+    np.testing.assert_allclose(_offsets_in_cycle(ds), 0.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("rows, fragment", [
+    ("-15,0.2\n-13,\n", "firing_fraction is empty in data row(s) 2"),
+    ("-15,0.2\n-13,1.0\n", "firing_fraction must be in [0, 1)"),
+])
+def test_bad_firing_fraction(tmp_path, rows, fragment):
+    with pytest.raises(hifi.ScenarioError) as exc:
+        _velodyne(tmp_path, {}, "elevation_deg,firing_fraction\n" + rows)
+    assert "sensors[0].params.calibration_file" in str(exc.value) and fragment in str(exc.value)
+
+
+def test_yaml_firing_fraction_for_every_laser_or_none(tmp_path):
+    from sensors.calibration import read_calibration
+    lasers = "".join(f"- {{laser_id: {i}, vert_correction: {-0.2 + 0.02 * i}, firing_fraction: {i / 4}}}\n"
+                     for i in range(4))
+    (tmp_path / "a.yaml").write_text("lasers:\n" + lasers)
+    np.testing.assert_allclose(read_calibration(tmp_path / "a.yaml").fire_fraction, [0, 0.25, 0.5, 0.75])
+    (tmp_path / "b.yaml").write_text("lasers:\n" + lasers + "- {laser_id: 4, vert_correction: 0.1}\n")
+    with pytest.raises(ValueError, match="firing_fraction is given for some lasers but not for laser_id 4"):
+        read_calibration(tmp_path / "b.yaml")
