@@ -511,6 +511,13 @@ def _ouster_params() -> dict:
     p["peak_power_w"] = Param("float", default=common["peak_power_w"].default, minimum=0.0, exclusive_minimum=True,
                               doc="emitted peak power per pulse [W] (assumed, as the Velodynes: the data sheet gives "
                                   "only the laser class; with noise_power_w fitted, only the ratio matters)")
+    p["pulse_width_s"] = Param("float", default=5e-9, minimum=0.0, exclusive_minimum=True,
+                               doc="FWHM of the emitted pulse [s] (assumed 5 ns as the HDL-64E S2's: no Ouster figure "
+                                   "found; it sets only how edge echoes are grouped, c tau / 2 = 0.75 m)")
+    p["optical_efficiency"] = Param("float", default=common["optical_efficiency"].default, minimum=0.0,
+                                    exclusive_minimum=True, maximum=1.0,
+                                    doc="transmit x receive optical efficiency (assumed 0.5 as the Velodynes; with "
+                                        "noise_power_w fitted, only the ratio matters)")
     _footprint_params(p, divergence_rad=None, aperture_radius_m=0.005,
                       source="OS1 data sheet: 0.18 deg FWHM for 128 beams, 0.13 deg for 64 and 16, x 1.699 "
                              "for the 1/e^2 width; none: by the metadata's beam count")

@@ -387,27 +387,29 @@ def ouster_geometry(grid, meta: dict, road) -> dict:
 
 
 def ouster_rows(real: dict, sim: dict | None) -> list:
-    """Ouster-specific table rows: (label, real, sim) with sim None when not simulated."""
+    """Ouster-specific table rows: (label, real, sim, ratio) with sim None when not simulated;
+    ratio is NaN for residuals (decoding and fit precision, not a property to compare)."""
     rows = []
     gr, gs = real["geometry"], (sim or {}).get("geometry")
-    for label, key in (("beam elevation, max |fitted - metadata| [deg]", "elevation_err_deg"),
-                       ("beam azimuth offset, max |measured - metadata| [deg]", "azimuth_err_deg")):
+    for label, key in (("beam elevation, max abs(fitted - metadata) [deg]", "elevation_err_deg"),
+                       ("beam azimuth offset, max abs(measured - metadata) [deg]", "azimuth_err_deg")):
         rows.append((label, float(np.nanmax(np.abs(gr[key]))), None if gs is None else
-                     float(np.nanmax(np.abs(gs[key])))))
+                     float(np.nanmax(np.abs(gs[key]))), False))
     rr = real["ring_radii_m"]
     rows.append(("lowest ring's ground radius [m]", float(rr[np.isfinite(rr)][-1]),
-                 None if sim is None else float(sim["ring_radii_m"][np.isfinite(sim["ring_radii_m"])][-1])))
+                 None if sim is None else float(sim["ring_radii_m"][np.isfinite(sim["ring_radii_m"])][-1]), True))
     if sim is not None:
         cr, cs = common_ring_radii(real, sim)
         for lo, hi in ((0.0, RADII_NEAR_M), (RADII_NEAR_M, RADII_MAX_M)):
             ok = np.isfinite(cr) & np.isfinite(cs) & (cr >= lo) & (cr < hi)
             dev = np.abs(cs[ok] / cr[ok] - 1.0)
-            rows.append((f"ground-ring radii {lo:g}-{hi:g} m (common road pixels): max |sim / real - 1| [%] "
-                         f"({ok.sum()} rings)", None, 100 * float(dev.max())))
+            rows.append((f"ground-ring radii {lo:g}-{hi:g} m (common road pixels): max abs(sim / real - 1) [%] "
+                         f"({ok.sum()} rings)", None, 100 * float(dev.max()) if ok.any() else None, False))
     for q in (5, 25, 50, 75, 95):
         rows.append((f"road reflectivity byte, {q}th percentile", float(np.percentile(gr["road_reflectivity"], q)),
-                     None if gs is None else float(np.percentile(gs["road_reflectivity"], q))))
-    return rows
+                     None if gs is None else float(np.percentile(gs["road_reflectivity"], q)), True))
+    return [(label, real_v, sim_v, ratio(real_v, sim_v) if comparable else float("nan"))
+            for label, real_v, sim_v, comparable in rows]
 
 
 # --------------------------------------------------------------------------------------------
@@ -544,8 +546,8 @@ def ouster_markdown(res) -> str:
     """The Ouster-specific rows (:func:`ouster_rows`) as a Markdown table."""
     o = res.get("ouster")
     lines = ["| Ouster OS1-128 | real | hifi `ouster` sim | ratio |", "|---|---|---|---|"]
-    for label, real, simv in ouster_rows(o["real"], o["sim"]):
-        lines.append(f"| {label} | {_fmt(real)} | {_fmt(simv)} | {_fmt(ratio(real, simv), 2)} |")
+    for label, real, simv, rat in ouster_rows(o["real"], o["sim"]):
+        lines.append(f"| {label} | {_fmt(real)} | {_fmt(simv)} | {_fmt(rat, 2)} |")
     return "\n".join(lines)
 
 
@@ -618,8 +620,8 @@ def main(argv=None):
             print(f"{r['statistic']:58s} {_fmt(n['real']):>10s} {_fmt(n['sim']):>10s} {_fmt(n['ratio'], 2):>7s} "
                   f"{_fmt(o['real']):>12s} {_fmt(o['sim']):>10s} {_fmt(o['ratio'], 2):>7s}")
         print()
-        for label, real, simv in ouster_rows(res["ouster"]["real"], res["ouster"]["sim"]):
-            print(f"{label:80s} {_fmt(real):>10s} {_fmt(simv):>10s} {_fmt(ratio(real, simv), 2):>7s}")
+        for label, real, simv, rat in ouster_rows(res["ouster"]["real"], res["ouster"]["sim"]):
+            print(f"{label:96s} {_fmt(real):>10s} {_fmt(simv):>10s} {_fmt(rat, 2):>7s}")
     if args.markdown:
         Path(args.markdown).write_text(markdown_table(rows) + "\n\n" + ouster_markdown(res) + "\n")
     if args.png:
