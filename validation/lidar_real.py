@@ -375,7 +375,7 @@ def ouster_geometry(grid, meta: dict, road) -> dict:
     alt = np.asarray(meta.get("beam_altitude_angles") or meta["beam_intrinsics"]["beam_altitude_angles"], float)
     az = np.asarray(meta.get("beam_azimuth_angles") or meta["beam_intrinsics"]["beam_azimuth_angles"], float)
     cones = ls.fit_ring_cones(p, det)
-    h, w = det.shape
+    w = det.shape[1]
     theta_e = 2 * np.pi * (1 - np.arange(w) / w)
     with np.errstate(invalid="ignore"):
         far = det & (np.linalg.norm(p, axis=-1) > 5.0)
@@ -403,8 +403,9 @@ def ouster_rows(real: dict, sim: dict | None) -> list:
         for lo, hi in ((0.0, RADII_NEAR_M), (RADII_NEAR_M, RADII_MAX_M)):
             ok = np.isfinite(cr) & np.isfinite(cs) & (cr >= lo) & (cr < hi)
             dev = np.abs(cs[ok] / cr[ok] - 1.0)
-            rows.append((f"ground-ring radii {lo:g}-{hi:g} m (common road pixels): max abs(sim / real - 1) [%] "
-                         f"({ok.sum()} rings)", None, 100 * float(dev.max()) if ok.any() else None, False))
+            label = (f"ground-ring radii {lo:g}-{hi:g} m (common road pixels): max abs(sim / real - 1) [%] "
+                     f"({ok.sum()} rings)")
+            rows.append((label, None, 100 * float(dev.max()) if ok.any() else None, False))
     for q in (5, 25, 50, 75, 95):
         rows.append((f"road reflectivity byte, {q}th percentile", float(np.percentile(gr["road_reflectivity"], q)),
                      None if gs is None else float(np.percentile(gs["road_reflectivity"], q)), True))
@@ -531,9 +532,9 @@ def _fmt(v, nd=3):
 
 
 def markdown_table(rows) -> str:
-    lines = ["| statistic | nuScenes HDL-32E real | hifi `hdl32e` sim | ratio | Ouster OS1-128 real | hifi `ouster` sim "
-             "| ratio | published range |",
-             "|---|---|---|---|---|---|---|---|"]
+    head = ("| statistic | nuScenes HDL-32E real | hifi `hdl32e` sim | ratio | Ouster OS1-128 real | hifi `ouster` sim "
+            "| ratio | published range |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         n, o = r["nuscenes"], r["ouster"]
         pub = f"{r['published'][0]:g} to {r['published'][1]:g} ({r['source']})" if r["published"] else ""
