@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -292,17 +293,12 @@ def read_metadata(path) -> OusterMetadata:
                           l2s_m, d)
 
 
-class OusterBeams(tuple):
-    """Result of :func:`ouster_beams`: ``(direction_sensor, origin_sensor, range_offset_m)``."""
+class OusterBeams(NamedTuple):
+    """Result of :func:`ouster_beams`."""
 
-    __slots__ = ()
-
-    def __new__(cls, direction_sensor, origin_sensor, range_offset_m):
-        return super().__new__(cls, (direction_sensor, origin_sensor, range_offset_m))
-
-    direction_sensor = property(lambda self: self[0], doc="(w, h, 3) unit ray directions, sensor frame")
-    origin_sensor = property(lambda self: self[1], doc="(w, h, 3) beam origins, sensor frame [m]")
-    range_offset_m = property(lambda self: self[2], doc="n: lidar origin to beam origin [m]")
+    direction_sensor: np.ndarray   #: (m, h, 3) unit ray directions, sensor frame
+    origin_sensor: np.ndarray      #: (m, h, 3) beam origins, sensor frame [m]
+    range_offset_m: float          #: n, lidar origin to beam origin [m]
 
 
 def ouster_beams(beam_altitude_deg, beam_azimuth_deg, beam_to_lidar_mm, lidar_to_sensor_mm, columns_per_frame,

@@ -318,12 +318,13 @@ def write_ouster_pcap(ds, out_path, *, src_ip="192.0.2.10", dst_ip="192.0.2.1") 
     if missing:
         raise ExportError(f"pcap (Ouster): the dataset (sensor_model {ds.attrs.get('sensor_model')!r}) lacks the "
                           f"attributes {', '.join(missing)} that the ouster model writes")
-    require(ds, "pcap (Ouster)", ("range", "intensity", "near_ir", "detected", "timestamp"))
     meta = json.loads(ds.attrs["ouster_metadata"])
     profile = str(ds.attrs["ouster_udp_profile_lidar"])
     if profile not in PROFILES:
         raise ExportError(f"pcap (Ouster): UDP profile {profile!r} has no packet layout here; allowed: "
                           f"{', '.join(PROFILES)}")
+    require(ds, "pcap (Ouster)", ("range", "intensity", "near_ir", "detected", "timestamp")
+            + (("signal",) if "signal" in PROFILES[profile].fields else ()))
     mode = str(ds.attrs["ouster_lidar_mode"])
     if mode not in LIDAR_MODES:
         raise ExportError(f"pcap (Ouster): lidar mode {mode!r} unknown; allowed: {', '.join(LIDAR_MODES)}")
