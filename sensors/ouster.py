@@ -711,10 +711,10 @@ class Ouster(_PulsedLidar):
         return self._measure_returns(k, t, hits, origins[back], dirs[back], self._bias, ("column", "beam"), shape,
                                      times, self._yaw, self._pitch, echoes)
 
-    def _measure(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echo=None):
-        """The lidar signal chain (:meth:`_PulsedLidar._measure`), then ``range``, ``signal`` and
-        ``near_ir`` (:func:`ouster_channels`)."""
-        frame = super()._measure(k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echo)
+    def _measure(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echo=None, **kw):
+        """The lidar signal chain (:meth:`_PulsedLidar._measure`, its keywords passed on), then
+        ``range``, ``signal`` and ``near_ir`` (:func:`ouster_channels`)."""
+        frame = super()._measure(k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echo, **kw)
         p = self.params
         oid = hits.object_id
         rho = np.where(hits.hit, self._refl[oid] * (1.0 - self._mirror[oid]), np.nan)

@@ -28,7 +28,7 @@ def write_pcap(ds, path: Path) -> list:
     model = ds.attrs.get("sensor_model")
     writer = WRITERS.get(model)
     if writer is None:
-        raise ExportError(f"pcap: sensor_model {model!r} has no packet format here; supported: "
+        raise ExportError(f"pcap: sensor_model {model!r} has no packet format; supported models: "
                           f"{', '.join(sorted(WRITERS))}")
     return writer(ds, path)
 
