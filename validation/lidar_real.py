@@ -313,15 +313,15 @@ def ouster_mount(plane, meta: dict):
     return height, tuple(q.as_euler("xyz", degrees=True))
 
 
-def simulate_ouster(plane, *, meta_path=OUSTER_JSON, obstacles=True, params=None,
-                    road_reflectivity=ASPHALT_REFLECTIVITY):
+def simulate_ouster(plane, *, meta_path=OUSTER_JSON, params=None, **scene):
     """One frame of ``ouster`` from the capture's metadata, mounted as :func:`ouster_mount`;
-    returns its grid (:func:`ouster_sim_grid`) in the lidar frame."""
+    returns its grid (:func:`ouster_sim_grid`) in the lidar frame. ``scene``: keywords of
+    :func:`sim_scenario` (``obstacles``, the road's material)."""
     import hifi
     meta = json.loads(Path(meta_path).read_text())
     height, rpy = ouster_mount(plane, meta)
     d = sim_scenario("ouster", height, None, params={"metadata_file": str(meta_path), **(params or {})},
-                     rpy_deg=rpy, obstacles=obstacles, road_reflectivity=road_reflectivity)
+                     rpy_deg=rpy, **scene)
     return ouster_sim_grid(hifi.Simulation.from_dict(d).run(out=None)["lidar"], meta)
 
 
