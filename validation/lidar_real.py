@@ -475,6 +475,14 @@ def measure_ouster(frame: int = 0) -> dict:
     return m
 
 
+def ouster_road(real: dict):
+    """The simulated road of the Ouster comparison: its reflectivity fitted from the capture's
+    reflectivity bytes (:func:`lidar_stats.fit_road_brdf`) at the nuScenes asphalt's roughness
+    (:data:`ASPHALT_ROUGHNESS_DEG`): the capture's bytes rise with range, so a free fit of the
+    roughness runs to its bound."""
+    return ls.fit_road_brdf(real["slope"], real["plane"].height_m, roughness_deg=ASPHALT_ROUGHNESS_DEG)
+
+
 def measure_ouster_sim(plane, **kw) -> dict:
     """:func:`simulate_ouster` measured as the capture (the simulated ranges are whole mm: the
     MAD estimator, as for the nuScenes sweep)."""
@@ -517,10 +525,7 @@ def run(*, sim: bool = True, nuscenes_path=None) -> dict:
         out["nuscenes"] = None
         print(f"nuScenes sweep not found: {path} (set HIFI_SHARED_DATA)", file=sys.stderr)
     real = measure_ouster()
-    # The Ouster's road: its reflectivity fitted from the capture's reflectivity bytes at the
-    # nuScenes asphalt's roughness (the capture's bytes rise with range, so a free fit of the
-    # roughness runs to its bound; the slope is not a range-compensated one).
-    road = ls.fit_road_brdf(real["slope"], real["plane"].height_m, roughness_deg=ASPHALT_ROUGHNESS_DEG)
+    road = ouster_road(real)
     out["ouster"] = {"real": real, "sim": measure_ouster_sim(real["plane"], road_reflectivity=road.reflectivity,
                                                              road_roughness_deg=road.roughness_deg) if sim else None,
                      "file": str(OUSTER_PCAP), "road": road}
