@@ -435,6 +435,9 @@ def test_example_runs():
     ds = res["os1"]
     assert ds.attrs["sensor_model"] == "ouster" and ds.sizes["beam"] == 128
     assert ds["detected"].values.mean() > 0.3
+    lms = res["lms511"]                                 # the LMS511 on the bumper, two echoes
+    assert lms.attrs["sensor_model"] == "sick_lms5xx" and lms.sizes["return"] == 2
+    assert lms.sizes["step"] == 1141 and lms["detected"].values.any()
 
 
 # --------------------------------------------------------------------------------------------
