@@ -713,6 +713,10 @@ class IMU(Sensor):
         return out
 
     # -- stepping -----------------------------------------------------------------------------------
+    def available_at(self, k, t, frame):
+        """A sample is published at its own time (no latency modelled)."""
+        return t
+
     def step(self, k, t):
         b = k // BLOCK_FRAMES
         if self._block is None or self._block[0] != b:
