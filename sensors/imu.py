@@ -69,7 +69,8 @@ __all__ = [
 ]
 
 #: Allan deviation of a flicker (1/f) bias floor per unit bias-instability coefficient B:
-#: sqrt(2 ln 2 / pi) = 0.6643 (IEEE Std 952-1997, Annex C, eq. C.8; also IEEE Std 647).
+#: sqrt(2 ln 2 / pi) = 0.6643 (IEEE Std 952-1997, Annex C, bias instability; El-Sheimy, Hou & Niu, IEEE Trans.
+#: Instrum. Meas. 57(1), 2008, table of Allan-variance terms).
 FLICKER_ALLAN_FLOOR = float(np.sqrt(2.0 * np.log(2.0) / np.pi))
 
 #: Peak of the Allan deviation of a first-order Gauss-Markov process per unit of its standard
@@ -224,7 +225,8 @@ def allan_deviation(rate, dt_s: float, taus_s) -> tuple[np.ndarray, np.ndarray]:
     -----
     With the integral ``x_i = dt sum_{j<i} y_j`` (``x_0 = 0``, n + 1 values) and ``tau = m dt``,
     ``sigma^2(tau) = sum_i (x_{i+2m} - 2 x_{i+m} + x_i)^2 / (2 tau^2 (n + 1 - 2m))`` (IEEE Std
-    952-1997, eq. C.2 written with overlapping clusters; Riley, NIST SP 1065, 2008, eq. 14).
+    952-1997, Annex C, written with overlapping clusters; Riley, Handbook of Frequency Stability Analysis,
+    NIST SP 1065, 2008, overlapping Allan variance).
     tests/test_imu.py checks it against ``allantools.oadev``.
     """
     y = np.asarray(rate, dtype=float)
@@ -243,12 +245,12 @@ def allan_deviation(rate, dt_s: float, taus_s) -> tuple[np.ndarray, np.ndarray]:
 
 
 def avar_white(density, tau_s):
-    """Allan variance of white rate noise of density N: ``N^2 / tau`` (IEEE 952 eq. C.4)."""
+    """Allan variance of white rate noise of density N: ``N^2 / tau`` (IEEE 952 Annex C)."""
     return np.asarray(density, dtype=float) ** 2 / np.asarray(tau_s, dtype=float)
 
 
 def avar_random_walk(density, tau_s):
-    """Allan variance of a rate random walk of density K: ``K^2 tau / 3`` (IEEE 952 eq. C.10)."""
+    """Allan variance of a rate random walk of density K: ``K^2 tau / 3`` (IEEE 952 Annex C)."""
     return np.asarray(density, dtype=float) ** 2 * np.asarray(tau_s, dtype=float) / 3.0
 
 
@@ -257,7 +259,8 @@ def avar_gauss_markov(sigma, correlation_time_s, tau_s):
 
     ``sigma^2 (T / tau)^2 (2 u - 3 + 4 e^-u - e^-2u)``, ``u = tau / T``, for the stationary
     process of variance sigma^2 and autocovariance ``sigma^2 exp(-|s| / T)`` (IEEE Std
-    952-1997 eq. C.11 with ``q_c^2 = 2 sigma^2 / T``). For ``u`` below 1e-2 the bracket is its
+    952-1997 Annex C, exponentially correlated noise, with ``q_c^2 = 2 sigma^2 / T``;
+    El-Sheimy et al. 2008). For ``u`` below 1e-2 the bracket is its
     Taylor series ``2u^3/3 - u^4/2 + 7u^5/30 - u^6/12`` (the closed form cancels there).
     Limits: ``2 sigma^2 u / 3`` for tau << T (a random walk), ``2 sigma^2 T / tau`` for tau >> T.
     """

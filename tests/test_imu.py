@@ -244,8 +244,8 @@ def test_strapdown_reproduces_a_curved_60s_trajectory():
 
 # -- error model --------------------------------------------------------------------------------------
 def test_gauss_markov_allan_constants():
-    # The peak of the closed-form Gauss-Markov Allan deviation (IEEE 952 eq. C.11), found
-    # numerically; the flicker floor sqrt(2 ln 2 / pi) of IEEE 952 eq. C.8.
+    # The peak of the closed-form Gauss-Markov Allan deviation (IEEE 952 Annex C), found
+    # numerically; the flicker floor sqrt(2 ln 2 / pi) of IEEE 952 Annex C.
     from scipy.optimize import minimize_scalar
     res = minimize_scalar(lambda u: -avar_gauss_markov(1.0, 1.0, u), bounds=(0.5, 5.0), method="bounded",
                           options={"xatol": 1e-10})
