@@ -633,7 +633,8 @@ class IMU(Sensor):
 
     @classmethod
     def check_params(cls, params):
-        """Cross-parameter checks (scenario loading): a resolution must be finer than its range."""
+        """Cross-parameter checks at scenario loading (a resolution must be finer than its range);
+        returns the parameters with the preset's values filled in (what ``hifi info`` shows)."""
         p = cls.resolve(params)
         for sensor, unit in (("gyro", "rad_s"), ("accel", "m_s2")):
             rng_key, res_key = f"{sensor}_range_{unit}", f"{sensor}_resolution_{unit}"
@@ -641,7 +642,7 @@ class IMU(Sensor):
                 name = res_key if params.get(res_key) is not None else rng_key
                 raise ValueError(f"{name}: the resolution ({p[res_key]:g}) must be smaller than the range "
                                  f"({p[rng_key]:g}) of preset {p['preset']!r} or as given")
-        return params
+        return {**params, **{k: p[k] for k in _ERROR_KEYS}}      # the preset's values made explicit
 
     def check_scene(self, scene) -> None:
         """Refuse a mount whose motion is not twice differentiable (a linear keyframe track)."""

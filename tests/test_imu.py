@@ -516,3 +516,18 @@ def test_spline_bounds_hold_the_path():
     assert tr.max_offset_m() > np.linalg.norm(tr.positions_m, axis=1).max()     # it does overshoot
     hull = Delaunay(tr.hull_points(2.3, 5.7))
     assert np.all(hull.find_simplex(tr.at(np.linspace(2.3, 5.7, 2000)).translation) >= 0)
+
+
+def test_plot_shows_rates_forces_and_biases(tmp_path):
+    pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from _plots import outside_figure
+    from sensors.imu_plot import plot_imu
+    ds = hifi.Simulation.from_dict(_noisy_scenario(3.0)).run(progress=False)["imu"]
+    fig = plot_imu(ds, frame=100)
+    assert len(fig.axes) == 4
+    assert outside_figure(fig) == []                                 # no clipped label or legend
+    assert fig.axes[0].get_ylabel() == "angular rate [rad/s]"
+    plt.close(fig)
