@@ -599,21 +599,28 @@ class IMU(Sensor):
                         doc="data-sheet error set: 'adis16448' (ADI, Rev. H), 'bmi160' (Bosch, rev. 0.8), "
                             "'adis16495' (ADI ADIS16495-1, Rev. C) or 'ideal' (no errors); every error "
                             "parameter below overrides the preset's value (sensors.imu.PRESETS)"),
-        "gyro_noise_density_rad_s_rthz": _error_param("rad/s/sqrt(Hz)", "gyro white-noise density N (angle random walk; Allan deviation at 1 s)"),
-        "gyro_bias_instability_rad_s": _error_param("rad/s", "gyro bias-instability coefficient B (IEEE 952: the Allan floor is 0.664 B), "
-                             "modelled as a Gauss-Markov bias of sigma 1.076 B"),
+        "gyro_noise_density_rad_s_rthz": _error_param(
+            "rad/s/sqrt(Hz)", "gyro white-noise density N (angle random walk; Allan deviation at 1 s)"),
+        "gyro_bias_instability_rad_s": _error_param(
+            "rad/s", "gyro bias-instability coefficient B (IEEE 952: the Allan floor is 0.664 B), "
+                     "modelled as a Gauss-Markov bias of sigma 1.076 B"),
         "gyro_random_walk_rad_s2_rthz": _error_param("rad/s^2/sqrt(Hz)", "gyro bias random-walk density K"),
         "gyro_turn_on_bias_rad_s": _error_param("rad/s", "1-sigma gyro bias drawn once per run and axis"),
         "gyro_scale_factor_ppm": _error_param("ppm", "1-sigma gyro scale-factor error per axis"),
-        "gyro_misalignment_rad": _error_param("rad", "1-sigma of each off-diagonal gyro misalignment / cross-coupling term"),
+        "gyro_misalignment_rad": _error_param(
+            "rad", "1-sigma of each off-diagonal gyro misalignment / cross-coupling term"),
         "gyro_range_rad_s": _error_param("rad/s", "gyro full scale (saturation); 0: none"),
         "gyro_resolution_rad_s": _error_param("rad/s", "gyro output LSB (quantisation); 0: none"),
-        "accel_noise_density_m_s2_rthz": _error_param("m/s^2/sqrt(Hz)", "accelerometer white-noise density (velocity random walk)"),
-        "accel_bias_instability_m_s2": _error_param("m/s^2", "accelerometer bias-instability coefficient B (as the gyro's)"),
+        "accel_noise_density_m_s2_rthz": _error_param(
+            "m/s^2/sqrt(Hz)", "accelerometer white-noise density (velocity random walk)"),
+        "accel_bias_instability_m_s2": _error_param(
+            "m/s^2", "accelerometer bias-instability coefficient B (as the gyro's)"),
         "accel_random_walk_m_s3_rthz": _error_param("m/s^3/sqrt(Hz)", "accelerometer bias random-walk density"),
-        "accel_turn_on_bias_m_s2": _error_param("m/s^2", "1-sigma accelerometer bias drawn once per run and axis"),
+        "accel_turn_on_bias_m_s2": _error_param(
+            "m/s^2", "1-sigma accelerometer bias drawn once per run and axis"),
         "accel_scale_factor_ppm": _error_param("ppm", "1-sigma accelerometer scale-factor error per axis"),
-        "accel_misalignment_rad": _error_param("rad", "1-sigma of each off-diagonal accelerometer misalignment / cross-coupling term"),
+        "accel_misalignment_rad": _error_param(
+            "rad", "1-sigma of each off-diagonal accelerometer misalignment / cross-coupling term"),
         "accel_range_m_s2": _error_param("m/s^2", "accelerometer full scale (saturation); 0: none"),
         "accel_resolution_m_s2": _error_param("m/s^2", "accelerometer output LSB (quantisation); 0: none"),
         "bias_correlation_time_s": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
@@ -698,7 +705,8 @@ class IMU(Sensor):
             "axis": Var(("axis",), axes, "1", "sensor-frame axis (x forward, y left, z up)"),
             "axis_true": Var(("axis_true",), axes, "1", "sensor-frame axis of the true input"),
             "angular_rate_matrix": Var(("axis", "axis_true"), self._matrix["angular_rate"], "1",
-                                       "gyro scale-factor and misalignment matrix M (measured = M true + bias + noise)"),
+                                       "gyro scale-factor and misalignment matrix M "
+                                       "(measured = M true + bias + noise)"),
             "specific_force_matrix": Var(("axis", "axis_true"), self._matrix["specific_force"], "1",
                                          "accelerometer scale-factor and misalignment matrix M"),
             "angular_rate_turn_on_bias": Var(("axis",), self._turn_on[:3], "rad s-1",
