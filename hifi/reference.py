@@ -63,7 +63,8 @@ def scenario_reference() -> str:
     parts.append("`origin` table:\n\n" + param_table(scenario.ORIGIN_PARAMS) + "\n")
     parts.append("## `[materials.NAME]`\n\n" + param_table(scenario.MATERIAL_PARAMS) + "\n")
     parts.append("## `[[objects]]`\n\nAn object is a mesh with a material, placed by `position_m` / "
-                 "`rpy_deg` or moved by a `track` of keyframes (linear in position, slerp in rotation), "
+                 "`rpy_deg` or moved by a `track` of keyframes (linear in position, slerp in rotation; or, "
+                 "with `interpolation = \"spline\"`, a C2 spline through them, which an `imu` needs), "
                  "optionally riding on an earlier object (`parent`). Its index in `[[objects]]` is its "
                  "object id in every dataset.\n\n" + param_table(scenario.OBJECT_KEYS) + "\n")
     parts.append("Keyframes of `track`:\n\n" + param_table(scenario.KEYFRAME_PARAMS) + "\n")
@@ -151,7 +152,7 @@ def dataset_reference(datasets) -> str:
 
 
 #: The runs documented by :func:`example_datasets`: (example, simulated span [s]).
-EXAMPLE_RUNS = (("crossing.toml", 0.1), ("urban_canyon.toml", 2.0))
+EXAMPLE_RUNS = (("crossing.toml", 0.1), ("urban_canyon.toml", 2.0), ("ouster.toml", 0.1))
 
 
 def example_datasets(examples_dir) -> dict:
@@ -181,10 +182,11 @@ def example_datasets(examples_dir) -> dict:
                              {"name": "lms291", "model": "sick_lms291", "rate_hz": 100.0,
                               "params": {"n_subrays": 7}},
                              {"name": "lms5xx", "model": "sick_lms5xx", "rate_hz": 100.0,
-                              "params": {"return_mode": "dual"}}]}
+                              "params": {"return_mode": "dual"}},
+                             {"name": "imu", "model": "imu"}]}
         run_dir = Path(tmp) / "extra"
         Simulation.from_dict(extra).run(out=run_dir, progress=False)
-        for name in ("raw", "lms291", "lms5xx"):
+        for name in ("raw", "lms291", "lms5xx", "imu"):
             with xr.open_dataset(run_dir / f"{name}.nc") as ds:
                 out[name] = ds.load()
     return out

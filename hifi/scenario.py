@@ -55,6 +55,11 @@ OBJECT_KEYS = {
     "position_m": Param("vec3", default=None, doc="position in the parent frame [m]"),
     "rpy_deg": Param("vec3", default=None, doc="roll, pitch, yaw about the parent's x, y, z [deg]"),
     "track": Param("any", default=None, doc="list of { t_s, position_m, rpy_deg } keyframes"),
+    "interpolation": Param("str", default="linear", choices=("linear", "spline"),
+                           doc="how `track` moves between keyframes: 'linear' (linear position, slerp "
+                               "rotation) or 'spline' (C2 cubic spline, zero velocity at the first and "
+                               "last keyframe, and a C2 rotation spline: twice differentiable, as an "
+                               "`imu` needs; hifi.motion.Track)"),
     "parent": Param("str", default=None, doc="an earlier object this one rides on"),
 }
 KEYFRAME_PARAMS = {
@@ -108,6 +113,7 @@ class ObjectSpec:
     track: list | None
     parent: str | None
     mesh_path: Path | None = None
+    interpolation: str = "linear"
 
 
 @dataclass
@@ -220,6 +226,13 @@ def where(sc: Scenario, key: str) -> str:
     """``file:line: key`` of a key of a validated scenario (as errors name it), for warnings."""
     line = _Locator(sc.text).find(_parse_key(key))
     return f"{sc.source}:{line}: {key}" if line is not None else f"{sc.source}: {key}"
+
+
+def located(sc: Scenario, exc: ScenarioError) -> ScenarioError:
+    """``exc`` (raised without a file, e.g. by a model's scene check) with the scenario's file and
+    the line of its key."""
+    line = _Locator(sc.text).find(_parse_key(exc.key)) if exc.key else None
+    return ScenarioError(exc.reason, file=sc.source, key=exc.key, value=exc.value, line=line)
 
 
 def load(path) -> Scenario:
@@ -346,6 +359,9 @@ def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_
         if spec["position_m"] is not None or spec["rpy_deg"] is not None:
             raise v.error("give either track or position_m/rpy_deg, not both", key=f"{key}.track", value=spec["track"])
         track = _track(v, f"{key}.track", spec["track"])
+    elif "interpolation" in fixed:
+        raise v.error("interpolation applies to a track; this object has none", key=f"{key}.interpolation",
+                      value=fixed["interpolation"])
     names[name] = key
     if mesh_path is not None:
         try:
@@ -353,7 +369,7 @@ def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_
         except ValueError as exc:
             raise v.error(f"cannot load mesh file {mesh_path}: {exc}", key=f"{key}.mesh", value=mesh) from None
     return ObjectSpec(i, name, mesh, mesh_params, spec["material"], spec["position_m"] or (0.0, 0.0, 0.0),
-                      spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path)
+                      spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path, spec["interpolation"])
 
 
 def _unique_name(v: _Validator, key: str, name: str, names: dict) -> str:

@@ -104,7 +104,7 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
             mesh = meshes.build_generator(spec.mesh, spec.mesh_params)
         if spec.track is not None:
             local = Track([f["t_s"] for f in spec.track], [f["position_m"] for f in spec.track],
-                          [f["rpy_deg"] for f in spec.track])
+                          [f["rpy_deg"] for f in spec.track], interpolation=spec.interpolation)
         else:
             local = Pose.from_position_rpy(spec.position_m, spec.rpy_deg)
         scene.add_object(spec.name, mesh, spec.material, local, spec.parent)
@@ -126,6 +126,11 @@ class Simulation:
             spec.model_cls(spec.name, spec.params, rate_hz=spec.rate_hz) for spec in sc.sensors
         ]
         self.extra_models: list[Model] = []
+        for model in self.models:
+            try:
+                model.check_scene(self.scene)             # e.g. an IMU needs a twice-differentiable mount
+            except ScenarioError as exc:
+                raise (exc if exc.file is not None else _scenario.located(sc, exc)) from None
         warn_scene(sc, self.scene, self.models)       # ScenarioWarning: sensors inside bodies, zero-area faces
 
     @classmethod
