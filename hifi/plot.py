@@ -27,11 +27,20 @@ import numpy as np
 
 
 def _pyplot():
+    """``matplotlib.pyplot``, on the Agg backend unless a backend was chosen already.
+
+    ``hifi plot`` draws files, so it needs no display; but a notebook (whose kernel names its
+    inline backend in ``MPLBACKEND``) or a session that imported pyplot keeps its backend, so
+    that ``make_figure`` and the plots after it are shown.
+    """
+    import os
+    import sys
     try:
         import matplotlib
     except ImportError:
         raise ImportError('plotting needs matplotlib: pip install "hifi[viz]"') from None
-    matplotlib.use("Agg")
+    if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
 

@@ -309,3 +309,19 @@ def test_dual_return_lidar_plots_its_strongest_echo_in_the_sensor_layout(tmp_pat
     assert f"bird's-eye view, {n_strongest} returns (dual: strongest)" in titles, titles
     assert len(fig.axes) == 3                          # bird's eye, sensor layout, colour bar
 
+
+
+@pytest.mark.parametrize("env, setup, expected", [
+    ({}, "", "agg"),                                                  # hifi plot: no display needed
+    ({"MPLBACKEND": "svg"}, "", "svg"),                               # a notebook kernel names its backend
+    ({}, "import matplotlib; matplotlib.use('pdf'); import matplotlib.pyplot", "pdf"),   # chosen already
+])
+def test_plots_keep_a_backend_chosen_before(env, setup, expected):
+    import os
+    import subprocess
+    import sys
+    code = f"{setup}\nimport hifi.plot\nimport matplotlib\nhifi.plot._pyplot()\nprint(matplotlib.get_backend().lower())"
+    clean = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**clean, **env},
+                         timeout=120, check=True)
+    assert res.stdout.strip().splitlines()[-1] == expected
