@@ -163,7 +163,11 @@ def _command(args) -> int:
 def _view(args) -> int:
     from . import view
     run_dir = args.run_dir
-    out = args.out or run_dir.with_name(run_dir.name + ".html")
+    if args.out is None:                  # RUN_DIR.html beside the directory (also for "." or "run/")
+        full = run_dir.resolve()
+        out = full.with_name(full.name + ".html")
+    else:
+        out = args.out
     print(view.write_replay(run_dir, out, overwrite=args.overwrite,
                             max_points=view.MAX_POINTS if args.max_points is None else args.max_points,
                             max_frames=view.MAX_FRAMES if args.max_frames is None else args.max_frames))

@@ -94,11 +94,15 @@ def open_run(run_dir) -> RunDatasets:
     if not files:
         raise ValueError(f"{run_dir}: no dataset (*.nc) in it; expected a directory written by hifi run")
     out = RunDatasets({}, {}, {}, {}, None, [])
+    opened = []
     for path in files:
         try:
             ds = xr.open_dataset(path)
         except (OSError, ValueError) as exc:
+            for d in opened:
+                d.close()
             raise ValueError(f"{path}: not a readable netCDF dataset ({exc})") from None
+        opened.append(ds)
         name = path.stem
         if "position" in ds and "body" in ds.dims:
             out = out._replace(motion=ds)
@@ -114,7 +118,11 @@ def open_run(run_dir) -> RunDatasets:
             out.gps[name] = ds
         else:
             out.not_shown.append(name)
+        if name in out.not_shown:
+            ds.close()
     if not (out.range_sensors or out.cameras or out.depth_maps or out.gps or out.motion is not None):
+        for d in opened:
+            d.close()
         raise ValueError(f"{run_dir}: none of its datasets can be replayed ({', '.join(out.not_shown)}); "
                          f"expected range sensors, cameras, depth maps, GPS or motion.nc")
     return out

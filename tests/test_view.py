@@ -205,6 +205,15 @@ def test_bad_input_exits_2_and_writes_nothing(run_dir, tmp_path, capsys):
     assert _listing(tmp_path) == ["broken", "empty", "file.nc", "replay.html"]
 
 
+def test_default_out_is_beside_the_run_directory(run_dir, tmp_path, monkeypatch, capsys):
+    run = tmp_path / "r1"
+    shutil.copytree(run_dir, run)
+    monkeypatch.chdir(run)
+    assert main(["view", ".", "--max-points", "200"]) == 0
+    assert (tmp_path / "r1.html").is_file()
+    assert capsys.readouterr().out.strip() == str(tmp_path / "r1.html")
+
+
 def test_missing_plotly_names_the_install_command(run_dir, tmp_path, monkeypatch, capsys):
     import builtins
     real = builtins.__import__
