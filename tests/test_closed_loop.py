@@ -180,3 +180,32 @@ def test_imu_on_a_vehicle_reads_the_driven_circle():
     f = imu.specific_force_true.values[late]
     np.testing.assert_allclose(f[:, 1], 9.0 * k, atol=2e-3)          # + the Coriolis term, < 1e-3
     np.testing.assert_allclose(f[:, 0], 0.0, atol=2e-3)
+
+
+def test_driver_on_gps_fixes_shows_the_navigation_error_in_the_path():
+    # The waypoint driver following a GPS receiver on the car (real broadcast orbits of GEONET
+    # 0759, examples/data) instead of the truth: it still gets to the waypoint within its
+    # tolerance plus the fix error, and its perceived position differs from the true one by the
+    # receiver's error (about a metre open-sky: validation/gnss.md), so the path driven differs
+    # from the truth-driven one.
+    from pathlib import Path
+    nav = Path(__file__).resolve().parents[1] / "examples" / "data" / "07590920.05n"
+
+    def run(navigation):
+        d = {"simulation": {"duration_s": 16.0, "seed": 2, "start_utc": "2005-04-02T00:10:00Z",
+                            "origin": {"lat_deg": 35.1608750388, "lon_deg": 139.6138372528, "height_m": 70.153}},
+             "objects": [{"name": "ground", "mesh": "plane", "size_m": [400, 400]},
+                         {"name": "car", "mesh": "car", "vehicle": {}}],
+             "sensors": [{"name": "gps", "model": "gps_l1", "rate_hz": 1.0, "parent": "car",
+                          "position_m": [0, 0, 1.9], "params": {"nav_file": str(nav)}}],
+             "models": [{"name": "driver", "model": "waypoint_driver",
+                         "params": {"body": "car", "waypoints_m": [[25.0, 5.0]], "speed_m_s": 3.0,
+                                    "navigation": navigation, "tolerance_m": 2.0}}]}
+        return hifi.Simulation.from_dict(d).run(out=None)["driver"]
+    gps, truth = run("gps"), run("truth")
+    err = np.hypot(*(gps.position_perceived.values - gps.position_true.values).T)
+    err = err[np.isfinite(err)]
+    assert 0.05 < np.sqrt(np.mean(err ** 2)) < 5.0
+    assert int(gps.waypoint.values[-1]) == 1
+    assert np.hypot(*(gps.position_true.values[-1] - [25.0, 5.0])) < 2.0 + 5.0
+    assert not np.allclose(gps.position_true.values, truth.position_true.values, atol=0.05)
