@@ -76,6 +76,13 @@ def scenario_reference() -> str:
     parts.append("## `[[sensors]]`\n\nA sensor's `name` names its output file `DIR/<name>.nc`: letters, "
                  "digits, `_` and `-`, not `motion` or `scenario`. Objects and sensors share one namespace.\n\n"
                  + param_table(scenario.SENSOR_KEYS) + "\n")
+    parts.append("## `[[models]]`\n\nModels that are not sensors: drivers, planners, filters (the closed loop). "
+                 "They share the namespace of objects and sensors and write `DIR/<name>.nc`; a run with any of "
+                 "them (or a vehicle) cannot use `--partition time`.\n\n" + param_table(scenario.MODEL_KEYS) + "\n")
+    from .vehicle import VEHICLE_PARAMS
+    parts.append("## `vehicle = { ... }` of an `[[objects]]` entry\n\nA body driven by `drive` commands "
+                 "(`hifi.vehicle`): a kinematic bicycle integrated at `rate_hz`; `vehicle = {}` is a car.\n\n"
+                 + param_table(VEHICLE_PARAMS) + "\n")
     parts.append("## `[output]`\n\n" + param_table(scenario.OUTPUT_PARAMS) + "\n")
     parts.append("## `[weather]`\n\nOptional; absent: clear air. Extinction in every lidar's signal chain "
                  "(and the fog's own echo, `object_id` = -2); see the README section \"Weather\".\n\n"

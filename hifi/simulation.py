@@ -102,7 +102,13 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
             mesh = meshes.load_mesh_file(spec.mesh_path, spec.mesh_params["scale"])
         else:
             mesh = meshes.build_generator(spec.mesh, spec.mesh_params)
-        if spec.track is not None:
+        if spec.vehicle is not None:
+            from .vehicle import VehicleTrack
+            local = VehicleTrack(spec.position_m, np.radians(spec.rpy_deg[2]), spec.vehicle["wheelbase_m"],
+                                 reach_m=spec.vehicle["max_speed_m_s"] * sc.duration_s,
+                                 max_accel_m_s2=spec.vehicle["max_accel_m_s2"],
+                                 max_speed_m_s=spec.vehicle["max_speed_m_s"])
+        elif spec.track is not None:
             local = Track([f["t_s"] for f in spec.track], [f["position_m"] for f in spec.track],
                           [f["rpy_deg"] for f in spec.track], interpolation=spec.interpolation)
         else:
@@ -125,6 +131,12 @@ class Simulation:
         self.models: list[Model] = [
             spec.model_cls(spec.name, spec.params, rate_hz=spec.rate_hz) for spec in sc.sensors
         ]
+        # The closed loop: a Vehicle model per driven body, then the [[models]] (drivers, filters).
+        from .vehicle import Vehicle
+        for spec in sc.objects:
+            if spec.vehicle is not None:
+                self.models.append(Vehicle(spec.name, spec.vehicle, self.scene.bodies[spec.name].local))
+        self.models += [spec.model_cls(spec.name, spec.params, rate_hz=spec.rate_hz) for spec in sc.models]
         self.extra_models: list[Model] = []
         for model in self.models:
             try:

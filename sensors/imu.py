@@ -61,6 +61,7 @@ from hifi.errors import ScenarioError
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
+from hifi.vehicle import rides_on_driven_body
 
 __all__ = [
     "normal_gravity", "earth_rate_enu", "ideal_imu", "ImuTruth",
@@ -731,10 +732,14 @@ class IMU(Sensor):
 
     def step(self, k, t):
         b = k // BLOCK_FRAMES
-        if self._block is None or self._block[0] != b:
-            self._block = (b, self._compute_block(b))
-        data = self._block[1]
         i = k - b * BLOCK_FRAMES
+        if rides_on_driven_body(self.ctx.scene, self.name):    # its future is made as the run goes
+            data = self._compute_block(b, frames=np.array([k]))
+            i = 0
+        else:
+            if self._block is None or self._block[0] != b:
+                self._block = (b, self._compute_block(b))
+            data = self._block[1]
         out = {"timestamp": Var((), np.float64(t), "s", "time of the measurement since simulation start")}
         for q, unit, what in (("angular_rate", "rad s-1", "angular rate relative to inertial space"),
                               ("specific_force", "m s-2", "specific force (non-gravitational acceleration)")):
@@ -745,14 +750,21 @@ class IMU(Sensor):
             out[f"{q}_saturated"] = Var(("axis",), data[f"{q}_saturated"][i], "1", "output clipped at the range")
         return out
 
-    def _compute_block(self, b: int) -> dict[str, np.ndarray]:
-        """Every variable of the frames of block ``b`` (whole block, whatever the run's end)."""
-        ks = np.arange(b * BLOCK_FRAMES, (b + 1) * BLOCK_FRAMES)
+    def _compute_block(self, b: int, frames=None) -> dict[str, np.ndarray]:
+        """Every variable of the frames of block ``b`` (whole block, whatever the run's end), or
+        of the ``frames`` of it given (their errors are the block's: the same bytes)."""
+        ks = np.arange(b * BLOCK_FRAMES, (b + 1) * BLOCK_FRAMES) if frames is None else np.asarray(frames)
         times = ks / self.rate_hz                        # the event times k / rate_hz
         kin = self.ctx.scene.kinematics_at(self.name, times)
         truth = ideal_imu(kin.pose.rotation, kin.velocity, kin.acceleration, kin.angular_rate,
                           latitude_rad=self._latitude_rad, height_m=self._height_m)
-        white, gm, rw = self._errors.block(b)
+        cache = getattr(self, "_error_block", None)
+        if cache is None or cache[0] != b:
+            cache = self._error_block = (b, self._errors.block(b))
+        white, gm, rw = cache[1]
+        if frames is not None:
+            rows = ks - b * BLOCK_FRAMES
+            white, gm, rw = white[rows], gm[rows], rw[rows]
         bias = gm + rw + self._turn_on
         p = self._p
         out = {}
