@@ -88,7 +88,8 @@ def _open(path: Path):
 
 
 def _print_scenario_warnings() -> None:
-    """Print :class:`~hifi.errors.ScenarioWarning` as ``hifi: warning: MESSAGE`` on stderr.
+    """Print :class:`~hifi.errors.ScenarioWarning` and :class:`~hifi.exporters.ExportWarning` as
+    ``hifi: warning: MESSAGE`` on stderr.
 
     Python's default filter shows each distinct warning once; other warnings are shown as
     Python shows them.
@@ -100,7 +101,8 @@ def _print_scenario_warnings() -> None:
         return
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, ScenarioWarning):
+        from .exporters._common import ExportWarning      # imported when a warning is shown: cheap start-up
+        if issubclass(category, (ScenarioWarning, ExportWarning)):
             print(f"hifi: warning: {message}", file=sys.stderr if file is None else file)
         else:
             shown(message, category, filename, lineno, file, line)
@@ -162,7 +164,8 @@ def _export(args) -> int:
         if exporter.scope == "run":
             if not args.dataset.is_dir():
                 return _fail(f"{args.dataset}: format {args.format!r} takes a run directory (hifi run --out DIR)")
-            out = args.out or args.dataset.with_name(args.dataset.name + exporter.suffix)
+            default = args.dataset.name + (exporter.suffix or f"_{exporter.name}")    # "": a directory
+            out = args.out or args.dataset.with_name(default)
             written = export(args.dataset, args.format, out, sensor=args.sensor, overwrite=args.overwrite)
         else:
             if args.dataset.is_dir():
