@@ -123,8 +123,8 @@ class HifiAccessor:
         t1 = np.atleast_1d(t).ravel()
         outside = (t1 < times[0]) | (t1 > times[-1]) | ~np.isfinite(t1)
         if np.any(outside):
-            raise ValueError(f"t_s = {t1[outside][0]!r} s lies outside the recorded span "
-                             f"[{times[0]!r}, {times[-1]!r}] s")
+            raise ValueError(f"t_s = {float(t1[outside][0])!r} s lies outside the recorded span "
+                             f"[{float(times[0])!r}, {float(times[-1])!r}] s")
         ds = self._ds
         center = np.asarray(ds["box_center"].transpose("frame", "object", "xyz").values, dtype=float)
         size = np.asarray(ds["box_size"].transpose("frame", "object", "lwh").values, dtype=float)

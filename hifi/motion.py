@@ -187,7 +187,8 @@ def interpolate_poses(times_s, positions_m, quaternions_xyzw, t_s) -> Pose:
     outside = (t1 < ts[0]) | (t1 > ts[-1]) | ~np.isfinite(t1)
     if np.any(outside):
         bad = t1[outside][0]
-        raise ValueError(f"t_s = {bad!r} s lies outside the sampled span [{ts[0]!r}, {ts[-1]!r}] s")
+        raise ValueError(f"t_s = {float(bad)!r} s lies outside the sampled span [{float(ts[0])!r}, "
+                         f"{float(ts[-1])!r}] s")
     if len(ts) == 1:
         pose = Pose(Rotation.from_quat(quat[0]), pos[0].copy())
         return pose if t.ndim == 0 else pose.broadcast(len(t1))
