@@ -497,10 +497,14 @@ def test_synthetic_single_frame_all_formats(tmp_path):
 #: Formats of one sensor family's raw packets (tested in their own files, e.g.
 #: test_export_pcap_velodyne.py): any other model is refused naming it and the supported ones.
 RAW_PACKET_FORMATS = {"pcap"}
-POINT_FORMATS = [f for f in FORMATS if f not in RAW_PACKET_FORMATS]
+#: Run-level formats (scope "run": SemanticKITTI, MCAP) take a run directory, not a dataset; they
+#: are tested in their own files (test_export_semantickitti.py, test_export_mcap.py).
+RUN_FORMATS = {f for f in FORMATS if load_exporter(f).scope == "run"}
+SENSOR_FORMATS = [f for f in FORMATS if f not in RUN_FORMATS]
+POINT_FORMATS = [f for f in SENSOR_FORMATS if f not in RAW_PACKET_FORMATS]
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SENSOR_FORMATS)
 def test_depth_map_dataset_is_refused_naming_what_is_missing(run_dir, tmp_path, fmt):
     cam = xr.open_dataset(run_dir / "cam.nc")
     with pytest.raises(ExportError) as err:
@@ -512,6 +516,13 @@ def test_depth_map_dataset_is_refused_naming_what_is_missing(run_dir, tmp_path, 
         assert "x_noisy" in msg or "gridded scan" in msg
     assert "depthmap" in msg                                       # names the sensor model
     assert list(tmp_path.iterdir()) == []                          # nothing written, no staging dir
+
+
+@pytest.mark.parametrize("fmt", sorted(RUN_FORMATS))
+def test_run_level_formats_refuse_a_dataset(grid, tmp_path, fmt):
+    with pytest.raises(ExportError, match="takes a run directory"):
+        export(grid, fmt, tmp_path / "x")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_missing_output_directory(tmp_path):

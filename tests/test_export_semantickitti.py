@@ -52,13 +52,15 @@ def street():
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, street):
     out = tmp_path_factory.mktemp("sk") / "run"
-    hifi.Simulation.from_dict(street).run(out=out, progress=False)
+    for ds in hifi.Simulation.from_dict(street).run(out=out, progress=False).values():
+        ds.close()
     return out
 
 
 @pytest.fixture(scope="module")
 def lidar(run_dir):
-    ds = xr.open_dataset(run_dir / "lidar.nc").load()
+    with xr.open_dataset(run_dir / "lidar.nc") as ds:
+        ds.load()
     oid = ds.object_id.values[ds.detected.values]
     assert {-2, 1, 2, 3, 4, 5, 6, 7} <= set(np.unique(oid))   # fog, cars, house, lamp, mailbox, kerb all hit
     return ds
@@ -211,8 +213,11 @@ def test_poses_calib_times_reproduce_the_sensor_poses(exported, lidar):
 
 def test_dual_return_exports_the_strongest_echo(tmp_path):
     run = tmp_path / "run"
-    hifi.Simulation.from_dict(street_scenario(duration_s=0.1, return_mode="dual")).run(out=run, progress=False)
-    ds = xr.open_dataset(run / "lidar.nc").load()
+    for ds in hifi.Simulation.from_dict(street_scenario(duration_s=0.1, return_mode="dual")).run(
+            out=run, progress=False).values():
+        ds.close()
+    with xr.open_dataset(run / "lidar.nc") as ds:
+        ds.load()
     assert ds.x_noisy.dims[-1] == "return"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExportWarning)
@@ -243,7 +248,9 @@ def test_bad_input_is_refused_and_leaves_nothing(run_dir, tmp_path):
 def test_camera_is_not_a_range_sensor(tmp_path):
     cam = {"name": "cam", "model": "depthmap", "rate_hz": 10.0, "params": {"resolution_x": 8, "resolution_y": 6}}
     run = tmp_path / "run"
-    hifi.Simulation.from_dict(street_scenario(duration_s=0.1, sensors_extra=[cam])).run(out=run, progress=False)
+    for ds in hifi.Simulation.from_dict(street_scenario(duration_s=0.1, sensors_extra=[cam])).run(
+            out=run, progress=False).values():
+        ds.close()
     out = tmp_path / "o"
     out.mkdir()
     with pytest.raises(ExportError, match="'cam' \\(sensor_model 'depthmap'\\) is not a range sensor.*: lidar"):
@@ -285,7 +292,8 @@ def test_cli_and_overwrite_of_directories(run_dir, tmp_path, capsys):
 def test_boxes_in_motion_nc(run_dir, street):
     # Expected: the car mesh's default size (hifi.meshes: 4.5 x 1.8 x 1.5 m, origin on the
     # ground at its centre), the box meshes' own sizes, and the analytic tracks.
-    motion = xr.open_dataset(run_dir / "motion.nc").load()
+    with xr.open_dataset(run_dir / "motion.nc") as motion:
+        motion.load()
     t = motion.time.values
     center, size, yaw = motion.box_center.values, motion.box_size.values, motion.box_yaw.values
     assert motion.box_center.attrs["units"] == "m" and motion.box_yaw.attrs["units"] == "rad"
