@@ -516,19 +516,18 @@ class EmbreeBackend:
     def _swept_ball(self, g: _Group, t_min: float, t_max: float):
         """Ball [m] containing moving object ``g`` at every time in ``[t_min, t_max]``, or None.
 
-        For an object on its own keyframed track (no parent), its origin moves on the polyline
-        through the keyframe positions, which lies in the convex hull of the positions at
-        ``t_min``, ``t_max`` and the keyframes between; every vertex stays within ``reach`` of
-        the origin whatever the rotation. So the ball centred on those positions' bounding-box
-        centre with radius (largest distance to them) + ``reach`` holds the object throughout.
+        For an object on its own keyframed track (no parent), its origin stays in the convex
+        hull of :meth:`hifi.motion.Track.hull_points` (for a linear track the positions at
+        ``t_min``, ``t_max`` and the keyframes between; for a spline the Bezier control points
+        of its pieces); every vertex stays within ``reach`` of the origin whatever the rotation.
+        So the ball centred on those points' bounding-box centre with radius (largest distance
+        to them) + ``reach`` holds the object throughout.
         Objects riding on a parent are not bounded this way (None: every ray is cast).
         """
         body = self.scene.bodies[g.body]
         if body.parent is not None or not isinstance(body.local, Track):
             return None
-        tk = body.local.times_s
-        inner = tk[(tk > t_min) & (tk < t_max)]
-        pts = body.local.at(np.concatenate([[t_min, t_max], inner])).translation
+        pts = body.local.hull_points(t_min, t_max)
         centre = (pts.min(axis=0) + pts.max(axis=0)) / 2.0
         radius = float(np.max(_row_norm(pts - centre))) + g.reach
         return centre, radius * (1.0 + _CULL_MARGIN_REL) + self._cull_margin_m

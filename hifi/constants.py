@@ -34,3 +34,41 @@ DEGENERATE_LENGTH = 1e-12
 #: A triangle whose height is at most this fraction of its longest edge counts as zero-area
 #: (degenerate, a line or a point): float32, in which Embree works, resolves 2**-23 relative.
 DEGENERATE_TRIANGLE_REL = 2.0**-23
+
+# --- WGS 84 Earth model (NIMA TR8350.2, 3rd ed., amendment 1, 2000) -------------------------------
+# Used where the scene's local ENU frame meets the rotating Earth (inertial sensors).
+
+#: WGS 84 semi-major axis a [m] (TR8350.2 Table 3.1).
+WGS84_A_M = 6378137.0
+
+#: WGS 84 flattening f [1] (TR8350.2 Table 3.1: 1/f = 298.257223563).
+WGS84_F = 1.0 / 298.257223563
+
+#: WGS 84 semi-minor axis b [m] (TR8350.2 Table 3.3).
+WGS84_B_M = 6356752.3142
+
+#: WGS 84 first eccentricity squared e^2 [1] (TR8350.2 Table 3.3).
+WGS84_E2 = 6.69437999014e-3
+
+#: WGS 84 Earth gravitational constant GM, atmosphere included [m^3 s^-2] (TR8350.2 Table 3.1).
+WGS84_GM_M3_S2 = 3.986004418e14
+
+#: WGS 84 nominal mean angular velocity of the Earth omega [rad/s] (TR8350.2 Table 3.1; the
+#: GPS ICD's 7.2921151467e-5 differs by 1.5e-14 rad/s, far below any IMU here).
+WGS84_OMEGA_RAD_S = 7.292115e-5
+
+#: Normal gravity at the equator gamma_e [m s^-2] (TR8350.2 Table 3.4).
+WGS84_GAMMA_EQUATOR_M_S2 = 9.7803253359
+
+#: Normal gravity at the poles gamma_p [m s^-2] (TR8350.2 Table 3.4).
+WGS84_GAMMA_POLE_M_S2 = 9.8321849378
+
+#: Somigliana constant k = (b gamma_p) / (a gamma_e) - 1 [1] (TR8350.2 Table 3.4).
+WGS84_SOMIGLIANA_K = 0.00193185265241
+
+#: m = omega^2 a^2 b / GM [1] (TR8350.2 Table 3.4), in the free-air height correction.
+WGS84_M = 0.00344978650684
+
+#: Standard acceleration of gravity g_n [m s^-2], used only to convert data-sheet values given in
+#: g, mg or ug (3rd CGPM, 1901; BIPM, The International System of Units, 9th ed., 2019).
+STANDARD_GRAVITY_M_S2 = 9.80665

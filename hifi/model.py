@@ -140,6 +140,13 @@ class Model:
             return max(float(last), t)
         return t
 
+    def check_scene(self, scene) -> None:
+        """Check, when the simulation is built, that the scene can serve this model.
+
+        Raise :class:`hifi.errors.ScenarioError` with ``key`` (e.g. ``"objects[2].interpolation"``)
+        and ``value``; the simulation adds the scenario file and line. Default: nothing to check.
+        """
+
     def setup(self, ctx: RunContext) -> None:
         """Called once before the first event (subscribe to the bus here)."""
         self.ctx = ctx

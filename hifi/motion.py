@@ -2,8 +2,12 @@
 
 A :class:`Pose` maps points from a body frame into its parent frame,
 ``p_parent = R p_body + t``, and may hold one pose or a stack of ``n`` poses (one per time).
-A :class:`Track` interpolates keyframes: linear in position and spherical-linear (slerp) in
-rotation, held constant before the first and after the last keyframe.
+A :class:`Track` interpolates keyframes, held constant before the first and after the last one:
+``interpolation = "linear"`` (the default) is linear in position and spherical-linear (slerp) in
+rotation; ``"spline"`` is a C2 cubic spline in position and a C2 rotation spline, so velocity,
+acceleration, angular rate and angular acceleration exist everywhere between the keyframes (what
+an inertial sensor needs). :class:`Kinematics` holds a pose with those derivatives and
+:func:`compose_kinematics` carries them up a parent chain.
 
 Rotations follow CONTRACTS: ``rpy_deg`` are rotations about the parent's x, y, z axes applied
 in that order, i.e. ``scipy.spatial.transform.Rotation.from_euler("xyz", rpy, degrees=True)``.
@@ -12,9 +16,14 @@ in that order, i.e. ``scipy.spatial.transform.Rotation.from_euler("xyz", rpy, de
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-from scipy.spatial.transform import Rotation, Slerp
+from scipy.interpolate import CubicSpline
+from scipy.spatial.transform import Rotation, RotationSpline, Slerp
+
+#: Keyframe interpolations a :class:`Track` offers.
+INTERPOLATIONS = ("linear", "spline")
 
 
 def rotation_from_rpy_deg(rpy_deg) -> Rotation:
@@ -96,8 +105,87 @@ class Pose:
         return Pose(Rotation.from_quat(quat), np.broadcast_to(self.translation, (n, 3)).copy())
 
 
+class Kinematics(NamedTuple):
+    """A pose with its first and second time derivatives, in one reference frame.
+
+    For a body's own motion the reference frame is its parent's; for
+    :meth:`hifi.scene.Scene.kinematics_at` it is the scene frame. Arrays are ``(3,)`` for one
+    time and ``(n, 3)`` for n times.
+
+    Attributes
+    ----------
+    pose : Pose
+        Body -> reference frame.
+    velocity : ndarray
+        Velocity of the body origin relative to the reference frame, reference axes [m/s].
+    acceleration : ndarray
+        Its time derivative, reference axes [m/s^2].
+    angular_rate : ndarray
+        Angular velocity of the body relative to the reference frame, reference axes [rad/s].
+    angular_acceleration : ndarray
+        Its time derivative, reference axes [rad/s^2].
+    """
+
+    pose: Pose
+    velocity: np.ndarray
+    acceleration: np.ndarray
+    angular_rate: np.ndarray
+    angular_acceleration: np.ndarray
+
+    def angular_rate_body(self) -> np.ndarray:
+        """Angular velocity in the body's own axes [rad/s] (what a strapdown gyro senses)."""
+        return self.pose.rotation.apply(self.angular_rate, inverse=True)
+
+    @classmethod
+    def at_rest(cls, pose: Pose) -> "Kinematics":
+        """A fixed pose: every derivative zero (shapes follow the pose)."""
+        z = np.zeros_like(np.asarray(pose.translation, dtype=float))
+        return cls(pose, z, z.copy(), z.copy(), z.copy())
+
+
+def compose_kinematics(parent: Kinematics, child: Kinematics) -> Kinematics:
+    """Kinematics of ``child`` (given relative to the parent body) relative to the parent's frame.
+
+    Parameters
+    ----------
+    parent : Kinematics
+        The parent body relative to its reference frame s (e.g. the scene).
+    child : Kinematics
+        The child relative to the parent body p (its pose maps child -> parent).
+
+    Returns
+    -------
+    Kinematics
+        The child relative to s.
+
+    Notes
+    -----
+    With the child's offset in s axes ``r = R_p r_c``, its relative velocity ``u = R_p v_c`` and
+    relative angular velocity ``w = R_p omega_c`` (the parent's rotation ``R_p``, angular
+    velocity ``omega_p`` and acceleration ``alpha_p`` in s axes):
+
+    - ``v = v_p + omega_p x r + u``
+    - ``a = a_p + alpha_p x r + omega_p x (omega_p x r) + 2 omega_p x u + R_p a_c``
+    - ``omega = omega_p + w``,  ``alpha = alpha_p + R_p alpha_c + omega_p x w``
+
+    the rigid-body transport theorem applied twice (e.g. Goldstein, Poole & Safko, Classical
+    Mechanics, 3rd ed., 2002, section 4.10).
+    """
+    rp = parent.pose.rotation
+    r = rp.apply(child.pose.translation)
+    u = rp.apply(child.velocity)
+    w = rp.apply(child.angular_rate)
+    wp = parent.angular_rate
+    velocity = parent.velocity + np.cross(wp, r) + u
+    acceleration = (parent.acceleration + np.cross(parent.angular_acceleration, r)
+                    + np.cross(wp, np.cross(wp, r)) + 2.0 * np.cross(wp, u) + rp.apply(child.acceleration))
+    angular_rate = wp + w
+    angular_acceleration = parent.angular_acceleration + rp.apply(child.angular_acceleration) + np.cross(wp, w)
+    return Kinematics(parent.pose.compose(child.pose), velocity, acceleration, angular_rate, angular_acceleration)
+
+
 class Track:
-    """Keyframed rigid motion: linear in position, slerp in rotation.
+    """Keyframed rigid motion, linear (default) or a C2 spline through the keyframes.
 
     Parameters
     ----------
@@ -107,38 +195,138 @@ class Track:
         Positions at the keyframes [m].
     rpy_deg : (k, 3) float
         Roll, pitch, yaw at the keyframes [deg] (CONTRACTS convention).
+    interpolation : {"linear", "spline"}
+        ``"linear"``: linear in position, slerp in rotation (continuous pose, velocity steps at
+        every keyframe). ``"spline"``: twice differentiable between the first and the last
+        keyframe (see Notes).
 
     Notes
     -----
     Outside ``[times_s[0], times_s[-1]]`` the pose is held at the nearest keyframe. Slerp takes
     the shorter arc between consecutive keyframe orientations (scipy ``Slerp``).
+
+    ``"spline"``: positions follow a cubic spline through the keyframes with *clamped* ends
+    (zero velocity at the first and last keyframe, scipy ``CubicSpline(bc_type="clamped")``),
+    so the body leaves its held start pose and reaches its held end pose without a velocity
+    step (its acceleration steps there, as a vehicle's does when it starts). Rotations follow
+    scipy's ``RotationSpline``: rotation vectors between consecutive keyframes are cubic in
+    time with continuous angular rate and acceleration, and zero angular acceleration at both
+    ends (scipy's boundary condition, Zhao & van Wachem's "natural" spline); unlike the
+    position, the angular rate at the first and last keyframe is not forced to zero, so it
+    steps there from and to the held pose. A track meant to start from rest in rotation
+    should begin with keyframes whose orientation is constant. With one keyframe the body is
+    fixed. A spline can overshoot between keyframes; :meth:`hull_points` and
+    :meth:`max_offset_m` bound it exactly (Bezier control points).
     """
 
-    def __init__(self, times_s, positions_m, rpy_deg):
+    def __init__(self, times_s, positions_m, rpy_deg, interpolation: str = "linear"):
         self.times_s = np.asarray(times_s, dtype=float)
         self.positions_m = np.asarray(positions_m, dtype=float).reshape(-1, 3)
         self.rotations = rotation_from_rpy_deg(np.asarray(rpy_deg, dtype=float).reshape(-1, 3))
+        if interpolation not in INTERPOLATIONS:
+            raise ValueError(f"interpolation must be one of {INTERPOLATIONS}, got {interpolation!r}")
+        self.interpolation = interpolation
         if self.times_s.ndim != 1 or len(self.times_s) != len(self.positions_m):
             raise ValueError("times_s and positions_m must have the same length")
         if len(self.times_s) > 1 and np.any(np.diff(self.times_s) <= 0):
             raise ValueError(f"keyframe times must increase strictly, got {self.times_s.tolist()}")
-        self._slerp = Slerp(self.times_s, self.rotations) if len(self.times_s) > 1 else None
+        moving = len(self.times_s) > 1
+        self._slerp = Slerp(self.times_s, self.rotations) if moving and interpolation == "linear" else None
+        self._position_spline = None
+        self._rotation_spline = None
+        if moving and interpolation == "spline":
+            self._position_spline = CubicSpline(self.times_s, self.positions_m, axis=0, bc_type="clamped")
+            self._rotation_spline = RotationSpline(self.times_s, self.rotations)
+
+    @property
+    def twice_differentiable(self) -> bool:
+        """Whether velocity and acceleration exist everywhere between the keyframes."""
+        return self.interpolation == "spline" or len(self.times_s) < 2
 
     def at(self, t_s) -> Pose:
         """Pose at time(s) ``t_s`` [s]; a scalar gives a single pose, an array a stack."""
         t = np.asarray(t_s, dtype=float)
         scalar = t.ndim == 0
         t1 = np.atleast_1d(t)
-        if self._slerp is None:
+        if len(self.times_s) < 2:
             pose = Pose(self.rotations[0], self.positions_m[0].copy())
             return pose if scalar else pose.broadcast(len(t1))
         tc = np.clip(t1, self.times_s[0], self.times_s[-1])
-        pos = np.column_stack([np.interp(tc, self.times_s, self.positions_m[:, i]) for i in range(3)])
-        rot = self._slerp(tc)
+        if self._position_spline is not None:
+            pos = self._position_spline(tc)
+            rot = self._rotation_spline(tc)
+        else:
+            pos = np.column_stack([np.interp(tc, self.times_s, self.positions_m[:, i]) for i in range(3)])
+            rot = self._slerp(tc)
         if scalar:
             return Pose(rot[0], pos[0])
         return Pose(rot, pos)
 
+    def kinematics(self, t_s) -> Kinematics:
+        """Pose, velocity, acceleration, angular rate and angular acceleration relative to the
+        parent frame at time(s) ``t_s`` [s] (:class:`Kinematics`; parent axes).
+
+        Spline tracks: the derivatives of the splines (Notes of :class:`Track`), zero outside
+        the keyframe span. Linear tracks: each segment's constant velocity and slerp rate
+        (taken from the segment that starts at a keyframe), zero acceleration; such a track is
+        not differentiable at its keyframes, which :attr:`twice_differentiable` reports.
+        """
+        t = np.asarray(t_s, dtype=float)
+        scalar = t.ndim == 0
+        t1 = np.atleast_1d(t)
+        pose = self.at(t1)
+        n = len(t1)
+        vel, acc, rate, ang_acc = (np.zeros((n, 3)) for _ in range(4))
+        if len(self.times_s) >= 2:
+            t0, t_end = self.times_s[0], self.times_s[-1]
+            if self._position_spline is not None:
+                inside = (t1 >= t0) & (t1 <= t_end)
+                tc = t1[inside]
+                rot = pose.rotation[inside] if inside.any() else None
+                vel[inside] = self._position_spline(tc, 1)
+                acc[inside] = self._position_spline(tc, 2)
+                if rot is not None:
+                    # RotationSpline's rates are in the body's own axes; d/dt (R w_b) = R dw_b/dt.
+                    rate[inside] = rot.apply(self._rotation_spline(tc, 1))
+                    ang_acc[inside] = rot.apply(self._rotation_spline(tc, 2))
+            else:
+                inside = (t1 >= t0) & (t1 < t_end)
+                seg = np.clip(np.searchsorted(self.times_s, t1, side="right") - 1, 0, len(self.times_s) - 2)
+                h = np.diff(self.times_s)[seg]
+                step = self.positions_m[seg + 1] - self.positions_m[seg]
+                vel[inside] = (step / h[:, None])[inside]
+                body_rate = (self.rotations[seg].inv() * self.rotations[seg + 1]).as_rotvec() / h[:, None]
+                if inside.any():
+                    rate[inside] = pose.rotation[inside].apply(body_rate[inside])
+        if scalar:
+            return Kinematics(self.at(t), vel[0], acc[0], rate[0], ang_acc[0])
+        return Kinematics(pose, vel, acc, rate, ang_acc)
+
+    def hull_points(self, t_min: float, t_max: float) -> np.ndarray:
+        """Points (m, 3) [m] whose convex hull holds the origin's path over ``[t_min, t_max]``.
+
+        Linear: the positions at ``t_min``, ``t_max`` and at the keyframes between (the path is
+        the polyline through them). Spline: per piece between those times, the four Bezier
+        control points of the cubic, ``p(a), p(a) + h p'(a)/3, p(b) - h p'(b)/3, p(b)`` with
+        ``h = b - a``; a cubic Bezier curve lies in the hull of its control points.
+        """
+        tk = self.times_s
+        inner = tk[(tk > t_min) & (tk < t_max)]
+        if self._position_spline is None:
+            return self.at(np.concatenate([[t_min, t_max], inner])).translation
+        knots = np.clip(np.concatenate([[t_min], inner, [t_max]]), tk[0], tk[-1])
+        p = self._position_spline(knots)
+        v = self._position_spline(knots, 1)
+        h = np.diff(knots)[:, None]
+        return np.concatenate([p, p[:-1] + h * v[:-1] / 3.0, p[1:] - h * v[1:] / 3.0])
+
+    def max_offset_m(self) -> float:
+        """Bound on the distance of the body origin from the parent origin [m], at any time."""
+        if self._position_spline is None:
+            pts = self.positions_m
+        else:
+            pts = self.hull_points(self.times_s[0], self.times_s[-1])
+        return float(np.max(np.linalg.norm(pts, axis=1))) if len(pts) else 0.0
 
 def interpolate_poses(times_s, positions_m, quaternions_xyzw, t_s) -> Pose:
     """Poses between samples: linear in position, slerp in rotation (as :class:`Track`).

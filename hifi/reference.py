@@ -63,7 +63,8 @@ def scenario_reference() -> str:
     parts.append("`origin` table:\n\n" + param_table(scenario.ORIGIN_PARAMS) + "\n")
     parts.append("## `[materials.NAME]`\n\n" + param_table(scenario.MATERIAL_PARAMS) + "\n")
     parts.append("## `[[objects]]`\n\nAn object is a mesh with a material, placed by `position_m` / "
-                 "`rpy_deg` or moved by a `track` of keyframes (linear in position, slerp in rotation), "
+                 "`rpy_deg` or moved by a `track` of keyframes (linear in position, slerp in rotation; or, "
+                 "with `interpolation = \"spline\"`, a C2 spline through them, which an `imu` needs), "
                  "optionally riding on an earlier object (`parent`). Its index in `[[objects]]` is its "
                  "object id in every dataset.\n\n" + param_table(scenario.OBJECT_KEYS) + "\n")
     parts.append("Keyframes of `track`:\n\n" + param_table(scenario.KEYFRAME_PARAMS) + "\n")
@@ -75,6 +76,13 @@ def scenario_reference() -> str:
     parts.append("## `[[sensors]]`\n\nA sensor's `name` names its output file `DIR/<name>.nc`: letters, "
                  "digits, `_` and `-`, not `motion` or `scenario`. Objects and sensors share one namespace.\n\n"
                  + param_table(scenario.SENSOR_KEYS) + "\n")
+    parts.append("## `[[models]]`\n\nModels that are not sensors: drivers, planners, filters (the closed loop). "
+                 "They share the namespace of objects and sensors and write `DIR/<name>.nc`; a run with any of "
+                 "them (or a vehicle) cannot use `--partition time`.\n\n" + param_table(scenario.MODEL_KEYS) + "\n")
+    from .vehicle import VEHICLE_PARAMS
+    parts.append("## `vehicle = { ... }` of an `[[objects]]` entry\n\nA body driven by `drive` commands "
+                 "(`hifi.vehicle`): a kinematic bicycle integrated at `rate_hz`; `vehicle = {}` is a car.\n\n"
+                 + param_table(VEHICLE_PARAMS) + "\n")
     parts.append("## `[output]`\n\n" + param_table(scenario.OUTPUT_PARAMS) + "\n")
     parts.append("## `[weather]`\n\nOptional; absent: clear air. Extinction in every lidar's signal chain "
                  "(and the fog's own echo, `object_id` = -2); see the README section \"Weather\".\n\n"
@@ -151,7 +159,7 @@ def dataset_reference(datasets) -> str:
 
 
 #: The runs documented by :func:`example_datasets`: (example, simulated span [s]).
-EXAMPLE_RUNS = (("crossing.toml", 0.1), ("urban_canyon.toml", 2.0))
+EXAMPLE_RUNS = (("crossing.toml", 0.1), ("urban_canyon.toml", 2.0), ("ouster.toml", 0.1))
 
 
 def example_datasets(examples_dir) -> dict:
@@ -181,10 +189,11 @@ def example_datasets(examples_dir) -> dict:
                              {"name": "lms291", "model": "sick_lms291", "rate_hz": 100.0,
                               "params": {"n_subrays": 7}},
                              {"name": "lms5xx", "model": "sick_lms5xx", "rate_hz": 100.0,
-                              "params": {"return_mode": "dual"}}]}
+                              "params": {"return_mode": "dual"}},
+                             {"name": "imu", "model": "imu"}]}
         run_dir = Path(tmp) / "extra"
         Simulation.from_dict(extra).run(out=run_dir, progress=False)
-        for name in ("raw", "lms291", "lms5xx"):
+        for name in ("raw", "lms291", "lms5xx", "imu"):
             with xr.open_dataset(run_dir / f"{name}.nc") as ds:
                 out[name] = ds.load()
     return out

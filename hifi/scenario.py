@@ -55,7 +55,15 @@ OBJECT_KEYS = {
     "position_m": Param("vec3", default=None, doc="position in the parent frame [m]"),
     "rpy_deg": Param("vec3", default=None, doc="roll, pitch, yaw about the parent's x, y, z [deg]"),
     "track": Param("any", default=None, doc="list of { t_s, position_m, rpy_deg } keyframes"),
+    "interpolation": Param("str", default="linear", choices=("linear", "spline"),
+                           doc="how `track` moves between keyframes: 'linear' (linear position, slerp "
+                               "rotation) or 'spline' (C2 cubic spline, zero velocity at the first and "
+                               "last keyframe, and a C2 rotation spline: twice differentiable, as an "
+                               "`imu` needs; hifi.motion.Track)"),
     "parent": Param("str", default=None, doc="an earlier object this one rides on"),
+    "vehicle": Param("any", default=None,
+                     doc="{ wheelbase_m, max_steer_deg, max_speed_m_s, max_accel_m_s2, rate_hz, follow_ground }: a "
+                         "body driven by drive commands (hifi.vehicle; {} is a car), instead of a track"),
 }
 KEYFRAME_PARAMS = {
     "t_s": Param("float", doc="keyframe time [s]"),
@@ -93,7 +101,14 @@ WEATHER_PARAMS = {
 #: cloudbursts; Gunn-Marshall to 0.1-2.5 mm/h of snow (water equivalent), used to 10.
 WEATHER_VALID = {"fog_visibility_m": (20.0, 50_000.0), "rain_rate_mm_h": (0.1, 150.0),
                  "snowfall_rate_mm_h": (0.1, 10.0)}
-TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather")
+MODEL_KEYS = {
+    "name": Param("str", doc="unique name (objects, sensors and models share one namespace); its dataset is "
+                             "DIR/<name>.nc"),
+    "model": Param("str", doc="a registered model that is not a sensor (waypoint_driver, ...)"),
+    "rate_hz": Param("float", default=None, minimum=0.0, exclusive_minimum=True, doc="the model's own rate [Hz]"),
+    "params": Param("any", default=None, doc="model parameters"),
+}
+TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather", "models")
 
 
 @dataclass
@@ -108,6 +123,8 @@ class ObjectSpec:
     track: list | None
     parent: str | None
     mesh_path: Path | None = None
+    interpolation: str = "linear"
+    vehicle: dict | None = None
 
 
 @dataclass
@@ -120,6 +137,16 @@ class SensorSpec:
     parent: str | None
     position_m: tuple
     rpy_deg: tuple
+    params: dict
+
+
+@dataclass
+class ModelSpec:
+    index: int
+    name: str
+    model: str
+    model_cls: type
+    rate_hz: float | None
     params: dict
 
 
@@ -139,6 +166,7 @@ class Scenario:
     sensors: list
     motion_rate_hz: float
     raw: dict = field(repr=False, default_factory=dict)
+    models: list = field(default_factory=list)
     weather: dict = field(default_factory=lambda: {"fog_visibility_m": None, "rain_rate_mm_h": 0.0,
                                                    "snowfall_rate_mm_h": 0.0})
 
@@ -222,6 +250,13 @@ def where(sc: Scenario, key: str) -> str:
     return f"{sc.source}:{line}: {key}" if line is not None else f"{sc.source}: {key}"
 
 
+def located(sc: Scenario, exc: ScenarioError) -> ScenarioError:
+    """``exc`` (raised without a file, e.g. by a model's scene check) with the scenario's file and
+    the line of its key."""
+    line = _Locator(sc.text).find(_parse_key(exc.key)) if exc.key else None
+    return ScenarioError(exc.reason, file=sc.source, key=exc.key, value=exc.value, line=line)
+
+
 def load(path) -> Scenario:
     """Read and validate a scenario file."""
     path = Path(path)
@@ -289,13 +324,24 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
     for i, raw in enumerate(sens_raw):
         sensors.append(_sensor(v, i, raw, names, base_dir, span))
 
+    models_raw = data.get("models", [])
+    if not isinstance(models_raw, list):
+        raise v.error("expected an array of tables [[models]]", key="models", value=models_raw)
+    models = [_model(v, i, raw, names, base_dir) for i, raw in enumerate(models_raw)]
+    for spec in models:                  # references to objects, sensors and other models
+        check = getattr(spec.model_cls, "check_references", None)
+        if check is not None:
+            kinds = {n: w.split("[")[0] for n, w in names.items()}
+            vehicles = {o.name for o in objects if o.vehicle is not None}
+            _model_check(v, f"models[{spec.index}]", spec.params,
+                         lambda spec=spec: check(spec.params, names=kinds, vehicles=vehicles))
     out = check_params(data.get("output", {}), OUTPUT_PARAMS, v.error, "output")
     weather = check_params(data.get("weather", {}), WEATHER_PARAMS, v.error, "weather")
     if text is None:
         import json
         text = "# scenario built in code (JSON form)\n# " + json.dumps(data, default=str)
     return Scenario(source, base_dir, text, sim["duration_s"], start_utc, sim["seed"], origin,
-                    materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather)
+                    materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models)
 
 
 def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path) -> ObjectSpec:
@@ -346,6 +392,22 @@ def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_
         if spec["position_m"] is not None or spec["rpy_deg"] is not None:
             raise v.error("give either track or position_m/rpy_deg, not both", key=f"{key}.track", value=spec["track"])
         track = _track(v, f"{key}.track", spec["track"])
+    elif "interpolation" in fixed:
+        raise v.error("interpolation applies to a track; this object has none", key=f"{key}.interpolation",
+                      value=fixed["interpolation"])
+    vehicle = None
+    if spec["vehicle"] is not None:
+        from .vehicle import VEHICLE_PARAMS
+        if track is not None or parent is not None:
+            raise v.error("a vehicle is driven by commands: give it no track and no parent", key=f"{key}.vehicle",
+                          value=spec["vehicle"])
+        if not SENSOR_NAME_PATTERN.fullmatch(name):
+            raise v.error("a vehicle writes DIR/<name>.nc: expected letters, digits, '_' and '-'", key=f"{key}.name",
+                          value=name)
+        if not isinstance(spec["vehicle"], dict):
+            raise v.error("expected a table { wheelbase_m, ... } ({} for the defaults)", key=f"{key}.vehicle",
+                          value=spec["vehicle"])
+        vehicle = check_params(spec["vehicle"], VEHICLE_PARAMS, v.error, f"{key}.vehicle")
     names[name] = key
     if mesh_path is not None:
         try:
@@ -353,7 +415,8 @@ def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_
         except ValueError as exc:
             raise v.error(f"cannot load mesh file {mesh_path}: {exc}", key=f"{key}.mesh", value=mesh) from None
     return ObjectSpec(i, name, mesh, mesh_params, spec["material"], spec["position_m"] or (0.0, 0.0, 0.0),
-                      spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path)
+                      spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path, spec["interpolation"],
+                      vehicle)
 
 
 def _unique_name(v: _Validator, key: str, name: str, names: dict) -> str:
@@ -435,6 +498,42 @@ def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path, span: 
     names[name] = key
     return SensorSpec(i, name, spec["model"], cls, spec["rate_hz"], parent, spec["position_m"],
                       spec["rpy_deg"], params)
+
+
+def _model(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path) -> ModelSpec:
+    """One ``[[models]]`` table: a model that is not a sensor (a driver, a planner, a filter)."""
+    from .model import Sensor
+    key = f"models[{i}]"
+    if not isinstance(raw, dict):
+        raise v.error("expected a table", key=key, value=raw)
+    spec = check_params(raw, MODEL_KEYS, v.error, key)
+    if not SENSOR_NAME_PATTERN.fullmatch(spec["name"] or ""):
+        raise v.error("expected a name of letters, digits, '_' and '-' starting with a letter or digit (it names "
+                      "the output file DIR/<name>.nc)", key=f"{key}.name", value=spec["name"])
+    if spec["name"].lower() in RESERVED_SENSOR_NAMES:
+        raise v.error(f"this name is reserved for the run's own files; not one of {', '.join(RESERVED_SENSOR_NAMES)}",
+                      key=f"{key}.name", value=spec["name"])
+    name = _unique_name(v, key, spec["name"], names)
+    try:
+        cls = load_model(spec["model"])
+    except KeyError:
+        raise v.error("unknown model; registered: " + ", ".join(available_models()),
+                      key=f"{key}.model", value=spec["model"]) from None
+    if issubclass(cls, Sensor):
+        raise v.error("a sensor rides on a body: put it in [[sensors]]", key=f"{key}.model", value=spec["model"])
+    params = check_params(spec["params"] or {}, cls.PARAMS, v.error, f"{key}.params")
+    for pname, p in cls.PARAMS.items():
+        if p.kind == "path" and params[pname] is not None:
+            resolved = (base_dir / params[pname]).resolve()
+            if not resolved.is_file():
+                raise v.error(f"file not found (looked for {resolved})", key=f"{key}.params.{pname}",
+                              value=params[pname])
+            params[pname] = str(resolved)
+    check = getattr(cls, "check_params", None)
+    if check is not None:
+        params = _model_check(v, key, params, lambda: check(params)) or params
+    names[name] = key
+    return ModelSpec(i, name, spec["model"], cls, spec["rate_hz"], params)
 
 
 def _model_check(v: _Validator, key: str, params: dict, call):

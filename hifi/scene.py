@@ -2,7 +2,14 @@
 
 Every object and every sensor is a *body* with a parent (another body or the scene) and a local
 pose that is either fixed or a keyframed :class:`~hifi.motion.Track`. Poses compose up the
-parent chain, so the pose of anything can be asked for at any time with :meth:`Scene.pose_at`.
+parent chain, so the pose of anything can be asked for at any time with :meth:`Scene.pose_at`,
+and with its velocity, acceleration, angular rate and angular acceleration with
+:meth:`Scene.kinematics_at`.
+
+A body's local motion is any object with ``at(t_s) -> Pose``; for :meth:`Scene.kinematics_at`
+it also has ``kinematics(t_s) -> Kinematics`` (relative to the parent, parent axes) and a
+``twice_differentiable`` flag (:class:`~hifi.motion.Track` has all three), so a new kind of
+moving body (a vehicle integrated in the run) plugs into the same tree.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import numpy as np
 import trimesh
 
 from .constants import VELOCITY_FD_STEP_S
-from .motion import Pose, Track
+from .motion import Kinematics, Pose, Track, compose_kinematics
 
 #: Annotation id 0 is reserved for "no hit / unlabelled".
 UNLABELLED = "unlabelled"
@@ -172,6 +179,60 @@ class Scene:
             return local
         return self.pose_at(body.parent, t).compose(local)
 
+    def kinematics_at(self, name: str, t_s) -> Kinematics:
+        """Pose and its derivatives of body ``name`` relative to the scene frame, scene axes.
+
+        Parameters
+        ----------
+        name : str
+            A body (object or sensor).
+        t_s : float or (n,) float
+            Time(s) [s].
+
+        Returns
+        -------
+        hifi.motion.Kinematics
+            Pose (body -> scene), velocity [m/s], acceleration [m/s^2], angular rate [rad/s]
+            and angular acceleration [rad/s^2] of the body relative to the scene; ``(3,)`` per
+            quantity for a scalar time, ``(n, 3)`` for n times.
+
+        Notes
+        -----
+        Each body's own motion is differentiated analytically (its ``kinematics``) and carried
+        up the parent chain by :func:`hifi.motion.compose_kinematics`; no finite differences.
+        Bodies on piecewise-linear tracks give piecewise-constant velocities (see
+        :meth:`first_rough_body`).
+        """
+        t = np.asarray(t_s, dtype=float)
+        t1 = np.atleast_1d(t)
+        kin = self._kinematics(name, t1)
+        if t.ndim == 0:
+            pose = self.pose_at(name, float(t))
+            return Kinematics(pose, kin.velocity[0], kin.acceleration[0], kin.angular_rate[0],
+                              kin.angular_acceleration[0])
+        return kin
+
+    def _kinematics(self, name: str, t1: np.ndarray) -> Kinematics:
+        body = self.bodies[name]
+        local = body.local
+        if isinstance(local, Pose):
+            kin = Kinematics.at_rest(local if not local.single else local.broadcast(t1.size))
+        else:
+            kin = local.kinematics(t1)
+        if body.parent is None:
+            return kin
+        return compose_kinematics(self._kinematics(body.parent, t1), kin)
+
+    def first_rough_body(self, name: str) -> str | None:
+        """The first body on ``name``'s parent chain (itself first) whose motion is not twice
+        differentiable (a keyframed track interpolated linearly), or None."""
+        body = self.bodies[name]
+        while body is not None:
+            if not getattr(body.local, "twice_differentiable", True):
+                return body.name
+            body = self.bodies[body.parent] if body.parent is not None else None
+        return None
+
     def velocity_at(self, name: str, t_s) -> np.ndarray:
         """Linear velocity of body ``name``'s origin in the scene frame [m/s], shape (..., 3).
 
@@ -194,8 +255,9 @@ class Scene:
         The largest over bodies (objects and sensors) of: the object's vertex radius (largest
         vertex distance from its own origin; 0 for a sensor) plus, for the body and every
         ancestor up its own parent chain, its largest offset from its parent (largest norm of
-        its fixed translation or of its track's keyframe positions; a track moves linearly
-        between keyframes, so never farther). Rotations keep norms, so each point of a body lies
+        its fixed translation or of its track's keyframe positions; a linear track moves on
+        straight lines between keyframes, so never farther; a spline track is bounded by its
+        Bezier control points, :meth:`hifi.motion.Track.max_offset_m`). Rotations keep norms, so each point of a body lies
         within that sum of the scene origin whatever the poses. Used to scale float32 tolerances
         (``hifi.caster``); unlike a sum over all bodies, it does not grow with their number.
         """
@@ -205,8 +267,11 @@ class Scene:
             """Sum of the largest offsets of ``name`` and its ancestors [m], memoised."""
             if name not in reach:
                 body = self.bodies[name]
-                pos = body.local.positions_m if isinstance(body.local, Track) else body.local.translation
-                own = float(np.max(np.linalg.norm(np.reshape(pos, (-1, 3)), axis=1))) if np.size(pos) else 0.0
+                if isinstance(body.local, Track):
+                    own = body.local.max_offset_m()
+                else:
+                    pos = body.local.translation
+                    own = float(np.max(np.linalg.norm(np.reshape(pos, (-1, 3)), axis=1))) if np.size(pos) else 0.0
                 reach[name] = own + (chain(body.parent) if body.parent is not None else 0.0)
             return reach[name]
 

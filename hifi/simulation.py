@@ -21,7 +21,6 @@ from . import meshes, scenario as _scenario
 from .bus import MessageBus, PoseMessage
 from .caster import RayCaster
 from .checks import warn_scene
-from .constants import VELOCITY_FD_STEP_S
 from .errors import OutputError, ScenarioError
 from .estimate import check_memory
 from .interrupt import note_time
@@ -93,20 +92,13 @@ class MotionRecorder(Model):
         return out
 
     def _velocities(self, t):
-        """Velocity [m/s] and angular velocity [rad/s] of every body, scene axes, (n, 3) each.
-
-        Central differences of :meth:`Scene.pose_at` with step ``VELOCITY_FD_STEP_S``, one-sided
-        (forward) at t = 0 as :meth:`Scene.velocity_at`: ``v = (p(t+h) - p(t-h)) / 2h``,
-        ``omega = log(R(t+h) R(t-h)^T) / 2h`` (exact for a rotation at a constant rate).
-        """
-        h = VELOCITY_FD_STEP_S
-        lo = max(t - h, min(t, 0.0))
-        vel, omega = [], []
-        for name in self.names:
-            a, b = self.scene.pose_at(name, lo), self.scene.pose_at(name, t + h)
-            vel.append((b.translation - a.translation) / (t + h - lo))
-            omega.append((b.rotation * a.rotation.inv()).as_rotvec() / (t + h - lo))
-        return np.array(vel).reshape(-1, 3), np.array(omega).reshape(-1, 3)
+        """Velocity [m/s] and angular velocity [rad/s] of every body, scene axes, (n, 3) each:
+        :meth:`Scene.kinematics_at` (each body's motion differentiated analytically and carried
+        up its parent chain; a linear track's segment rates, taken from the segment that starts
+        at a keyframe)."""
+        kin = [self.scene.kinematics_at(name, t) for name in self.names]
+        return (np.array([k.velocity for k in kin], dtype=float).reshape(-1, 3),
+                np.array([k.angular_rate for k in kin], dtype=float).reshape(-1, 3))
 
     def step(self, k, t):
         poses = [self.scene.pose_at(n, t) for n in self.names]
@@ -155,9 +147,15 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
             mesh = meshes.load_mesh_file(spec.mesh_path, spec.mesh_params["scale"])
         else:
             mesh = meshes.build_generator(spec.mesh, spec.mesh_params)
-        if spec.track is not None:
+        if spec.vehicle is not None:
+            from .vehicle import VehicleTrack
+            local = VehicleTrack(spec.position_m, np.radians(spec.rpy_deg[2]), spec.vehicle["wheelbase_m"],
+                                 reach_m=spec.vehicle["max_speed_m_s"] * sc.duration_s,
+                                 max_accel_m_s2=spec.vehicle["max_accel_m_s2"],
+                                 max_speed_m_s=spec.vehicle["max_speed_m_s"])
+        elif spec.track is not None:
             local = Track([f["t_s"] for f in spec.track], [f["position_m"] for f in spec.track],
-                          [f["rpy_deg"] for f in spec.track])
+                          [f["rpy_deg"] for f in spec.track], interpolation=spec.interpolation)
         else:
             local = Pose.from_position_rpy(spec.position_m, spec.rpy_deg)
         scene.add_object(spec.name, mesh, spec.material, local, spec.parent)
@@ -178,7 +176,18 @@ class Simulation:
         self.models: list[Model] = [
             spec.model_cls(spec.name, spec.params, rate_hz=spec.rate_hz) for spec in sc.sensors
         ]
+        # The closed loop: a Vehicle model per driven body, then the [[models]] (drivers, filters).
+        from .vehicle import Vehicle
+        for spec in sc.objects:
+            if spec.vehicle is not None:
+                self.models.append(Vehicle(spec.name, spec.vehicle, self.scene.bodies[spec.name].local))
+        self.models += [spec.model_cls(spec.name, spec.params, rate_hz=spec.rate_hz) for spec in sc.models]
         self.extra_models: list[Model] = []
+        for model in self.models:
+            try:
+                model.check_scene(self.scene)             # e.g. an IMU needs a twice-differentiable mount
+            except ScenarioError as exc:
+                raise (exc if exc.file is not None else _scenario.located(sc, exc)) from None
         warn_scene(sc, self.scene, self.models)       # ScenarioWarning: sensors inside bodies, zero-area faces
 
     @classmethod

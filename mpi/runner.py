@@ -268,6 +268,17 @@ class TimePartition:
             raise
 
 
+def _refuse_closed_loop(sim, scenario) -> None:
+    """A closed loop (a vehicle, a driver) cannot be cut into independent time stretches: what
+    a model does at t depends on everything before t."""
+    loop = [m.name for m in sim.models if getattr(m, "closed_loop", False)]
+    if loop:
+        raise PartitionError(f"{scenario}: --partition time cannot run a closed loop ({', '.join(map(repr, loop))} "
+                             f"depend on what happened before each step, so the run cannot be split into "
+                             f"independent time stretches); use --partition facets, which splits the scene "
+                             f"instead and gives the same bytes as a serial run")
+
+
 def run_time(scenario, *, out, seed=None, duration_s=None, overwrite=False, progress=None):
     """``--partition time``: every rank holds the whole scene and computes a contiguous
     sub-interval of the simulated time; rank 0 writes every frame in order.
@@ -277,6 +288,7 @@ def run_time(scenario, *, out, seed=None, duration_s=None, overwrite=False, prog
     comm = world()
     try:
         sim = _prepare(comm, scenario, out, overwrite)
+        _agree(comm, lambda: _refuse_closed_loop(sim, scenario))
         root = comm.Get_rank() == 0
         duration = sim.scenario.duration_s if duration_s is None else float(duration_s)
         try:

@@ -21,7 +21,11 @@ Any other sensor can be described by a calibration file (:func:`read_calibration
 ros-drivers YAML (``lasers:`` with ``laser_id``, ``vert_correction``, ``rot_correction`` [rad],
 ``vert_offset_correction``, ``horiz_offset_correction``, ``dist_correction`` [m]) or a CSV
 with a header naming ``elevation_deg`` and optionally ``azimuth_deg``, ``vert_offset_m``,
-``horiz_offset_m``, ``dist_correction_m``.
+``horiz_offset_m``, ``dist_correction_m``. Either may give every laser a ``firing_fraction``
+(a hifi extension, 0 <= f < 1): the instant the laser fires, as a fraction of the model's firing
+cycle (all 0: a whole column at once, as an Ouster; ``i / n``: evenly staggered, as a
+Velodyne); without it the model's data-sheet sequence applies (``firing`` parameter of
+:class:`sensors.lidar.RotatingLidar`).
 """
 
 from __future__ import annotations
@@ -101,6 +105,9 @@ class LaserCalibration:
         Range offset the sensor's firmware removes; the simulator adds it to the true range
         before the firmware removes it, so it is carried for exporters only [m].
     source : str
+    fire_fraction : ndarray or None
+        Instant each laser fires, as a fraction of the firing cycle, 0 <= f < 1 (the file's
+        ``firing_fraction``); None: the model's sequence.
     """
 
     elevation_rad: np.ndarray
@@ -109,6 +116,7 @@ class LaserCalibration:
     horiz_offset_m: np.ndarray
     dist_correction_m: np.ndarray
     source: str
+    fire_fraction: np.ndarray | None = None
 
     @property
     def n_lasers(self) -> int:
@@ -168,6 +176,16 @@ BUILTIN = {
 }
 
 
+def _firing_fraction(path, values) -> np.ndarray:
+    """The ``firing_fraction`` column, checked: every value in [0, 1)."""
+    f = np.asarray(values, dtype=float)
+    bad = np.flatnonzero(~((f >= 0.0) & (f < 1.0)))
+    if bad.size:
+        raise ValueError(f"{path}: firing_fraction must be in [0, 1) (a fraction of the firing cycle); laser "
+                         f"{int(bad[0])} has {f[bad[0]]!r}")
+    return f
+
+
 def read_calibration(path) -> LaserCalibration:
     """Read a ros-drivers YAML or a CSV calibration file.
 
@@ -193,21 +211,40 @@ def read_calibration(path) -> LaserCalibration:
             el = np.array([float(L["vert_correction"]) for L in lasers])
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: every laser needs laser_id and vert_correction ({exc!r})") from None
+        have = [("firing_fraction" in L) for L in lasers]
+        if any(have) and not all(have):
+            missing = [int(L["laser_id"]) for L, h in zip(lasers, have) if not h]
+            raise ValueError(f"{path}: firing_fraction is given for some lasers but not for laser_id "
+                             f"{', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''}; give it for "
+                             f"every laser or none")
+        fire = _firing_fraction(path, get("firing_fraction")) if all(have) else None
         # ros-drivers: the beam's azimuth is (rotor position - rot_correction), clockwise from
         # forward; in hifi's counter-clockwise yaw that is yaw = rotor yaw + rot_correction.
         return LaserCalibration(el, get("rot_correction"), get("vert_offset_correction"),
-                                get("horiz_offset_correction"), get("dist_correction"), str(path))
+                                get("horiz_offset_correction"), get("dist_correction"), str(path), fire)
     if suffix == ".csv":
         with open(path, newline="") as fh:
             rows = list(csv.DictReader(fh))
         if not rows or "elevation_deg" not in rows[0]:
             raise ValueError(f"{path}: expected a CSV header with elevation_deg (and optionally "
-                             "azimuth_deg, vert_offset_m, horiz_offset_m, dist_correction_m)")
+                             "azimuth_deg, vert_offset_m, horiz_offset_m, dist_correction_m, firing_fraction)")
         try:
             col = lambda key: np.array([float(r.get(key) or 0.0) for r in rows])  # noqa: E731
+            fire = None
+            if "firing_fraction" in rows[0]:
+                blank = [i for i, r in enumerate(rows) if not (r.get("firing_fraction") or "").strip()]
+                if blank:
+                    raise ValueError(f"firing_fraction is empty in data row(s) {', '.join(str(i + 1) for i in blank[:8])}; "
+                                     f"give it for every laser or drop the column")
+                fire = _firing_fraction(path, col("firing_fraction"))
             return LaserCalibration(np.radians(col("elevation_deg")), np.radians(col("azimuth_deg")),
                                     col("vert_offset_m"), col("horiz_offset_m"), col("dist_correction_m"),
-                                    str(path))
+                                    str(path), fire)
         except ValueError as exc:
+            msg = str(exc)
+            if msg.startswith(str(path)):
+                raise
+            if msg.startswith("firing_fraction"):
+                raise ValueError(f"{path}: {msg}") from None
             raise ValueError(f"{path}: non-numeric value ({exc})") from None
     raise ValueError(f"{path}: calibration files must end in .yaml, .yml or .csv")

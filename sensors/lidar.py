@@ -188,8 +188,8 @@ class SignalChain(NamedTuple):
 
 
 def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bias_m, gain, noise_rng,
-                       detection_rng, intensity_rng, extinction_per_m=None, fog=None, fog_rng=None,
-                       particles=None, mode="strongest") -> SignalChain:
+                       detection_rng, intensity_rng, range_offset_m=0.0, extinction_per_m=None, fog=None,
+                       fog_rng=None, particles=None, mode="strongest") -> SignalChain:
     """Measurement chain of a pulsed lidar after the cast: power, SNR, detection, noise, intensity.
 
     Parameters
@@ -221,6 +221,10 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
     mode : {"strongest", "first", "last"}
         Which of the detected echoes (target, fog, particles) is reported (``average`` counts
         as strongest).
+    range_offset_m : float or (n,) float
+        Where the sensor's range grid starts, this far before the ray's origin [m]: the
+        reported range ``d + range_offset_m`` is the multiple of ``range_resolution_m`` (0 for
+        the Velodynes; an Ouster measures from its lidar origin, ``n`` behind each beam origin).
 
     Notes
     -----
@@ -233,7 +237,8 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
        ``"blensor"``: BlenSor Eq. 1 (:func:`sensors.detection.detected`). Both: only within
        ``min_range_m .. max_range_m``.
     3. Range: ``d + b_laser + sigma z`` with ``sigma = noise_sigma_m`` when set (BlenSor Eq. 2),
-       else :func:`sensors.noise.snr_range_sigma`; then rounded to ``range_resolution_m``.
+       else :func:`sensors.noise.snr_range_sigma`; then rounded to ``range_resolution_m``
+       on a grid that starts ``range_offset_m`` before the ray's origin.
     4. Intensity: :func:`sensors.radiometry.reported_intensity` of the apparent reflectivity.
     5. Weather: the fog's echo (``fog``) and the particles' (``particles``, the one ``mode``
        prefers per pulse, :func:`_best_particle_echo`) are each detected with
@@ -263,7 +268,8 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
                                               snr1_m=p["range_noise_snr1_m"]), 0.0)
     d_noisy = d + np.asarray(bias_m, dtype=float) + sigma * z
     if p["range_resolution_m"] > 0.0:
-        d_noisy = np.round(d_noisy / p["range_resolution_m"]) * p["range_resolution_m"]
+        res = p["range_resolution_m"]
+        d_noisy = np.round((d_noisy + range_offset_m) / res) * res - range_offset_m
     with np.errstate(invalid="ignore"):
         in_range = hit & (d >= p["min_range_m"]) & (d <= p["max_range_m"])
     u = detection_rng.random((2,) + d.shape)
@@ -299,7 +305,8 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
                        snr_range_sigma(snr_a, floor_m=p["range_noise_floor_m"], snr1_m=p["range_noise_snr1_m"]))
             r_rep = r_a + np.asarray(bias_m, dtype=float) + sigma_a * z
             if p["range_resolution_m"] > 0.0:
-                r_rep = np.round(r_rep / p["range_resolution_m"]) * p["range_resolution_m"]
+                res = p["range_resolution_m"]
+                r_rep = np.round((r_rep + range_offset_m) / res) * res - range_offset_m
             area_eff = p["peak_power_w"] * p["optical_efficiency"] * np.pi * p["receiver_aperture_m"] ** 2 / 4.0
             d_noisy = np.where(atmos, r_rep, d_noisy)
             power = np.where(atmos, p_a, power)
@@ -469,6 +476,9 @@ class _PulsedLidar(Sensor):
 
     #: long_name of the ``intensity`` variable: what the sensor reports, in its own scale.
     intensity_long_name = "reported intensity, integer code 0..intensity_max (intensity_full_scale: white target)"
+    #: Start of the range grid before each ray's origin [m] (:func:`lidar_signal_chain`
+    #: ``range_offset_m``): 0, or an Ouster's beam-origin offset.
+    range_offset_m = 0.0
 
     @classmethod
     def check_params(cls, p):
@@ -724,6 +734,7 @@ class _PulsedLidar(Sensor):
                                  noise_rng=stream(self.ctx.seed, self.name, k, "noise"),
                                  detection_rng=stream(self.ctx.seed, self.name, k, "detection"),
                                  intensity_rng=stream(self.ctx.seed, self.name, k, "intensity"),
+                                 range_offset_m=self.range_offset_m,
                                  extinction_per_m=self._extinction, fog=self._fog,
                                  fog_rng=None if self._fog is None else stream(self.ctx.seed, self.name, k, "fog"),
                                  particles=particles, mode=mode)
@@ -777,6 +788,36 @@ def cycles_per_rotation(rate_hz, firing_cycle_s) -> int:
     return int(np.floor(1.0 / (float(rate_hz) * float(firing_cycle_s)) + 1e-9))
 
 
+#: ``firing`` values of the rotating lidars (:func:`firing_fractions`).
+FIRING_MODES = ("staggered", "simultaneous")
+
+
+def firing_fractions(n_lasers, firing, calibrated=None, model=None) -> np.ndarray:
+    """Instant of each laser in the firing cycle, as a fraction of the cycle [1], shape (n_lasers,).
+
+    Parameters
+    ----------
+    n_lasers : int
+    firing : {"staggered", "simultaneous"}
+        ``"simultaneous"``: every laser at 0 (all beams of a column fire at once, as an Ouster:
+        Ouster software user manual, "Lidar Data Format": one measurement block per column,
+        one timestamp for all its pixels). ``"staggered"``: ``calibrated`` if given, else
+        ``model`` if it has one entry per laser, else ``i / n_lasers`` (evenly spread).
+    calibrated : (n_lasers,) float, optional
+        The calibration file's ``firing_fraction`` column.
+    model : array_like, optional
+        The model's data-sheet firing sequence (:attr:`RotatingLidar.fire_fraction`).
+    """
+    if firing not in FIRING_MODES:
+        raise ValueError(f"firing: {firing!r} is not one of {', '.join(repr(f) for f in FIRING_MODES)}")
+    if firing == "simultaneous":
+        return np.zeros(n_lasers)
+    if calibrated is not None:
+        return np.asarray(calibrated, dtype=float)
+    frac = np.asarray(model if model is not None else (), dtype=float)
+    return frac if len(frac) == n_lasers else np.arange(n_lasers) / n_lasers
+
+
 class RotatingLidar(_PulsedLidar):
     """Velodyne-type spinning lidar: n lasers on a rotor, each firing at its own instant.
 
@@ -785,7 +826,9 @@ class RotatingLidar(_PulsedLidar):
     azimuth step, ``360 rate_hz T_c`` (:func:`azimuth_step_deg`), and a rotation holds
     ``floor(1 / (rate_hz T_c))`` cycles (:func:`cycles_per_rotation`); an explicit
     ``azimuth_step_deg`` must agree with that within :data:`AZIMUTH_STEP_RTOL`. Laser i fires
-    at ``fire_fraction[i] * T_c`` into the cycle, from where the sensor is at that instant, in
+    at ``fire_fraction[i] * T_c`` into the cycle (``firing = "staggered"``; the calibration
+    file's ``firing_fraction`` column overrides the model's sequence; ``"simultaneous"``: all at
+    the start of the cycle, :func:`firing_fractions`), from where the sensor is at that instant, in
     the direction the rotor points then (plus its calibrated azimuth offset), from its
     calibrated beam origin (:meth:`sensors.calibration.LaserCalibration.beams`). With
     ``azimuth_stride`` n > 1 only every n-th cycle is simulated (a sparse sweep for previews
@@ -844,6 +887,17 @@ class RotatingLidar(_PulsedLidar):
                 f"{step / (360.0 * cls.firing_cycle_s):.6g} for a {step!r} deg step, or use azimuth_stride "
                 f"for a sparser sweep")
 
+    @classmethod
+    def check_params(cls, p):
+        """A ``calibration_file`` must be readable (ValueError "calibration_file: ..." otherwise)."""
+        p = super().check_params(p)
+        if p.get("calibration_file") is not None:
+            try:
+                cal.read_calibration(p["calibration_file"])
+            except ValueError as exc:
+                raise ValueError(f"calibration_file: {exc}") from None
+        return p
+
     def _step_deg(self) -> float:
         """Azimuth step of one firing cycle at this sensor's rate [deg]."""
         return azimuth_step_deg(self.rate_hz, self.firing_cycle_s)
@@ -884,6 +938,11 @@ class RotatingLidar(_PulsedLidar):
         p.update(_common_params(**kw))
         p["calibration_file"] = Param("path", default=None,
                                       doc="ros-drivers YAML or CSV calibration replacing the built-in one")
+        p["firing"] = Param("str", default="staggered", choices=FIRING_MODES,
+                            doc="'staggered': each laser at its own instant of the firing cycle (the calibration "
+                                "file's firing_fraction column if it has one, else the model's data-sheet "
+                                "sequence, as a Velodyne); 'simultaneous': every laser at the start of the cycle "
+                                "(a whole column at once, as an Ouster)")
         return p
 
     def setup(self, ctx):
@@ -895,8 +954,7 @@ class RotatingLidar(_PulsedLidar):
         else:
             self.calib = cal.BUILTIN[self.calibration_key]
         n = self.calib.n_lasers
-        frac = np.asarray(self.fire_fraction, dtype=float)
-        self._frac = frac if len(frac) == n else np.arange(n) / n
+        self._frac = firing_fractions(n, p["firing"], self.calib.fire_fraction, self.fire_fraction)
         self.cycle_s = float(self.firing_cycle_s)
         self.azimuth_step_deg = self._step_deg()
         step = np.radians(self.azimuth_step_deg)

@@ -378,7 +378,7 @@ def test_bad_datasets_raise_naming_the_model(tmp_path):
                      "position_m": [10, 0, 0], "rpy_deg": [0, -90, 0]}],
         "sensors": [{"name": "s", "model": "sick_lms", "rate_hz": 75.0}]}, base_dir=".").run()["s"]
     with pytest.raises(ExportError, match=r"sensor_model 'sick_lms' has no packet format; supported models: "
-                                          r"hdl32e, hdl64e_s2, vlp16"):
+                                          r"hdl32e, hdl64e_s2, ouster, vlp16"):
         export(sick, "pcap", tmp_path / "s.pcap")
     sparse = hifi.Simulation.from_dict(_scenario("vlp16", "strongest", stride=4), base_dir=".").run()["velo"]
     with pytest.raises(ExportError, match="every firing cycle.*azimuth_stride = 4"):

@@ -431,3 +431,59 @@ def test_fog_run_is_byte_identical_across_partitions(tmp_path, mode):
     r = _mpi(2, "-m", "hifi.cli", "run", scenario, "--out", out, "--partition", mode, "--no-progress")
     assert r.returncode == 0, r.stderr
     _assert_identical(serial, out)
+
+
+LOOP_SCENARIO = """
+[simulation]
+duration_s = 1.0
+seed = 5
+
+[[objects]]
+name = "ground"
+mesh = "plane"
+size_m = [100, 100]
+
+[[objects]]
+name = "wall"
+mesh = "box"
+size_m = [1, 20, 3]
+position_m = [15, 0, 1.5]
+
+[[objects]]
+name = "car"
+mesh = "car"
+vehicle = { wheelbase_m = 2.7 }
+
+[[sensors]]
+name = "lidar"
+model = "vlp16"
+parent = "car"
+position_m = [0, 0, 1.9]
+[sensors.params]
+azimuth_stride = 4
+
+[[models]]
+name = "driver"
+model = "waypoint_driver"
+[models.params]
+body = "car"
+waypoints_m = [[10.0, 3.0]]
+speed_m_s = 4.0
+"""
+
+
+@needs_mpi
+def test_closed_loop_refuses_time_partition_and_is_identical_on_facets(tmp_path):
+    # Issue 14: a vehicle and a driver cannot be split in time (exit 2, the message says why
+    # and what to use); facets give the serial run's bytes.
+    scenario = tmp_path / "loop.toml"
+    scenario.write_text(LOOP_SCENARIO)
+    r = _mpi(2, "-m", "hifi.cli", "run", scenario, "--out", tmp_path / "t", "--partition", "time", "--no-progress")
+    assert r.returncode == 2, r.stderr
+    assert "closed loop" in r.stderr and "--partition facets" in r.stderr and r.stderr.count("closed loop") == 1
+    assert not (tmp_path / "t").exists()
+    serial = tmp_path / "serial"
+    assert main(["run", str(scenario), "--out", str(serial), "--no-progress"]) == 0
+    r = _mpi(2, "-m", "hifi.cli", "run", scenario, "--out", tmp_path / "f", "--partition", "facets", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    _assert_identical(serial, tmp_path / "f")

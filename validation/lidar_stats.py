@@ -436,7 +436,7 @@ class RoadBRDF(NamedTuple):
     rms_log: float            #: RMS of the log residuals of the bin medians [1]
 
 
-def fit_road_brdf(slope: IntensitySlope, height_m, *, full_scale=100.0) -> RoadBRDF:
+def fit_road_brdf(slope: IntensitySlope, height_m, *, full_scale=100.0, roughness_deg=None) -> RoadBRDF:
     """Reflectivity and roughness of the road from its reported intensity against range.
 
     Parameters
@@ -448,6 +448,9 @@ def fit_road_brdf(slope: IntensitySlope, height_m, *, full_scale=100.0) -> RoadB
     full_scale : float
         Code the sensor reports for a white Lambertian target at normal incidence (100 for
         Velodyne's calibrated reflectivity: HDL-32E / VLP-16 manuals, 0..100 diffuse).
+    roughness_deg : float, optional
+        Fit the reflectivity alone at this roughness (a sensor whose reported value does not
+        fall with range as a range-compensated one should: the Ouster capture's rises).
 
     Notes
     -----
@@ -471,6 +474,10 @@ def fit_road_brdf(slope: IntensitySlope, height_m, *, full_scale=100.0) -> RoadB
         f = (1.0 - 0.5 * s2 / (s2 + 0.33)) * c + 0.45 * s2 / (s2 + 0.09) * (1.0 - c * c)
         return np.log(full_scale * x[0] * f) - np.log(med)
 
+    if roughness_deg is not None:              # reflectivity alone, at a given roughness
+        sig = float(np.radians(roughness_deg))
+        fit = least_squares(lambda x: resid([x[0], sig]), [0.2], bounds=([0.01], [1.0]))
+        return RoadBRDF(float(fit.x[0]), float(roughness_deg), float(np.sqrt(np.mean(fit.fun ** 2))))
     fit = least_squares(resid, [0.2, 0.2], bounds=([0.01, 0.0], [1.0, np.radians(60.0)]))
     return RoadBRDF(float(fit.x[0]), float(np.degrees(fit.x[1])), float(np.sqrt(np.mean(fit.fun ** 2))))
 

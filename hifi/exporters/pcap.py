@@ -18,11 +18,17 @@ def _velodyne(ds, path: Path) -> list[Path]:
     return write_velodyne_pcap(ds, path)
 
 
+def _ouster(ds, path: Path) -> list[Path]:
+    from ._pcap_ouster import write_ouster_pcap
+    return write_ouster_pcap(ds, path)
+
+
 #: Model name -> writer ``write(ds, path) -> list[Path]`` (the pcap first).
 PCAP_WRITERS = {
     "vlp16": _velodyne,
     "hdl32e": _velodyne,
     "hdl64e_s2": _velodyne,
+    "ouster": _ouster,
 }
 
 
@@ -45,5 +51,6 @@ def write_pcap(ds, path: Path) -> list[Path]:
 
 #: Registered in the entry-point group ``hifi.exporters`` as ``pcap``.
 EXPORTER = Exporter(name="pcap", write=write_pcap, suffix=".pcap", scope="sensor", per_frame=False,
-                    summary="raw sensor UDP packets in a pcap (Velodyne VLP-16, HDL-32E, HDL-64E S2) with the "
-                            "calibration beside it")
+                    summary="raw sensor UDP packets in a pcap (Velodyne VLP-16, HDL-32E, HDL-64E S2 with the "
+                            "calibration beside it; Ouster lidar packets of the metadata's profile with the "
+                            "metadata JSON beside it)")

@@ -1,0 +1,789 @@
+"""Strapdown inertial measurement unit (IMU): gyroscopes and accelerometers on a scene body.
+
+Physics (plain functions over arrays)
+-------------------------------------
+The scene frame is a local ENU frame fixed to the Earth at the scenario origin, so it turns with
+the Earth at ``omega_ie``. A triad fixed to the sensor body senses, in its own axes,
+
+- angular rate: the body's rotation rate relative to the scene plus the Earth's rate,
+  ``omega_is = omega_es + omega_ie`` (:func:`earth_rate_enu`);
+- specific force: the body's acceleration relative to the scene, plus the Coriolis term, minus
+  normal gravity, ``f = a + 2 omega_ie x v - gamma`` (:func:`normal_gravity`, Somigliana with the
+  free-air height correction; normal gravity already holds the centrifugal acceleration),
+
+(:func:`ideal_imu`; e.g. Groves, Principles of GNSS, Inertial, and Multisensor Integrated
+Navigation Systems, 2nd ed., 2013, eqs. 2.142 and 5.36 written in an Earth-fixed Cartesian
+frame). The body's kinematics come from the scene's pose tree
+(:meth:`hifi.scene.Scene.kinematics_at`), which needs twice-differentiable motion: keyframed
+tracks with ``interpolation = "spline"``.
+
+Errors (per axis, six axes: gyro x y z, accelerometer x y z)
+------------------------------------------------------------
+``measured = sat(quant(M true + b_turn_on + b_gm(t) + b_rw(t) + n(t)))`` with ``M = I + S + A``
+(scale factors on the diagonal, small-angle misalignment / cross-coupling off it; Groves eq.
+4.16-4.17), a constant turn-on bias, a first-order Gauss-Markov bias (the bias instability), a
+bias random walk and white noise, discretised as the Kalibr IMU noise model documents (white:
+``sigma / sqrt(dt)``; random walk: ``sigma sqrt(dt)``) and the Gauss-Markov process exactly
+(:func:`gauss_markov_sigma`, :class:`ImuErrorProcess`). Saturation clips at the range (and flags
+it), quantisation rounds to the resolution.
+
+Randomness and partitions
+-------------------------
+The bias processes run over the whole time line, yet a frame must not depend on which frames a
+process computed before it (MPI time partition, :mod:`mpi.runner`). :class:`ImuErrorProcess`
+therefore cuts the time line into blocks of :data:`BLOCK_FRAMES` frames. The bias values at the
+block boundaries form an exact coarse chain (one draw per block boundary, stream keyed by the
+block); inside a block the process is filled in with the exact conditional law given both
+boundary values (a Gauss-Markov / Brownian bridge, built by "conditioning by kriging": simulate,
+then correct linearly toward the drawn end value). Every rank computes the same chain and the
+same blocks, so any frame's value is the same bytes whoever computes it, and the process has
+exactly the law of the sequential recursion.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from hifi.constants import (
+    STANDARD_GRAVITY_M_S2,
+    WGS84_A_M,
+    WGS84_E2,
+    WGS84_F,
+    WGS84_GAMMA_EQUATOR_M_S2,
+    WGS84_M,
+    WGS84_OMEGA_RAD_S,
+    WGS84_SOMIGLIANA_K,
+)
+from hifi.errors import ScenarioError
+from hifi.model import Sensor, Var
+from hifi.params import Param
+from hifi.rng import stream
+
+__all__ = [
+    "normal_gravity", "earth_rate_enu", "ideal_imu", "ImuTruth",
+    "gauss_markov_sigma", "allan_deviation", "avar_white", "avar_gauss_markov", "avar_random_walk",
+    "ImuErrorProcess", "apply_sensor_errors", "PRESETS", "IMU",
+]
+
+#: Allan deviation of a flicker (1/f) bias floor per unit bias-instability coefficient B:
+#: sqrt(2 ln 2 / pi) = 0.6643 (IEEE Std 952-1997, Annex C, bias instability; El-Sheimy, Hou & Niu, IEEE Trans.
+#: Instrum. Meas. 57(1), 2008, table of Allan-variance terms).
+FLICKER_ALLAN_FLOOR = float(np.sqrt(2.0 * np.log(2.0) / np.pi))
+
+#: Peak of the Allan deviation of a first-order Gauss-Markov process per unit of its standard
+#: deviation, max over tau of sqrt(avar_gauss_markov(1, T, tau)) = 0.61736 (at tau = 1.8926 T),
+#: from the closed form of :func:`avar_gauss_markov` (tests/test_imu.py finds it numerically).
+GAUSS_MARKOV_ALLAN_PEAK = 0.6173642831444414
+
+#: tau / T at that peak.
+GAUSS_MARKOV_ALLAN_PEAK_TAU = 1.8926178073412692
+
+#: Frames per block of the bias processes (see the module docstring). A modelling constant:
+#: changing it changes the random draws (not their law).
+BLOCK_FRAMES = 1024
+
+#: Below this tau / T the Gauss-Markov Allan variance uses its series (the closed form cancels).
+_GM_SERIES_BELOW = 1e-2
+
+_DEG = np.pi / 180.0
+_G = STANDARD_GRAVITY_M_S2
+
+
+# ------------------------------------------------------------------------------------------------
+# Earth and gravity
+# ------------------------------------------------------------------------------------------------
+def normal_gravity(latitude_rad, height_m=0.0):
+    """Magnitude of WGS 84 normal gravity [m/s^2] at geodetic latitude and ellipsoidal height.
+
+    Parameters
+    ----------
+    latitude_rad : array_like
+        Geodetic latitude [rad].
+    height_m : array_like
+        Height above the ellipsoid [m].
+
+    Returns
+    -------
+    ndarray
+        gamma_h [m/s^2], broadcast shape of the inputs.
+
+    Notes
+    -----
+    Somigliana's closed formula on the ellipsoid (NIMA TR8350.2, 3rd ed., eq. 4-1)
+
+        gamma = gamma_e (1 + k sin^2 phi) / sqrt(1 - e^2 sin^2 phi)
+
+    and the free-air correction above it to second order in h (eq. 4-3)
+
+        gamma_h = gamma [1 - 2/a (1 + f + m - 2 f sin^2 phi) h + 3 h^2 / a^2].
+
+    Normal gravity is the gradient of the normal potential, gravitation plus the centrifugal
+    potential of the Earth's rotation, so the centrifugal acceleration is included. Valid for
+    heights of a few tens of kilometres (TR8350.2 recommends the ellipsoidal-harmonic form
+    above that).
+    """
+    phi = np.asarray(latitude_rad, dtype=float)
+    h = np.asarray(height_m, dtype=float)
+    s2 = np.sin(phi) ** 2
+    gamma = WGS84_GAMMA_EQUATOR_M_S2 * (1.0 + WGS84_SOMIGLIANA_K * s2) / np.sqrt(1.0 - WGS84_E2 * s2)
+    return gamma * (1.0 - 2.0 / WGS84_A_M * (1.0 + WGS84_F + WGS84_M - 2.0 * WGS84_F * s2) * h
+                    + 3.0 * h * h / (WGS84_A_M * WGS84_A_M))
+
+
+def earth_rate_enu(latitude_rad, *, omega_rad_s: float = WGS84_OMEGA_RAD_S) -> np.ndarray:
+    """The Earth's angular velocity in a local east-north-up frame [rad/s], shape (..., 3).
+
+    ``omega_ie = omega (0, cos phi, sin phi)`` (Groves 2013, eq. 2.123, in ENU order), with the
+    WGS 84 rate (NIMA TR8350.2 Table 3.1).
+    """
+    phi = np.asarray(latitude_rad, dtype=float)
+    return omega_rad_s * np.stack([np.zeros_like(phi), np.cos(phi), np.sin(phi)], axis=-1)
+
+
+class ImuTruth(NamedTuple):
+    """Error-free IMU outputs in the sensor axes."""
+
+    angular_rate: np.ndarray    #: (n, 3) [rad/s], relative to inertial space
+    specific_force: np.ndarray  #: (n, 3) [m/s^2]
+
+
+def ideal_imu(rotation_sensor_to_scene: Rotation, velocity_scene, acceleration_scene,
+              angular_rate_scene, *, latitude_rad: float, height_m: float = 0.0,
+              omega_rad_s: float = WGS84_OMEGA_RAD_S) -> ImuTruth:
+    """What a perfect strapdown triad senses, from its motion relative to the Earth-fixed scene.
+
+    Parameters
+    ----------
+    rotation_sensor_to_scene : scipy.spatial.transform.Rotation
+        Sensor orientation, sensor -> scene (ENU), one or n.
+    velocity_scene, acceleration_scene : (n, 3) float
+        Velocity [m/s] and acceleration [m/s^2] of the sensor origin relative to the scene.
+    angular_rate_scene : (n, 3) float
+        Angular velocity of the sensor relative to the scene, scene axes [rad/s].
+    latitude_rad, height_m : float
+        Geodetic latitude [rad] and ellipsoidal height [m] of the scene origin.
+    omega_rad_s : float
+        The Earth's rotation rate [rad/s] (WGS 84).
+
+    Returns
+    -------
+    ImuTruth
+        ``angular_rate = C (omega_es + omega_ie)`` and
+        ``specific_force = C (a + 2 omega_ie x v - gamma)``, ``C`` scene -> sensor,
+        ``gamma = (0, 0, -g(phi, h))``.
+
+    Notes
+    -----
+    The scene is a local tangent frame fixed to the Earth at its origin, which turns with it
+    at ``omega_ie`` (:func:`earth_rate_enu`, the same vector everywhere in the scene); the
+    accelerometer equation is the Earth-frame navigation equation (Groves 2013, eq. 5.36;
+    Titterton & Weston, Strapdown Inertial Navigation Technology, 2nd ed., 2004, eq. 3.27)
+    with ``v``, ``a`` relative to the Earth. Deviations, as the issue specifies: gravity is the
+    normal gravity at the *origin*, along the origin's ellipsoid normal (-z), for every point
+    of the scene. A body at height z above the origin really feels about 3.1e-6 z m/s^2 less,
+    and d metres away horizontally its plumb line tilts by about d / 6.4e6 rad (a 1 km scene:
+    1.5e-3 m/s^2 horizontally); the centripetal term ``omega x (omega x r)`` of the offset r
+    from the origin (4e-6 m/s^2 per km) is left out likewise.
+    """
+    w_ie = earth_rate_enu(latitude_rad, omega_rad_s=omega_rad_s)
+    v = np.asarray(velocity_scene, dtype=float)
+    a = np.asarray(acceleration_scene, dtype=float)
+    w = np.asarray(angular_rate_scene, dtype=float)
+    g = float(normal_gravity(latitude_rad, height_m))
+    f_scene = a + 2.0 * np.cross(w_ie, v) + np.array([0.0, 0.0, g])
+    rot = rotation_sensor_to_scene
+    return ImuTruth(rot.apply(w + w_ie, inverse=True), rot.apply(f_scene, inverse=True))
+
+
+# ------------------------------------------------------------------------------------------------
+# Allan variance: estimator and the model terms (IEEE Std 952-1997, Annex C)
+# ------------------------------------------------------------------------------------------------
+def allan_deviation(rate, dt_s: float, taus_s) -> tuple[np.ndarray, np.ndarray]:
+    """Overlapping Allan deviation of a rate signal, per column.
+
+    Parameters
+    ----------
+    rate : (n,) or (n, c) float
+        Samples of a rate (rad/s, m/s^2, ...) at interval ``dt_s``.
+    dt_s : float
+        Sample interval [s].
+    taus_s : array_like
+        Averaging times [s]; each is rounded to a whole number m of samples, 1 <= m < n / 2
+        (others are dropped; duplicates after rounding are kept once).
+
+    Returns
+    -------
+    taus : (t,) float
+        The averaging times used, ``m dt`` [s].
+    adev : (t,) or (t, c) float
+        Allan deviation, units of ``rate``.
+
+    Notes
+    -----
+    With the integral ``x_i = dt sum_{j<i} y_j`` (``x_0 = 0``, n + 1 values) and ``tau = m dt``,
+    ``sigma^2(tau) = sum_i (x_{i+2m} - 2 x_{i+m} + x_i)^2 / (2 tau^2 (n + 1 - 2m))`` (IEEE Std
+    952-1997, Annex C, written with overlapping clusters; Riley, Handbook of Frequency Stability Analysis,
+    NIST SP 1065, 2008, overlapping Allan variance).
+    tests/test_imu.py checks it against ``allantools.oadev``.
+    """
+    y = np.asarray(rate, dtype=float)
+    one = y.ndim == 1
+    y2 = y[:, None] if one else y
+    n = y2.shape[0]
+    x = np.concatenate([np.zeros((1, y2.shape[1])), np.cumsum(y2, axis=0) * dt_s])
+    m_all = np.unique(np.rint(np.asarray(taus_s, dtype=float) / dt_s).astype(np.int64))
+    m_all = m_all[(m_all >= 1) & (2 * m_all < n)]
+    out = np.empty((m_all.size, y2.shape[1]))
+    for j, m in enumerate(m_all):           # a few dozen averaging times, each vectorised over n
+        d = x[2 * m:] - 2.0 * x[m:-m] + x[:-2 * m]
+        tau = m * dt_s
+        out[j] = np.sqrt(np.einsum("ij,ij->j", d, d) / (2.0 * tau * tau * d.shape[0]))
+    return m_all * dt_s, out[:, 0] if one else out
+
+
+def avar_white(density, tau_s):
+    """Allan variance of white rate noise of density N: ``N^2 / tau`` (IEEE 952 Annex C)."""
+    return np.asarray(density, dtype=float) ** 2 / np.asarray(tau_s, dtype=float)
+
+
+def avar_random_walk(density, tau_s):
+    """Allan variance of a rate random walk of density K: ``K^2 tau / 3`` (IEEE 952 Annex C)."""
+    return np.asarray(density, dtype=float) ** 2 * np.asarray(tau_s, dtype=float) / 3.0
+
+
+def avar_gauss_markov(sigma, correlation_time_s, tau_s):
+    """Allan variance of a first-order Gauss-Markov process (exponentially correlated noise).
+
+    ``sigma^2 (T / tau)^2 (2 u - 3 + 4 e^-u - e^-2u)``, ``u = tau / T``, for the stationary
+    process of variance sigma^2 and autocovariance ``sigma^2 exp(-|s| / T)`` (IEEE Std
+    952-1997 Annex C, exponentially correlated noise, with ``q_c^2 = 2 sigma^2 / T``;
+    El-Sheimy et al. 2008). For ``u`` below 1e-2 the bracket is its
+    Taylor series ``2u^3/3 - u^4/2 + 7u^5/30 - u^6/12`` (the closed form cancels there).
+    Limits: ``2 sigma^2 u / 3`` for tau << T (a random walk), ``2 sigma^2 T / tau`` for tau >> T.
+    """
+    s = np.asarray(sigma, dtype=float)
+    u = np.asarray(tau_s, dtype=float) / float(correlation_time_s)
+    small = u < _GM_SERIES_BELOW
+    us = np.where(small, u, 0.0)
+    series = us * (2.0 / 3.0 + us * (-0.5 + us * (7.0 / 30.0 - us / 12.0)))     # bracket / u^2
+    ul = np.where(small, 1.0, u)
+    closed = (2.0 * ul + 4.0 * np.expm1(-ul) - np.expm1(-2.0 * ul)) / (ul * ul)
+    return s * s * np.where(small, series, closed)
+
+
+def gauss_markov_sigma(bias_instability):
+    """Standard deviation of the Gauss-Markov bias for an IEEE 952 bias-instability coefficient.
+
+    Parameters
+    ----------
+    bias_instability : array_like
+        Bias-instability coefficient B (rad/s or m/s^2).
+
+    Returns
+    -------
+    ndarray
+        ``sigma_GM = B * 0.6643 / 0.6174`` (= 1.0760 B).
+
+    Notes
+    -----
+    IEEE Std 952-1997 (Annex C) defines B by the flat floor a flicker (1/f) bias leaves on the
+    Allan deviation, ``sigma_A = sqrt(2 ln 2 / pi) B = 0.6643 B``
+    (:data:`FLICKER_ALLAN_FLOOR`); a data sheet's "in-run bias stability" is the minimum of the
+    measured Allan deviation, i.e. ``0.6643 B`` (Analog Devices defines it so), hence
+    ``B = in-run bias stability / 0.6643``. A first-order Gauss-Markov process cannot make a
+    flat floor; its Allan deviation has a peak of ``0.6174 sigma_GM`` at ``tau = 1.89 T``
+    (:data:`GAUSS_MARKOV_ALLAN_PEAK`). The model sets the peak to the flicker floor, so a static
+    run's Allan curve touches the data sheet's minimum at 1.89 T. This is the conversion
+    validation/imu_allan.py checks; it is not sigma_GM = B (a common shortcut, 7.6 % low).
+    """
+    return np.asarray(bias_instability, dtype=float) * (FLICKER_ALLAN_FLOOR / GAUSS_MARKOV_ALLAN_PEAK)
+
+
+# ------------------------------------------------------------------------------------------------
+# Stochastic errors, block-partitioned (see the module docstring)
+# ------------------------------------------------------------------------------------------------
+class ImuErrorProcess:
+    """White noise, Gauss-Markov bias and bias random walk of a multi-axis inertial sensor.
+
+    Parameters
+    ----------
+    seed : int
+        Scenario seed.
+    name : str
+        Sensor name (keys the random streams, :func:`hifi.rng.stream`).
+    rate_hz : float
+        Sample rate [Hz]; sample k is at ``k / rate_hz``.
+    white_density : (c,) float
+        White-noise density per axis (rad/s/sqrt(Hz), m/s^2/sqrt(Hz)).
+    gm_sigma : (c,) float
+        Standard deviation of the Gauss-Markov bias per axis (:func:`gauss_markov_sigma`).
+    correlation_time_s : float
+        Its correlation time T [s] (> 0).
+    random_walk_density : (c,) float
+        Bias random-walk density per axis (rad/s^2/sqrt(Hz), m/s^3/sqrt(Hz)).
+    block_frames : int
+        Samples per block (:data:`BLOCK_FRAMES`).
+
+    Notes
+    -----
+    Discrete models with ``dt = 1 / rate_hz`` (Kalibr wiki "IMU Noise Model"; Gelb, Applied
+    Optimal Estimation, 1974, table 3.3-1 for the Gauss-Markov transition):
+
+    - white: ``n_k = N / sqrt(dt) w_k``
+    - random walk: ``r_{k+1} = r_k + K sqrt(dt) w_k``, ``r_0 = 0``
+    - Gauss-Markov: ``g_{k+1} = phi g_k + sigma sqrt(1 - phi^2) w_k``, ``phi = exp(-dt / T)``,
+      ``g_0 ~ N(0, sigma^2)`` (stationary from the start).
+
+    Block b holds samples ``[bB, (b + 1)B)``. The boundary values ``g_{bB}``, ``r_{bB}`` come
+    from the B-step transitions (``phi^B``, ``sigma sqrt(1 - phi^2B)``; ``K sqrt(B dt)``) with
+    one draw per boundary from ``stream(seed, name, b, "imu_bias_boundary")``. Inside the block
+    the recursion is run from ``g_{bB}`` with draws from ``stream(seed, name, b, "imu_block")``
+    to ``u_0 .. u_B`` and corrected to end at the drawn ``g_{(b+1)B}``:
+    ``g_{bB+i} = u_i + c_i (g_{(b+1)B} - u_B)``, ``c_i = Cov(u_i, u_B) / Var(u_B)
+    = phi^(B-i) (1 - phi^2i) / (1 - phi^2B)`` (``i / B`` for the random walk). For Gaussian
+    processes this gives exactly the conditional law of the path between the two boundary
+    values (Hoffman & Ribak, ApJ 380, L5, 1991, "constrained realizations"), so the blocks
+    together are an exact realisation of the recursion. The white noise of block b comes from
+    the same block stream.
+    """
+
+    def __init__(self, seed: int, name: str, rate_hz: float, white_density, gm_sigma,
+                 correlation_time_s: float, random_walk_density, *, block_frames: int = BLOCK_FRAMES):
+        self.seed, self.name = int(seed), str(name)
+        self.dt_s = 1.0 / float(rate_hz)
+        self.white = np.asarray(white_density, dtype=float)
+        self.gm_sigma = np.asarray(gm_sigma, dtype=float)
+        self.rw = np.asarray(random_walk_density, dtype=float)
+        self.n_axes = self.white.size
+        if not (self.gm_sigma.size == self.rw.size == self.n_axes):
+            raise ValueError("white_density, gm_sigma and random_walk_density need one value per axis")
+        if not correlation_time_s > 0:
+            raise ValueError(f"correlation_time_s must be > 0, got {correlation_time_s!r}")
+        self.correlation_time_s = float(correlation_time_s)
+        self.block_frames = int(block_frames)
+        a = self.dt_s / self.correlation_time_s
+        bsz = self.block_frames
+        self._phi = np.exp(-a)
+        self._gm_step = self.gm_sigma * np.sqrt(-np.expm1(-2.0 * a))
+        self._phi_block = np.exp(-bsz * a)
+        self._gm_block_step = self.gm_sigma * np.sqrt(-np.expm1(-2.0 * bsz * a))
+        self._rw_block_step = self.rw * np.sqrt(bsz * self.dt_s)
+        i = np.arange(bsz + 1, dtype=float)
+        self._phi_pow = np.exp(-i * a)                                 # phi^i, i = 0..B
+        self._gm_bridge = (np.exp(-(bsz - i) * a) * np.expm1(-2.0 * i * a) / np.expm1(-2.0 * bsz * a))
+        self._rw_bridge = i / bsz
+        self._has_gm = bool(np.any(self.gm_sigma > 0))
+        self._has_rw = bool(np.any(self.rw > 0))
+        initial = stream(self.seed, self.name, -1, "imu_bias_initial").standard_normal(self.n_axes)
+        self._gm_boundary = [self.gm_sigma * initial]
+        self._rw_boundary = [np.zeros(self.n_axes)]
+
+    def _boundaries(self, block: int):
+        """Bias values at the start of ``block`` and of the next one: (g_b, g_b+1, r_b, r_b+1)."""
+        while len(self._gm_boundary) < block + 2:
+            j = len(self._gm_boundary) - 1
+            z = stream(self.seed, self.name, j, "imu_bias_boundary").standard_normal((2, self.n_axes))
+            self._gm_boundary.append(self._phi_block * self._gm_boundary[j] + self._gm_block_step * z[0])
+            self._rw_boundary.append(self._rw_boundary[j] + self._rw_block_step * z[1])
+        return (self._gm_boundary[block], self._gm_boundary[block + 1],
+                self._rw_boundary[block], self._rw_boundary[block + 1])
+
+    def block(self, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """White noise, Gauss-Markov bias and random-walk bias of block ``b``, each (B, c)."""
+        from scipy.signal import lfilter
+
+        bsz = self.block_frames
+        w = stream(self.seed, self.name, b, "imu_block").standard_normal((3, bsz, self.n_axes))
+        white = w[0] * (self.white / np.sqrt(self.dt_s))
+        g0, g1, r0, r1 = self._boundaries(b)
+        gm = np.zeros((bsz, self.n_axes))
+        rw = np.zeros((bsz, self.n_axes))
+        if self._has_gm:
+            e = np.zeros((bsz + 1, self.n_axes))                      # AR(1) from 0
+            e[1:] = lfilter([1.0], [1.0, -self._phi], w[1] * self._gm_step, axis=0)
+            u = self._phi_pow[:, None] * g0 + e                       # u_0 .. u_B from g0
+            gm = (u + self._gm_bridge[:, None] * (g1 - u[-1]))[:bsz]
+        if self._has_rw:
+            u = r0 + np.concatenate([np.zeros((1, self.n_axes)),
+                                     np.cumsum(w[2] * (self.rw * np.sqrt(self.dt_s)), axis=0)])
+            rw = (u + self._rw_bridge[:, None] * (r1 - u[-1]))[:bsz]
+        return white, gm, rw
+
+    def total(self, n: int) -> np.ndarray:
+        """Sum of the three processes for samples 0 .. n-1, shape (n, c) (for long static runs)."""
+        out = np.empty((n, self.n_axes))
+        for b in range(-(-n // self.block_frames)):
+            white, gm, rw = self.block(b)
+            lo = b * self.block_frames
+            hi = min(lo + self.block_frames, n)
+            out[lo:hi] = (white + gm + rw)[:hi - lo]
+        return out
+
+
+def apply_sensor_errors(true, matrix, bias, noise, *, range_limit, resolution):
+    """Deterministic error chain of one triad: ``sat(quant(M true + bias + noise))``.
+
+    Parameters
+    ----------
+    true : (n, 3) float
+        Error-free values (sensor axes).
+    matrix : (3, 3) float
+        ``M = I + S + A``: scale factors on the diagonal, misalignment / cross-coupling off it.
+    bias, noise : (n, 3) float
+        Additive bias and white noise, same units as ``true``.
+    range_limit : float
+        Output range (full scale): values beyond +-range_limit are clipped; 0 or less: none.
+    resolution : float
+        Output resolution (one LSB): values are rounded to a multiple of it; 0 or less: none.
+
+    Returns
+    -------
+    measured : (n, 3) float
+    saturated : (n, 3) bool
+        Where the value before clipping was beyond the range.
+    """
+    x = np.asarray(true, dtype=float) @ np.asarray(matrix, dtype=float).T + bias + noise
+    saturated = np.zeros(x.shape, dtype=bool)
+    if range_limit > 0:
+        saturated = np.abs(x) > range_limit
+        x = np.clip(x, -range_limit, range_limit)
+    if resolution > 0:
+        x = np.rint(x / resolution) * resolution
+    return x, saturated
+
+
+# ------------------------------------------------------------------------------------------------
+# Presets from data sheets
+# ------------------------------------------------------------------------------------------------
+_ERROR_KEYS = (
+    "gyro_noise_density_rad_s_rthz", "gyro_bias_instability_rad_s", "gyro_random_walk_rad_s2_rthz",
+    "gyro_turn_on_bias_rad_s", "gyro_scale_factor_ppm", "gyro_misalignment_rad", "gyro_range_rad_s",
+    "gyro_resolution_rad_s",
+    "accel_noise_density_m_s2_rthz", "accel_bias_instability_m_s2", "accel_random_walk_m_s3_rthz",
+    "accel_turn_on_bias_m_s2", "accel_scale_factor_ppm", "accel_misalignment_rad", "accel_range_m_s2",
+    "accel_resolution_m_s2",
+    "bias_correlation_time_s",
+)
+
+#: Correlation time of the Gauss-Markov bias in every preset [s]. NOT from the data sheets
+#: (they publish the Allan minimum, not where it lies): a modelling choice placing the Allan
+#: peak of the bias at 1.89 x 100 s = 190 s, where MEMS Allan curves typically bottom out.
+PRESET_CORRELATION_TIME_S = 100.0
+
+_IDEAL = {k: 0.0 for k in _ERROR_KEYS} | {"bias_correlation_time_s": PRESET_CORRELATION_TIME_S}
+
+#: IMU presets: every error parameter (SI, the names of :attr:`IMU.PARAMS`), each value with its
+#: source. "in-run bias stability" (the Allan minimum) becomes the IEEE 952 coefficient B by
+#: dividing by :data:`FLICKER_ALLAN_FLOOR`; angle / velocity random walk in deg/sqrt(h) or
+#: m/s/sqrt(h) become densities by dividing by 60 sqrt(s)/sqrt(h) (IEEE 952: N = ARW). A
+#: data sheet's "typical +-x" initial offset is taken as the 1-sigma turn-on bias. Values a data
+#: sheet does not give are 0 (and marked so), never guessed.
+PRESETS: dict[str, dict[str, float]] = {
+    # A perfect IMU: no errors, no saturation, no quantisation.
+    "ideal": dict(_IDEAL),
+    # Analog Devices ADIS16448 (tactical-grade MEMS, "Compact, Precision Ten Degrees of Freedom
+    # Inertial Sensor"), data sheet Rev. H (2019), Table 1, typical values at 25 C.
+    "adis16448": _IDEAL | dict(
+        # Angular random walk 0.66 deg/sqrt(h) (1 sigma). (The data sheet's rate noise density,
+        # 0.0135 deg/s/sqrt(Hz) at 25 Hz without filtering, is the same term measured another way.)
+        gyro_noise_density_rad_s_rthz=0.66 * _DEG / 60.0,
+        # In-run bias stability 14.5 deg/h (1 sigma).
+        gyro_bias_instability_rad_s=14.5 * _DEG / 3600.0 / FLICKER_ALLAN_FLOOR,
+        # Bias repeatability 0.5 deg/s (1 sigma, -40 to +85 C).
+        gyro_turn_on_bias_rad_s=0.5 * _DEG,
+        # Dynamic range +-1000 deg/s.
+        gyro_range_rad_s=1000.0 * _DEG,
+        # 0.04 deg/s per LSB (25 LSB per deg/s; also Linux drivers/iio/imu/adis16400.c).
+        gyro_resolution_rad_s=0.04 * _DEG,
+        # Velocity random walk 0.11 m/s/sqrt(h) (as quoted from the data sheet in
+        # ethz-asl/kalibr issue 63; noise density 0.23 mg/sqrt(Hz) there too).
+        accel_noise_density_m_s2_rthz=0.11 / 60.0,
+        # In-run bias stability 0.25 mg (1 sigma). UNVERIFIED: recalled from Table 1, the table
+        # itself could not be re-read when this preset was written.
+        accel_bias_instability_m_s2=0.25e-3 * _G / FLICKER_ALLAN_FLOOR,
+        # Dynamic range +-18 g. UNVERIFIED as above.
+        accel_range_m_s2=18.0 * _G,
+        # 0.833 mg per LSB (1200 LSB/g; also Linux drivers/iio/imu/adis16400.c).
+        accel_resolution_m_s2=_G / 1200.0,
+        # Not given or not taken: rate and acceleration random walk, accelerometer bias
+        # repeatability, scale factors, misalignments (0).
+    ),
+    # Bosch Sensortec BMI160 (consumer MEMS), data sheet BST-BMI160-DS000-07, revision 0.8
+    # (February 2015), Tables 1 (accelerometer) and 2 (gyroscope), typical values, with the
+    # power-on default ranges (acc_range +-2 g, gyr_range +-2000 deg/s, 16-bit outputs).
+    "bmi160": _IDEAL | dict(
+        # Output noise density 0.007 deg/s/sqrt(Hz).
+        gyro_noise_density_rad_s_rthz=0.007 * _DEG,
+        # Zero-rate offset +-3 deg/s.
+        gyro_turn_on_bias_rad_s=3.0 * _DEG,
+        gyro_range_rad_s=2000.0 * _DEG,
+        # Sensitivity 16.4 LSB per deg/s at +-2000 deg/s.
+        gyro_resolution_rad_s=_DEG / 16.4,
+        # Output noise density 180 ug/sqrt(Hz).
+        accel_noise_density_m_s2_rthz=180e-6 * _G,
+        # Zero-g offset +-40 mg.
+        accel_turn_on_bias_m_s2=40e-3 * _G,
+        accel_range_m_s2=2.0 * _G,
+        # Sensitivity 16384 LSB/g at +-2 g.
+        accel_resolution_m_s2=_G / 16384.0,
+        # Not given by the data sheet: bias instability and random walk of either sensor (0);
+        # not taken: sensitivity tolerances and cross-axis sensitivities (0).
+    ),
+    # Analog Devices ADIS16495-1 (tactical-grade MEMS, "Tactical Grade, Six Degrees of Freedom
+    # Inertial Sensor"), data sheet Rev. C (2020), features on page 1.
+    "adis16495": _IDEAL | dict(
+        # Angular random walk 0.09 deg/sqrt(h).
+        gyro_noise_density_rad_s_rthz=0.09 * _DEG / 60.0,
+        # In-run bias stability 0.8 deg/h.
+        gyro_bias_instability_rad_s=0.8 * _DEG / 3600.0 / FLICKER_ALLAN_FLOOR,
+        # Axis-to-axis misalignment +-0.05 deg.
+        gyro_misalignment_rad=0.05 * _DEG,
+        # Range +-125 deg/s (the -1 model).
+        gyro_range_rad_s=125.0 * _DEG,
+        # 32-bit output, 20000 x 2^16 LSB at 125 deg/s (Linux drivers/iio/imu/adis16480.c).
+        gyro_resolution_rad_s=125.0 * _DEG / (20000.0 * 65536.0),
+        # In-run bias stability 3.2 ug.
+        accel_bias_instability_m_s2=3.2e-6 * _G / FLICKER_ALLAN_FLOOR,
+        # Range +-8 g.
+        accel_range_m_s2=8.0 * _G,
+        # 32-bit output, 32000 x 2^16 LSB at 8 g (Linux drivers/iio/imu/adis16480.c).
+        accel_resolution_m_s2=8.0 * _G / (32000.0 * 65536.0),
+        # NOT FOUND on page 1: the accelerometer noise density / velocity random walk, bias
+        # repeatabilities, scale factors (0). Set accel_noise_density_m_s2_rthz yourself.
+    ),
+}
+
+_PRESET_CHOICES = tuple(PRESETS)
+
+
+def _per_axis(gyro: float, accel: float) -> np.ndarray:
+    return np.array([gyro] * 3 + [accel] * 3, dtype=float)
+
+
+# ------------------------------------------------------------------------------------------------
+# The model
+# ------------------------------------------------------------------------------------------------
+def _error_param(unit: str, what: str) -> Param:
+    return Param("float", default=None, minimum=0.0, doc=f"{what} [{unit}]; default: the preset's")
+
+
+class IMU(Sensor):
+    """Strapdown IMU: gyroscope and accelerometer triads in the sensor frame at their own rate.
+
+    Per frame (default 100 Hz): ``angular_rate`` [rad/s] (rotation of the sensor relative to
+    inertial space: its rotation relative to the scene plus the Earth's rate at the scenario
+    origin) and ``specific_force`` [m/s^2] (acceleration relative to the Earth-fixed scene plus
+    the Coriolis term 2 omega_ie x v minus WGS 84 normal gravity at the origin's latitude and
+    height), measured with the errors of a ``preset`` data sheet or of the given parameters,
+    beside their true values (:func:`ideal_imu`, :func:`apply_sensor_errors`,
+    :class:`ImuErrorProcess`).
+
+    The sensor must ride on twice-differentiable motion: a body whose track (or an ancestor's)
+    interpolates linearly is refused at load (set ``interpolation = "spline"`` on it). Without
+    ``[simulation] origin`` the scenario's default origin applies (latitude 0, height 0: the
+    equator at sea level, g = 9.7803 m/s^2, the Earth's rate pointing north).
+
+    Per-run draws (stream frame -1): turn-on biases, scale factors and misalignments (each
+    parameter is the 1-sigma of a zero-mean normal per axis or per off-diagonal element; the
+    dataset stores the drawn matrix and biases). Per block of :data:`BLOCK_FRAMES` frames: the
+    white noise and the bias processes (module docstring).
+    """
+
+    model_name = "imu"
+    default_rate_hz = 100.0
+    PARAMS = {
+        "preset": Param("str", default="adis16448", choices=_PRESET_CHOICES,
+                        doc="data-sheet error set: 'adis16448' (ADI, Rev. H), 'bmi160' (Bosch, rev. 0.8), "
+                            "'adis16495' (ADI ADIS16495-1, Rev. C) or 'ideal' (no errors); every error "
+                            "parameter below overrides the preset's value (sensors.imu.PRESETS)"),
+        "gyro_noise_density_rad_s_rthz": _error_param(
+            "rad/s/sqrt(Hz)", "gyro white-noise density N (angle random walk; Allan deviation at 1 s)"),
+        "gyro_bias_instability_rad_s": _error_param(
+            "rad/s", "gyro bias-instability coefficient B (IEEE 952: the Allan floor is 0.664 B), "
+                     "modelled as a Gauss-Markov bias of sigma 1.076 B"),
+        "gyro_random_walk_rad_s2_rthz": _error_param("rad/s^2/sqrt(Hz)", "gyro bias random-walk density K"),
+        "gyro_turn_on_bias_rad_s": _error_param("rad/s", "1-sigma gyro bias drawn once per run and axis"),
+        "gyro_scale_factor_ppm": _error_param("ppm", "1-sigma gyro scale-factor error per axis"),
+        "gyro_misalignment_rad": _error_param(
+            "rad", "1-sigma of each off-diagonal gyro misalignment / cross-coupling term"),
+        "gyro_range_rad_s": _error_param("rad/s", "gyro full scale (saturation); 0: none"),
+        "gyro_resolution_rad_s": _error_param("rad/s", "gyro output LSB (quantisation); 0: none"),
+        "accel_noise_density_m_s2_rthz": _error_param(
+            "m/s^2/sqrt(Hz)", "accelerometer white-noise density (velocity random walk)"),
+        "accel_bias_instability_m_s2": _error_param(
+            "m/s^2", "accelerometer bias-instability coefficient B (as the gyro's)"),
+        "accel_random_walk_m_s3_rthz": _error_param("m/s^3/sqrt(Hz)", "accelerometer bias random-walk density"),
+        "accel_turn_on_bias_m_s2": _error_param(
+            "m/s^2", "1-sigma accelerometer bias drawn once per run and axis"),
+        "accel_scale_factor_ppm": _error_param("ppm", "1-sigma accelerometer scale-factor error per axis"),
+        "accel_misalignment_rad": _error_param(
+            "rad", "1-sigma of each off-diagonal accelerometer misalignment / cross-coupling term"),
+        "accel_range_m_s2": _error_param("m/s^2", "accelerometer full scale (saturation); 0: none"),
+        "accel_resolution_m_s2": _error_param("m/s^2", "accelerometer output LSB (quantisation); 0: none"),
+        "bias_correlation_time_s": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
+                                         doc="correlation time T of the Gauss-Markov biases [s]; default: the "
+                                             "preset's (100 s, a modelling choice)"),
+    }
+
+    # -- parameters -------------------------------------------------------------------------------
+    @staticmethod
+    def resolve(params) -> dict[str, Any]:
+        """The preset's error values overridden by every parameter given (not None)."""
+        preset = params.get("preset") or "adis16448"
+        out = dict(PRESETS[preset])
+        out.update({k: float(v) for k, v in params.items() if k in _ERROR_KEYS and v is not None})
+        out["preset"] = preset
+        return out
+
+    @classmethod
+    def check_params(cls, params):
+        """Cross-parameter checks at scenario loading (a resolution must be finer than its range);
+        returns the parameters with the preset's values filled in (what ``hifi info`` shows)."""
+        p = cls.resolve(params)
+        for sensor, unit in (("gyro", "rad_s"), ("accel", "m_s2")):
+            rng_key, res_key = f"{sensor}_range_{unit}", f"{sensor}_resolution_{unit}"
+            if p[rng_key] > 0 and p[res_key] >= p[rng_key]:
+                name = res_key if params.get(res_key) is not None else rng_key
+                raise ValueError(f"{name}: the resolution ({p[res_key]:g}) must be smaller than the range "
+                                 f"({p[rng_key]:g}) of preset {p['preset']!r} or as given")
+        return {**params, **{k: p[k] for k in _ERROR_KEYS}}      # the preset's values made explicit
+
+    def check_scene(self, scene) -> None:
+        """Refuse a mount whose motion is not twice differentiable (a linear keyframe track)."""
+        rough = scene.first_rough_body(self.name)
+        if rough is None:
+            return
+        index = scene.object_names.index(rough) if rough in scene.object_names else None
+        key = f"objects[{index}].interpolation" if index is not None else None
+        raise ScenarioError(f"sensor {self.name!r} (model imu) rides on {rough!r}, whose track is "
+                            f"interpolated linearly: its acceleration is zero between keyframes and "
+                            f"unbounded at them, so an IMU cannot sense it; set interpolation = \"spline\" "
+                            f"on {rough!r} (a C2 spline through the same keyframes)", key=key, value="linear")
+
+    # -- layout -------------------------------------------------------------------------------------
+    def frame_layout(self):
+        f8, b1 = np.dtype(np.float64), np.dtype(bool)
+        layout = {"timestamp": ((), f8)}
+        for q in ("angular_rate", "specific_force"):
+            layout.update({q: ((3,), f8), f"{q}_true": ((3,), f8), f"{q}_bias": ((3,), f8),
+                           f"{q}_saturated": ((3,), b1)})
+        return layout
+
+    def setup_bytes(self):
+        return BLOCK_FRAMES * 8 * 3 * 17          # the cached block: 17 (B, 3) float64 arrays
+
+    def setup(self, ctx):
+        super().setup(ctx)
+        p = self._p = self.resolve(self.params)
+        o = ctx.origin
+        self._latitude_rad = float(np.radians(o["lat_deg"]))
+        self._height_m = float(o["height_m"])
+        self._errors = ImuErrorProcess(
+            ctx.seed, self.name, self.rate_hz,
+            _per_axis(p["gyro_noise_density_rad_s_rthz"], p["accel_noise_density_m_s2_rthz"]),
+            gauss_markov_sigma(_per_axis(p["gyro_bias_instability_rad_s"], p["accel_bias_instability_m_s2"])),
+            p["bias_correlation_time_s"],
+            _per_axis(p["gyro_random_walk_rad_s2_rthz"], p["accel_random_walk_m_s3_rthz"]))
+        turn_on = stream(ctx.seed, self.name, -1, "imu_turn_on_bias").standard_normal(6)
+        scale = stream(ctx.seed, self.name, -1, "imu_scale_factor").standard_normal(6)
+        cross = stream(ctx.seed, self.name, -1, "imu_misalignment").standard_normal((2, 3, 3))
+        self._turn_on = turn_on * _per_axis(p["gyro_turn_on_bias_rad_s"], p["accel_turn_on_bias_m_s2"])
+        self._matrix = {}
+        for i, (q, sensor) in enumerate((("angular_rate", "gyro"), ("specific_force", "accel"))):
+            m = np.eye(3) + np.diag(scale[3 * i:3 * i + 3] * p[f"{sensor}_scale_factor_ppm"] * 1e-6)
+            off = ~np.eye(3, dtype=bool)
+            m[off] += cross[i][off] * p[f"{sensor}_misalignment_rad"]
+            self._matrix[q] = m
+        self._block: tuple[int, dict] | None = None
+
+    def coords(self):
+        axes = np.array(["x", "y", "z"])
+        return {
+            "axis": Var(("axis",), axes, "1", "sensor-frame axis (x forward, y left, z up)"),
+            "axis_true": Var(("axis_true",), axes, "1", "sensor-frame axis of the true input"),
+            "angular_rate_matrix": Var(("axis", "axis_true"), self._matrix["angular_rate"], "1",
+                                       "gyro scale-factor and misalignment matrix M "
+                                       "(measured = M true + bias + noise)"),
+            "specific_force_matrix": Var(("axis", "axis_true"), self._matrix["specific_force"], "1",
+                                         "accelerometer scale-factor and misalignment matrix M"),
+            "angular_rate_turn_on_bias": Var(("axis",), self._turn_on[:3], "rad s-1",
+                                             "gyro turn-on bias drawn for this run (part of angular_rate_bias)"),
+            "specific_force_turn_on_bias": Var(("axis",), self._turn_on[3:], "m s-2",
+                                               "accelerometer turn-on bias drawn for this run"),
+        }
+
+    def attrs(self):
+        p = self._p
+        out = {k: p[k] for k in _ERROR_KEYS}
+        out["preset"] = p["preset"]
+        out["gravity_m_s2"] = float(normal_gravity(self._latitude_rad, self._height_m))
+        out["earth_rate_rad_s"] = WGS84_OMEGA_RAD_S
+        out["imu_block_frames"] = BLOCK_FRAMES
+        return out
+
+    # -- stepping -----------------------------------------------------------------------------------
+    def available_at(self, k, t, frame):
+        """A sample is published at its own time (no latency modelled)."""
+        return t
+
+    def _driven(self) -> bool:
+        """Whether the IMU rides on a driven body (hifi.vehicle), whose future is not known
+        before it happens: then the truth is computed frame by frame, at each step."""
+        scene = self.ctx.scene
+        body = scene.bodies[self.name]
+        while body is not None:
+            if getattr(body.local, "driven", False):
+                return True
+            body = scene.bodies[body.parent] if body.parent is not None else None
+        return False
+
+    def step(self, k, t):
+        b = k // BLOCK_FRAMES
+        i = k - b * BLOCK_FRAMES
+        if self._driven():
+            data = self._compute_block(b, frames=np.array([k]))
+            i = 0
+        else:
+            if self._block is None or self._block[0] != b:
+                self._block = (b, self._compute_block(b))
+            data = self._block[1]
+        out = {"timestamp": Var((), np.float64(t), "s", "time of the measurement since simulation start")}
+        for q, unit, what in (("angular_rate", "rad s-1", "angular rate relative to inertial space"),
+                              ("specific_force", "m s-2", "specific force (non-gravitational acceleration)")):
+            out[q] = Var(("axis",), data[q][i], unit, f"measured {what}, sensor axes")
+            out[f"{q}_true"] = Var(("axis",), data[f"{q}_true"][i], unit, f"true {what}, sensor axes")
+            out[f"{q}_bias"] = Var(("axis",), data[f"{q}_bias"][i], unit,
+                                   "total additive bias (turn-on + Gauss-Markov + random walk)")
+            out[f"{q}_saturated"] = Var(("axis",), data[f"{q}_saturated"][i], "1", "output clipped at the range")
+        return out
+
+    def _compute_block(self, b: int, frames=None) -> dict[str, np.ndarray]:
+        """Every variable of the frames of block ``b`` (whole block, whatever the run's end), or
+        of the ``frames`` of it given (their errors are the block's: the same bytes)."""
+        ks = np.arange(b * BLOCK_FRAMES, (b + 1) * BLOCK_FRAMES) if frames is None else np.asarray(frames)
+        times = ks / self.rate_hz                        # the event times k / rate_hz
+        kin = self.ctx.scene.kinematics_at(self.name, times)
+        truth = ideal_imu(kin.pose.rotation, kin.velocity, kin.acceleration, kin.angular_rate,
+                          latitude_rad=self._latitude_rad, height_m=self._height_m)
+        cache = getattr(self, "_error_block", None)
+        if cache is None or cache[0] != b:
+            cache = self._error_block = (b, self._errors.block(b))
+        white, gm, rw = cache[1]
+        if frames is not None:
+            rows = ks - b * BLOCK_FRAMES
+            white, gm, rw = white[rows], gm[rows], rw[rows]
+        bias = gm + rw + self._turn_on
+        p = self._p
+        out = {}
+        for j, (q, sensor, unit) in enumerate((("angular_rate", "gyro", "rad_s"),
+                                              ("specific_force", "accel", "m_s2"))):
+            cols = slice(3 * j, 3 * j + 3)
+            true = truth[j]
+            measured, saturated = apply_sensor_errors(
+                true, self._matrix[q], bias[:, cols], white[:, cols],
+                range_limit=p[f"{sensor}_range_{unit}"], resolution=p[f"{sensor}_resolution_{unit}"])
+            out.update({q: measured, f"{q}_true": true, f"{q}_bias": bias[:, cols], f"{q}_saturated": saturated})
+        return out
