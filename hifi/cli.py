@@ -174,8 +174,11 @@ def _export(args) -> int:
                                  f"file DIR/NAME.nc (or give --sensor NAME)")
                 args.dataset = args.dataset / f"{args.sensor}.nc"
             ds = _open(args.dataset)
-            out = args.out or args.dataset.with_suffix(exporter.suffix)
-            written = export(ds, args.format, out, overwrite=args.overwrite)   # nothing left behind on failure
+            try:
+                out = args.out or args.dataset.with_suffix(exporter.suffix)
+                written = export(ds, args.format, out, overwrite=args.overwrite)   # nothing left behind on failure
+            finally:
+                ds.close()      # not left to the garbage collector, which may close it inside another netCDF call
     except ExportError as exc:
         return _fail(f"{args.dataset}: {exc}")
     for path in written:

@@ -48,13 +48,15 @@ def _grid_scenario(*, orthogonal_sigma_m=0.01):
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "o"
-    hifi.Simulation.from_dict(_grid_scenario()).run(out=out)
+    for ds in hifi.Simulation.from_dict(_grid_scenario()).run(out=out).values():
+        ds.close()
     return out
 
 
 @pytest.fixture(scope="module")
 def grid(run_dir):
-    ds = xr.open_dataset(run_dir / "grid.nc").load()
+    with xr.open_dataset(run_dir / "grid.nc") as ds:    # closed here, not by the garbage collector
+        ds.load()
     det = ds.detected.values
     assert 0 < det.sum() < det.size          # the fixture has hits and misses
     return ds
@@ -506,8 +508,7 @@ POINT_FORMATS = [f for f in SENSOR_FORMATS if f not in RAW_PACKET_FORMATS]
 
 @pytest.mark.parametrize("fmt", SENSOR_FORMATS)
 def test_depth_map_dataset_is_refused_naming_what_is_missing(run_dir, tmp_path, fmt):
-    cam = xr.open_dataset(run_dir / "cam.nc")
-    with pytest.raises(ExportError) as err:
+    with xr.open_dataset(run_dir / "cam.nc") as cam, pytest.raises(ExportError) as err:
         export(cam, fmt, tmp_path / f"cam.{fmt}")
     msg = str(err.value)
     if fmt in RAW_PACKET_FORMATS:

@@ -397,3 +397,30 @@ def test_one_sensor_and_a_renamed_one(run_dir, tmp_path):
     with Reader(tmp_path) as reader:
         topics = {c.topic for c in reader.connections}
     assert "/lidar/points" in topics and not any(t.startswith(("/camera", "/gps", "/imu/")) for t in topics)
+
+
+def test_imu_model_dataset_becomes_imu_messages(tmp_path):
+    # The imu model (a spline track: it needs a twice-differentiable mount): every Imu message
+    # carries the dataset's angular_rate and specific_force (sensor axes) at its timestamp.
+    d = {"simulation": {"duration_s": 0.2, "seed": 2, "start_utc": STREET_START_UTC},
+         "objects": [{"name": "cart", "mesh": "box", "size_m": [1, 1, 1], "interpolation": "spline",
+                      "track": [{"t_s": 0.0, "position_m": [0, 0, 0]}, {"t_s": 0.1, "position_m": [0.1, 0.05, 0]},
+                                {"t_s": 0.2, "position_m": [0.3, 0.1, 0]}]}],
+         "sensors": [{"name": "imu", "model": "imu", "rate_hz": 100.0, "parent": "cart"}]}
+    run = tmp_path / "run"
+    for ds in hifi.Simulation.from_dict(d).run(out=run, progress=False).values():
+        ds.close()
+    imu = _ds(run, "imu")
+    (tmp_path / "bag").mkdir()
+    export(run, "mcap", tmp_path / "bag" / "imu.mcap")
+    with Reader(tmp_path / "bag") as reader:
+        msgs = [(t, TYPESTORE.deserialize_cdr(raw, c.msgtype)) for c, t, raw in reader.messages()
+                if c.topic == "/imu/imu"]
+    assert len(msgs) == imu.sizes["frame"] == 20
+    t = imu.hifi.seconds().values
+    for f, (t_ns, m) in enumerate(msgs):
+        assert t_ns == START_NS + round(float(t[f]) * 1e9)
+        np.testing.assert_array_equal([m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z],
+                                      imu.angular_rate.values[f])
+        np.testing.assert_array_equal([m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z],
+                                      imu.specific_force.values[f])
