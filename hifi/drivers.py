@@ -60,7 +60,8 @@ class WaypointDriver(Model):
         "waypoints_m": Param("any", doc="[[x, y], ...] in the scene frame [m]"),
         "speed_m_s": Param("float", default=2.0, minimum=0.0, exclusive_minimum=True, doc="cruise speed [m/s]"),
         "navigation": Param("str", default="truth",
-                            doc="'truth' (the scene's pose) or the name of a GPS receiver model whose fixes it follows"),
+                            doc="'truth' (the scene's pose), the name of a GPS receiver whose fixes it follows "
+                                "(heading from successive fixes) or of an ins model whose estimate it follows"),
         "lookahead_m": Param("float", default=3.0, minimum=0.0, exclusive_minimum=True,
                              doc="pure-pursuit look-ahead distance [m] (Coulter 1992: about 1-2 s of travel)"),
         "tolerance_m": Param("float", default=1.0, minimum=0.0, exclusive_minimum=True,
@@ -103,8 +104,15 @@ class WaypointDriver(Model):
             ctx.bus.subscribe(self._on_fix, SensorData, sender=p["navigation"])
 
     def _on_fix(self, msg: SensorData) -> None:
-        """A GPS receiver's solution: its ``position_ecef`` to the scene frame (ENU at the origin)."""
+        """A navigation message: an INS estimate (``position``, ``yaw``, scene frame) or a GPS
+        receiver's solution (``position_ecef`` to the scene frame, ENU at the origin)."""
         import pymap3d
+        if "yaw" in msg.data and "position" in msg.data:              # an INS (hifi.ins)
+            pos = np.asarray(msg.data["position"], dtype=float)
+            if np.all(np.isfinite(pos[:2])) and np.isfinite(msg.data["yaw"]):
+                self._last_fix = pos[:2].copy()
+                self._heading = float(msg.data["yaw"])
+            return
         pos = np.asarray(msg.data.get("position_ecef", np.full(3, np.nan)), dtype=float).reshape(-1, 3)[-1]
         if not np.all(np.isfinite(pos)):
             return

@@ -40,6 +40,7 @@ import numpy as np
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
+from hifi.vehicle import rides_on_driven_body
 
 #: Epochs computed together (vectorised) when the first of them is asked for.
 BLOCK_EPOCHS = 128
@@ -576,6 +577,9 @@ class GpsL1(Sensor):
     # -- stepping --------------------------------------------------------------------------------
     def step(self, k, t):
         b = k // BLOCK_EPOCHS
+        if rides_on_driven_body(self.ctx.scene, self.name):   # a driven antenna: epoch by epoch
+            data, i = self._compute(np.array([k])), 0
+            return {name: Var(v.dims, v.data[i], v.units, v.long_name, v.extra) for name, v in data.items()}
         if self._block is None or self._block[0] != b:
             ks = np.arange(b * BLOCK_EPOCHS, min((b + 1) * BLOCK_EPOCHS, self._times.size))
             self._block = (b, self._compute(ks))

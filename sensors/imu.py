@@ -61,6 +61,7 @@ from hifi.errors import ScenarioError
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
+from hifi.vehicle import rides_on_driven_body
 
 __all__ = [
     "normal_gravity", "earth_rate_enu", "ideal_imu", "ImuTruth",
@@ -729,21 +730,10 @@ class IMU(Sensor):
         """A sample is published at its own time (no latency modelled)."""
         return t
 
-    def _driven(self) -> bool:
-        """Whether the IMU rides on a driven body (hifi.vehicle), whose future is not known
-        before it happens: then the truth is computed frame by frame, at each step."""
-        scene = self.ctx.scene
-        body = scene.bodies[self.name]
-        while body is not None:
-            if getattr(body.local, "driven", False):
-                return True
-            body = scene.bodies[body.parent] if body.parent is not None else None
-        return False
-
     def step(self, k, t):
         b = k // BLOCK_FRAMES
         i = k - b * BLOCK_FRAMES
-        if self._driven():
+        if rides_on_driven_body(self.ctx.scene, self.name):    # its future is made as the run goes
             data = self._compute_block(b, frames=np.array([k]))
             i = 0
         else:
