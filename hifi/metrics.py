@@ -10,6 +10,9 @@ geometry), NaN for "no return".
 - :func:`range_image_errors`: RMSE and median absolute error between two range images.
 - :func:`ray_drop_scores`: precision, recall and F1 of the dropped rays of one scan against another.
 - :func:`intensity_emd`: earth mover's distance between two intensity distributions.
+- :func:`road_noise_statistics`: the road-plane statistics of the lidar-fidelity validation
+  (:mod:`hifi.lidar_stats`: per-shot noise by range, ring-to-ring offsets, intensity slope,
+  gain spread, isolated misses, edge points) of one rotating-lidar frame.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["ChamferDistance", "RangeImageErrors", "RayDropScores", "RingStatistics", "chamfer_distance",
-           "intensity_emd", "range_grid", "range_image_errors", "ray_drop_scores", "ring_statistics"]
+           "intensity_emd", "range_grid", "range_image_errors", "ray_drop_scores", "ring_statistics",
+           "road_noise_statistics"]
 
 
 class ChamferDistance(NamedTuple):
@@ -213,3 +217,33 @@ def range_grid(ds, frame: int = 0, *, variable: str = "distance_noisy"):
         order = np.arange(r.shape[1])
     r, det = r[:, order].T, det[:, order].T
     return np.where(det, r, np.nan), det
+
+
+def road_noise_statistics(ds, frame: int = 0) -> dict:
+    """The road-plane statistics of a rotating lidar's frame, as ``validation/lidar_real.py``
+    measures real recordings (:func:`hifi.lidar_stats.measure`).
+
+    The frame's reported points are brought into the sensor frame with its start pose
+    (``sensor_position``, ``sensor_orientation``), laid out as (ring, column) with the rings
+    in elevation order, and measured: road plane and sensor height, per-shot range noise by
+    range (second differences along the rings), ring-to-ring offsets, intensity slope, per-ring
+    gain spread, isolated misses, edge points. Returns :func:`hifi.lidar_stats.measure`'s
+    ``headline`` dict (units in the key names).
+    """
+    from scipy.spatial.transform import Rotation
+
+    from .lidar_stats import measure
+
+    f = ds.isel(frame=frame) if "frame" in ds.dims else ds
+    if "return" in f.dims and f["x_noisy"].ndim == 3:
+        f = f.isel({"return": 0})
+    if "laser_elevation" not in f:
+        raise ValueError("road_noise_statistics: expected a rotating lidar's dataset (laser_elevation)")
+    order = np.argsort(np.asarray(f["laser_elevation"].values), kind="stable")
+    pts = np.stack([np.asarray(f[v].values, dtype=float) for v in ("x_noisy", "y_noisy", "z_noisy")], axis=-1)
+    rot = Rotation.from_quat(np.asarray(f["sensor_orientation"].values, dtype=float))
+    local = rot.inv().apply((pts - np.asarray(f["sensor_position"].values, dtype=float)).reshape(-1, 3))
+    local = local.reshape(pts.shape)
+    det = np.asarray(f["detected"].values, dtype=bool)
+    grid = np.where(det[..., None], local, np.nan)[:, order].transpose(1, 0, 2)
+    return measure(grid, np.asarray(f["intensity"].values, dtype=float)[:, order].T, det[:, order].T)["headline"]

@@ -1,4 +1,4 @@
-"""validation/lidar_stats.py on synthetic scans with known answers, and validation/lidar_real.py
+"""hifi/lidar_stats.py on synthetic scans with known answers, and validation/lidar_real.py
 on the real recordings (the vendored Ouster capture; the nuScenes sweep from ../shared/data).
 
 Every synthetic expected value is analytic: the noise, slope, gains, misses and floating points
@@ -28,7 +28,7 @@ def _load(name):
     return mod
 
 
-ls = _load("lidar_stats")
+from hifi import lidar_stats as ls  # noqa: E402
 
 ELEV_DEG = np.linspace(-30.0, -5.0, 16)      # downward rings, lowest first
 N_COL = 1000

@@ -383,7 +383,7 @@ def test_ground_radii_match_the_real_capture(test_data):
     # by 16 cm std over rings), bringing its rings 3-4.5 % closer.
     test_data("lidar/ouster_os1_128.pcap")
     lr = _load("lidar_real")
-    ls = _load("lidar_stats")
+    from hifi import lidar_stats as ls
     real = lr.measure_ouster()
     g = lr.simulate_ouster(real["plane"], obstacles=False, road_reflectivity=0.8)
     sim = ls.measure(g["points_sensor"], g["intensity"], g["detected"])

@@ -1,6 +1,6 @@
 """Real lidar recordings against hifi's lidar models: the statistics of issue 12.
 
-Measures the statistics of :mod:`validation.lidar_stats` (road plane and sensor height, ring
+Measures the statistics of :mod:`hifi.lidar_stats` (road plane and sensor height, ring
 cones, ground-ring radii, per-shot range noise, ring-to-ring range offsets, intensity against
 range, per-ring gain spread, isolated misses, edge points) on two real recordings and on a
 simulated counterpart of each (same mount height, a flat asphalt road, cars, boxes and poles at
@@ -39,7 +39,7 @@ REPO = HERE.parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-import lidar_stats as ls  # noqa: E402
+from hifi import lidar_stats as ls  # noqa: E402
 
 NUSCENES_FILE = "lidar/nuscenes_hdl32e_sweep.pcd.bin"
 OUSTER_PCAP = REPO / "tests" / "data" / "lidar" / "ouster_os1_128.pcap"
@@ -51,7 +51,7 @@ NUSCENES_RINGS = 32
 PLACEHOLDER_TOL_M = 1e-4
 
 #: The simulated road (Oren-Nayar reflectivity and roughness at 905 nm): by default those that
-#: :func:`lidar_stats.fit_road_brdf` fits to the nuScenes sweep's own road intensities (the
+#: :func:`hifi.lidar_stats.fit_road_brdf` fits to the nuScenes sweep's own road intensities (the
 #: HDL-32E reports calibrated reflectivity, 0..100 for diffuse targets), refitted on every run
 #: from the recording at hand; these are the values of the 2026-11-23 fit, used when there is
 #: no recording: rho 0.27, sigma 11.1 deg (the published 905 nm reflectance of aged asphalt
@@ -477,7 +477,7 @@ def measure_ouster(frame: int = 0) -> dict:
 
 def ouster_road(real: dict):
     """The simulated road of the Ouster comparison: its reflectivity fitted from the capture's
-    reflectivity bytes (:func:`lidar_stats.fit_road_brdf`) at the nuScenes asphalt's roughness
+    reflectivity bytes (:func:`hifi.lidar_stats.fit_road_brdf`) at the nuScenes asphalt's roughness
     (:data:`ASPHALT_ROUGHNESS_DEG`): the capture's bytes rise with range, so a free fit of the
     roughness runs to its bound."""
     return ls.fit_road_brdf(real["slope"], real["plane"].height_m, roughness_deg=ASPHALT_ROUGHNESS_DEG)
@@ -495,7 +495,7 @@ def measure_ouster_sim(plane, **kw) -> dict:
 
 def common_ring_radii(real: dict, sim: dict):
     """Ground-ring radii [m] of the capture and the simulation over the pixels that are road in
-    both (:func:`lidar_stats.ground_ring_radii`), shape (beam,) each.
+    both (:func:`hifi.lidar_stats.ground_ring_radii`), shape (beam,) each.
 
     Pixel for pixel the two grids share beam and encoder angle, so the medians are taken over
     the same azimuths: the real road is seen only between the street's cars and buildings, and
@@ -509,7 +509,7 @@ def run(*, sim: bool = True, nuscenes_path=None) -> dict:
     """Measure both recordings and, with ``sim``, the simulated nuScenes counterpart.
 
     Returns ``{"nuscenes": {"real": m, "sim": m or None}, "ouster": {"real": m, "sim": m or None}}``
-    with the dicts of :func:`lidar_stats.measure` (Ouster: plus ``geometry``, :func:`ouster_geometry`);
+    with the dicts of :func:`hifi.lidar_stats.measure` (Ouster: plus ``geometry``, :func:`ouster_geometry`);
     ``nuscenes`` is None when the sweep is absent.
     """
     out = {}

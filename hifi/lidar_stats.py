@@ -5,7 +5,8 @@ Plain functions over a *scan grid*: arrays of shape ``(ring, column)``, one row 
 neighbouring columns. A miss is a cell with ``detected`` False (its point may be NaN). Points are
 in the sensor frame, ``points_sensor[..., :3]`` [m], origin at the sensor's optical centre;
 ranges are ``|points_sensor|`` [m]. Nothing here reads files or runs a simulation:
-``validation/lidar_real.py`` builds the grids from the recordings and the simulated datasets.
+``validation/lidar_real.py`` builds the grids from the recordings and the simulated datasets;
+:func:`hifi.metrics.road_noise_statistics` takes a dataset.
 
 Statistics (issue 12, "Lidar that looks like a real recording"):
 
