@@ -6,11 +6,13 @@ import numpy as np
 import xarray as xr
 
 from .dataset import seconds_since_start, utc_times
+from .motion import Pose, interpolate_poses
 
 
 @xr.register_dataset_accessor("hifi")
 class HifiAccessor:
-    """Helpers on hifi datasets: ``ds.hifi.points(noisy=True)``, ``ds.hifi.seconds()``, ``ds.hifi.time()``."""
+    """Helpers on hifi datasets: ``ds.hifi.points(noisy=True)``, ``ds.hifi.seconds()``, ``ds.hifi.time()``;
+    on ``motion.nc``, ``ds.hifi.pose(body, t_s)`` and ``ds.hifi.boxes(t_s)``."""
 
     def __init__(self, ds: xr.Dataset):
         self._ds = ds
@@ -63,3 +65,88 @@ class HifiAccessor:
         var = self._ds[name]
         return xr.DataArray(utc_times(self._ds, name), dims=var.dims, coords=var.coords,
                             attrs={"long_name": f"{name}: UTC time"})
+
+    # -- motion.nc ---------------------------------------------------------------------------
+    def _motion_times(self, names) -> np.ndarray:
+        missing = [n for n in names if n not in self._ds.variables]
+        if missing:
+            raise ValueError(f"dataset (sensor_model {self._ds.attrs.get('sensor_model')!r}) has no "
+                             f"{', '.join(missing)}; expected a run's motion.nc")
+        return np.asarray(self._ds["time"].values, dtype=float)
+
+    def pose(self, body: str, t_s) -> Pose:
+        """Pose body -> scene of ``body`` at any instant(s) ``t_s`` [s] within the recorded span.
+
+        Interpolated between the samples of ``motion.nc``, linear in position and slerp in
+        rotation (:func:`hifi.motion.interpolate_poses`, which states the error bound).
+
+        Raises
+        ------
+        ValueError
+            ``body`` is not in the dataset (the message lists those that are), or an instant lies
+            outside the recorded span.
+        """
+        times = self._motion_times(("time", "position", "orientation"))
+        names = [str(b) for b in self._ds["body"].values]
+        if body not in names:
+            raise ValueError(f"body {body!r} is not in motion.nc; bodies: {', '.join(names)}")
+        i = names.index(body)
+        pos = np.asarray(self._ds["position"].transpose("frame", "body", "xyz").values[:, i], dtype=float)
+        quat = np.asarray(self._ds["orientation"].transpose("frame", "body", "quat").values[:, i], dtype=float)
+        return interpolate_poses(times, pos, quat, t_s)
+
+    def boxes(self, t_s) -> xr.Dataset:
+        """Every object's oriented bounding box at instant(s) ``t_s`` [s] within the recorded span.
+
+        Returns
+        -------
+        xarray.Dataset
+            ``box_center`` (object, xyz) [m], ``box_size`` (object, lwh) [m] (length, width,
+            height), ``box_yaw`` (object) [rad], with coordinates ``object_name`` and
+            ``object_class`` (the semantic class); a leading ``time`` dimension when ``t_s``
+            is an array.
+
+        Notes
+        -----
+        Between the samples of ``motion.nc``, centre and size are interpolated linearly and the
+        yaw along the shorter arc (as the body's slerp turns it); at a sample the recorded box
+        is returned exactly.
+
+        Raises
+        ------
+        ValueError
+            The dataset has no boxes (no objects, or a run written before boxes existed), or an
+            instant lies outside the recorded span.
+        """
+        times = self._motion_times(("time", "box_center", "box_size", "box_yaw"))
+        t = np.asarray(t_s, dtype=float)
+        t1 = np.atleast_1d(t).ravel()
+        outside = (t1 < times[0]) | (t1 > times[-1]) | ~np.isfinite(t1)
+        if np.any(outside):
+            raise ValueError(f"t_s = {float(t1[outside][0])!r} s lies outside the recorded span "
+                             f"[{float(times[0])!r}, {float(times[-1])!r}] s")
+        ds = self._ds
+        center = np.asarray(ds["box_center"].transpose("frame", "object", "xyz").values, dtype=float)
+        size = np.asarray(ds["box_size"].transpose("frame", "object", "lwh").values, dtype=float)
+        yaw = np.asarray(ds["box_yaw"].transpose("frame", "object").values, dtype=float)
+        if len(times) == 1:
+            k, u = np.zeros(len(t1), dtype=int), np.zeros(len(t1))
+            k1 = k
+        else:
+            k = np.clip(np.searchsorted(times, t1, side="right") - 1, 0, len(times) - 2)
+            k1 = k + 1
+            u = (t1 - times[k]) / (times[k1] - times[k])
+        turn = np.angle(np.exp(1j * (yaw[k1] - yaw[k])))              # shorter arc, (-pi, pi]
+        out = xr.Dataset(
+            {"box_center": (("time", "object", "xyz"), center[k] + u[:, None, None] * (center[k1] - center[k]),
+                            {"units": "m", "long_name": "centre of the object's oriented bounding box, scene frame"}),
+             "box_size": (("time", "object", "lwh"), size[k] + u[:, None, None] * (size[k1] - size[k]),
+                          {"units": "m", "long_name": "length, width, height of the object's oriented bounding box"}),
+             "box_yaw": (("time", "object"), np.angle(np.exp(1j * (yaw[k] + u[:, None] * turn))),
+                         {"units": "rad", "long_name": "heading of the bounding box about the scene z axis"})},
+            coords={"time": ("time", t1, {"units": "s", "long_name": "time since simulation start"}),
+                    "xyz": ["x", "y", "z"], "lwh": ["length", "width", "height"]})
+        for name in ("object_name", "object_class"):
+            if name in ds.variables:
+                out = out.assign_coords({name: ("object", np.asarray(ds[name].values))})
+        return out.isel(time=0) if t.ndim == 0 else out

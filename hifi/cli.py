@@ -101,7 +101,8 @@ def _open(path: Path):
 
 
 def _print_scenario_warnings() -> None:
-    """Print :class:`~hifi.errors.ScenarioWarning` as ``hifi: warning: MESSAGE`` on stderr.
+    """Print :class:`~hifi.errors.ScenarioWarning` and :class:`~hifi.exporters.ExportWarning` as
+    ``hifi: warning: MESSAGE`` on stderr.
 
     Python's default filter shows each distinct warning once; other warnings are shown as
     Python shows them.
@@ -113,7 +114,8 @@ def _print_scenario_warnings() -> None:
         return
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, ScenarioWarning):
+        from .exporters._common import ExportWarning      # imported when a warning is shown: cheap start-up
+        if issubclass(category, (ScenarioWarning, ExportWarning)):
             print(f"hifi: warning: {message}", file=sys.stderr if file is None else file)
         else:
             shown(message, category, filename, lineno, file, line)
@@ -191,7 +193,8 @@ def _export(args) -> int:
         if exporter.scope == "run":
             if not args.dataset.is_dir():
                 return _fail(f"{args.dataset}: format {args.format!r} takes a run directory (hifi run --out DIR)")
-            out = args.out or args.dataset.with_name(args.dataset.name + exporter.suffix)
+            default = args.dataset.name + (exporter.suffix or f"_{exporter.name}")    # "": a directory
+            out = args.out or args.dataset.with_name(default)
             written = export(args.dataset, args.format, out, sensor=args.sensor, overwrite=args.overwrite)
         else:
             if args.dataset.is_dir():
@@ -200,8 +203,11 @@ def _export(args) -> int:
                                  f"file DIR/NAME.nc (or give --sensor NAME)")
                 args.dataset = args.dataset / f"{args.sensor}.nc"
             ds = _open(args.dataset)
-            out = args.out or args.dataset.with_suffix(exporter.suffix)
-            written = export(ds, args.format, out, overwrite=args.overwrite)   # nothing left behind on failure
+            try:
+                out = args.out or args.dataset.with_suffix(exporter.suffix)
+                written = export(ds, args.format, out, overwrite=args.overwrite)   # nothing left behind on failure
+            finally:
+                ds.close()      # not left to the garbage collector, which may close it inside another netCDF call
     except ExportError as exc:
         return _fail(f"{args.dataset}: {exc}")
     for path in written:

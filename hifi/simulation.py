@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from . import meshes, scenario as _scenario
 from .bus import MessageBus, PoseMessage
@@ -24,7 +25,7 @@ from .errors import OutputError, ScenarioError
 from .estimate import check_memory
 from .interrupt import note_time
 from .model import Model, RunContext, Var
-from .motion import Pose, Track
+from .motion import Pose, Track, oriented_boxes
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
 from .progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
 from .scene import Material, Scene
@@ -42,11 +43,16 @@ INCOMPLETE_MARKER = "INCOMPLETE"
 
 
 class MotionRecorder(Model):
-    """Ground-truth poses of every object and sensor at a fixed rate (``motion.nc``).
+    """Ground truth of every object and sensor at a fixed rate (``motion.nc``).
 
     BlenSor's motion-data export: per time step, each body's position [m] and orientation
-    (quaternion x, y, z, w and roll/pitch/yaw [deg], CONTRACTS convention) in the scene frame.
-    Each pose is also published on the message bus as a :class:`~hifi.bus.PoseMessage`.
+    (quaternion x, y, z, w and roll/pitch/yaw [deg], CONTRACTS convention) in the scene frame,
+    its velocity [m/s] and angular velocity [rad/s], and per object an oriented 3-D bounding
+    box (``box_center``, ``box_size``, ``box_yaw``; :func:`hifi.motion.oriented_boxes`) from
+    the mesh's own bounds in its body frame, whose semantic class is ``object_class``. The
+    coordinate ``body_parent`` names each body's parent ("" for the scene), so a reader can
+    rebuild the pose tree (the ROS 2 export's ``/tf``). Each pose is also published on the
+    message bus as a :class:`~hifi.bus.PoseMessage`.
     """
 
     model_name = "motion"
@@ -56,39 +62,78 @@ class MotionRecorder(Model):
         super().__init__("motion", {}, rate_hz=rate_hz)
         self.scene = scene
         self.names = list(scene.bodies)
+        self._object_rows = np.array([self.names.index(o.name) for o in scene.objects], dtype=int)
+        self._bounds = np.array([o.mesh.bounds if len(o.vertices) else np.full((2, 3), np.nan)
+                                 for o in scene.objects], dtype=float).reshape(-1, 2, 3)
 
     def coords(self):
         kinds = np.array([self.scene.bodies[n].kind for n in self.names])
-        return {
+        parents = np.array([self.scene.bodies[n].parent or "" for n in self.names])
+        c = {
             "body": Var(("body",), np.array(self.names), "1", "name of the object or sensor"),
             "body_kind": Var(("body",), kinds, "1", "object or sensor"),
+            "body_parent": Var(("body",), parents, "1", "name of the body this one rides on; '' for the scene"),
             "xyz": Var(("xyz",), np.array(["x", "y", "z"]), "1", "scene-frame axis (x east, y north, z up)"),
             "quat": Var(("quat",), np.array(["x", "y", "z", "w"]), "1", "quaternion component"),
             "rpy": Var(("rpy",), np.array(["roll", "pitch", "yaw"]), "1", "rotation about x, y, z"),
         }
+        if self.scene.objects:
+            c["lwh"] = Var(("lwh",), np.array(["length", "width", "height"]), "1",
+                           "box extent along its heading, across it, and vertically")
+        return c
 
     def frame_layout(self):
         n, f8 = len(self.names), np.dtype(np.float64)
-        return {"time": ((), f8), "position": ((n, 3), f8), "orientation": ((n, 4), f8), "rpy_deg": ((n, 3), f8)}
+        out = {"time": ((), f8), "position": ((n, 3), f8), "orientation": ((n, 4), f8), "rpy_deg": ((n, 3), f8),
+               "velocity": ((n, 3), f8), "angular_velocity": ((n, 3), f8)}
+        m = len(self.scene.objects)
+        if m:
+            out.update(box_center=((m, 3), f8), box_size=((m, 3), f8), box_yaw=((m,), f8))
+        return out
+
+    def _velocities(self, t):
+        """Velocity [m/s] and angular velocity [rad/s] of every body, scene axes, (n, 3) each:
+        :meth:`Scene.kinematics_at` (each body's motion differentiated analytically and carried
+        up its parent chain; a linear track's segment rates, taken from the segment that starts
+        at a keyframe)."""
+        kin = [self.scene.kinematics_at(name, t) for name in self.names]
+        return (np.array([k.velocity for k in kin], dtype=float).reshape(-1, 3),
+                np.array([k.angular_rate for k in kin], dtype=float).reshape(-1, 3))
 
     def step(self, k, t):
         poses = [self.scene.pose_at(n, t) for n in self.names]
-        pos = np.array([p.translation for p in poses])
-        quat = np.array([p.rotation.as_quat() for p in poses])
+        pos = np.array([p.translation for p in poses]).reshape(-1, 3)
+        quat = np.array([p.rotation.as_quat() for p in poses]).reshape(-1, 4)
         if self.ctx is not None:
             for name, p, q in zip(self.names, pos, quat):
                 self.ctx.bus.publish(PoseMessage(self.name, t, body=name, position_m=tuple(p),
                                                  quaternion_xyzw=tuple(q)))
         with warnings.catch_warnings():      # gimbal lock at pitch +-90 deg is expected, not an error
             warnings.simplefilter("ignore", UserWarning)
-            rpy = np.array([p.rotation.as_euler("xyz", degrees=True) for p in poses])
-        return {
+            rpy = np.array([p.rotation.as_euler("xyz", degrees=True) for p in poses]).reshape(-1, 3)
+        vel, omega = self._velocities(t)
+        out = {
             "time": Var((), np.float64(t), "s", "time since simulation start"),
             "position": Var(("body", "xyz"), pos, "m", "position of the body origin, scene frame"),
             "orientation": Var(("body", "quat"), quat, "1", "orientation quaternion body -> scene (x, y, z, w)"),
             "rpy_deg": Var(("body", "rpy"), rpy, "degree",
                            "roll, pitch, yaw about the scene x, y, z axes (extrinsic xyz)"),
+            "velocity": Var(("body", "xyz"), vel, "m s-1", "velocity of the body origin, scene frame"),
+            "angular_velocity": Var(("body", "xyz"), omega, "rad s-1",
+                                    "angular velocity of the body, scene axes"),
         }
+        if len(self._object_rows):
+            rows = self._object_rows
+            center, size, yaw = oriented_boxes(self._bounds, Pose(Rotation.from_quat(quat[rows]), pos[rows]))
+            out.update({
+                "box_center": Var(("object", "xyz"), center, "m",
+                                  "centre of the object's oriented bounding box, scene frame"),
+                "box_size": Var(("object", "lwh"), size, "m",
+                                "length, width, height of the object's oriented bounding box"),
+                "box_yaw": Var(("object",), yaw, "rad",
+                               "heading of the bounding box about the scene z axis, from x toward y"),
+            })
+        return out
 
 
 def build_scene(sc: _scenario.Scenario) -> Scene:

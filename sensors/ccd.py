@@ -366,9 +366,22 @@ class CCDCamera(Sensor):
         }
 
     def attrs(self):
+        """Global attributes: pinhole intrinsics, the W311 distortion as the radial coefficient
+        ``distortion_k1`` of OpenCV's / ROS's ``plumb_bob`` model, and the sensor's EMVA figures.
+
+        Notes
+        -----
+        :func:`optics.aberrations.apply_distortion` moves an image height h to
+        h (1 + d (h / h_max)^2), d = -2 N lambda W311 / h_max, h_max the image's half-diagonal.
+        In normalised coordinates r = h / f this is r (1 + k1 r^2) with
+        k1 = d (f / h_max)^2 = -2 N lambda W311 f^2 / h_max^3 (exact: the remap is purely cubic).
+        """
         p = self.params
         s = self.sensor_model
+        h_max = 0.5 * p["pixel_pitch_m"] * np.hypot(p["resolution_x"], p["resolution_y"])
+        k1 = -2.0 * p["f_number"] * p["wavelength_m"] * p["W311"] * p["focal_length_m"] ** 2 / h_max ** 3
         return {"focal_length_px": p["focal_length_m"] / p["pixel_pitch_m"],
+                "distortion_k1": float(k1),
                 "principal_point_px": np.array([p["resolution_x"] / 2.0, p["resolution_y"] / 2.0]),
                 "quantum_efficiency": s.quantum_efficiency,
                 "qe_reference_wavelength_m": self.reference_wavelength_m,

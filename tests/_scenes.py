@@ -54,3 +54,51 @@ rate_hz = {rate_hz!r}
 resolution_x = {resolution[0]}
 resolution_y = {resolution[1]}
 """
+
+
+#: Start and origin of :func:`street_scenario`: the epoch and site of the GPS navigation file
+#: examples/data/07590920.05n (as tests/test_gps_sensor.py uses them).
+STREET_START_UTC = "2005-04-02T00:10:00Z"
+STREET_ORIGIN = {"lat_deg": 35.1608750388, "lon_deg": 139.6138372528, "height_m": 70.153}
+
+
+def street_scenario(*, duration_s=0.3, return_mode="strongest", weather=None, sensors_extra=(), seed=11):
+    """A street for the run-level exports: a VLP-16 ``lidar`` on the roof of ``ego``, a car that
+    drives 10 m/s along x while turning 20 deg/s, and objects of every kind a label map needs.
+
+    Objects (index: name, class): 0 ground (road), 1 ego (car, moving), 2 parked (car),
+    3 crossing (car, moving along +y at 10 m/s), 4 house (building), 5 lamp (pole, a
+    cylinder), 6 mailbox ("Mail box": no SemanticKITTI class), 7 kerb (sidewalk).
+    """
+    d = {
+        "simulation": {"duration_s": duration_s, "seed": seed, "start_utc": STREET_START_UTC,
+                       "origin": dict(STREET_ORIGIN)},
+        "output": {"motion_rate_hz": 50.0},
+        "materials": {"asphalt": {"reflectivity": 0.3, "class": "road"},
+                      "curb": {"reflectivity": 0.4, "class": "sidewalk"},
+                      "paint": {"reflectivity": 0.6, "class": "car"},
+                      "concrete": {"reflectivity": 0.35, "class": "building"},
+                      "metal": {"reflectivity": 0.5, "class": "pole"},
+                      "tin": {"reflectivity": 0.7, "class": "Mail box"}},
+        "objects": [
+            {"name": "ground", "mesh": "plane", "size_m": [120, 120], "material": "asphalt"},
+            {"name": "ego", "mesh": "car", "material": "paint",
+             "track": [{"t_s": 0.0, "position_m": [0, 0, 0], "rpy_deg": [0, 0, 0]},
+                       {"t_s": 1.0, "position_m": [10, 0, 0], "rpy_deg": [0, 0, 20]}]},
+            {"name": "parked", "mesh": "car", "material": "paint", "position_m": [12, 4, 0], "rpy_deg": [0, 0, 30]},
+            {"name": "crossing", "mesh": "car", "material": "paint",
+             "track": [{"t_s": 0.0, "position_m": [20, -10, 0], "rpy_deg": [0, 0, 90]},
+                       {"t_s": 1.0, "position_m": [20, 0, 0], "rpy_deg": [0, 0, 90]}]},
+            {"name": "house", "mesh": "box", "size_m": [10, 6, 8], "material": "concrete", "position_m": [20, -14, 4]},
+            {"name": "lamp", "mesh": "cylinder", "radius_m": 0.15, "height_m": 5.0, "material": "metal",
+             "position_m": [8, -3, 2.5]},
+            {"name": "mailbox", "mesh": "box", "size_m": [0.5, 0.5, 1.0], "material": "tin",
+             "position_m": [6, 3, 0.5]},
+            {"name": "kerb", "mesh": "box", "size_m": [40, 2, 0.15], "material": "curb", "position_m": [10, -6, 0.075]},
+        ],
+        "sensors": [{"name": "lidar", "model": "vlp16", "rate_hz": 10.0, "parent": "ego", "position_m": [0, 0, 1.9],
+                     "params": {"return_mode": return_mode}}, *sensors_extra],
+    }
+    if weather:
+        d["weather"] = dict(weather)
+    return d

@@ -48,13 +48,15 @@ def _grid_scenario(*, orthogonal_sigma_m=0.01):
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "o"
-    hifi.Simulation.from_dict(_grid_scenario()).run(out=out)
+    for ds in hifi.Simulation.from_dict(_grid_scenario()).run(out=out).values():
+        ds.close()
     return out
 
 
 @pytest.fixture(scope="module")
 def grid(run_dir):
-    ds = xr.open_dataset(run_dir / "grid.nc").load()
+    with xr.open_dataset(run_dir / "grid.nc") as ds:    # closed here, not by the garbage collector
+        ds.load()
     det = ds.detected.values
     assert 0 < det.sum() < det.size          # the fixture has hits and misses
     return ds
@@ -497,13 +499,16 @@ def test_synthetic_single_frame_all_formats(tmp_path):
 #: Formats of one sensor family's raw packets (tested in their own files, e.g.
 #: test_export_pcap_velodyne.py): any other model is refused naming it and the supported ones.
 RAW_PACKET_FORMATS = {"pcap"}
-POINT_FORMATS = [f for f in FORMATS if f not in RAW_PACKET_FORMATS]
+#: Run-level formats (scope "run": SemanticKITTI, MCAP) take a run directory, not a dataset; they
+#: are tested in their own files (test_export_semantickitti.py, test_export_mcap.py).
+RUN_FORMATS = {f for f in FORMATS if load_exporter(f).scope == "run"}
+SENSOR_FORMATS = [f for f in FORMATS if f not in RUN_FORMATS]
+POINT_FORMATS = [f for f in SENSOR_FORMATS if f not in RAW_PACKET_FORMATS]
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SENSOR_FORMATS)
 def test_depth_map_dataset_is_refused_naming_what_is_missing(run_dir, tmp_path, fmt):
-    cam = xr.open_dataset(run_dir / "cam.nc")
-    with pytest.raises(ExportError) as err:
+    with xr.open_dataset(run_dir / "cam.nc") as cam, pytest.raises(ExportError) as err:
         export(cam, fmt, tmp_path / f"cam.{fmt}")
     msg = str(err.value)
     if fmt in RAW_PACKET_FORMATS:
@@ -512,6 +517,16 @@ def test_depth_map_dataset_is_refused_naming_what_is_missing(run_dir, tmp_path, 
         assert "x_noisy" in msg or "gridded scan" in msg
     assert "depthmap" in msg                                       # names the sensor model
     assert list(tmp_path.iterdir()) == []                          # nothing written, no staging dir
+
+
+@pytest.mark.parametrize("fmt", ["semantickitti", "mcap"])
+def test_run_level_formats_refuse_a_dataset(grid, tmp_path, fmt):
+    import importlib
+    register_exporter(importlib.import_module(f"hifi.exporters.{fmt}").EXPORTER)    # as its entry point
+    assert load_exporter(fmt).scope == "run"
+    with pytest.raises(ExportError, match="takes a run directory"):
+        export(grid, fmt, tmp_path / "x")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_missing_output_directory(tmp_path):

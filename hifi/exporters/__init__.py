@@ -25,6 +25,9 @@ Layout decisions shared by the built-in formats
   itself is not written).
 * :func:`export` writes into a temporary directory beside ``out`` and moves the files into
   place only when the writer has succeeded, so a failed export leaves nothing behind.
+* A format whose ``suffix`` is empty writes a directory (SemanticKITTI's ``sequences/...``).
+  :func:`export` puts :data:`EXPORT_MARKER` into it; ``overwrite`` replaces an existing
+  directory only when it is empty or holds that marker, never another directory.
 """
 
 from __future__ import annotations
@@ -35,10 +38,14 @@ import tempfile
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from ._common import Exporter, ExportError
+from ._common import Exporter, ExportError, ExportWarning
 
-__all__ = ["ExportError", "Exporter", "available_exporters", "export", "load_exporter",
-           "register_exporter"]
+__all__ = ["EXPORT_MARKER", "ExportError", "ExportWarning", "Exporter", "available_exporters", "export",
+           "load_exporter", "register_exporter"]
+
+#: File that marks a directory written by a directory format (``suffix = ""``); ``overwrite``
+#: replaces only a directory holding it (or an empty one).
+EXPORT_MARKER = ".hifi-export"
 
 GROUP = "hifi.exporters"
 _extra: dict[str, Exporter] = {}
@@ -114,10 +121,12 @@ def export(source, fmt: str, out, *, sensor: str | None = None, overwrite: bool 
     out = Path(out)
     if not out.parent.is_dir():
         raise FileNotFoundError(f"{out.parent}: no such directory for {out.name}")
-    _check_targets([out], overwrite)
+    directory = exporter.suffix == ""
+    _check_targets([out], overwrite, directory)
     if exporter.scope == "run":
-        if not Path(source).is_dir():
-            raise ExportError(f"format {fmt!r} takes a run directory (hifi run --out DIR), got {source}")
+        if not isinstance(source, (str, os.PathLike)) or not Path(source).is_dir():
+            raise ExportError(f"format {fmt!r} takes a run directory (hifi run --out DIR), got "
+                              f"{source if isinstance(source, (str, os.PathLike)) else type(source).__name__}")
     elif isinstance(source, (str, os.PathLike)):
         raise ExportError(f"format {fmt!r} takes one sensor's dataset (DIR/NAME.nc), got {source}")
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
@@ -128,18 +137,31 @@ def export(source, fmt: str, out, *, sensor: str | None = None, overwrite: bool 
             written = exporter.write(source, staging / out.name)
         written = [written] if isinstance(written, Path) else list(written)
         final = [out.parent / p.name for p in written]
-        _check_targets(final, overwrite)
+        for p in written:
+            if p.is_dir():
+                (p / EXPORT_MARKER).write_text(f"written by hifi export --format {fmt}\n", encoding="utf-8")
+        _check_targets(final, overwrite, directory)
         for src, dst in zip(written, final):
+            if src.is_dir() and dst.is_dir():           # overwrite: checked above to be ours (or empty)
+                old = staging / (".old-" + dst.name)
+                os.replace(dst, old)
             os.replace(src, dst)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return final
 
 
-def _check_targets(paths, overwrite: bool) -> None:
-    """Refuse to replace a directory, or an existing file unless ``overwrite``."""
+def _check_targets(paths, overwrite: bool, directory: bool = False) -> None:
+    """Refuse to replace a directory (unless ``directory``: then one written by an export, or
+    empty, with ``overwrite``), or an existing file unless ``overwrite``."""
     for p in paths:
-        if p.is_dir():
-            raise FileExistsError(f"{p} is a directory; give an output file name")
-        if (p.exists() or p.is_symlink()) and not overwrite:
+        if p.is_dir() and not p.is_symlink():
+            if not directory:
+                raise FileExistsError(f"{p} is a directory; give an output file name")
+            if not overwrite:
+                raise FileExistsError(f"{p} exists; use --overwrite to replace it")
+            if any(p.iterdir()) and not (p / EXPORT_MARKER).is_file():
+                raise FileExistsError(f"--overwrite: {p} was not written by hifi export (no {EXPORT_MARKER}); "
+                                      f"refusing to delete it, choose another --out")
+        elif (p.exists() or p.is_symlink()) and not overwrite:
             raise FileExistsError(f"{p} exists; use --overwrite to replace it")

@@ -1,5 +1,6 @@
-"""What every exporter shares: the :class:`Exporter` record, its error, and dataset access
-(required variables, frame-first arrays, detected returns, poses, per-frame file names)."""
+"""What every exporter shares: the :class:`Exporter` record, its error and warning, dataset access
+(required variables, frame-first arrays, detected returns, poses, per-frame file names, beam rings)
+and the run directory of the run-level formats (its sensors, ``motion.nc``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ from ..dataset import SENSOR_POSE, seconds_since_start
 
 class ExportError(ValueError):
     """The dataset cannot be written in the requested format."""
+
+
+class ExportWarning(UserWarning):
+    """An export that succeeds but loses or maps something the user should know about (classes
+    with no id in the target format, names changed to fit it, datasets the format cannot hold).
+    ``hifi export`` prints it as ``hifi: warning: MESSAGE``."""
 
 
 @dataclass(frozen=True)
@@ -201,3 +208,98 @@ def scan_grid_order(ds) -> tuple[np.ndarray, np.ndarray]:
                          for col in np.moveaxis(pitch, 2, 0).reshape(n1, -1)])
         rows = np.argsort(-mean, kind="stable")
     return columns, rows
+
+
+# -- run directories (scope "run") --------------------------------------------------------------
+#: File of a run directory holding the ground truth (:class:`hifi.simulation.MotionRecorder`).
+MOTION_FILE = "motion.nc"
+
+#: Variables that make a dataset a range sensor's (CONTRACTS "Datasets").
+RANGE_REQUIRED = ("x_noisy", "y_noisy", "z_noisy", "detected", "object_id", "timestamp")
+
+
+def run_datasets(run_dir: Path) -> list[str]:
+    """Names of the model datasets of a run directory (``DIR/<name>.nc`` except ``motion.nc``), sorted."""
+    return sorted(p.stem for p in Path(run_dir).glob("*.nc") if p.name != MOTION_FILE)
+
+
+def open_run_dataset(run_dir: Path, name: str, fmt: str):
+    """Open ``DIR/<name>.nc`` lazily.
+
+    Raises
+    ------
+    ExportError
+        No such dataset in the run (the message lists those there are).
+    """
+    import xarray as xr
+    path = Path(run_dir) / f"{name}.nc"
+    if not path.is_file():
+        have = run_datasets(run_dir)
+        raise ExportError(f"{fmt}: the run {run_dir} has no sensor {name!r} (no {path.name}); its datasets: "
+                          f"{', '.join(have) or 'none'}")
+    return xr.open_dataset(path)
+
+
+def is_range_dataset(ds) -> bool:
+    """Whether ``ds`` holds a range sensor's returns (every variable of :data:`RANGE_REQUIRED`)."""
+    return all(n in ds.variables for n in RANGE_REQUIRED)
+
+
+def open_motion(run_dir: Path, fmt: str):
+    """Open the run's ``motion.nc`` lazily; :class:`ExportError` if it is missing."""
+    import xarray as xr
+    path = Path(run_dir) / MOTION_FILE
+    if not path.is_file():
+        raise ExportError(f"{fmt}: the run {run_dir} has no {MOTION_FILE} (the ground truth every run writes)")
+    return xr.open_dataset(path)
+
+
+def beam_rings(ds) -> np.ndarray:
+    """Ring number of every beam: 0 for the lowest elevation, counting up.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Range-sensor dataset; its scan dimensions are those of ``x_noisy`` other than
+        ``frame`` and a dual return's ``return``.
+
+    Returns
+    -------
+    numpy.ndarray of uint16
+        Shape of the scan dimensions (a dual return's two echoes share their beam's ring).
+
+    Notes
+    -----
+    The elevation axis is the scan dimension along which the mean ``pitch`` (over the first
+    frame) varies most: ``laser`` of a rotating lidar, ``layer`` of a line scanner, ``row`` of
+    a ToF camera, ``phi`` of ``generic_grid``, ``beam`` of an Ouster. Its indices are ranked by
+    that mean pitch, lowest first (ties in dataset order); the other dimensions share it. A
+    one-dimensional scan, or a dataset without ``pitch``, is ring 0 throughout.
+    """
+    ref = ds["x_noisy"]
+    dims = [d for d in ref.dims if d not in ("frame", "return")]
+    shape = tuple(int(ds.sizes[d]) for d in dims)
+    rings = np.zeros(shape, dtype=np.uint16)
+    if len(dims) < 2 or "pitch" not in ds.variables:
+        return rings
+    pitch = ds["pitch"]
+    if "frame" in pitch.dims:
+        pitch = pitch.isel(frame=0)
+    if "return" in pitch.dims:
+        pitch = pitch.isel({"return": 0})
+    pitch = pitch.broadcast_like(ref.isel({d: 0 for d in ref.dims if d not in dims})).transpose(*dims)
+    p = np.asarray(pitch.values, dtype=float)
+    best, spread, means = None, -1.0, None
+    for axis in range(len(dims)):
+        other = tuple(a for a in range(len(dims)) if a != axis)
+        with np.errstate(all="ignore"):
+            counts = np.sum(np.isfinite(p), axis=other)
+            m = np.where(counts > 0, np.nansum(p, axis=other) / np.maximum(counts, 1), np.nan)
+        s = float(np.nanmax(m) - np.nanmin(m)) if np.isfinite(m).any() else 0.0
+        if s > spread:
+            best, spread, means = axis, s, m
+    rank = np.empty(len(means), dtype=np.uint16)
+    rank[np.argsort(np.where(np.isfinite(means), means, np.inf), kind="stable")] = np.arange(len(means))
+    view = [1] * len(dims)
+    view[best] = len(means)
+    return np.broadcast_to(rank.reshape(view), shape).copy()
