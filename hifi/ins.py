@@ -111,6 +111,7 @@ class INS(Model):
         self._w_ie = np.asarray(earth_rate_enu(lat), dtype=float)
         self._t = None
         self._fixes = 0
+        self._new_fix = None
         if p["gnss"] is not None:
             imu0 = ctx.scene.pose_at(p["imu"], 0.0)
             ant0 = ctx.scene.pose_at(p["gnss"], 0.0)
@@ -191,6 +192,7 @@ class INS(Model):
         R = np.diag(np.asarray(self.params["fix_sigma_m"], dtype=float) ** 2)
         self._update(H, R, z_fix - (self.pos + lever_n))
         self._fixes += 1
+        self._new_fix = z_fix
 
     def _update(self, H, R, innov) -> None:
         """Kalman update of the error state (Joseph form), fed back and reset."""
@@ -223,6 +225,7 @@ class INS(Model):
     def step(self, k, t):
         self._motion_constraint()
         nan3 = np.full(3, np.nan)
+        fix, self._new_fix = self._new_fix, None
         truth = self.ctx.scene.kinematics_at(self.params["imu"], float(t))
         t_rpy = truth.pose.rotation.as_euler("xyz", degrees=True)
         if self._t is None:
@@ -249,4 +252,6 @@ class INS(Model):
             "yaw_true": Var((), np.float64(np.arctan2(fwd_t[1], fwd_t[0])), "rad", "true heading"),
             "rpy_deg_true": Var(("xyz",), t_rpy, "degree", "true roll, pitch, yaw"),
             "fixes_used": Var((), np.int32(self._fixes), "1", "GNSS fixes used so far"),
+            "fix": Var(("xyz",), nan3 if fix is None else fix, "m",
+                       "antenna position of the GNSS fix used since the previous frame, scene frame (NaN: none)"),
         }

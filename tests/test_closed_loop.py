@@ -269,3 +269,20 @@ def test_gnss_aided_ins_is_consistent_and_drives_the_car():
     yaw_sig = ins.attitude_sigma.values[:, 2]
     assert np.mean(np.abs(yaw_err[1:]) < 3 * yaw_sig[1:]) > 0.9
     assert int(out["driver"].waypoint.values[-1]) == 2
+
+
+def test_hifi_plot_of_the_ins_draws_true_and_perceived_paths(tmp_path):
+    pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
+    import matplotlib.pyplot as plt
+    from _plots import legend_texts, outside_figure
+    from hifi.plot import make_figure
+    out = hifi.Simulation.from_dict(_ins_scene(6.0, preset="adis16448")).run(out=tmp_path / "run", progress=False)
+    fig = make_figure(out["nav"])
+    try:
+        texts = legend_texts(fig)
+        assert "true path" in texts and "perceived (INS estimate)" in texts
+        n_fix = int(np.isfinite(out["nav"].fix.values).all(axis=1).sum())      # numpy count
+        assert f"GNSS fixes used ({n_fix})" in texts and n_fix >= 5
+        assert outside_figure(fig) == []
+    finally:
+        plt.close(fig)
