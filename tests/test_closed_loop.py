@@ -286,3 +286,63 @@ def test_hifi_plot_of_the_ins_draws_true_and_perceived_paths(tmp_path):
         assert outside_figure(fig) == []
     finally:
         plt.close(fig)
+
+
+def _planner_scene(duration=18.0):
+    # A 14 m wall across the straight line from the start to the goal (x = 10 m, y -4 .. 10 m);
+    # the planner knows it only from the VLP-16 on the car.
+    return {"simulation": {"duration_s": duration, "seed": 1},
+            "objects": [{"name": "ground", "mesh": "plane", "size_m": [100, 100]},
+                        {"name": "wall", "mesh": "box", "size_m": [1.0, 14.0, 2.0], "position_m": [10.0, 3.0, 1.0]},
+                        {"name": "car", "mesh": "car", "vehicle": {}}],
+            "sensors": [{"name": "lidar", "model": "vlp16", "parent": "car", "position_m": [0, 0, 1.9],
+                         "params": {"azimuth_stride": 4}}],
+            "models": [{"name": "planner", "model": "gonogo_planner",
+                        "params": {"body": "car", "sensors": ["lidar"], "goal_m": [20.0, 0.0], "speed_m_s": 2.0}}]}
+
+
+def test_gonogo_planner_drives_around_a_wall_it_has_only_scanned():
+    out = hifi.Simulation.from_dict(_planner_scene()).run(out=None)
+    pl = out["planner"]
+    path = out["car"].position.values[:, :2]
+    # reaches the goal (within its 1.5 m tolerance)
+    assert np.hypot(*(path[-1] - [20.0, 0.0])) < 1.5
+    # the car's footprint (its mesh: 4.5 x 1.8 m about its origin) never overlaps the wall
+    # (x 9.5 .. 10.5, y -4 .. 10): points on a 10 cm grid over the footprint, at every step
+    yaw = out["car"].yaw.values
+    u, v = np.meshgrid(np.linspace(-2.25, 2.25, 46), np.linspace(-0.9, 0.9, 19))
+    u, v = u.ravel(), v.ravel()
+    fx = path[:, 0, None] + np.cos(yaw)[:, None] * u - np.sin(yaw)[:, None] * v
+    fy = path[:, 1, None] + np.sin(yaw)[:, None] * u + np.cos(yaw)[:, None] * v
+    inside = (fx > 9.5) & (fx < 10.5) & (fy > -4.0) & (fy < 10.0)
+    assert not inside.any()
+    # the map marks the wall's cells no-go (cell centres within 1 m of the wall), and the path
+    # planned at the first step after the wall was seen crosses none of them
+    grid = pl["gonogo"].values[-1]
+    xc, yc = np.meshgrid(pl.x.values, pl.y.values)
+    on_wall = (np.abs(xc - 10.0) < 0.5) & (yc > -3.5) & (yc < 9.5)
+    assert np.mean(grid[on_wall] == 1) > 0.5
+    assert np.all(grid[(np.abs(xc) > 25) | (np.abs(yc) > 25)] != 1)     # no obstacle far off
+
+
+def test_planner_scenario_errors():
+    d = _planner_scene(1.0)
+    d["models"][0]["params"]["sensors"] = ["nothing"]
+    with pytest.raises(ScenarioError, match=r"models\[0\].params.sensors"):
+        hifi.Simulation.from_dict(d)
+
+
+def test_hifi_plot_of_the_planner_shows_map_and_path(tmp_path):
+    pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
+    import matplotlib.pyplot as plt
+    from _plots import legend_texts, outside_figure
+    from hifi.plot import make_figure
+    out = hifi.Simulation.from_dict(_planner_scene(3.0)).run(out=tmp_path / "run", progress=False)
+    fig = make_figure(out["planner"])
+    try:
+        texts = legend_texts(fig)
+        for label in ("planned path", "vehicle so far", "goal", "no-go", "go", "unknown"):
+            assert label in texts, texts
+        assert outside_figure(fig) == []
+    finally:
+        plt.close(fig)
