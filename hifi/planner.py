@@ -90,7 +90,7 @@ class GoNoGoPlanner(Model):
 
     It keeps the points of the range sensors named in ``sensors`` (every detected reported
     point of each frame delivered on the bus, not older than ``memory_s``), and at each step
-    builds a go/no-go grid of ``cell_m`` cells over ``extent_m`` around the scene origin
+    builds a go/no-go grid of ``cell_m`` cells over ``extent_m`` around the start and the goal
     (:func:`gonogo_grid`: a point between ``step_m`` and ``clearance_m`` above the ground under
     the vehicle makes its cell no-go), plans the shortest path to ``goal_m`` over the cells not
     no-go, grown by the vehicle's half width (:func:`plan_path`; unknown cells count as go),
@@ -109,8 +109,9 @@ class GoNoGoPlanner(Model):
         "goal_m": Param("vec2", doc="goal [x, y] in the scene frame [m]"),
         "speed_m_s": Param("float", default=2.0, minimum=0.0, exclusive_minimum=True, doc="cruise speed [m/s]"),
         "cell_m": Param("float", default=0.5, minimum=0.0, exclusive_minimum=True, doc="map cell size [m]"),
-        "extent_m": Param("float", default=60.0, minimum=0.0, exclusive_minimum=True,
-                          doc="side of the square map centred on the scene origin [m]"),
+        "extent_m": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
+                          doc="side of the square map [m], centred half-way between the vehicle's start and the "
+                              "goal; default: their distance plus 20 m on every side"),
         "step_m": Param("float", default=0.3, minimum=0.0,
                         doc="a point this high above the ground is an obstacle [m] (a kerb the vehicle cannot "
                             "climb; hifi.vehicle climbs 0.15 m)"),
@@ -148,8 +149,11 @@ class GoNoGoPlanner(Model):
     def setup(self, ctx):
         super().setup(ctx)
         p = self.params
-        self._n = int(np.ceil(p["extent_m"] / p["cell_m"]))
-        self._origin = np.array([-0.5 * self._n * p["cell_m"]] * 2)
+        start = np.asarray(ctx.scene.pose_at(p["body"], 0.0).translation[:2], dtype=float)
+        goal = np.asarray(p["goal_m"], dtype=float)
+        extent = p["extent_m"] if p["extent_m"] is not None else float(np.max(np.abs(goal - start))) + 40.0
+        self._n = int(np.ceil(extent / p["cell_m"]))
+        self._origin = 0.5 * (start + goal) - 0.5 * self._n * p["cell_m"]
         self._clouds: list[tuple[float, np.ndarray]] = []
         track = ctx.scene.bodies[p["body"]].local
         self._wheelbase = track.wheelbase_m
@@ -170,8 +174,9 @@ class GoNoGoPlanner(Model):
 
     def coords(self):
         p = self.params
-        c = self._origin[0] + (np.arange(self._n) + 0.5) * p["cell_m"]
-        return {"x": Var(("x",), c, "m", "cell centre, scene x"), "y": Var(("y",), c, "m", "cell centre, scene y"),
+        cx = self._origin[0] + (np.arange(self._n) + 0.5) * p["cell_m"]
+        cy = self._origin[1] + (np.arange(self._n) + 0.5) * p["cell_m"]
+        return {"x": Var(("x",), cx, "m", "cell centre, scene x"), "y": Var(("y",), cy, "m", "cell centre, scene y"),
                 "xy": Var(("xy",), np.array(["x", "y"]), "1", "scene axis")}
 
     def _cell(self, xy):
@@ -247,7 +252,8 @@ def plot_gonogo(ds, frame: int = -1):
     ax.legend(handles=handles, fontsize=8, loc="upper left")
     ax.set_xlabel("x (east) [m]")
     ax.set_ylabel("y (north) [m]")
-    t = float(ds["frame_time"].values[f]) if np.issubdtype(ds["frame_time"].dtype, np.floating) else f
+    from .dataset import seconds_since_start
+    t = float(seconds_since_start(ds, "frame_time")[f])
     ax.set_title(f"{ds.attrs.get('sensor_name', 'planner')} (gonogo_planner): frame {f}, t = {t:g} s")
     fig.tight_layout()
     return fig

@@ -204,7 +204,8 @@ class Vehicle(Model):
     constant acceleration (arc length ``v dt + a dt^2 / 2``, :func:`bicycle_step` at the step's
     mean speed), so the velocity, acceleration and yaw rate an IMU on it reads are the path's. With ``follow_ground`` the body is then set on the
     surface under its new position (a ray cast down from :data:`GROUND_PROBE_UP_M` above its
-    wheels): height from the hit, roll and pitch from the surface normal.
+    wheels, through the body's own faces): height from the hit, roll and pitch from the surface
+    normal.
 
     Steps run before every other model at equal times (priority -1), so sensors casting at a
     step's time see the body's pose to the next step; rays later than that see it extrapolated
@@ -279,9 +280,17 @@ class Vehicle(Model):
 
     def _ground(self, x, y, z, yaw, t, fallback):
         """Height, roll and pitch of the surface under (x, y), or ``fallback`` if none."""
-        origin = np.array([[x, y, z + GROUND_PROBE_UP_M]])
-        hits = self.ctx.caster.cast(origin, np.array([[0.0, 0.0, -1.0]]), t, GROUND_PROBE_UP_M + GROUND_PROBE_DOWN_M)
-        if not hits.hit[0]:
+        own = self.ctx.scene.object_names.index(self.name)
+        top = z + GROUND_PROBE_UP_M
+        down = np.array([[0.0, 0.0, -1.0]])
+        for _ in range(4):                   # past the body's own faces (its floor, its wheels)
+            hits = self.ctx.caster.cast(np.array([[x, y, top]]), down, t, top - (z - GROUND_PROBE_DOWN_M))
+            if not hits.hit[0]:
+                return fallback
+            if hits.object_id[0] != own:
+                break
+            top = float(hits.point[0, 2]) - 1e-4
+        else:
             return fallback
         n = hits.normal[0]
         n = n if n[2] >= 0 else -n

@@ -346,3 +346,20 @@ def test_hifi_plot_of_the_planner_shows_map_and_path(tmp_path):
         assert outside_figure(fig) == []
     finally:
         plt.close(fig)
+
+
+def test_patrol_example_runs_its_first_seconds():
+    # examples/patrol.toml, cut to 6 s: the scanners on the nodding mount see the town, the
+    # planner maps no-go cells and drives, the INS uses the GPS fixes. (The whole 40 s run
+    # reaches the goal: README "Closed loop".)
+    from pathlib import Path
+    example = Path(__file__).resolve().parents[1] / "examples" / "patrol.toml"
+    out = hifi.load(example).run(out=None, duration_s=6.0, progress=False)
+    pl, ins = out["planner"], out["ins"]
+    assert int((pl["gonogo"].values[-1] == 1).sum()) > 10
+    assert float(out["robot"].position.values[-1, 0]) > 2.0
+    assert int(ins.fixes_used.values[-1]) >= 4
+    err = np.linalg.norm(ins.position.values - ins.position_true.values, axis=1)
+    assert np.nanmax(err) < 5.0
+    pitch = out["motion"].rpy_deg.values[:, list(out["motion"]["body"].values).index("mount_front"), 1]
+    assert np.ptp(pitch) > 10.0                                   # the mount nods
