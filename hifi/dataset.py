@@ -33,6 +33,10 @@ from .timebase import Epoch
 POINTS_NOISY = ("x_noisy", "y_noisy", "z_noisy")
 #: True hit point variables, scene frame, in x, y, z order.
 POINTS_TRUE = ("x", "y", "z")
+#: ``object_id`` of a ray that hit nothing, and of a return from the atmosphere (fog, rain,
+#: snow; CONTRACTS, second wave).
+NO_HIT_ID = -1
+ATMOSPHERE_ID = -2
 #: Per-frame sensor pose variables (frame start): position (xyz) and quaternion (x, y, z, w).
 SENSOR_POSE = ("sensor_position", "sensor_orientation")
 
@@ -190,7 +194,8 @@ def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_
         arr = np.asarray(arr)
         extra_attrs = None
         if name == "object_id":
-            extra_attrs = {"missing_value_meaning": "-1: no hit; -2: a return from the atmosphere (fog, rain, snow)"}
+            extra_attrs = {"missing_value_meaning": f"{NO_HIT_ID}: no hit; {ATMOSPHERE_ID}: a return from the "
+                                                    f"atmosphere (fog, rain, snow)"}
         if name == "intensity" and intensity_valid_max is not None:
             # CF valid range of the sensor's integer code: exporters scale by it (LAS: 16 bit)
             extra_attrs = {"valid_min": 0.0, "valid_max": float(intensity_valid_max)}

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import warnings
+
 import numpy as np
 
 #: Median absolute deviation -> sigma of a normal distribution, 1 / Phi^-1(3/4).
@@ -194,7 +196,9 @@ def fit_ring_cones(points_sensor, detected, *, min_range_m=2.0, n_iter=4, clip_s
         sr, sz = (w * r0).sum(1), (w * z0).sum(1)
         srr, srz = (w * r0 * r0).sum(1), (w * r0 * z0).sum(1)
         den = n * srr - sr * sr
-        with np.errstate(invalid="ignore", divide="ignore"), _quiet():
+        # nanmedian of an empty ring warns; its NaN is the answer
+        with np.errstate(invalid="ignore", divide="ignore"), \
+                warnings.catch_warnings(action="ignore", category=RuntimeWarning):
             slope = np.where((n >= min_points) & (den > 0), (n * srz - sr * sz) / den, np.nan)
             icpt = (sz - slope * sr) / n
             res = z0 - (icpt[:, None] + slope[:, None] * r0)
@@ -210,7 +214,7 @@ def ground_ring_radii(points_sensor, ground, *, min_points=10) -> np.ndarray:
     p = np.asarray(points_sensor, dtype=float)
     g = np.asarray(ground, dtype=bool)
     rh = np.where(g, np.hypot(p[..., 0], p[..., 1]), np.nan)
-    with np.errstate(all="ignore"), _quiet():
+    with np.errstate(all="ignore"), warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         med = np.nanmedian(rh, axis=1)
     return np.where(g.sum(axis=1) >= min_points, med, np.nan)
 
@@ -376,7 +380,7 @@ def ring_range_offsets(points_sensor, ground, plane: Plane, *, max_range_m=15.0,
     with np.errstate(invalid="ignore"):
         g = np.asarray(ground, dtype=bool) & (np.linalg.norm(p, axis=-1) <= max_range_m)
     res = np.where(g, np.linalg.norm(p, axis=-1) - plane_range(p, plane), np.nan)
-    with _quiet():
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         med = np.nanmedian(res, axis=1)
     med = np.where(g.sum(axis=1) >= min_points, med, np.nan)
     ok = np.isfinite(med)
@@ -504,7 +508,7 @@ def ring_gain_spread(range_m, intensity, road, *, slope, range_window_m=(4.0, 40
     r = np.asarray(range_m, dtype=float)
     i = np.asarray(intensity, dtype=float)
     g = np.asarray(road, dtype=bool) & (r >= range_window_m[0]) & (r <= range_window_m[1]) & np.isfinite(i)
-    with np.errstate(all="ignore"), _quiet():
+    with np.errstate(all="ignore"), warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         ic = np.where(g, i * (10.0 / r) ** slope, np.nan)
         gain = np.nanmedian(ic, axis=1)
     gain = np.where(g.sum(axis=1) >= min_points, gain, np.nan)
@@ -683,17 +687,6 @@ def measure(points_sensor, intensity, detected, *, ground_tol_m=0.10, plane_max_
         "n_road_returns": float(road.sum()),
     }
     return {"plane": plane, "road": road, "range_m": rng_m, "cones": cones, "ring_radii_m": radii, "noise": noise,
-            "offsets": offsets, "slope": slope, "brdf": brdf, "gain": gain, "misses": misses, "edges": edges, "headline": headline}
+            "offsets": offsets, "slope": slope, "brdf": brdf, "gain": gain, "misses": misses, "edges": edges,
+            "headline": headline}
 
-
-class _quiet:
-    """Silence numpy's 'All-NaN slice' RuntimeWarning of nanmedian on empty rings."""
-
-    def __enter__(self):
-        import warnings
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        return self._w.__exit__(*exc)

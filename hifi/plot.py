@@ -20,10 +20,13 @@ Object ids are drawn as categories named after ``[[objects]]`` (:func:`object_na
 from __future__ import annotations
 
 import inspect
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+from .dataset import ATMOSPHERE_ID
 
 
 def _pyplot():
@@ -63,7 +66,6 @@ _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
 OTHER_COLOR = "0.45"
 #: Colour of returns from the atmosphere (``object_id`` -2: fog, rain, snow).
 ATMOSPHERE_COLOR = "#9ecae1"
-ATMOSPHERE_ID = -2
 NO_HIT_COLOR = "white"
 
 
@@ -408,7 +410,7 @@ def _layout(fr):
     """
     dims = fr["distance_noisy"].dims
     pitch = _values(fr, "pitch")
-    with np.errstate(all="ignore"), _quiet():
+    with np.errstate(all="ignore"), warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         along0 = np.nanstd(np.nanmean(pitch, axis=1))
         along1 = np.nanstd(np.nanmean(pitch, axis=0))
     flat = max(along0, along1) < 1e-9
@@ -416,7 +418,7 @@ def _layout(fr):
 
     def rows_first(a):
         return a if rows_dim0 else a.T
-    with _quiet():
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         elev = np.degrees(np.nanmean(rows_first(pitch), axis=1))
         yaw_rad = rows_first(_values(fr, "yaw"))            # circular mean: yaw wraps at +-180 deg
         yaw = np.degrees(np.arctan2(np.nanmean(np.sin(yaw_rad), axis=0), np.nanmean(np.cos(yaw_rad), axis=0)))
@@ -432,18 +434,6 @@ def _layout(fr):
         return rows_first(a)[rows][:, cols]
     return arrange, (None if flat else elev[rows]), yaw[cols], dims[0] if rows_dim0 else dims[1]
 
-
-class _quiet:
-    """Silence numpy's "mean of empty slice" for all-NaN rows (rays that never returned)."""
-
-    def __enter__(self):
-        import warnings
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        return self._w.__exit__(*exc)
 
 
 def _angle_ticks(axis, values_deg, *, wrap: bool = False, max_ticks: int = 9):

@@ -479,7 +479,22 @@ def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path, span: 
     if parent is not None and (parent not in names or not names[parent].startswith("objects")):
         objs = ", ".join(repr(n) for n, w in names.items() if w.startswith("objects")) or "none"
         raise v.error(f"parent must be an object; allowed: {objs}", key=f"{key}.parent", value=parent)
-    params = check_params(spec["params"] or {}, cls.PARAMS, v.error, f"{key}.params")
+    params = _model_params(v, key, cls, spec["params"], base_dir)
+    check_run = getattr(cls, "check_run", None)
+    if check_run is not None:
+        rate_hz = spec["rate_hz"] if spec["rate_hz"] is not None else cls.default_rate_hz
+        _model_check(v, key, params, lambda: check_run(params, start_utc=span["start_utc"],
+                                                      duration_s=span["duration_s"], rate_hz=rate_hz))
+    names[name] = key
+    return SensorSpec(i, name, spec["model"], cls, spec["rate_hz"], parent, spec["position_m"],
+                      spec["rpy_deg"], params)
+
+
+def _model_params(v: _Validator, key: str, cls: type, raw: Any, base_dir: Path) -> dict:
+    """A model's ``params`` table (of a sensor or a ``[[models]]`` entry): each checked against
+    ``cls.PARAMS``, files resolved against the scenario's folder, then the model's own
+    ``check_params`` (cross-parameter checks, may return converted params)."""
+    params = check_params(raw or {}, cls.PARAMS, v.error, f"{key}.params")
     for pname, p in cls.PARAMS.items():
         if p.kind == "path" and params[pname] is not None:
             resolved = (base_dir / params[pname]).resolve()
@@ -490,14 +505,7 @@ def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path, span: 
     check = getattr(cls, "check_params", None)
     if check is not None:
         params = _model_check(v, key, params, lambda: check(params)) or params
-    check_run = getattr(cls, "check_run", None)
-    if check_run is not None:
-        rate_hz = spec["rate_hz"] if spec["rate_hz"] is not None else cls.default_rate_hz
-        _model_check(v, key, params, lambda: check_run(params, start_utc=span["start_utc"],
-                                                      duration_s=span["duration_s"], rate_hz=rate_hz))
-    names[name] = key
-    return SensorSpec(i, name, spec["model"], cls, spec["rate_hz"], parent, spec["position_m"],
-                      spec["rpy_deg"], params)
+    return params
 
 
 def _model(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path) -> ModelSpec:
@@ -521,17 +529,7 @@ def _model(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path) -> Mode
                       key=f"{key}.model", value=spec["model"]) from None
     if issubclass(cls, Sensor):
         raise v.error("a sensor rides on a body: put it in [[sensors]]", key=f"{key}.model", value=spec["model"])
-    params = check_params(spec["params"] or {}, cls.PARAMS, v.error, f"{key}.params")
-    for pname, p in cls.PARAMS.items():
-        if p.kind == "path" and params[pname] is not None:
-            resolved = (base_dir / params[pname]).resolve()
-            if not resolved.is_file():
-                raise v.error(f"file not found (looked for {resolved})", key=f"{key}.params.{pname}",
-                              value=params[pname])
-            params[pname] = str(resolved)
-    check = getattr(cls, "check_params", None)
-    if check is not None:
-        params = _model_check(v, key, params, lambda: check(params)) or params
+    params = _model_params(v, key, cls, spec["params"], base_dir)
     names[name] = key
     return ModelSpec(i, name, spec["model"], cls, spec["rate_hz"], params)
 

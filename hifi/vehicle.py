@@ -101,9 +101,12 @@ class VehicleTrack(Track):
         self.wheelbase_m = float(wheelbase_m)
         self.max_accel_m_s2 = float(max_accel_m_s2)
         self.max_speed_m_s = float(max_speed_m_s)
-        self._t = [0.0]
-        self._state = [(float(position_m[0]), float(position_m[1]), float(position_m[2]), float(yaw_rad),
-                        0.0, 0.0, 0.0, 0.0, 0.0)]            # x y z yaw roll pitch v steer accel
+        # States in arrays that grow by doubling (pose queries read them at every cast, so no
+        # list-to-array conversion per query): rows x y z yaw roll pitch v steer accel.
+        self._n = 1
+        self._tt = np.zeros(64)
+        self._st = np.zeros((64, 9))
+        self._st[0, :4] = (float(position_m[0]), float(position_m[1]), float(position_m[2]), float(yaw_rad))
         self._start = np.asarray(position_m, dtype=float)
         self._reach = float(reach_m)
         self._slerp = None
@@ -111,7 +114,7 @@ class VehicleTrack(Track):
     # Track's attributes, as the scene and caster read them -------------------------------
     @property
     def times_s(self) -> np.ndarray:
-        return np.asarray(self._t)
+        return self._tt[:self._n]
 
     @property
     def positions_m(self) -> np.ndarray:
@@ -134,22 +137,33 @@ class VehicleTrack(Track):
         return np.vstack([p0, p0 + np.vstack([np.eye(3), -np.eye(3)]) * s])
 
     def record(self, t_s: float, x, y, z, yaw, roll, pitch, v, steer, accel=0.0) -> None:
-        if t_s <= self._t[-1]:
-            raise ValueError(f"vehicle states must advance in time: {t_s} after {self._t[-1]}")
-        self._t.append(float(t_s))
-        self._state.append(tuple(float(a) for a in (x, y, z, yaw, roll, pitch, v, steer, accel)))
+        """Append the state at ``t_s`` [s] (after the last one)."""
+        last = self._tt[self._n - 1]
+        if t_s <= last:
+            raise ValueError(f"vehicle states must advance in time: {t_s} after {last}")
+        if self._n == self._tt.size:
+            self._tt = np.concatenate([self._tt, np.zeros(self._n)])
+            self._st = np.concatenate([self._st, np.zeros((self._n, 9))])
+        self._tt[self._n] = t_s
+        self._st[self._n] = (x, y, z, yaw, roll, pitch, v, steer, accel)
+        self._n += 1
 
-    def state(self, i: int = -1):
-        return self._t[i], self._state[i]
+    def set_motion(self, v, steer, accel) -> None:
+        """Speed [m/s], steering [rad] and acceleration [m/s^2] of the last state: the arc
+        driven from it to the next."""
+        self._st[self._n - 1, 6:9] = (v, steer, accel)
+
+    def state(self):
+        """``(t, (x, y, z, yaw, roll, pitch, v, steer, accel))`` of the last state."""
+        return float(self._tt[self._n - 1]), tuple(float(a) for a in self._st[self._n - 1])
 
     def kinematics(self, t1) -> Kinematics:
         """Pose, velocity, acceleration, angular rate and angular acceleration at times ``t1``
         (n,) [s], scene axes (the body has no parent)."""
         t1 = np.atleast_1d(np.asarray(t1, dtype=float))
         pose = self.at(t1)
-        times = np.asarray(self._t)
-        i = np.clip(np.searchsorted(times, t1, side="right") - 1, 0, len(times) - 1)
-        st = np.asarray(self._state)
+        times, st = self._tt[:self._n], self._st[:self._n]
+        i = np.clip(np.searchsorted(times, t1, side="right") - 1, 0, self._n - 1)
         yaw0, v0, d0, a0 = st[i, 3], st[i, 6], st[i, 7], st[i, 8]
         k = np.tan(d0) / self.wheelbase_m
         dt = np.maximum(t1 - times[i], 0.0)
@@ -165,9 +179,8 @@ class VehicleTrack(Track):
         t = np.asarray(t_s, dtype=float)
         scalar = t.ndim == 0
         t1 = np.atleast_1d(t)
-        times = np.asarray(self._t)
-        i = np.clip(np.searchsorted(times, t1, side="right") - 1, 0, len(times) - 1)
-        st = np.asarray(self._state)
+        times, st = self._tt[:self._n], self._st[:self._n]
+        i = np.clip(np.searchsorted(times, t1, side="right") - 1, 0, self._n - 1)
         x0, y0, z0, yaw0, roll0, pitch0, v0, d0, a0 = (st[i, j] for j in range(9))
         dt = np.maximum(t1 - times[i], 0.0)
         # the arc from state i: its steering held, its speed changing at its acceleration
@@ -264,7 +277,7 @@ class Vehicle(Model):
         v_mean = v + 0.5 * dv
         # the state at t gets this step's steering and acceleration, so the arc to t + dt is the
         # one driven: arc length v dt + a dt^2 / 2 = v_mean dt
-        self.track._state[-1] = (x, y, z, yaw, roll, pitch, v, steer, dv / dt)
+        self.track.set_motion(v, steer, dv / dt)
         x1, y1, yaw1 = bicycle_step(x, y, yaw, v_mean, steer, dt, self.track.wheelbase_m)
         z1, roll1, pitch1 = z, roll, pitch
         if p["follow_ground"]:

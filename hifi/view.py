@@ -38,6 +38,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .dataset import ATMOSPHERE_ID
+
 #: Default cap on the points stored in the page (each sensor frame once) [1].
 MAX_POINTS = 250_000
 #: Default cap on the slider steps [1].
@@ -557,7 +559,7 @@ def _add_points(page: _Page, go, run: RunDatasets, points, held, heights) -> lis
     class_of = np.array([class_labels.index(c) for c in object_classes] + [len(class_labels) - 1], dtype=int)
 
     def object_codes(oid):
-        return np.where(oid == -2, len(object_names), np.clip(oid, 0, max(len(object_names) - 1, 0)))
+        return np.where(oid == ATMOSPHERE_ID, len(object_names), np.clip(oid, 0, max(len(object_names) - 1, 0)))
 
     z_lo, z_hi = _percentiles([p.xyz[:, 2] for pts in points.values() for p in pts.values()])
     colorbar = dict(len=0.92 * heights[0] / sum(heights), y=1.0, yanchor="top", x=1.0, xanchor="left")

@@ -15,12 +15,13 @@ import numpy as np
 
 from hifi.caster import Hits
 from hifi.constants import SPEED_OF_LIGHT_M_S
+from hifi.dataset import (ATMOSPHERE_ID, annotation_var, axis_coords, range_frame, range_layout, sensor_pose_vars,
+                          yaw_pitch)
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
 
 from . import calibration as cal
-from hifi.dataset import annotation_var, axis_coords, range_frame, range_layout, sensor_pose_vars, yaw_pitch
 from .beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
 from .detection import detected as detect, detection_probability
 from .noise import snr_range_sigma
@@ -363,8 +364,6 @@ def _best_particle_echo(particles, d, p, alpha, mode):
     return r_out, p_out, det
 
 
-#: ``object_id`` of a return from the atmosphere (fog, rain, snow; CONTRACTS, second wave).
-ATMOSPHERE_ID = -2
 #: Nearest fog that can echo when a lidar has neither an overlap model nor a blind zone
 #: (``full_overlap_m`` = ``min_range_m`` = 0) [m]: the 1/R^2 of the fog's echo diverges at the
 #: sensor (:func:`sensors.weather.fog_backscatter_waveform`); 0.1 m is about the size of the

@@ -24,6 +24,23 @@ TEST_DATA = REPO_ROOT / "tests" / "data"
 SHARED_DATA = Path(os.environ.get("HIFI_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
+def load_validation(name: str):
+    """The validation script ``validation/<name>.py`` as a module (imported once; the folder goes
+    on ``sys.path`` so the scripts' own imports of each other work)."""
+    import importlib.util
+    import sys
+    folder = REPO_ROOT / "validation"
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_data_path(relative: str) -> Path:
     """Path of a vendored file in tests/data; fails the calling test when it is missing."""
     path = TEST_DATA / relative

@@ -7,25 +7,14 @@ are what the test injects.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, shared_path
-
-VALIDATION = REPO_ROOT / "validation"
+from conftest import load_validation, shared_path
 
 
-def _load(name):
-    if str(VALIDATION) not in sys.path:
-        sys.path.insert(0, str(VALIDATION))
-    spec = importlib.util.spec_from_file_location(name, VALIDATION / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+
 
 
 from hifi import lidar_stats as ls  # noqa: E402
@@ -176,7 +165,7 @@ def test_edge_points_ignores_misses_and_small_steps():
 # --------------------------------------------------------------------------------------------
 
 def test_ouster_decoder_matches_metadata(test_data):
-    lr = _load("lidar_real")
+    lr = load_validation("lidar_real")
     f = lr.ouster_frames(test_data("lidar/ouster_os1_128.pcap"), test_data("lidar/ouster_os1_128.json"))
     assert f["range_m"].shape == (3, 128, 1024)                 # 3 frames of 1024 x 128 (lidar_mode 1024x10)
     assert list(f["frame_id"]) == [1795, 1796, 1797]
@@ -185,7 +174,7 @@ def test_ouster_decoder_matches_metadata(test_data):
 
 def test_ouster_decoder_matches_ouster_sdk(test_data):
     sdk = pytest.importorskip("ouster.sdk", reason="ouster-sdk not installed (pip install ouster-sdk)")
-    lr = _load("lidar_real")
+    lr = load_validation("lidar_real")
     pcap, meta = test_data("lidar/ouster_os1_128.pcap"), test_data("lidar/ouster_os1_128.json")
     ours = lr.ouster_frames(pcap, meta)
     src = sdk.open_source(str(pcap), meta=[str(meta)])
@@ -197,7 +186,7 @@ def test_ouster_decoder_matches_ouster_sdk(test_data):
 
 def test_ouster_real_statistics_plausible(test_data):
     test_data("lidar/ouster_os1_128.pcap")
-    lr = _load("lidar_real")
+    lr = load_validation("lidar_real")
     h = lr.measure_ouster()["headline"]
     assert 1.0 < h["sensor_height_m"] < 3.0                   # a car roof mount
     # OS1 data sheet (rev 6/7): range precision about 1-3 cm at 1-50 m; plus 8 mm quantisation
@@ -210,7 +199,7 @@ def test_ouster_real_statistics_plausible(test_data):
 
 def test_nuscenes_real_statistics_plausible():
     path = shared_path("lidar/nuscenes_hdl32e_sweep.pcd.bin")
-    lr = _load("lidar_real")
+    lr = load_validation("lidar_real")
     m = lr.measure_nuscenes(path)
     h = m["headline"]
     assert h["sensor_height_m"] == pytest.approx(1.84, abs=0.05)   # SOURCES.md: about 1.84 m
@@ -242,7 +231,7 @@ def test_nuscenes_sim_matches_real_within_factor_1_5(key, request):
     path = shared_path("lidar/nuscenes_hdl32e_sweep.pcd.bin")
     if key in _NOT_YET:
         request.applymarker(pytest.mark.xfail(strict=True, reason=_NOT_YET[key]))
-    lr = _load("lidar_real")
+    lr = load_validation("lidar_real")
     res = _nuscenes_comparison(lr, path)
     real, sim = res["real"]["headline"][key], res["sim"]["headline"][key]
     ratio = lr.ratio(real, sim)

@@ -8,20 +8,17 @@ comments; fitted defaults are named as such.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, load_validation
 
 import hifi
 from hifi.dataset import seconds_since_start
 from sensors import ouster as osr
 
-VALIDATION = REPO_ROOT / "validation"
 CAPTURE_JSON = REPO_ROOT / "tests" / "data" / "lidar" / "ouster_os1_128.json"
 
 
@@ -29,16 +26,6 @@ def _sdk():
     return pytest.importorskip("ouster.sdk.core", reason="ouster-sdk not installed (pip install ouster-sdk)")
 
 
-def _load(name):
-    if str(VALIDATION) not in sys.path:
-        sys.path.insert(0, str(VALIDATION))
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, VALIDATION / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _scene(sensor_params, *, objects=None, duration_s=0.1, position=(0.0, 0.0, 1.9), rpy=(0.0, 0.0, 0.0),
@@ -382,7 +369,7 @@ def test_ground_radii_match_the_real_capture(test_data):
     # 5 %: there the capture's road rises above the fitted plane (its per-ring range offsets trend
     # by 16 cm std over rings), bringing its rings 3-4.5 % closer.
     test_data("lidar/ouster_os1_128.pcap")
-    lr = _load("lidar_real")
+    lr = load_validation("lidar_real")
     from hifi import lidar_stats as ls
     real = lr.measure_ouster()
     g = lr.simulate_ouster(real["plane"], obstacles=False, road_reflectivity=0.8)
@@ -409,7 +396,7 @@ def test_real_capture_statistics_within_a_factor_1_5(test_data):
     # (lidar_real.ouster_road). Isolated misses (about 2x) and the road's low bytes are the known
     # gaps (lidar_real.md "Not yet"): not asserted here.
     test_data("lidar/ouster_os1_128.pcap")
-    lr = _load("lidar_real")
+    lr = load_validation("lidar_real")
     real = lr.measure_ouster()
     road = lr.ouster_road(real)
     sim = lr.measure_ouster_sim(real["plane"], road_reflectivity=road.reflectivity,

@@ -15,14 +15,12 @@ Where expected values come from:
 
 from __future__ import annotations
 
-import importlib.util
 import struct
-import sys
 
 import conftest
 import numpy as np
 import pytest
-from conftest import REPO_ROOT
+from conftest import load_validation
 
 import hifi
 from hifi.registry import available_models, register_model
@@ -43,7 +41,6 @@ for _cls in (SickLMS1xx, SickLMS5xx, SickTiM7xx):
     if _cls.model_name not in available_models():
         register_model(_cls.model_name, _cls)
 
-VALIDATION = REPO_ROOT / "validation"
 
 
 def _vendored(relative):
@@ -51,17 +48,9 @@ def _vendored(relative):
     return conftest.test_data_path(relative)
 
 
-def _load(name):
-    if str(VALIDATION) not in sys.path:
-        sys.path.insert(0, str(VALIDATION))
-    spec = importlib.util.spec_from_file_location(name, VALIDATION / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
-cola = _load("sick_cola")
+cola = load_validation("sick_cola")
 
 LMS511_FILE = "lidar/sick_lms511_20210301.pcapng.json"
 TIM781_FILE = "lidar/sick_tim781s_20210125.pcapng.json"
@@ -296,7 +285,7 @@ def test_cola_framing_errors_raise(lms511):
 
 
 def test_sick_real_validation_table():
-    sr = _load("sick_real")
+    sr = load_validation("sick_real")
     res = sr.run(sim=True)
     for model, r in res.items():
         rows = {row["quantity"]: row for row in r["rows"]}

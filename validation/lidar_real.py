@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -388,7 +389,7 @@ def ouster_geometry(grid, meta: dict, road) -> dict:
     with np.errstate(invalid="ignore"):
         far = det & (np.linalg.norm(p, axis=-1) > 5.0)
         meas = np.degrees(np.angle(np.exp(1j * (theta_e[None, :] - np.arctan2(p[..., 1], p[..., 0])))))
-    with ls._quiet():
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):      # all-NaN rings
         az_meas = np.nanmedian(np.where(far, meas, np.nan), axis=1)
     return {"elevation_err_deg": np.degrees(cones.elevation_rad) - alt, "azimuth_err_deg": az_meas - az,
             "road_reflectivity": np.asarray(grid["intensity"], dtype=float)[road]}
