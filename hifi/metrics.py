@@ -17,6 +17,7 @@ geometry), NaN for "no return".
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -109,11 +110,9 @@ def ring_statistics(range_m, detected=None) -> RingStatistics:
     det = np.isfinite(r) if detected is None else (np.asarray(detected, dtype=bool) & np.isfinite(r))
     rv = np.where(det, r, np.nan)
     n = det.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(n > 0, np.nansum(rv, axis=1) / np.maximum(n, 1), np.nan)
-        var = np.where(n > 0, np.nansum((rv - mean[:, None]) ** 2, axis=1) / np.maximum(n, 1), np.nan)
-    med = np.array([np.median(row[np.isfinite(row)]) if np.isfinite(row).any() else np.nan for row in rv])
-    return RingStatistics(n, n / r.shape[1], mean, med, np.sqrt(var))
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):   # rings without a return: NaN
+        return RingStatistics(n, n / r.shape[1], np.nanmean(rv, axis=1), np.nanmedian(rv, axis=1),
+                              np.nanstd(rv, axis=1))
 
 
 class RangeImageErrors(NamedTuple):
