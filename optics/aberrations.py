@@ -362,6 +362,36 @@ def _tile_weights(n_pixels: int, n_tiles: int):
     return centres, weights
 
 
+def _fft_convolve_full(image, kernel) -> np.ndarray:
+    """Full linear convolution of ``image`` with ``kernel`` over axes 0 and 1, by real FFTs.
+
+    Parameters
+    ----------
+    image : numpy.ndarray, shape (r, c) or (r, c, channels), float64
+    kernel : numpy.ndarray, shape (kr, kc) or (kr, kc, 1), float64
+        Broadcast against ``image`` on the axes after the first two.
+
+    Returns
+    -------
+    numpy.ndarray, shape (r + kr - 1, c + kc - 1[, channels])
+
+    Notes
+    -----
+    The same transforms as ``scipy.signal.fftconvolve(image, kernel, mode="full", axes=(0, 1))``
+    (``scipy.fft.rfftn`` on each operand, zero-padded to the next 5-smooth length of the full
+    size, product, ``irfftn``, cropped to the full size), so the result has the same bits;
+    tests/test_optics_aberrations.py checks that against scipy.signal. Done here because importing
+    ``scipy.signal`` costs 0.8-2 s (its docstring processing at import, scipy 1.16-1.17)
+    against nothing for ``scipy.fft``, which scipy.ndimage has already imported.
+    """
+    from scipy import fft as sp_fft
+    full = [image.shape[a] + kernel.shape[a] - 1 for a in (0, 1)]
+    padded = [sp_fft.next_fast_len(n, True) for n in full]
+    spectrum = sp_fft.rfftn(image, padded, axes=(0, 1)) * sp_fft.rfftn(kernel, padded, axes=(0, 1))
+    out = sp_fft.irfftn(spectrum, padded, axes=(0, 1))
+    return out[:full[0], :full[1]]
+
+
 def apply_field_psf(image, coefficients: SeidelCoefficients, *, pixel_pitch_m: float,
                     wavelength_m: float, f_number: float, field_radius_m: float | None = None,
                     tiles: tuple[int, int] = (8, 8), pupil_xy=None) -> np.ndarray:
@@ -430,8 +460,7 @@ def apply_field_psf(image, coefficients: SeidelCoefficients, *, pixel_pitch_m: f
             weight = w_r[i, r_lo:r_hi, None] * w_c[j, None, c_lo:c_hi]
             part = img[r_lo:r_hi, c_lo:c_hi] * weight[(...,) + extra]
             kernel = kernels[i * n_tc + j][(...,) + extra]
-            from scipy import signal   # imported here: scipy.signal costs 0.8 s at start-up
-            blurred = signal.fftconvolve(part, kernel, mode="full", axes=(0, 1))
+            blurred = _fft_convolve_full(part, kernel)
             # place the full convolution, clipped to the image
             top, left = r_lo - half, c_lo - half
             rr0, cc0 = max(top, 0), max(left, 0)
