@@ -94,11 +94,12 @@ def writer_bytes(var_bytes: Mapping[str, int], frames: int, *, chunk_cache: int 
 
     Notes
     -----
-    ``buffer + flush copy + chunk caches``: the writer holds up to
-    ``n = min(frames, _BUFFER_MAX_FRAMES, ceil(_BUFFER_MAX_BYTES / frame))`` frames before a
-    flush, the flush stacks them one variable at a time (a copy of ``n`` frames of the largest
-    variable), and HDF5 keeps up to ``chunk_cache`` of every variable's written chunks until the
-    file is closed. Measured with synthetic frames of 1 to 4 variables of 40 kB to 64 MB
+    ``blocks + write copy + chunk caches``: a block closes at
+    ``n = min(frames, _BUFFER_MAX_FRAMES, ceil(_BUFFER_MAX_BYTES / frame))`` frames and is
+    written by the netCDF thread while the next block fills, so up to ``min(frames, 2 n)``
+    frames are held; the write stacks a block one variable at a time (a copy of ``n`` frames of
+    the largest variable), and HDF5 keeps up to ``chunk_cache`` of every variable's written
+    chunks until the file is closed. Measured with synthetic frames of 1 to 4 variables of 40 kB to 64 MB
     (benchmarks/calibrate_memory.py --writer): within 15 % up to 16 MB per variable, an
     overestimate of 34 % at 64 MB.
     """
@@ -110,7 +111,7 @@ def writer_bytes(var_bytes: Mapping[str, int], frames: int, *, chunk_cache: int 
         return 0
     cache = chunk_cache_bytes() if chunk_cache is None else int(chunk_cache)
     n = min(int(frames), _BUFFER_MAX_FRAMES, max(1, math.ceil(_BUFFER_MAX_BYTES / frame)))
-    return n * frame + n * max(sizes) + sum(min(cache, frames * b) for b in sizes)
+    return min(int(frames), 2 * n) * frame + n * max(sizes) + sum(min(cache, frames * b) for b in sizes)
 
 
 @dataclass(frozen=True)

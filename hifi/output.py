@@ -23,11 +23,12 @@ from .dataset import (
 )
 from .model import Var
 
-#: Frames are written in blocks: at most this many frames or bytes are held before a write, so
-#: memory stays bounded in long runs while small frames (a GNSS epoch, a pose) do not pay one
-#: netCDF call per variable per frame.
+#: Frames are written in blocks: a block closes at this many frames or bytes, so memory stays
+#: bounded in long runs while small frames (a GNSS epoch, a pose) do not pay one netCDF call per
+#: variable per frame. The limits depend only on the frames' sizes, so the blocks, and the bytes
+#: of the file, are the same in every run of a scenario.
 _BUFFER_MAX_FRAMES = 256
-_BUFFER_MAX_BYTES = 64 * 2**20
+_BUFFER_MAX_BYTES = 8 * 2**20
 
 #: netCDF4 compression of every variable: zlib level 1 with byte shuffle (deterministic bytes);
 #: frame variables are chunked one frame per chunk (README "Size" has the measurements).
@@ -69,6 +70,25 @@ def _set_attrs(var, v: Var) -> None:
         var.setncattr(key, value)
 
 
+_NETCDF_THREAD = None
+
+
+def _netcdf_thread():
+    """The one thread that makes every netCDF call of the writers of this process.
+
+    HDF5 (under netCDF-C) is not thread-safe: calls from two threads at once corrupt its state.
+    Every :class:`FrameWriter` call into netCDF4 is therefore queued to this single thread, in
+    the order the run makes them, so a block of frames compresses and writes while the models
+    compute the next ones (netCDF4 releases the GIL in its C calls). The queue is first in,
+    first out: each file receives the same calls in the same order as without the thread.
+    """
+    global _NETCDF_THREAD
+    if _NETCDF_THREAD is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _NETCDF_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hifi-netcdf")
+    return _NETCDF_THREAD
+
+
 class FrameWriter:
     """Append frames of one model to a netCDF4 file.
 
@@ -83,9 +103,33 @@ class FrameWriter:
     """
 
     def __init__(self, path, global_attrs: Mapping[str, Any], coords: Mapping[str, Var]):
-        import netCDF4
         self.path = Path(path)
+        self._nc = None
+        self._coords = dict(coords)
+        # CF time units (seconds since start_utc): xarray decodes the instants to datetime64.
+        self._time_attrs = cf_time_attrs(global_attrs["start_utc"]) if global_attrs.get("start_utc") else {}
+        self._vars: dict[str, Any] = {}
+        self._n = 0
+        self._buffer: list = []
+        self._buffered_bytes = 0
+        self._writing = None                 # the block being written by the netCDF thread
+        self._writing_frames = 0
+        self._call(self._create, dict(global_attrs))
+
+    def _call(self, fn, *args):
+        """Run ``fn(*args)`` on the netCDF thread and return its result (its error raised here)."""
+        return _netcdf_thread().submit(fn, *args).result()
+
+    def _create(self, global_attrs) -> None:
+        import netCDF4
         self._nc = netCDF4.Dataset(self.path, "w", format="NETCDF4")
+        try:
+            self._define_file(global_attrs)
+        except BaseException:
+            self._close()            # no open file left behind by a writer that was not made
+            raise
+
+    def _define_file(self, global_attrs) -> None:
         self._nc.set_fill_off()
         for key, value in global_attrs.items():
             self._nc.setncattr(key, value)
@@ -94,19 +138,12 @@ class FrameWriter:
         fr.setncatts({"units": "1", "long_name": "frame index"})
         ft = self._nc.createVariable("frame_time", "f8", ("frame",), fill_value=False)
         ft.setncatts({"units": "s", "long_name": "simulated time of the frame's event since simulation start"})
-        # CF time units (seconds since start_utc): xarray decodes the instants to datetime64.
-        self._time_attrs = cf_time_attrs(global_attrs["start_utc"]) if global_attrs.get("start_utc") else {}
         ft.setncatts(self._time_attrs)
-        self._coords = dict(coords)
         for name, v in self._coords.items():
             self._ensure_dims(v.dims, v.data.shape, name)
             var = self._nc.createVariable(name, _nc_type(v.data), v.dims, fill_value=False)
             _set_attrs(var, v)
             var[...] = _prepare(v.data)
-        self._vars: dict[str, Any] = {}
-        self._n = 0
-        self._buffer: list = []
-        self._buffered_bytes = 0
 
     def _ensure_dims(self, dims, shape, name):
         if len(dims) != len(shape):
@@ -120,53 +157,89 @@ class FrameWriter:
                 self._nc.createDimension(dim, size)
 
     def write(self, k: int, t: float, frame: Mapping[str, Var]) -> None:
-        """Append frame ``k`` at event time ``t`` [s] (buffered; see :data:`_BUFFER_MAX_BYTES`)."""
+        """Append frame ``k`` at event time ``t`` [s] (buffered; see :data:`_BUFFER_MAX_BYTES`).
+
+        A full block is handed to the netCDF thread and written while the run goes on; an error
+        writing it (disk full) is raised by the next call of this writer that waits for it."""
         if not self._vars:
-            for name, v in frame.items():
-                self._ensure_dims(v.dims, v.data.shape, name)
-                var = self._nc.createVariable(name, dimensions=("frame",) + tuple(v.dims), **_create_kwargs(v))
-                _set_attrs(var, v)
-                if v.encoding and "scale_factor" in v.encoding:
-                    var.set_auto_maskandscale(False)       # written packed by _prepare
-                if name in TIME_VARIABLES and v.units == "s":
-                    var.setncatts(self._time_attrs)
-                if name in OBJECT_ID_VARIABLES and "object_name" in self._coords:
-                    var.setncatts(object_id_attrs(self._coords["object_name"].data))
-                var.setncattr("coordinates", "frame_time")
-                self._vars[name] = var
+            self._call(self._define, frame)
         if set(frame) != set(self._vars):
             raise ValueError(f"frame {k} has variables {sorted(frame)}, expected {sorted(self._vars)}")
         self._buffer.append((k, t, {name: _prepare(np.asarray(v.data), v.encoding, name)
                                     for name, v in frame.items()}))
         self._buffered_bytes += sum(v.data.nbytes for v in frame.values())
         if len(self._buffer) >= _BUFFER_MAX_FRAMES or self._buffered_bytes >= _BUFFER_MAX_BYTES:
-            self.flush()
+            self._start_block()
 
-    def flush(self) -> None:
-        """Write the buffered frames in one call per variable."""
+    def _define(self, frame: Mapping[str, Var]) -> None:
+        """Create the frame variables from the first frame (on the netCDF thread)."""
+        for name, v in frame.items():
+            self._ensure_dims(v.dims, v.data.shape, name)
+            var = self._nc.createVariable(name, dimensions=("frame",) + tuple(v.dims), **_create_kwargs(v))
+            _set_attrs(var, v)
+            if v.encoding and "scale_factor" in v.encoding:
+                var.set_auto_maskandscale(False)       # written packed by _prepare
+            if name in TIME_VARIABLES and v.units == "s":
+                var.setncatts(self._time_attrs)
+            if name in OBJECT_ID_VARIABLES and "object_name" in self._coords:
+                var.setncatts(object_id_attrs(self._coords["object_name"].data))
+            var.setncattr("coordinates", "frame_time")
+            self._vars[name] = var
+
+    def _wait(self) -> None:
+        """Wait for the block being written; raise its error, if any."""
+        if self._writing is not None:
+            future, self._writing, self._writing_frames = self._writing, None, 0
+            future.result()
+
+    def _start_block(self) -> None:
+        """Hand the buffered frames to the netCDF thread (after the previous block is written)."""
+        self._wait()
         if not self._buffer:
             return
-        i0, n = self._n, len(self._buffer)
-        self._nc.variables["frame"][i0:i0 + n] = [k for k, _, _ in self._buffer]
-        self._nc.variables["frame_time"][i0:i0 + n] = [t for _, t, _ in self._buffer]
+        block, i0 = self._buffer, self._n
+        self._n += len(block)
+        self._buffer, self._buffered_bytes = [], 0
+        self._writing = _netcdf_thread().submit(self._write_block, i0, block)
+        self._writing_frames = len(block)
+
+    def _write_block(self, i0: int, block: list) -> None:
+        """Write ``block`` at frame ``i0``, one call per variable, and flush it to the file
+        (compression happens here, on the netCDF thread, not at close)."""
+        n = len(block)
+        self._nc.variables["frame"][i0:i0 + n] = [k for k, _, _ in block]
+        self._nc.variables["frame_time"][i0:i0 + n] = [t for _, t, _ in block]
         for name, var in self._vars.items():
-            var[i0:i0 + n, ...] = np.stack([data[name] for _, _, data in self._buffer])
-        self._n += n
-        self._buffer.clear()
-        self._buffered_bytes = 0
+            var[i0:i0 + n, ...] = np.stack([data[name] for _, _, data in block])
+        self._nc.sync()
+
+    def flush(self) -> None:
+        """Write the buffered frames and wait until they are in the file."""
+        self._start_block()
+        self._wait()
 
     def close(self) -> None:
         if self._nc is not None:
             try:
                 self.flush()
             finally:
-                self._nc.close()
-                self._nc = None
+                self._wait_quietly()
+                self._call(self._close)
+
+    def _close(self) -> None:
+        nc, self._nc = self._nc, None
+        nc.close()
 
     @property
     def pending_frames(self) -> int:
-        """Frames held in memory, not yet written to the file."""
-        return len(self._buffer)
+        """Frames not yet in the file: held in memory, or being written."""
+        return len(self._buffer) + self._writing_frames
+
+    def _wait_quietly(self) -> None:
+        try:
+            self._wait()
+        except (OSError, RuntimeError):          # already raised to the caller, or the run failed
+            pass
 
     def discard(self) -> None:
         """Close the file without writing the buffered frames: the run failed or was
@@ -174,10 +247,10 @@ class FrameWriter:
         run's own error is the one to report)."""
         self._buffer.clear()
         self._buffered_bytes = 0
+        self._wait_quietly()
         if self._nc is not None:
-            nc, self._nc = self._nc, None
             try:
-                nc.close()
+                self._call(self._close)
             except (OSError, RuntimeError):      # disk full, HDF error: the file is deleted next
                 pass
 

@@ -71,6 +71,32 @@ def test_disk_full_is_a_message_naming_the_file(tmp_path, capsys, monkeypatch, m
     _nothing_left(tmp_path)
 
 
+def test_disk_full_on_the_netcdf_thread_is_a_message_naming_the_file(tmp_path, capsys, monkeypatch):
+    # A block of frames is written by the netCDF thread while the run goes on (issue 19); its
+    # error reaches the run at the writer's next wait, as the same one-line message. Blocks of
+    # one frame here, so the failing block is written mid-run, not at close.
+    import threading
+    from hifi import output
+    monkeypatch.setattr(output, "_BUFFER_MAX_FRAMES", 1)
+    threads = set()
+    original = FrameWriter._write_block
+
+    def failing(self, i0, block):
+        threads.add(threading.current_thread().name)
+        if self.path.name == "cam.nc" and i0 == 1:
+            _raise_enospc(self)
+        return original(self, i0, block)
+
+    monkeypatch.setattr(FrameWriter, "_write_block", failing)
+    scenario = _scenario_file(tmp_path)
+    out = tmp_path / "out"
+    assert main(["run", str(scenario), "--out", str(out), "--no-progress"]) == 1
+    err = _one_error(capsys)
+    assert err == f"hifi: error: cannot write {out / 'cam.nc'}: No space left on device"
+    _nothing_left(tmp_path)
+    assert len(threads) == 1 and threads != {threading.main_thread().name}
+
+
 def test_netcdf_error_is_a_message_with_the_free_space(tmp_path, capsys, monkeypatch):
     scenario = _scenario_file(tmp_path)
     monkeypatch.setattr(FrameWriter, "flush", _raise_hdf)
