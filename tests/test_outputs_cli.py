@@ -1,5 +1,8 @@
 """Output files, determinism, the CLI's plot and export, and the xarray accessor."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -123,3 +126,18 @@ def test_failed_run_leaves_nothing(tmp_path):
     with pytest.raises(hifi.ModelError, match=r"'boom'.*t = 0\.200000 s, frame 2.*sensor exploded"):
         sim.run(out=tmp_path / "o")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("order", ["hifi first", "xarray first"])
+def test_accessor_registered_whichever_is_imported_first(order):
+    # import hifi leaves xarray (and pandas) unimported (start-up, issue 19); the ds.hifi
+    # accessor is registered when xarray loads, in either order of imports.
+    imports = "import hifi, sys; lazy = 'xarray' not in sys.modules and 'pandas' not in sys.modules; import xarray as xr"
+    if order == "xarray first":
+        imports = "import xarray as xr, sys; lazy = True; import hifi"
+    code = (f"{imports}\n"
+            "from hifi.accessor import HifiAccessor\n"
+            "assert lazy, 'import hifi imported xarray or pandas'\n"
+            "assert isinstance(xr.Dataset().hifi, HifiAccessor)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
