@@ -107,7 +107,8 @@ def _choice(key, value, allowed):
         raise ValueError(f"{key}: got {value!r}; allowed: {', '.join(repr(a) for a in allowed)}")
 
 
-def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weighting="elevation"):
+def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weighting="elevation",
+                          clock_index=None):
     """Position error caused by each pseudorange error term alone, through the solver's LSQ.
 
     Parameters
@@ -120,11 +121,15 @@ def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weightin
         Look angles at the true position [rad].
     weighting : {"elevation", "none"}, keyword-only
         As :func:`solve` (weights sin^2 el).
+    clock_index : array_like of int, shape (n_sv,), optional
+        Receiver clock of each satellite's system, 0 .. n_clock - 1, as :func:`solve` with
+        several ``constellations`` estimates one clock per system; default one clock for all.
 
     Returns
     -------
     numpy.ndarray, shape (n_term, n_epoch, 3)
-        East, north, up position error [m]; NaN at epochs with fewer than 4 satellites used.
+        East, north, up position error [m]; NaN at epochs with fewer than 3 + (clocks with a
+        used satellite) satellites used, as in :func:`solve`.
 
     Notes
     -----
@@ -132,7 +137,11 @@ def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weightin
     dx = (G^T W G)^-1 G^T W r with rows G = [-e_E, -e_N, -e_U, 1] (unit line of sight e in
     local ENU) and W = diag(sin^2 el).  Each term's dx is what the solver returns when only that
     term is switched on, to first order; the clock column absorbs the part common to all
-    satellites, so the receiver clock gives no position error.  The terms add up to the
+    satellites, so the receiver clock gives no position error.  With several clocks (one per
+    system, ``clock_index``) G has one clock column per system, and what is common to the
+    satellites of one system (an inter-system bias, a group delay common to a constellation)
+    gives none either; a clock whose system has no used satellite at an epoch is not
+    estimated there, as in the solver.  The terms add up to the
     linearised total error.  The real fix differs from that sum by the non-linearity
     (|dx|^2 / range, negligible) and because the receiver evaluates its troposphere and
     ionosphere corrections at its estimate, not at the truth (the tropospheric delay falls by
@@ -143,13 +152,26 @@ def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weightin
     _choice("weighting", weighting, ("elevation", "none"))
     el = np.where(used, elevation_rad, 0.0)
     az = np.where(used, azimuth_rad, 0.0)
-    g = np.stack([-np.cos(el) * np.sin(az), -np.cos(el) * np.cos(az), -np.sin(el), np.ones_like(el)], axis=-1)
+    los = [-np.cos(el) * np.sin(az), -np.cos(el) * np.cos(az), -np.sin(el)]
     w = np.sin(el) ** 2 if weighting == "elevation" else np.ones_like(el)
     w = np.where(used, w, 0.0)
-    nmat = np.einsum("ek,eki,ekj->eij", w, g, g)
-    ok = used.sum(axis=1) >= 4
-    nmat[~ok] = np.eye(4)
     r = np.where(used[None], np.nan_to_num(terms_m), 0.0)
+    if clock_index is None:
+        g = np.stack([*los, np.ones_like(el)], axis=-1)
+        nmat = np.einsum("ek,eki,ekj->eij", w, g, g)
+        ok = used.sum(axis=1) >= 4
+        nmat[~ok] = np.eye(4)
+    else:
+        clock_index = np.asarray(clock_index, dtype=np.int64)
+        n_clk = int(clock_index.max()) + 1 if clock_index.size else 1
+        onehot = (clock_index[:, None] == np.arange(n_clk)[None, :]).astype(float)     # (sv, clock)
+        g = np.concatenate([np.stack(los, axis=-1), np.broadcast_to(onehot, el.shape + (n_clk,))], axis=-1)
+        nmat = np.einsum("ek,eki,ekj->eij", w, g, g)
+        clk_used = used.astype(float) @ onehot > 0                                      # (epoch, clock)
+        ok = (used.sum(axis=1) >= 3 + clk_used.sum(axis=1)) & clk_used.any(axis=1)
+        idle = np.concatenate([np.zeros((el.shape[0], 3), dtype=bool), ~clk_used], axis=1)
+        nmat = nmat + np.einsum("ei,ij->eij", idle.astype(float), np.eye(3 + n_clk))   # idle clock: 0
+        nmat[~ok] = np.eye(3 + n_clk)
     rhs = np.einsum("ek,eki,tek->tei", w, g, r)
     dx = np.linalg.solve(nmat[None], rhs[..., None])[..., 0]
     return np.where(ok[None, :, None], dx[..., :3], np.nan)

@@ -14,6 +14,12 @@ phase too; the ionosphere advances it), the ionosphere scaled by 1/f^2 to each s
 noise is the tracking loops' thermal jitter at the signal's C/N0
 (:func:`gnss.observables.tracking_sigmas`), where ``pseudorange`` keeps ``gps_l1``'s
 elevation-scaled ``noise_sigma_m``.
+
+``pseudorange`` is the code the fix uses: GPS L1 C/A, Galileo E1 and BeiDou B1I, so a BeiDou
+satellite's carries ``iono_delay`` (the L1 delay) times (f_L1 / f_B1I)^2 = 1.0184, as
+:func:`gnss.solve` corrects it. ``error_budget_enu`` solves with one clock per system as the fix
+does (:func:`gnss.solver.position_error_budget` with ``clock_index``): what is common to one
+system's satellites moves no position, and the terms add up to the fix's error.
 """
 
 from __future__ import annotations

@@ -552,6 +552,28 @@ class GpsL1(Sensor):
     #: Systems the fix uses (one receiver clock each; :func:`gnss.solve`).
     _solver_constellations = ("G",)
 
+    @property
+    def _pseudorange_long_name(self) -> str:
+        if self._solver_constellations == ("G",):
+            return "simulated L1 C/A pseudorange (NaN where not tracked)"
+        return ("simulated code pseudorange of the fix: GPS L1 C/A, Galileo E1, BeiDou B1I "
+                "(NaN where not tracked)")
+
+    def _fix_signal_tables(self):
+        """Per satellite: the factor (f_L1 / f)^2 taking the L1 ionospheric delay to the
+        frequency of its system's code in the fix (:data:`gnss.solver.SYSTEM_FREQ_HZ`), and
+        its receiver clock in the fix (None: one clock, GPS alone)."""
+        from gnss.orbit import sat_label
+        from gnss.solver import SYSTEM_FREQ_HZ
+
+        systems = np.array([sat_label(q)[:1] for q in self._prn])
+        scale = np.array([(SYSTEM_FREQ_HZ["G"] / SYSTEM_FREQ_HZ[x]) ** 2 for x in systems]) if systems.size \
+            else np.ones(0)
+        if len(self._solver_constellations) == 1:
+            return scale, None
+        clock = np.array([self._solver_constellations.index(x) for x in systems], dtype=np.int64)
+        return scale, clock
+
     @staticmethod
     def _load_nav(p):
         import gnss
@@ -645,7 +667,10 @@ class GpsL1(Sensor):
         terms = {name: np.asarray(pred[name].values, dtype=float) for name in PSEUDORANGE_TERMS}
         terms["multipath_error"] = np.where(reflected, mp.excess_m, 0.0)
         tracked = visible & (~blocked | reflected)
-        pr = pseudorange_sum(**terms, valid=tracked)
+        # the fix's code of each system (GPS and Galileo L1/E1, BeiDou B1I): the L1 ionosphere
+        # scaled to its frequency, as gnss.solve corrects it
+        iono_scale, clock_index = self._fix_signal_tables()
+        pr = pseudorange_sum(**{**terms, "iono_delay": terms["iono_delay"] * iono_scale}, valid=tracked)
         # the fix
         obs = pred[["pseudorange", "true_position_ecef"]].assign(pseudorange=(("epoch", "sv"), pr))
         sol = gnss.solve(obs, self._nav, elevation_mask_deg=p["elevation_mask_deg"],
@@ -667,10 +692,10 @@ class GpsL1(Sensor):
             iono_model=p["solver_iono_model"], tropo_model=p["solver_tropo_model"],
             relative_humidity=p["relative_humidity"])
         residual_terms = np.stack([terms["ephemeris_error"],
-                                   terms["iono_delay"] - corr.iono_m,
+                                   (terms["iono_delay"] - corr.iono_m) * iono_scale,
                                    terms["tropo_delay_dry"] + terms["tropo_delay_wet"] - corr.tropo_m,
                                    terms["multipath_error"], terms["noise"]])
-        budget = position_error_budget(residual_terms, used, el, az).transpose(1, 0, 2)
+        budget = position_error_budget(residual_terms, used, el, az, clock_index=clock_index).transpose(1, 0, 2)
 
         ns = gpstime.to_ns(t_gps)
         ns_tag = gpstime.to_ns(pred["time_tag"].values)
@@ -680,7 +705,7 @@ class GpsL1(Sensor):
             "epoch": Var((), ns, _EPOCH_UNITS, "true reception time (GPST)", cal),
             "time_tag": Var((), ns_tag, _EPOCH_UNITS, "receiver clock reading at reception (GPST + receiver clock offset)", cal),
             "timestamp": Var((), ts, "s", "time of the measurement since simulation start"),
-            "pseudorange": Var(es, pr, "m", "simulated L1 C/A pseudorange (NaN where not tracked)"),
+            "pseudorange": Var(es, pr, "m", self._pseudorange_long_name),
         }
         for name, long_name in _TERM_VARIABLES.items():
             out[name] = Var(es, terms[name], "m", long_name)

@@ -147,3 +147,47 @@ def test_export_rinex_read_by_gnss_lib_py(tmp_path):
     assert m.shape[1] == 18
     sel = (np.asarray(m["gnss_id"]) == "galileo") & (np.asarray(m["signal_type"]) == "e5a")
     np.testing.assert_allclose(np.sort(np.asarray(m["raw_pr_m"])[sel]), np.sort(code), atol=6e-4)
+
+
+def test_error_budget_has_one_clock_per_system_and_adds_up_to_the_fix():
+    """The multi-GNSS fix estimates one receiver clock per system; the error budget must too,
+    or what is common to one system's satellites shows as a position error the fix does not
+    make. The urban canyon with G + E + C (examples/multi_gnss_canyon.toml), 20 s: the terms
+    add up to the fix's error within 1 cm + 0.5 % of it (the bound of gps_l1's test: the
+    solver evaluates its corrections at its estimate, the budget at the truth)."""
+    root = Path(__file__).resolve().parents[1]
+    ds = hifi.load(root / "examples" / "multi_gnss_canyon.toml").run(out=None, duration_s=20.0,
+                                                                      progress=False)["gnss"]
+    fixed = np.all(np.isfinite(ds["position_error_enu"].values), axis=1)
+    assert fixed.sum() >= 10
+    total = ds["error_budget_enu"].values.sum(axis=1)
+    err = ds["position_error_enu"].values
+    bound = 0.01 + 0.005 * np.linalg.norm(err, axis=1)     # m
+    assert np.all(np.abs(total[fixed] - err[fixed]).max(axis=1) <= bound[fixed])
+    assert np.all(np.isnan(ds["error_budget_enu"].values[~fixed]))
+
+
+def test_position_error_budget_per_system_clock_against_lstsq():
+    """gnss.solver.position_error_budget with clock_index against an independent weighted
+    least squares (numpy.linalg.lstsq on sqrt(w)-scaled rows, explicit design matrix), and the
+    property that a bias common to one system's satellites moves no position."""
+    from gnss.solver import position_error_budget
+    rng = np.random.default_rng(11)
+    n_e, n_sv = 5, 12
+    el = rng.uniform(np.radians(10), np.radians(85), (n_e, n_sv))
+    az = rng.uniform(0, 2 * np.pi, (n_e, n_sv))
+    used = rng.random((n_e, n_sv)) > 0.1
+    clock = np.repeat([0, 1, 2], 4)                     # G G G G E E E E C C C C
+    terms = rng.normal(0, 3.0, (2, n_e, n_sv))
+    terms[1] = np.array([0.0, 7.0, -4.0])[clock]         # an inter-system bias per system
+    got = position_error_budget(terms, used, el, az, clock_index=clock)
+    np.testing.assert_allclose(got[1], 0.0, atol=1e-9)   # m: absorbed by the per-system clocks
+    for e in range(n_e):
+        u = used[e]
+        g = np.column_stack([-np.cos(el[e, u]) * np.sin(az[e, u]), -np.cos(el[e, u]) * np.cos(az[e, u]),
+                             -np.sin(el[e, u]), (clock[u][:, None] == np.arange(3)).astype(float)])
+        sw = np.sin(el[e, u])
+        dx = np.linalg.lstsq(g * sw[:, None], terms[0, e, u] * sw, rcond=None)[0]
+        np.testing.assert_allclose(got[0, e], dx[:3], atol=1e-9)  # m
+    # one clock for all (the gps_l1 budget) does not absorb the inter-system bias
+    assert np.abs(position_error_budget(terms, used, el, az)[1]).max() > 0.1
