@@ -84,6 +84,24 @@ LIGHT_TIME_MAX_ITERATIONS = 10
 """Fixed bound on light-time iterations (3 usually suffice)."""
 EPHEMERIS_MAX_AGE_S = 7200.0
 """An ephemeris is used only within this distance of its toe [s] (2 h, the nominal fit interval half-width is 2 h)."""
+GLONASS_EPHEMERIS_MAX_AGE_S = 1800.0
+"""A GLONASS ephemeris (a state vector every 30 min, ICD 4.4) is used only within this
+distance of its tb [s] (RTKLIB's MAXDTOE_GLO): past it the constant lunisolar accelerations
+of the message no longer hold."""
+
+MU_GLONASS = 398600.4418e9
+"""PZ-90 Earth's gravitational constant [m^3 s^-2] (GLONASS ICD, ed. 5.1, 2008, Table 3.2)."""
+A_E_GLONASS = 6378136.0
+"""PZ-90 semi-major axis of the Earth [m] (GLONASS ICD, ed. 5.1, Table 3.2)."""
+J2_GLONASS = 1082625.75e-9
+"""PZ-90 second zonal harmonic J2^0 [1] (GLONASS ICD, ed. 5.1, Table 3.2)."""
+OMEGA_E_DOT_GLONASS = 7.292115e-5
+"""PZ-90 Earth's rotation rate [rad s^-1] (GLONASS ICD, ed. 5.1, Table 3.2)."""
+GLONASS_INTEGRATION_STEP_S = 60.0
+"""Largest Runge-Kutta step of the GLONASS state-vector integration [s] (the ICD, A.3.1.2, asks
+for a 4th-order Runge-Kutta method; 60 s as in RTKLIB: its truncation error is below 1 mm
+over 15 min, see tests/test_gnss_glonass.py)."""
+
 SOLVER_TOLERANCE_M = 1e-4
 """Least-squares iterations stop when every epoch's state update is below this [m]."""
 SOLVER_MAX_ITERATIONS = 12

@@ -23,11 +23,13 @@ import numpy as np
 import xarray as xr
 
 from . import gpstime
-from .constants import (BEIDOU_GEO_INCLINATION_RAD, BEIDOU_GEO_PRNS, EPHEMERIS_MAX_AGE_S, F_RELATIVITY,
-                        F_RELATIVITY_BEIDOU, F_RELATIVITY_GALILEO, KEPLER_MAX_ITERATIONS, KEPLER_TOLERANCE_RAD,
-                        LIGHT_TIME_MAX_ITERATIONS, LIGHT_TIME_TOLERANCE_S, MU_BEIDOU, MU_GALILEO, MU_GPS,
-                        OMEGA_E_DOT, OMEGA_E_DOT_BEIDOU, OMEGA_E_DOT_GALILEO, SECONDS_PER_WEEK, SPEED_OF_LIGHT)
-from .rinex import SYSTEM_KEY_OFFSET
+from .constants import (A_E_GLONASS, BEIDOU_GEO_INCLINATION_RAD, BEIDOU_GEO_PRNS, EPHEMERIS_MAX_AGE_S,
+                        F_RELATIVITY, F_RELATIVITY_BEIDOU, F_RELATIVITY_GALILEO, GLONASS_EPHEMERIS_MAX_AGE_S,
+                        GLONASS_INTEGRATION_STEP_S, J2_GLONASS, KEPLER_MAX_ITERATIONS, KEPLER_TOLERANCE_RAD,
+                        LIGHT_TIME_MAX_ITERATIONS, LIGHT_TIME_TOLERANCE_S, MU_BEIDOU, MU_GALILEO, MU_GLONASS,
+                        MU_GPS, OMEGA_E_DOT, OMEGA_E_DOT_BEIDOU, OMEGA_E_DOT_GALILEO, OMEGA_E_DOT_GLONASS,
+                        SECONDS_PER_WEEK, SPEED_OF_LIGHT)
+from .rinex import GLONASS_FIELDS, SYSTEM_KEY_OFFSET
 
 
 def solve_kepler(mean_anomaly, eccentricity, *, tolerance_rad=KEPLER_TOLERANCE_RAD,
@@ -153,6 +155,78 @@ def broadcast_orbit(tk, *, sqrt_a, e, delta_n, m0, omega, cuc, cus, crc, crs, ci
     return OrbitState(np.stack([x, y, z], axis=-1), np.stack([vx, vy, vz], axis=-1), ek)
 
 
+def glonass_orbit(dt_s, position_m, velocity_m_s, acceleration_m_s2, *, mu=MU_GLONASS, a_e=A_E_GLONASS,
+                  j2=J2_GLONASS, omega_e_dot=OMEGA_E_DOT_GLONASS,
+                  max_step_s=GLONASS_INTEGRATION_STEP_S) -> OrbitState:
+    """GLONASS satellite state ``dt_s`` after the broadcast state vector (ICD, A.3.1.2).
+
+    Parameters
+    ----------
+    dt_s : array_like
+        t - tb [s], broadcast against the state vectors' leading shape.
+    position_m, velocity_m_s, acceleration_m_s2 : array_like, shape (..., 3)
+        Broadcast state at tb in the rotating PZ-90 frame: position [m], velocity [m/s], and the
+        lunisolar acceleration [m/s^2], held constant over the interval.
+    mu, a_e, j2, omega_e_dot : float, keyword-only
+        PZ-90 constants (GLONASS ICD, ed. 5.1, Table 3.2).
+    max_step_s : float, keyword-only
+        Largest integration step [s].
+
+    Returns
+    -------
+    OrbitState
+        Position [m] and velocity [m/s] in the rotating PZ-90 frame (PZ-90.11 agrees with
+        ITRF2008 to a few centimetres, so it is used as WGS 84 ECEF here);
+        ``eccentric_anomaly`` is NaN (GLONASS broadcast clocks include the relativistic term).
+
+    Notes
+    -----
+    The ICD's equations of motion in the rotating frame, with r = |x|:
+
+    dv/dt = -mu x / r^3 - 3/2 J2 mu a_e^2 / r^5 (x, y, z) * (1 - 5 z^2/r^2, 1 - 5 z^2/r^2,
+    3 - 5 z^2/r^2) + w^2 (x, y, 0) + 2 w (v_y, -v_x, 0) + a_lunisolar,
+
+    integrated by the classical 4th-order Runge-Kutta method with n = ceil(max |dt| / max_step)
+    equal steps dt / n for every query (vectorised; each query its own step length). A query
+    with NaN dt or state gives NaN.
+    """
+    dt = np.asarray(dt_s, dtype=float)
+    x0 = np.asarray(position_m, dtype=float)
+    v0 = np.asarray(velocity_m_s, dtype=float)
+    acc = np.asarray(acceleration_m_s2, dtype=float)
+    shape = np.broadcast_shapes(dt.shape, x0.shape[:-1], v0.shape[:-1], acc.shape[:-1])
+    dt = np.broadcast_to(dt, shape)
+    x = np.broadcast_to(x0, shape + (3,)).copy()
+    v = np.broadcast_to(v0, shape + (3,)).copy()
+    acc = np.broadcast_to(acc, shape + (3,))
+    finite = np.isfinite(dt)
+    span = float(np.max(np.abs(dt[finite]))) if np.any(finite) else 0.0
+    n = max(1, int(np.ceil(span / max_step_s)))
+    h = (np.where(finite, dt, np.nan) / n)[..., None]
+    w2 = omega_e_dot ** 2
+    k_j2 = 1.5 * j2 * mu * a_e ** 2
+
+    def rate(pos, vel):
+        r2 = np.sum(pos * pos, axis=-1, keepdims=True)
+        r = np.sqrt(r2)
+        z2 = pos[..., 2:3] ** 2 / r2
+        c = k_j2 / (r2 * r2 * r)
+        a = -mu / (r2 * r) * pos - c * pos * np.concatenate([1.0 - 5.0 * z2, 1.0 - 5.0 * z2, 3.0 - 5.0 * z2],
+                                                          axis=-1)
+        a[..., 0] += w2 * pos[..., 0] + 2.0 * omega_e_dot * vel[..., 1]
+        a[..., 1] += w2 * pos[..., 1] - 2.0 * omega_e_dot * vel[..., 0]
+        return vel, a + acc
+
+    for _ in range(n):
+        k1x, k1v = rate(x, v)
+        k2x, k2v = rate(x + 0.5 * h * k1x, v + 0.5 * h * k1v)
+        k3x, k3v = rate(x + 0.5 * h * k2x, v + 0.5 * h * k2v)
+        k4x, k4v = rate(x + h * k3x, v + h * k3v)
+        x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
+        v = v + h / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
+    return OrbitState(x, v, np.full(shape, np.nan))
+
+
 def sv_clock_offset(dt_toc, *, af0, af1, af2, e, sqrt_a, eccentric_anomaly, f_relativity=F_RELATIVITY):
     """SV clock offset Delta t_sv including the relativistic term (IS-GPS-200 20.3.3.3.3.1).
 
@@ -220,7 +294,7 @@ def sagnac_correction(receiver_ecef, sv_position_ecef, *, omega_e_dot=OMEGA_E_DO
 
 
 def _prn_array(prns) -> np.ndarray:
-    """Satellite keys as int64 from ints (GPS PRNs or keys) or 'Gnn' / 'Enn' / 'Cnn' strings."""
+    """Satellite keys as int64 from ints (GPS PRNs or keys) or 'Gnn' / 'Rnn' / 'Enn' / 'Cnn' strings."""
     arr = np.atleast_1d(np.asarray(prns))
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64)
@@ -230,13 +304,13 @@ def _prn_array(prns) -> np.ndarray:
         system = text[:1].upper() if text[:1].isalpha() else "G"
         if system not in SYSTEM_KEY_OFFSET:
             raise ValueError(f"prns: {p!r} is not a satellite of a supported system; allowed: integers (GPS "
-                             f"PRNs) or 'Gnn', 'Enn', 'Cnn'")
+                             f"PRNs) or 'Gnn', 'Rnn', 'Enn', 'Cnn'")
         out.append(SYSTEM_KEY_OFFSET[system] + int(text[1:] if text[:1].isalpha() else text))
     return np.array(out, dtype=np.int64).reshape(arr.shape)
 
 
 def sat_label(key) -> str:
-    """RINEX 3 identifier of a satellite key ("G05", "E11", "C06")."""
+    """RINEX 3 identifier of a satellite key ("G05", "R07", "E11", "C06")."""
     key = int(key)
     system = max((off, x) for x, off in SYSTEM_KEY_OFFSET.items() if off <= key)[1]
     return f"{system}{key - SYSTEM_KEY_OFFSET[system]:02d}"
@@ -265,7 +339,8 @@ def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
     t : GpsTime
         Query times (week, sow).
     max_age_s : float, keyword-only
-        Largest allowed |t - toe| [s] (default 2 h).
+        Largest allowed |t - toe| [s] (default 2 h; GLONASS records at most
+        :data:`gnss.constants.GLONASS_EPHEMERIS_MAX_AGE_S`, 30 min).
 
     Returns
     -------
@@ -298,11 +373,13 @@ def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
     nav_prn = _sat_keys(nav)
     toe_week = nav["toe_week"].values
     toe_sow = nav["toe_sow"].values + _toe_offset(nav)          # toe in GPST
+    # GLONASS state vectors hold for GLONASS_EPHEMERIS_MAX_AGE_S around tb
+    limit = np.where(_is_glonass(nav_prn), min(float(max_age_s), GLONASS_EPHEMERIS_MAX_AGE_S), float(max_age_s))
     for shift in (-1, 0):
         k = np.clip(pos + shift, 0, cand.size - 1)
         idx = cand[k]
         dt = np.abs((week - toe_week[idx]).astype(float) * SECONDS_PER_WEEK + (sow - toe_sow[idx]))
-        ok = finite & (nav_prn[idx] == prn) & (dt <= max_age_s) & (dt < best_dt)
+        ok = finite & (nav_prn[idx] == prn) & (dt <= limit[idx]) & (dt < best_dt)
         best = np.where(ok, idx, best)
         best_dt = np.where(ok, dt, best_dt)
     return best
@@ -383,6 +460,9 @@ def _elements(nav: xr.Dataset, idx: np.ndarray) -> dict[str, np.ndarray]:
     for name in names:
         v = nav[name].values[safe].astype(float)
         out[name] = np.where(idx >= 0, v, np.nan)
+    if "glo_x" in nav:
+        for name in GLONASS_FIELDS:
+            out[name] = np.where(idx >= 0, nav[name].values[safe].astype(float), np.nan)
     out["toe_week"] = nav["toe_week"].values[safe]
     out["toc_week"] = nav["toc_week"].values[safe]
     out["sat"] = np.where(idx >= 0, _sat_keys(nav)[safe], -1)
@@ -497,7 +577,22 @@ def sv_state_at(nav: xr.Dataset, prn, t: gpstime.GpsTime, *, record=None) -> SvS
                           sqrt_a=el["sqrt_a"], eccentric_anomaly=state.eccentric_anomaly,
                           f_relativity=f_rel if np.any(el["sat"] >= SYSTEM_KEY_OFFSET["E"]) else F_RELATIVITY)
     drift = el["af1"] + 2.0 * el["af2"] * dt_toc
+    glo = _is_glonass(el["sat"])
+    if np.any(glo):
+        # GLONASS: the broadcast state vector integrated from tb (= toe) to t; the clock is
+        # -TauN + GammaN (t - tb), relativity included in it (ICD 3.3.3), no TGD in RINEX 3.04
+        r = np.nonzero(glo)
+        g = glonass_orbit(tk[r], *(np.stack([el[f"glo_{a}{c}"][r] for c in "xyz"], axis=-1)
+                                   for a in ("", "v", "a")))
+        pos, vel = state.position_ecef.copy(), state.velocity_ecef.copy()
+        pos[r], vel[r] = g.position_ecef, g.velocity_ecef
+        state = OrbitState(pos, vel, state.eccentric_anomaly)
+        clk = np.where(glo, el["af0"] + el["af1"] * dt_toc, clk)
     return SvState(state.position_ecef, state.velocity_ecef, clk, drift, el["tgd"], idx)
+
+
+def _is_glonass(sat: np.ndarray) -> np.ndarray:
+    return (sat >= SYSTEM_KEY_OFFSET["R"]) & (sat < SYSTEM_KEY_OFFSET["E"])
 
 
 def sv_states(nav: xr.Dataset, prns, t_gps) -> xr.Dataset:

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from hifi.timebase import utc_to_gpst
+
 from . import gpstime
 
 # Broadcast orbit fields after the epoch line's three clock terms, in RINEX order (v2 and v3 alike).
@@ -70,6 +72,16 @@ NAV_ATTRS = {
     "iodc": ("1", "issue of data, clock"),
     "transmission_time": ("s", "transmission time of message, seconds of week"),
     "fit_interval": ("h", "fit interval (0 in RINEX 2 means 4 h)"),
+    "glo_x": ("m", "GLONASS satellite position x at tb, PZ-90 (NaN: other systems)"),
+    "glo_y": ("m", "GLONASS satellite position y at tb, PZ-90 (NaN: other systems)"),
+    "glo_z": ("m", "GLONASS satellite position z at tb, PZ-90 (NaN: other systems)"),
+    "glo_vx": ("m/s", "GLONASS satellite velocity x at tb, PZ-90 (NaN: other systems)"),
+    "glo_vy": ("m/s", "GLONASS satellite velocity y at tb, PZ-90 (NaN: other systems)"),
+    "glo_vz": ("m/s", "GLONASS satellite velocity z at tb, PZ-90 (NaN: other systems)"),
+    "glo_ax": ("m/s^2", "GLONASS lunisolar acceleration x, PZ-90 (NaN: other systems)"),
+    "glo_ay": ("m/s^2", "GLONASS lunisolar acceleration y, PZ-90 (NaN: other systems)"),
+    "glo_az": ("m/s^2", "GLONASS lunisolar acceleration z, PZ-90 (NaN: other systems)"),
+    "glo_frequency_channel": ("1", "GLONASS FDMA frequency number k, -7..+6 (NaN: other systems)"),
 }
 
 
@@ -269,6 +281,31 @@ def _check_nav_record(lines: list[str], i: int, clock_col: int, offset: int, pat
                              f"has {have} characters, expected at least {need}; the file looks cut short")
 
 
+def _glonass_record(lines: list[str], i: int, path) -> tuple[list[float], list[float]]:
+    """The clock terms (-TauN [s], GammaN [1], message frame time [s]) and the 12 fields of
+    broadcast-orbit lines 1-3 (X, Vx, Ax, health; Y, Vy, Ay, frequency number; Z, Vz, Az, age;
+    km, km/s, km/s^2) of the GLONASS record whose epoch line is ``i`` (RINEX 3.04 Table A10).
+
+    Raises
+    ------
+    ValueError
+        A line missing or cut short (naming the file and line), or a malformed number.
+    """
+    w = _NAV_FIELD_WIDTH
+    head = lines[i].rstrip()
+    if len(head) < 23 + 3 * w:
+        raise ValueError(f"{path}:{i + 1}: truncated navigation record: the epoch line has {len(head)} "
+                         f"characters, expected {23 + 3 * w} (slot, tb and 3 clock terms); the file looks cut short")
+    for k in range(1, 4):
+        have = len(lines[i + k].rstrip()) if i + k < len(lines) else 0
+        if have < 4 + 4 * w:
+            raise ValueError(f"{path}:{i + k + 1}: truncated navigation record: GLONASS broadcast-orbit line {k} "
+                             f"has {have} characters, expected {4 + 4 * w}; the file looks cut short")
+    clock = _fields_at(lines, i, 23, 3, path)
+    state = [v for k in range(1, 4) for v in _fields_at(lines, i + k, 4, 4, path)]
+    return clock, state
+
+
 def _fields_at(lines: list[str], i: int, start: int, n: int, path) -> list[float]:
     """:func:`_fields` of line ``i``, a malformed number naming the file and line."""
     try:
@@ -279,17 +316,20 @@ def _fields_at(lines: list[str], i: int, start: int, n: int, path) -> list[float
 
 
 #: Systems whose broadcast ephemerides :func:`read_nav` reads (RINEX 3 system letters).
-NAV_SYSTEMS = ("G", "E", "C")
+NAV_SYSTEMS = ("G", "E", "C", "R")
 #: GPST minus the system's time scale at the same instant [s], ignoring the broadcast
 #: sub-microsecond offsets (GGTO, A0_BDS): Galileo System Time is steered to GPST's seconds and
 #: week numbering (Galileo OS SIS ICD 5.1.2); BDT started 2006-01-01 00:00:00 UTC, when GPST was
 #: 14 s ahead of UTC, and has no leap seconds (BDS-SIS-ICD-B1I-3.0, 5.1.2 and 5.2.4.10).
-SYSTEM_TIME_OFFSET_S = {"G": 0.0, "E": 0.0, "C": 14.0}
+SYSTEM_TIME_OFFSET_S = {"G": 0.0, "E": 0.0, "C": 14.0, "R": 0.0}
 #: GPS week in which the system's week 0 begins: BDT week 0 is GPS week 1356 (2006-01-01);
 #: RINEX 3 writes the Galileo week aligned with the GPS week (RINEX 3.04 Table A8).
-SYSTEM_WEEK_OFFSET = {"G": 0, "E": 0, "C": 1356}
-#: Integer key of a satellite across systems: offset + PRN ("G05" -> 5, "E11" -> 211, "C06" -> 306).
-SYSTEM_KEY_OFFSET = {"G": 0, "E": 200, "C": 300}
+SYSTEM_WEEK_OFFSET = {"G": 0, "E": 0, "C": 1356, "R": 0}
+#: Integer key of a satellite across systems: offset + PRN / slot ("G05" -> 5, "R07" -> 107,
+#: "E11" -> 211, "C06" -> 306).
+SYSTEM_KEY_OFFSET = {"G": 0, "R": 100, "E": 200, "C": 300}
+#: GLONASS records: the broadcast state vector, NaN for the other systems (RINEX 3.04 Table A10).
+GLONASS_FIELDS = ("glo_x", "glo_vx", "glo_ax", "glo_y", "glo_vy", "glo_ay", "glo_z", "glo_vz", "glo_az")
 
 
 def read_nav(path, systems=("G",)) -> xr.Dataset:
@@ -300,10 +340,14 @@ def read_nav(path, systems=("G",)) -> xr.Dataset:
     path : str or path-like
         RINEX 2.x GPS navigation file (``*.05n``) or RINEX 3.0x navigation file, GPS-only or
         mixed, plain or compressed (see :func:`read_text`).
-    systems : sequence of {"G", "E", "C"}
+    systems : sequence of {"G", "E", "C", "R"}
         Which systems' records to keep (default GPS only, as before mixed files were read);
         the others are skipped. Galileo: only I/NAV records (data sources bit 0 or 2; F/NAV
         repeats the orbit with a clock referred to E1/E5a). BeiDou: B1I D1/D2 records.
+        GLONASS: the state vector at tb (``glo_x`` .. ``glo_az`` in m, m/s, m/s^2, and
+        ``glo_frequency_channel``), tb as ``toc`` and as toe (moved from UTC to GPST with the
+        leap seconds of :mod:`hifi.timebase`), ``af0`` = -TauN, ``af1`` = GammaN, ``tgd`` 0; the
+        Keplerian fields are NaN.
 
     Returns
     -------
@@ -353,6 +397,10 @@ def read_nav(path, systems=("G",)) -> xr.Dataset:
         raise ValueError(f"{path}: not a RINEX 3 GPS/mixed navigation file")
 
     records = []
+    glonass: list[list[float]] = []         # per record: GLONASS_FIELDS and the frequency number
+    no_glonass = [np.nan] * (len(GLONASS_FIELDS) + 1)
+    # GLONASS records have 3 broadcast-orbit lines up to RINEX 3.04, 4 from 3.05 (status flags)
+    glonass_lines = 4 if version >= 3.05 else 3
     i = start
     n_lines = len(lines)
     v4_ion = None
@@ -371,7 +419,7 @@ def read_nav(path, systems=("G",)) -> xr.Dataset:
                 f = line[1:].split()
                 kind, msg = (f[0], f[2]) if len(f) >= 3 else ("", "")
                 sv_sys = f[1][:1] if len(f) >= 2 else ""
-                v4_keep = kind == "EPH" and sv_sys in systems and msg in ("LNAV", "INAV", "D1", "D2")
+                v4_keep = kind == "EPH" and sv_sys in systems and msg in ("LNAV", "INAV", "D1", "D2", "FDMA")
                 if kind == "ION" and sv_sys == "G" and msg == "LNAV" and i + 3 < n_lines and v4_ion is None:
                     a = _fields_at(lines, i + 1, 23, 3, path)
                     b = _fields_at(lines, i + 2, 4, 4, path)
@@ -393,7 +441,7 @@ def read_nav(path, systems=("G",)) -> xr.Dataset:
                 system = "G"
             else:                                       # RINEX 3 (and a RINEX 4 record's body)
                 system = line[0]
-                n_orbit = {"G": 7, "E": 7, "J": 7, "C": 7, "I": 7, "R": 3, "S": 3}.get(system, 7)
+                n_orbit = {"G": 7, "E": 7, "J": 7, "C": 7, "I": 7, "R": glonass_lines, "S": 3}.get(system, 7)
                 if system not in systems:
                     i += 1 + n_orbit
                     continue
@@ -408,6 +456,21 @@ def read_nav(path, systems=("G",)) -> xr.Dataset:
         if system == "G" and "G" not in systems:
             i += 8
             continue
+        if system == "R":
+            clock, state = _glonass_record(lines, i, path)
+            i += 1 + glonass_lines
+            # the epoch (tb) is UTC(SU) in RINEX 3 (Table A10): GPST = UTC + leap seconds
+            toc = utc_to_gpst(toc)
+            tb = gpstime.from_datetime64(toc)
+            orbit = [np.nan] * len(_ORBIT_FIELDS)
+            for name, value in (("health", state[3]), ("toe_sow", float(tb.sow)), ("toe_week", float(tb.week)),
+                                ("tgd", 0.0)):
+                orbit[_ORBIT_FIELDS.index(name)] = value
+            # af0 = -TauN (RINEX writes -TauN), af1 = GammaN: dt_sv = -TauN + GammaN (t - tb)
+            records.append(("R", prn, toc, [clock[0], clock[1], 0.0], orbit))
+            # km, km/s, km/s^2 -> m, m/s, m/s^2; line k holds (pos, vel, acc, extra) of axis k
+            glonass.append([1e3 * state[4 * k + j] for k in range(3) for j in range(3)] + [state[7]])
+            continue
         _check_nav_record(lines, i, clock_col, offset, path, system)
         clock = _fields_at(lines, i, clock_col, 3, path)
         orbit: list[float] = []
@@ -418,6 +481,7 @@ def read_nav(path, systems=("G",)) -> xr.Dataset:
             continue
         toc = toc + np.timedelta64(int(SYSTEM_TIME_OFFSET_S[system] * 1e9), "ns")
         records.append((system, prn, toc, clock, orbit[:len(_ORBIT_FIELDS)]))
+        glonass.append(no_glonass)
 
     n = len(records)
     data: dict[str, np.ndarray] = {}
@@ -433,6 +497,10 @@ def read_nav(path, systems=("G",)) -> xr.Dataset:
         data[name] = clock[:, j]
     for j, name in enumerate(_ORBIT_FIELDS):
         data[name] = orbit[:, j]
+    glo = np.array(glonass, dtype=float).reshape(n, len(GLONASS_FIELDS) + 1)
+    for j, name in enumerate(GLONASS_FIELDS):
+        data[name] = glo[:, j]
+    data["glo_frequency_channel"] = glo[:, -1]
     system = np.array([r[0] for r in records], dtype=object)
     is_e, is_c = system == "E", system == "C"
     data["bgd_e5a_e1"] = np.where(is_e, data["tgd"], np.nan)

@@ -105,7 +105,10 @@ def test_sv_states_shapes_and_attrs(brdc):
     for v in st.data_vars.values():
         assert "units" in v.attrs and "long_name" in v.attrs
     with pytest.raises(ValueError, match="prns"):
-        gnss.sv_states(brdc, ["R01"], T0)
+        gnss.sv_states(brdc, ["J01"], T0)                 # QZSS: not a supported system
+    # a GLONASS satellite the file has no record of: masked, not raised
+    glo = gnss.sv_states(brdc, ["R01"], T0)
+    assert glo["ephemeris_record"].values[0, 0] == -1 and np.all(np.isnan(glo["sv_position_ecef"].values))
 
 
 def test_light_time_consistency(brdc):
@@ -185,14 +188,15 @@ def test_mixed_nav_reads_galileo_and_beidou_records(mixed_nav, test_data):
     assert float(e01["bgd_e5a_e1"]) == 2.328306436539e-10 and np.isnan(float(e01["tgd2"]))
     assert int(e01["sat"]) == 201 and str(e01["system"].values) == "E"
     with pytest.raises(ValueError, match="allowed"):
-        read_nav(test_data(MIXED_NAV), systems=("R",))
+        read_nav(test_data(MIXED_NAV), systems=("J",))               # QZSS: not read
 
 
 def test_satellite_keys_and_labels():
     assert orbit._prn_array(["G05", "E11", "C06", 7]).tolist() == [5, 211, 306, 7]
+    assert orbit._prn_array(["R07"]).tolist() == [107] and orbit.sat_label(107) == "R07"
     assert [orbit.sat_label(k) for k in (5, 211, 306)] == ["G05", "E11", "C06"]
     with pytest.raises(ValueError, match="Enn"):
-        orbit._prn_array(["R05"])
+        orbit._prn_array(["J05"])
 
 
 def test_galileo_and_gps_broadcast_vs_cod_precise_orbits(mixed_nav, test_data):
