@@ -236,7 +236,7 @@ def dops(design_enu_t, used) -> dict[str, np.ndarray]:
 #: Single-frequency code observables tried per system, in this order: GPS L1 C/A, Galileo E1,
 #: BeiDou B1I (RINEX 3.02+ C2I; 3.01 wrote C1I).
 SYSTEM_PSEUDORANGES = {"G": PSEUDORANGE_VARIABLES, "E": ("pseudorange", "C1C", "C1X", "C1B"),
-                       "C": ("pseudorange", "C2I", "C1I")}
+                       "C": ("pseudorange", "C2I", "C1I"), "R": ("pseudorange", "C1C", "C1P")}
 #: Carrier frequency of those signals [Hz] (IS-GPS-200 3.3.1.1; Galileo OS SIS ICD 2.2;
 #: BDS-SIS-ICD-B1I 3.0, 4.2.1): the Klobuchar delay (computed for L1) scales as (f_L1 / f)^2.
 SYSTEM_FREQ_HZ = {"G": 1575.42e6, "E": 1575.42e6, "C": 1561.098e6}
@@ -247,8 +247,28 @@ SYSTEM_FREQ_HZ = {"G": 1575.42e6, "E": 1575.42e6, "C": 1561.098e6}
 #: 5.2.4.10).
 IONO_FREE_PAIRS = {"G": ((("C1W", "P1", "C1C", "C1"), ("C2W", "P2", "C2X", "C2L")), 1227.60e6),
                    "E": ((("C1C", "C1X"), ("C7Q", "C7X", "C7I")), 1207.14e6),
-                   "C": ((("C2I", "C1I"), ("C6I",)), 1268.52e6)}
-SOLVER_SYSTEMS = ("G", "E", "C")
+                   "C": ((("C2I", "C1I"), ("C6I",)), 1268.52e6),
+                   "R": ((("C1C", "C1P"), ("C2C", "C2P")), None)}
+#: GLONASS FDMA carriers [Hz] (GLONASS ICD, ed. 5.1, 3.3.1.4): f = base + k step with the
+#: satellite's frequency number k (``glo_frequency_channel`` of the navigation records).
+GLONASS_L1_HZ = (1602.0e6, 0.5625e6)
+GLONASS_L2_HZ = (1246.0e6, 0.4375e6)
+SOLVER_SYSTEMS = ("G", "E", "C", "R")
+
+
+def _glonass_channels(nav: xr.Dataset, sv_names) -> np.ndarray:
+    """Frequency number k of each GLONASS satellite in ``sv_names`` from its navigation records
+    (NaN where the file has none, or for another system)."""
+    out = np.full(len(sv_names), np.nan)
+    if "glo_frequency_channel" not in nav:
+        return out
+    navsv = np.asarray(nav["sv"].values).astype(str)
+    k = nav["glo_frequency_channel"].values
+    for i, name in enumerate(sv_names):
+        hit = np.flatnonzero((navsv == name) & np.isfinite(k))
+        if hit.size:
+            out[i] = k[hit[0]]
+    return out
 
 
 def _first_present(obs, names, system):
@@ -269,7 +289,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     ----------
     obs : xarray.Dataset
         (epoch, sv) pseudoranges: a :func:`gnss.read_obs` Dataset (``C1C``/``C1``) or a simulated
-        receiver Dataset (``pseudorange``).  Only GPS satellites ("G..") are used.  Epochs are
+        receiver Dataset (``pseudorange``).  Only the satellites of ``constellations`` are used.  Epochs are
         the receiver's time tags (GPST); a ``time_tag`` coordinate, when present, is used
         instead as the time tag (simulated Datasets keep the true time in ``epoch``).
     nav : xarray.Dataset
@@ -290,10 +310,12 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     true_position_ecef : array_like, shape (3,) or (n_epoch, 3), optional, keyword-only
         Known true position, copied to the output (a simulated Dataset's ``true_position_ecef``
         is used when this is omitted).
-    constellations : sequence of {"G", "E", "C"}, keyword-only
+    constellations : sequence of {"G", "E", "C", "R"}, keyword-only
         Systems used (default GPS only); each gets its own receiver clock (the inter-system
         offsets, time scales and receiver group delays, are estimated, not assumed). ``nav``
-        must hold their ephemerides (``gnss.read_nav(path, systems=...)``).
+        must hold their ephemerides (``gnss.read_nav(path, systems=...)``). GLONASS uses
+        C1P/C1C (or C1P+C2P, C1C+C2C ionosphere-free) at each satellite's FDMA frequency;
+        one clock for all its frequencies (inter-frequency biases are not estimated).
     iono_free : bool, keyword-only
         Use the dual-frequency ionosphere-free combination of :data:`IONO_FREE_PAIRS` instead
         of one signal and a model: ``(f1^2 P1 - f2^2 P2) / (f1^2 - f2^2)``, no ionospheric
@@ -333,26 +355,35 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     p = np.full((n_epoch0, sv_names.size), np.nan)
     iono_scale = np.ones(sv_names.size)            # Klobuchar (L1) -> the signal's frequency
     tgd_factor = np.ones(sv_names.size)            # multiple of the broadcast tgd the clock takes off
+    glo_k = _glonass_channels(nav, sv_names) if "R" in systems else np.full(sv_names.size, np.nan)
     used_names = {}
     for x in systems:
         cols = np.flatnonzero(sv_sys == x)
+        if x == "R":
+            k = np.nan_to_num(glo_k[cols])              # no record: the satellite is not used anyway
+            f_sys = GLONASS_L1_HZ[0] + k * GLONASS_L1_HZ[1]
+        else:
+            f_sys = SYSTEM_FREQ_HZ[x]
         if iono_free:
             (first, second), f2 = IONO_FREE_PAIRS[x]
             n1, n2 = _first_present(obs_g, first, x), _first_present(obs_g, second, x)
-            f1 = SYSTEM_FREQ_HZ[x]
+            f1 = f_sys
+            if x == "R":
+                f2 = GLONASS_L2_HZ[0] + k * GLONASS_L2_HZ[1]
             p1 = np.asarray(obs_g[n1].values, dtype=float)[:, cols]
             p2 = np.asarray(obs_g[n2].values, dtype=float)[:, cols]
             p[:, cols] = (f1 ** 2 * p1 - f2 ** 2 * p2) / (f1 ** 2 - f2 ** 2)
             iono_scale[cols] = 0.0
             # GPS and Galileo: the broadcast clock refers to this very pair; BeiDou: to B3I, so the
-            # B1I/B3I combination takes gamma TGD1 off, gamma = f1^2 / (f1^2 - f3^2)
+            # B1I/B3I combination takes gamma TGD1 off, gamma = f1^2 / (f1^2 - f3^2); GLONASS
+            # broadcasts no group delay in RINEX 3.04 (tgd 0)
             tgd_factor[cols] = f1 ** 2 / (f1 ** 2 - f2 ** 2) if x == "C" else 0.0
             used_names[x] = f"IF({n1},{n2})"
         else:
             n1 = _pick_pseudorange(obs_g, observable) if (observable is not None or x == "G") else \
                 _first_present(obs_g, SYSTEM_PSEUDORANGES[x], x)
             p[:, cols] = np.asarray(obs_g[n1].values, dtype=float)[:, cols]
-            iono_scale[cols] = (SYSTEM_FREQ_HZ["G"] / SYSTEM_FREQ_HZ[x]) ** 2
+            iono_scale[cols] = (SYSTEM_FREQ_HZ["G"] / f_sys) ** 2
             used_names[x] = n1
     name = used_names[systems[0]] if len(systems) == 1 else ", ".join(f"{k}: {v}" for k, v in used_names.items())
     t = np.asarray(obs_g["epoch"].values, dtype="datetime64[ns]")

@@ -142,7 +142,7 @@ def test_multi_constellation_solution_recovers_position_and_one_clock_per_system
     assert np.all(np.isnan(gnss.solve(obs, nav, iono_model="none", tropo_model="none",
                                       elevation_mask_deg=-90.0)["position_ecef"].values))
     with pytest.raises(ValueError, match="constellations"):
-        gnss.solve(obs, nav, constellations=("G", "R"))
+        gnss.solve(obs, nav, constellations=("G", "J"))            # QZSS: not solved for
 
 
 def test_iono_free_solution_on_a_real_station():
@@ -160,3 +160,52 @@ def test_iono_free_solution_on_a_real_station():
     e = sol["position_error_enu"].values
     assert np.percentile(np.hypot(e[:, 0], e[:, 1]), 95) < 3.0
     assert np.percentile(np.abs(e[:, 2]), 95) < 8.0
+
+
+def test_glonass_fdma_iono_free_per_channel():
+    # Synthetic dual-frequency code of G01 G02 E01 E02 R01 R02 (real broadcast orbits,
+    # tests/data/gnss/BRDM00DLR_S_20230730000_01D_MN.rnx: R01 is channel k = +1, R02 k = -4)
+    # with an ionosphere of 5-25 m at L1 scaled by (f_L1 / f)^2 to each carrier, GLONASS's at
+    # 1602 + 0.5625 k and 1246 + 0.4375 k MHz (GLONASS ICD 3.3.1.4). Analytic: the
+    # ionosphere-free combination removes it exactly, so six satellites and six unknowns
+    # (3 + 3 clocks) give the truth to 5 mm. (Its coefficients do not depend on k: f1 / f2 is
+    # 9/7 on every channel. The channel matters for the single-frequency ionosphere, scaled by
+    # (f_L1 / f1)^2: +-0.7 % over k = -7..+6.)
+    from conftest import test_data_path
+    from gnss import gpstime, orbit
+    from gnss.constants import SPEED_OF_LIGHT
+    from gnss.rinex import read_nav
+    nav = read_nav(test_data_path("gnss/BRDM00DLR_S_20230730000_01D_MN.rnx"), systems=("G", "E", "R"))
+    svs = np.array(["G01", "G02", "E01", "E02", "R01", "R02"], dtype=object)
+    t = np.array(["2023-03-14T00:30:00", "2023-03-14T01:30:00"], dtype="datetime64[ns]")
+    truth = np.array([-2267750.0, 5009150.0, 3221290.0])
+    # receiver clocks of metres: the solver dates transmission from P, and with six satellites
+    # for six unknowns (a large DOP) a km-sized clock's few mm of satellite motion become cm
+    clocks = {"G": 3.5, "E": 3.5 + 17.25, "R": 3.5 + 60.0}               # [m]
+    gt = gpstime.from_datetime64(t)
+    tx = orbit.light_time(nav, orbit._prn_array(svs)[None, :], gpstime.GpsTime(gt.week[:, None], gt.sow[:, None]),
+                          truth)
+    b = np.array([clocks[s[0]] for s in svs])
+    x = tx.geometric_range + b[None, :] - SPEED_OF_LIGHT * tx.state.clock_bias_s
+    f_l1 = 1575.42e6
+    f1 = np.array([f_l1] * 4 + [1602.0e6 + 0.5625e6, 1602.0e6 - 4 * 0.5625e6])
+    f2 = np.array([1227.60e6, 1227.60e6, 1207.14e6, 1207.14e6, 1246.0e6 + 0.4375e6, 1246.0e6 - 4 * 0.4375e6])
+    iono_l1 = np.linspace(5.0, 25.0, svs.size)[None, :]
+    p1 = x + iono_l1 * (f_l1 / f1) ** 2
+    p2 = x + iono_l1 * (f_l1 / f2) ** 2
+    is_g, is_e, is_r = (np.char.startswith(svs.astype(str), s) for s in "GER")
+    obs = xr.Dataset({"C1W": (("epoch", "sv"), np.where(is_g, p1, np.nan)),
+                      "C2W": (("epoch", "sv"), np.where(is_g, p2, np.nan)),
+                      "C1C": (("epoch", "sv"), np.where(is_e | is_r, p1, np.nan)),
+                      "C7Q": (("epoch", "sv"), np.where(is_e, p2, np.nan)),
+                      "C2C": (("epoch", "sv"), np.where(is_r, p2, np.nan))},
+                     coords={"epoch": t, "sv": svs})
+    sol = gnss.solve(obs, nav, constellations=("G", "E", "R"), iono_free=True, tropo_model="none",
+                     elevation_mask_deg=-90.0, initial_position_ecef=truth + 1000.0, weighting="none")
+    np.testing.assert_allclose(sol["position_ecef"].values, np.broadcast_to(truth, (2, 3)), atol=5e-3)   # 5 mm
+    np.testing.assert_allclose(sol["clock_bias_system"].values, [[clocks["G"], clocks["E"], clocks["R"]]] * 2,
+                               atol=5e-3)
+    assert sol.attrs["observable"] == "G: IF(C1W,C2W), E: IF(C1C,C7Q), R: IF(C1C,C2C)"
+    # the channels come from the navigation records (R01 line 2 field 4: +1; R02: -4)
+    from gnss.solver import _glonass_channels
+    np.testing.assert_array_equal(_glonass_channels(nav, ["R01", "R02", "G01"]), [1.0, -4.0, np.nan])

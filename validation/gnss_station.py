@@ -169,7 +169,12 @@ def multi_gnss_station(obs, nav, *, antenna_height_m=0.0, elevation_mask_deg=15.
     truth = geometry.enu_to_ecef(np.array([[0.0, 0.0, antenna_height_m]]), np.degrees(g.latitude_rad[0]),
                                  np.degrees(g.longitude_rad[0]), float(g.height_m[0]))[0]
     out = {"fixes": {}, "residual_rms_m": {}, "n_residuals": {}}
-    for cons in (("G",), ("E",), ("C",), ("G", "E", "C")):
+    present = set(np.asarray(nav["system"].values).astype(str))
+    systems = tuple(x for x in ("G", "E", "C", "R") if x in present)
+    combos = [(x,) for x in systems] + [("G", "E", "C")]
+    if "R" in systems:
+        combos.append(("G", "E", "C", "R"))
+    for cons in combos:
         sol = gnss.solve(obs, nav, constellations=cons, true_position_ecef=truth, elevation_mask_deg=elevation_mask_deg)
         e = sol["position_error_enu"].values
         ok = np.all(np.isfinite(e), axis=1)
@@ -178,18 +183,27 @@ def multi_gnss_station(obs, nav, *, antenna_height_m=0.0, elevation_mask_deg=15.
             "v95_m": float(np.percentile(np.abs(e[ok, 2]), 95)),
             "n_epochs": int(ok.sum()), "mean_n_sv": float(np.mean(sol["n_sv_used"].values[ok])),
             "observable": sol.attrs["observable"]}
-        if len(cons) == 3:
+        if cons == ("G", "E", "C"):
             combined = sol
     # residuals at the truth: model at the true reception time (time tag - the combined fix's
     # GPS clock), one clock per system and epoch removed (the median of that system's residuals)
-    sv = np.asarray(combined["sv"].values).astype(str)
+    sv_all = np.asarray(obs["sv"].values).astype(str)
+    sv = sv_all[np.isin(np.array([x[:1] for x in sv_all]), systems)]
     b = np.nan_to_num(combined["clock_bias_system"].values[:, 0])
     t_true = obs["epoch"].values - np.round(b / SPEED_OF_LIGHT * 1e9).astype(np.int64).astype("timedelta64[ns]")
     model = gnss.model_pseudoranges(nav, truth, t_true, list(sv), elevation_mask_deg=elevation_mask_deg,
                                     receiver_clock_model="none", ephemeris_error_model="none")
-    for x, name in (("G", "C1C"), ("E", "C1C"), ("C", "C2I")):
+    # the modelled ionosphere is the L1 Klobuchar delay: scaled to each signal's frequency
+    from gnss.solver import GLONASS_L1_HZ, SYSTEM_FREQ_HZ, _glonass_channels
+    f = np.array([SYSTEM_FREQ_HZ.get(x[:1], np.nan) for x in sv])
+    glo = np.char.startswith(sv, "R")
+    f[glo] = GLONASS_L1_HZ[0] + _glonass_channels(nav, sv[glo]) * GLONASS_L1_HZ[1]
+    iono = np.nan_to_num(model["iono_delay"].values) * ((SYSTEM_FREQ_HZ["G"] / f) ** 2 - 1.0)
+    for x, name in (("G", "C1C"), ("E", "C1C"), ("C", "C2I"), ("R", "C1C")):
+        if x not in systems:
+            continue
         cols = np.flatnonzero(np.char.startswith(sv, x))
-        res = obs[name].sel(sv=list(sv[cols])).values - model["pseudorange"].values[:, cols]
+        res = obs[name].sel(sv=list(sv[cols])).values - (model["pseudorange"].values[:, cols] + iono[:, cols])
         res = res - np.nanmedian(res, axis=1, keepdims=True)
         out["residual_rms_m"][x] = _rms(res)
         out["n_residuals"][x] = int(np.isfinite(res).sum())
@@ -219,13 +233,14 @@ def main(argv=None) -> int:
     if args.multi:
         from gnss.rinex import read_nav
         r = multi_gnss_station(gnss.read_obs(args.data_dir / MULTI_OBS),
-                               read_nav(args.data_dir / MULTI_NAV, systems=("G", "E", "C")), antenna_height_m=0.216)
+                               read_nav(args.data_dir / MULTI_NAV, systems=("G", "E", "C", "R")),
+                               antenna_height_m=0.216)
         if args.json:
             print(json.dumps(r, indent=2))
             return 0
         print("Multi-GNSS station ESBC00DNK, 2020-06-25 00-02 h, mask 15 deg (header position + 0.216 m as truth)")
         print(f"  {'system':10s} {'residual RMS [m]':>17s} {'target':>7s} {'n':>6s}")
-        for x in ("G", "E", "C"):
+        for x in r["residual_rms_m"]:
             print(f"  {x:10s} {r['residual_rms_m'][x]:17.2f} {MULTI_RESIDUAL_TARGET_M:7.1f} {r['n_residuals'][x]:6d}")
         print(f"  {'fix':10s} {'H95 [m]':>9s} {'V95 [m]':>9s} {'sats':>5s}  observables")
         for k, f in r["fixes"].items():
