@@ -8,6 +8,7 @@ computed, so a long run never holds all frames in memory. Every variable carries
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -87,6 +88,16 @@ def _netcdf_thread():
         from concurrent.futures import ThreadPoolExecutor
         _NETCDF_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hifi-netcdf")
     return _NETCDF_THREAD
+
+
+def _forget_netcdf_thread() -> None:
+    """In a forked child the parent's thread does not exist: start a new one when needed."""
+    global _NETCDF_THREAD
+    _NETCDF_THREAD = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_netcdf_thread)
 
 
 class FrameWriter:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 
+import numpy as np
 import pytest
 
 import hifi
@@ -224,3 +225,37 @@ def test_plot_last_frame_still_works(run_dir, tmp_path):
     png = tmp_path / "x.png"
     assert main(["plot", str(run_dir / "cam.nc"), "--frame", "2", "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_writer_in_a_forked_child_after_a_run_in_the_parent(tmp_path):
+    # The netCDF thread of the parent does not exist in a forked child (os.fork copies only the
+    # calling thread): the child's writer must start its own, not wait forever on the parent's.
+    from hifi.model import Var
+    w = FrameWriter(tmp_path / "parent.nc", {"start_utc": ""}, {})
+    w.write(0, 0.0, {"x": Var(("i",), np.arange(3.0), "m", "x")})
+    w.close()
+    pid = os.fork()
+    if pid == 0:                                          # child: exit status tells the parent
+        try:
+            c = FrameWriter(tmp_path / "child.nc", {"start_utc": ""}, {})
+            c.write(0, 0.0, {"x": Var(("i",), np.arange(3.0), "m", "x")})
+            c.close()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    import time
+    deadline = time.monotonic() + 60.0                   # a child stuck on the parent's thread hangs
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not done:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert done, "the forked child's writer hung"
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    import netCDF4
+    with netCDF4.Dataset(tmp_path / "child.nc") as nc:
+        assert nc["x"][:].tolist() == [[0.0, 1.0, 2.0]]
