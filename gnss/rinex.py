@@ -393,8 +393,10 @@ def read_nav(path, systems=("G",)) -> xr.Dataset:
         raise ValueError(f"{path}: RINEX version {version!r} not supported; allowed: 2.x, 3.x, 4.x")
     if int(version) == 2 and ftype != "N":
         raise ValueError(f"{path}: RINEX 2 file type {ftype!r} is not GPS navigation ('N')")
-    if int(version) >= 3 and (ftype != "N" or header["RINEX VERSION / TYPE"][0][40:41] not in ("G", "M", " ")):
-        raise ValueError(f"{path}: not a RINEX 3 GPS/mixed navigation file")
+    file_system = header["RINEX VERSION / TYPE"][0][40:41]
+    if int(version) >= 3 and (ftype != "N" or file_system not in (*NAV_SYSTEMS, "M", " ")):
+        raise ValueError(f"{path}: not a RINEX 3 navigation file of {', '.join(NAV_SYSTEMS)} or mixed "
+                         f"(file type {ftype!r}, system {file_system!r})")
 
     records = []
     glonass: list[list[float]] = []         # per record: GLONASS_FIELDS and the frequency number

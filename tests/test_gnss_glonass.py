@@ -147,3 +147,24 @@ def test_broadcast_vs_grgs_mgex_orbits_median_per_satellite():
     rms = np.sqrt(np.nanmean(e2[:, have], axis=0))
     assert have.sum() >= 14
     assert np.median(rms) < 5.0                                       # m
+
+
+def test_single_system_glonass_file(tmp_path):
+    # A RINEX 3 navigation file of GLONASS alone (system letter "R" in its first header line,
+    # as IGS's *_RN.rnx files): its records read as in the mixed file they come from.
+    lines = BRDM.read_text().splitlines()
+    end = next(i for i, x in enumerate(lines) if "END OF HEADER" in x)
+    body = []
+    for i in range(end + 1, len(lines)):
+        if lines[i].startswith("R"):
+            body.extend(lines[i:i + 4])
+    head = f"{'     3.04':<20}{'N: GNSS NAV DATA':<20}{'R: GLONASS':<20}RINEX VERSION / TYPE"
+    path = tmp_path / "GLO_RN.rnx"
+    path.write_text("\n".join([head, f"{'':60}END OF HEADER", *body]) + "\n")
+    nav = gnss.read_nav(path, systems=("R",))
+    mixed = gnss.read_nav(BRDM, systems=("R",))
+    for name in ("toc", "glo_x", "glo_vz", "glo_az", "af0", "af1", "glo_frequency_channel"):
+        np.testing.assert_array_equal(nav[name].values, mixed[name].values)
+    with pytest.raises(ValueError, match="not a RINEX 3 navigation file"):
+        path.write_text(path.read_text().replace("R: GLONASS", "J: QZSS   "))
+        gnss.read_nav(path, systems=("R",))
