@@ -1,0 +1,113 @@
+"""Compiled kernel of :func:`sensors.beam.echo_segments` (numba, imported only by the beam path).
+
+Kept apart from :mod:`sensors.beam` so that importing the sensors, and every run without a
+divergent beam, neither imports numba nor pays its JIT's memory. ``cache=True`` keeps the
+machine code in ``__pycache__`` (first use compiles, about 5 s; later processes load it); no
+``fastmath``, so every floating-point operation is the IEEE operation written, in the order
+written, as in the numpy reference :func:`sensors.beam.echo_segments_reference`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole):  # pragma: no cover (compiled)
+    """Segment of each sub-ray's return, pulse by pulse (see :func:`sensors.beam.echo_segments`).
+
+    Parameters
+    ----------
+    b_i : (p, n) int64
+        Bin of each arrival, ``rint(t / dt)``.
+    b0 : (p, n) int64
+        ``floor(t / dt)``: the arrival is split between bins b0 and b0 + 1.
+    c_lo, c_hi : (p, n) float64
+        The parts of its energy in bin b0 and b0 + 1, ``e (1 - frac)`` and ``e frac``.
+    has : (p, n) bool
+    need : (p,) int64
+        Window length of each pulse [bins].
+    taps : (2 half + 1,) float64
+        The reversed pulse kernel; ``symmetric``: scipy's symmetric branch.
+    seg : (p, n) int64, out
+        Filled with the segment of each return, -1 for none.
+    whole : (p,) bool, out
+        Set where the sampled stretch would leave the window: those pulses are left to the
+        whole-waveform path.
+    """
+    p, n = b_i.shape
+    half = (taps.shape[0] - 1) // 2
+    size2 = taps.shape[0] - half - 1
+    cap = 64
+    imp = np.zeros(cap + 2 * half)
+    wf = np.zeros(cap)
+    lab = np.zeros(cap, dtype=np.int64)
+    for k in range(p):
+        b_min = np.int64(-1)
+        b_max = np.int64(-1)
+        for j in range(n):
+            seg[k, j] = -1
+            if has[k, j]:
+                b = b_i[k, j]
+                if b_max < 0:
+                    b_min = b
+                    b_max = b
+                else:
+                    b_min = min(b_min, b)
+                    b_max = max(b_max, b)
+        if b_max < 0:
+            continue
+        if b_max == b_min:
+            for j in range(n):
+                if has[k, j]:
+                    seg[k, j] = 0
+            continue
+        origin = b_min - 2 - half
+        if origin < 0 or b_max + half >= need[k]:
+            whole[k] = True
+            continue
+        n_out = b_max - b_min + 3
+        if n_out > cap:
+            cap = 2 * n_out
+            imp = np.zeros(cap + 2 * half)
+            wf = np.zeros(cap)
+            lab = np.zeros(cap, dtype=np.int64)
+        w = n_out + 2 * half
+        for i in range(w):
+            imp[i] = 0.0
+        # np.add.at order of return_waveform: every lower part, then every upper part.
+        for j in range(n):
+            if has[k, j]:
+                imp[b0[k, j] - origin] += c_lo[k, j]
+        for j in range(n):
+            if has[k, j]:
+                imp[b0[k, j] + 1 - origin] += c_hi[k, j]
+        # scipy's NI_Correlate1D sums. In the symmetric branch a pair of zero impulses adds
+        # +0.0 (a Gaussian's taps are > 0), which changes no sum here (every impulse is >= 0,
+        # so no sum is -0.0): skipping it keeps the bits.
+        for q in range(n_out):
+            i = q + half
+            if symmetric:
+                acc = imp[i] * taps[half]
+                for jj in range(-half, 0):
+                    a = imp[i + jj]
+                    c = imp[i - jj]
+                    if a != 0.0 or c != 0.0:
+                        acc += (a + c) * taps[half + jj]
+            else:
+                acc = imp[i + size2] * taps[half + size2]
+                for jj in range(-half, size2):
+                    acc += imp[i + jj] * taps[half + jj]
+            wf[q] = acc
+        count = 0
+        lab[0] = 0
+        lab[1] = 0
+        lab[2] = 0
+        for q in range(3, n_out):
+            if wf[q] > wf[q - 1] and wf[q - 1] <= wf[q - 2]:
+                count += 1
+            lab[q] = count
+        for j in range(n):
+            if has[k, j]:
+                seg[k, j] = lab[b_i[k, j] - b_min + 2]
