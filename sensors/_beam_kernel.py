@@ -43,6 +43,7 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
     imp = np.zeros(cap + 2 * half)
     wf = np.zeros(cap)
     lab = np.zeros(cap, dtype=np.int64)
+    nz = np.zeros(2 * n + 2, dtype=np.int64)      # positions of the non-zero impulses
     for k in range(p):
         b_min = np.int64(-1)
         b_max = np.int64(-1)
@@ -73,9 +74,8 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
             imp = np.zeros(cap + 2 * half)
             wf = np.zeros(cap)
             lab = np.zeros(cap, dtype=np.int64)
-        w = n_out + 2 * half
-        for i in range(w):
-            imp[i] = 0.0
+        # imp is all zeros here (the non-zero entries of the last pulse were reset); this
+        # pulse's impulses lie in bins b_min - 1 .. b_max + 1 (columns half + 1 .. half + n_out).
         # np.add.at order of return_waveform: every lower part, then every upper part.
         for j in range(n):
             if has[k, j]:
@@ -83,23 +83,54 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
         for j in range(n):
             if has[k, j]:
                 imp[b0[k, j] + 1 - origin] += c_hi[k, j]
-        # scipy's NI_Correlate1D sums. In the symmetric branch a pair of zero impulses adds
-        # +0.0 (a Gaussian's taps are > 0), which changes no sum here (every impulse is >= 0,
-        # so no sum is -0.0): skipping it keeps the bits.
+        # scipy's NI_Correlate1D sums: o = x[i] w[0], then o += (x[i-d] + x[i+d]) w[-d] for
+        # d = half .. 1 (symmetric branch). A pair of zero impulses adds (0 + 0) w = +0.0 (the
+        # taps of a Gaussian are > 0), which changes no sum here (every impulse is >= 0, so no
+        # sum is -0.0): only the d at which a non-zero impulse (NaN included) lies are visited,
+        # in the same descending order, with the same expression.
+        m = 0
+        for i in range(half + 1, half + n_out + 1):
+            if imp[i] != 0.0:
+                if m == nz.shape[0]:
+                    grown = np.empty(2 * m, dtype=np.int64)
+                    grown[:m] = nz
+                    nz = grown
+                nz[m] = i
+                m += 1
+        lo = 0          # first non-zero impulse at >= i - half
+        mid = 0         # first at >= i
+        hi = -1         # last at <= i + half
         for q in range(n_out):
             i = q + half
             if symmetric:
+                while lo < m and nz[lo] < i - half:
+                    lo += 1
+                while mid < m and nz[mid] < i:
+                    mid += 1
+                ex = mid + 1 if mid < m and nz[mid] == i else mid     # first at > i
+                while hi + 1 < m and nz[hi + 1] <= i + half:
+                    hi += 1
                 acc = imp[i] * taps[half]
-                for jj in range(-half, 0):
-                    a = imp[i + jj]
-                    c = imp[i - jj]
-                    if a != 0.0 or c != 0.0:
-                        acc += (a + c) * taps[half + jj]
+                left = lo
+                right = hi
+                while True:
+                    d_left = i - nz[left] if left < mid else 0
+                    d_right = nz[right] - i if right >= ex else 0
+                    d = max(d_left, d_right)
+                    if d == 0:
+                        break
+                    acc += (imp[i - d] + imp[i + d]) * taps[half - d]
+                    if d_left == d:
+                        left += 1
+                    if d_right == d:
+                        right -= 1
             else:
                 acc = imp[i + size2] * taps[half + size2]
                 for jj in range(-half, size2):
                     acc += imp[i + jj] * taps[half + jj]
             wf[q] = acc
+        for t in range(m):
+            imp[nz[t]] = 0.0
         count = 0
         lab[0] = 0
         lab[1] = 0
