@@ -31,7 +31,8 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
     taps : (2 half + 1,) float64
         The reversed pulse kernel; ``symmetric``: scipy's symmetric branch.
     seg : (p, n) int64, out
-        Filled with the segment of each return, -1 for none.
+        Filled with the segment of each return, -1 for none; a pulse's segments that hold a
+        return are numbered 0, 1, ... in time order.
     whole : (p,) bool, out
         Set where the sampled stretch would leave the window: those pulses are left to the
         whole-waveform path.
@@ -43,6 +44,7 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
     imp = np.zeros(cap + 2 * half)
     wf = np.zeros(cap)
     lab = np.zeros(cap, dtype=np.int64)
+    rank = np.zeros(cap, dtype=np.int64)
     nz = np.zeros(2 * n + 2, dtype=np.int64)      # positions of the non-zero impulses
     for k in range(p):
         b_min = np.int64(-1)
@@ -74,6 +76,7 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
             imp = np.zeros(cap + 2 * half)
             wf = np.zeros(cap)
             lab = np.zeros(cap, dtype=np.int64)
+            rank = np.zeros(cap, dtype=np.int64)
         # imp is all zeros here (the non-zero entries of the last pulse were reset); this
         # pulse's impulses lie in bins b_min - 1 .. b_max + 1 (columns half + 1 .. half + n_out).
         # np.add.at order of return_waveform: every lower part, then every upper part.
@@ -139,6 +142,18 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
             if wf[q] > wf[q - 1] and wf[q - 1] <= wf[q - 2]:
                 count += 1
             lab[q] = count
+        # Number the segments that hold a return 0, 1, ... in time order (the empty ones
+        # between them are never reported), so a pulse has at most n segments.
+        for c in range(count + 1):
+            rank[c] = -1
         for j in range(n):
             if has[k, j]:
-                seg[k, j] = lab[b_i[k, j] - b_min + 2]
+                rank[lab[b_i[k, j] - b_min + 2]] = 0
+        r = 0
+        for c in range(count + 1):
+            if rank[c] == 0:
+                rank[c] = r
+                r += 1
+        for j in range(n):
+            if has[k, j]:
+                seg[k, j] = rank[lab[b_i[k, j] - b_min + 2]]

@@ -798,8 +798,9 @@ def echo_segments(arrival_s, energy, n_bins, *, bin_width_s, pulse_width_s, budg
 
     Parameters and result as :func:`echo_segments_reference`, whose Notes describe the method;
     the kernel runs it pulse by pulse with the same floating-point operations in the same
-    order, so both give the same segments (``tests/test_beam_segments.py``). Its working
-    memory is a few arrays of the sub-rays and one pulse's samples.
+    order, so both give the same segments (``tests/test_beam_segments.py``), and numbers each
+    pulse's segments that hold a return 0, 1, ... (so :func:`segment_report` needs no
+    renumbering). Its working memory is a few arrays of the sub-rays and one pulse's samples.
     """
     tau = np.asarray(arrival_s, dtype=float)
     e = np.nan_to_num(np.asarray(energy, dtype=float))
