@@ -114,6 +114,16 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
                 while hi + 1 < m and nz[hi + 1] <= i + half:
                     hi += 1
                 acc = imp[i] * taps[half]
+                if hi - lo + 1 > half // 2:
+                    # Many non-zero impulses around i (a wide spot of many sub-rays): every d,
+                    # skipping the zero pairs, is cheaper than the merge below; same terms.
+                    for d in range(half, 0, -1):
+                        a = imp[i - d]
+                        c = imp[i + d]
+                        if a != 0.0 or c != 0.0:
+                            acc += (a + c) * taps[half - d]
+                    wf[q] = acc
+                    continue
                 left = lo
                 right = hi
                 while True:

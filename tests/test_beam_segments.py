@@ -66,11 +66,12 @@ def _reference_segments(local, e, n_bins):
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_echo_segments_group_the_returns_as_the_waveform_does(seed, impl):
+@pytest.mark.parametrize("seed, n", [(0, 7), (1, 7), (2, 7), (3, 100)])
+def test_echo_segments_group_the_returns_as_the_waveform_does(seed, n, impl):
     # Reference: return_waveform + waveform_segments (the receiver before issue 19) on the
     # window every pulse needs; the grouping and its order must agree (numbers compacted).
-    r, e = _pulses(seed)
+    # n = 100: many non-zero impulses within a kernel half-width (the kernel's dense branch).
+    r, e = _pulses(seed, p=800 if n < 50 else 300, n=n)
     arrival = round_trip_s(r)
     win = echo_window(arrival, bin_width_s=BIN_S, pulse_width_s=PULSE_S)
     local = arrival - win.start_bin[:, None] * BIN_S
