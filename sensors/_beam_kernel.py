@@ -167,3 +167,113 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
         for j in range(n):
             if has[k, j]:
                 seg[k, j] = rank[lab[b_i[k, j] - b_min + 2]]
+
+
+#: Return modes of :func:`report_kernel` (``average`` stays in numpy).
+REPORT_MODES = {"first": 0, "last": 1, "strongest": 2, "dual": 3, "strongest_last": 4}
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def report_kernel(seg, e, rng, mode, threshold, n_seg, out_r, out_e, out_dom, out_members):  # pragma: no cover
+    """:func:`sensors.beam.segment_report_reference` pulse by pulse (not ``average``).
+
+    Parameters
+    ----------
+    seg : (p, n) int64
+        Segment of each sub-ray, -1 for none, every value < ``n_seg``.
+    e, rng : (p, n) float64
+        Return energies (NaN replaced by 0) and path lengths [m].
+    mode : int
+        :data:`REPORT_MODES`.
+    threshold : float
+    n_seg : int
+    out_r, out_e : (p, m) float64, out_dom : (p, m) int64, out_members : (p, m, n) bool
+        Filled as :class:`sensors.beam.EchoReport`.
+
+    Notes
+    -----
+    The sums are ``np.bincount``'s: from 0.0, in sub-ray order; the range of a segment is
+    ``ref + sum(e (r - ref)) / sum(e)`` with ``ref`` the pulse's nearest return; the choices
+    follow ``np.argmax`` (the first of equal maxima), as the reference.
+    """
+    p, n = seg.shape
+    seg_e = np.zeros(max(n_seg, 1))
+    seg_ed = np.zeros(max(n_seg, 1))
+    masked = np.zeros(max(n_seg, 1))
+    chosen = np.zeros(2, dtype=np.int64)
+    for k in range(p):
+        ref = np.inf
+        for j in range(n):                 # np.min: a NaN propagates
+            if seg[k, j] >= 0 and (np.isnan(rng[k, j]) or rng[k, j] < ref):
+                ref = rng[k, j]
+        if not np.isfinite(ref):
+            ref = 0.0
+        for s in range(n_seg):
+            seg_e[s] = 0.0
+            seg_ed[s] = 0.0
+        for j in range(n):
+            s = seg[k, j]
+            if s >= 0:
+                seg_e[s] += e[k, j]
+        for j in range(n):
+            s = seg[k, j]
+            if s >= 0:
+                seg_ed[s] += e[k, j] * (rng[k, j] - ref)
+        first = -1
+        last = -1
+        strongest = -1
+        best = -np.inf
+        for s in range(n_seg):
+            if seg_e[s] >= threshold and seg_e[s] > 0.0:
+                if first < 0:
+                    first = s
+                last = s
+                if strongest < 0 or seg_e[s] > best:
+                    strongest = s
+                    best = seg_e[s]
+        if mode == 0:
+            chosen[0] = first
+        elif mode == 1:
+            chosen[0] = last
+        elif mode == 2:
+            chosen[0] = strongest
+        elif mode == 3:
+            chosen[0] = first
+            chosen[1] = last
+        else:
+            for s in range(n_seg):
+                detected = seg_e[s] >= threshold and seg_e[s] > 0.0
+                masked[s] = seg_e[s] if detected else -np.inf
+            masked[max(strongest, 0)] = -np.inf
+            has_second = False
+            second = 0
+            for s in range(n_seg):
+                if np.isfinite(masked[s]):
+                    has_second = True
+                if masked[s] > masked[second]:
+                    second = s
+            if not has_second:
+                second = strongest
+            chosen[0] = strongest
+            chosen[1] = last if last != strongest else second
+        for slot in range(out_r.shape[1]):
+            s = chosen[slot]
+            if s < 0:
+                out_r[k, slot] = np.nan
+                out_e[k, slot] = np.nan
+                out_dom[k, slot] = -1
+                for j in range(n):
+                    out_members[k, slot, j] = False
+                continue
+            out_r[k, slot] = ref + seg_ed[s] / seg_e[s]
+            out_e[k, slot] = seg_e[s]
+            dom = 0
+            top = -np.inf
+            for j in range(n):
+                member = seg[k, j] == s
+                out_members[k, slot, j] = member
+                w = e[k, j] if member else 0.0
+                if w > top:
+                    top = w
+                    dom = j
+            out_dom[k, slot] = dom

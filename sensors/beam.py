@@ -465,7 +465,36 @@ def waveform_segments(waveform, arrival_s, has, *, bin_width_s):
 
 
 def segment_report(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_m):
-    """What the receiver reports, from the segment each sub-ray's return fell in.
+    """What the receiver reports, from the segment each sub-ray's return fell in: the compiled
+    kernel (:func:`sensors._beam_kernel.report_kernel`, numba) of
+    :func:`segment_report_reference` for every mode but ``average`` (which it runs).
+
+    Parameters and result as :func:`segment_report_reference`; the kernel makes the same sums
+    in the same order and the same choices (``tests/test_beam_segments.py``).
+    """
+    seg_i = np.asarray(seg_i, dtype=np.int64)
+    if mode == "average" or seg_i.size == 0:
+        return segment_report_reference(seg_i, energy, range_m, mode=mode, detection_threshold=detection_threshold,
+                                        cutoff_m=cutoff_m)
+    from ._beam_kernel import REPORT_MODES, report_kernel  # numba, only where a divergent beam runs
+    e = np.nan_to_num(np.asarray(energy, dtype=float))
+    rng = np.asarray(range_m, dtype=float)
+    p, n = seg_i.shape
+    n_seg = max(int(seg_i.max()) + 1, 1)
+    if n_seg > n:
+        seg_i = _compact_segments(seg_i)
+        n_seg = max(int(seg_i.max()) + 1, 1)
+    m = 2 if mode in ("dual", "strongest_last") else 1
+    out = EchoReport(np.empty((p, m)), np.empty((p, m)), np.empty((p, m), dtype=np.int64),
+                     np.empty((p, m, n), dtype=bool))
+    report_kernel(seg_i, np.ascontiguousarray(e), np.ascontiguousarray(rng), REPORT_MODES[mode],
+                  float(detection_threshold), n_seg, *out)
+    return out
+
+
+def segment_report_reference(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_m):
+    """What the receiver reports, from the segment each sub-ray's return fell in (numpy; the
+    reference of :func:`segment_report`).
 
     Parameters
     ----------

@@ -6,7 +6,8 @@ import pytest
 from scipy.ndimage import convolve1d
 
 from sensors.beam import (_compact_segments, _convolution_taps, echo_segments, echo_segments_reference, echo_window,
-                          pulse_kernel, return_waveform, round_trip_s, sampled_waveform, waveform_segments)
+                          pulse_kernel, return_waveform, round_trip_s, sampled_waveform, segment_report,
+                          segment_report_reference, waveform_segments)
 
 #: The compiled kernel and its numpy reference: both must give the waveform receiver's segments.
 IMPLEMENTATIONS = [echo_segments, echo_segments_reference]
@@ -117,3 +118,29 @@ def test_compact_segments_keeps_order_and_missing():
     # Analytic: ranks per row of the distinct segment numbers; -1 stays -1.
     seg = np.array([[7, -1, 3, 7, 12], [-1, -1, -1, -1, -1], [0, 0, 0, 0, 0]])
     assert _compact_segments(seg).tolist() == [[1, -1, 0, 1, 2], [-1] * 5, [0] * 5]
+
+
+@pytest.mark.parametrize("mode", ["first", "last", "strongest", "dual", "strongest_last", "average"])
+def test_segment_report_kernel_equals_the_numpy_reference_bit_for_bit(mode):
+    # Reference: segment_report_reference (numpy bincount / argmax, the receiver before issue 19).
+    # Random segments with empty ones in between, ties of energy, infinite and zero energies,
+    # NaN energies, pulses without returns; thresholds that detect all, some and none.
+    rng = np.random.default_rng(5)
+    p, n = 2000, 9
+    seg = rng.integers(-1, 6, (p, n))
+    seg[:20] = -1                                           # no return
+    seg[20:40] = np.where(seg[20:40] >= 0, 3, -1)           # one segment, numbered 3
+    r = rng.uniform(1.0, 80.0, (p, n))
+    e = rng.choice([0.5, 1.0, 2.0], size=(p, n)) * rng.choice([1.0, 1e-4], size=(p, 1))   # ties
+    e[40:45, 0] = np.inf
+    e[45:50, 1] = np.nan
+    e = np.where(seg >= 0, e, 0.0)
+    e[50:60] = np.where(seg[50:60] >= 0, np.nan_to_num(e[50:60]) + 1e-9, 0.0)
+    for threshold in (0.0, 1.5, 1e9):
+        kw = dict(mode=mode, detection_threshold=threshold, cutoff_m=3.0)
+        with np.errstate(over="ignore"):        # the infinite energies (1.8e308 after nan_to_num)
+            want = segment_report_reference(seg, e, r, **kw)
+            got = segment_report(seg, e, r, **kw)
+        for name, a, b in zip(("range_m", "energy", "dominant", "members"), want, got):
+            assert a.dtype == b.dtype and a.shape == b.shape, name
+            assert a.tobytes() == b.tobytes(), (name, threshold)
