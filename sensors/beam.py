@@ -428,7 +428,7 @@ def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, 
 
 
 def waveform_segments(waveform, arrival_s, has, *, bin_width_s):
-    """Return (segment of the waveform) that holds each sub-ray's arrival: the labelling of
+    """Segment of the waveform that holds each sub-ray's arrival: the labelling of
     :func:`process_returns`.
 
     Parameters
@@ -723,6 +723,11 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     same window start (:attr:`EchoWindow.start_bin`), a window longer than the pulse needs only
     adds zeros, and :func:`return_waveform` and :func:`process_returns` work row by row, so the
     report and the waveform are bit for bit those of one window common to every pulse.
+
+    Without ``gate_bins`` no waveform is synthesised: pulses are processed in row chunks of half
+    the budget, each through :func:`echo_segments` (the segments :func:`process_returns` would
+    find, from the few waveform samples that decide them) and :func:`segment_report`; the report
+    is bit for bit the same (``tests/test_beam_memory.py``, ``tests/test_beam_segments.py``).
     """
     rng = np.asarray(range_m, dtype=float)
     en = np.asarray(energy, dtype=float)
