@@ -53,6 +53,7 @@ def main(argv=None) -> int:
         scene.add_body(name, "sensor", Pose.from_position_rpy(pos, [0.0, 5.0, 0.0]))
         model = cls(name, check_params({"n_subrays": n}, cls.PARAMS, _error, "params"))
         model.setup(RunContext(scene, rec, MessageBus(), 0, 1.0, "2000-01-01T12:00:00Z", {}, "."))
+        rec.arm()                      # keep the rays of the step's cast (bench_sensors._Recorder)
         model.step(0, 0.0)
         o, d, max_range = rec.rays
         t_raw, t_cast, t_model = time_against_raw(model, caster, es, centre, pool, rec.rays, args.repeat)

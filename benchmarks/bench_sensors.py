@@ -7,7 +7,7 @@ threads in the same run. BlenSor's published times (Gschwandtner et al. 2011, Ta
 beside them; they were measured on 2011 hardware inside Blender, so only the order of magnitude
 compares.
 
-    python benchmarks/bench_sensors.py [--repeat N] [--json FILE]
+    python benchmarks/bench_sensors.py [--repeat N] [--json FILE] [--sensors LABEL ...]
 """
 
 from __future__ import annotations
@@ -40,11 +40,14 @@ BLENSOR_S = {"hdl64e_s2": 8.462, "ibeo_lux": 4.943, "tof_sr4000": 5.290, "depthm
 #: Target of issue 3: every sensor within this ratio of raw embreex on two threads.
 TARGET_RATIO = 1.25
 
-#: Rows: label -> (model, parameters). The HDL-64E twice: its defaults (beam footprint at depth
-#: edges, signal chain) and pencil beams (``edge_subrays = 0``), the issue-12 comparison.
+#: Rows: label -> (model, parameters). The HDL-64E three times: its defaults (beam footprint at
+#: depth edges, signal chain), pencil beams (``edge_subrays = 0``), the issue-12 comparison, and
+#: a divergent beam of 4 sub-rays per pulse (issue 19; its first cast, the one raw embreex
+#: replays, is every sub-ray: 4 x 133,312 rays).
 SENSORS = {
     "hdl64e_s2": ("hdl64e_s2", {}),
     "hdl64e_s2 (pencil beams)": ("hdl64e_s2", {"edge_subrays": 0}),
+    "hdl64e_s2 (n_subrays = 4)": ("hdl64e_s2", {"n_subrays": 4}),
     "ibeo_lux": ("ibeo_lux", {}),
     "tof_sr4000": ("tof_sr4000", {}),
     "depthmap": ("depthmap", {"resolution_x": 2000, "resolution_y": 2000, "fov_x_deg": 90.0}),
@@ -113,6 +116,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--sensors", nargs="+", default=None, choices=list(SENSORS), metavar="LABEL",
+                    help="rows to run (default: all): " + ", ".join(repr(k) for k in SENSORS))
     args = ap.parse_args(argv)
 
     scene, sensor_pos = build_scene()
@@ -124,6 +129,8 @@ def main(argv=None) -> int:
     blas = single_threaded_blas()                 # as hifi.Simulation.run steps its models
     blas.__enter__()
     for label, (model_name, params) in SENSORS.items():
+        if args.sensors and label not in args.sensors:
+            continue
         name = f"bench_{label.split()[0]}_{len(rows)}"
         rpy = (0.0, 10.0, 0.0) if model_name in ("tof_sr4000", "depthmap") else (0.0, 0.0, 0.0)
         scene.add_body(name, "sensor", Pose.from_position_rpy(sensor_pos, rpy))

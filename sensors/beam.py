@@ -48,6 +48,13 @@ _BYTES_PER_BIN = 32
 #: gathered values. Measured with tracemalloc: 48 B; rounded up to 56.
 _BYTES_PER_BIN_GATE = 56
 
+#: Resident memory [bytes] the compiled receiver kernel (:mod:`sensors._beam_kernel`) adds to a
+#: process where a divergent beam runs: numba, llvmlite's LLVM and the cached machine code.
+#: Measured with :func:`hifi.estimate.peak_rss_bytes` (Linux x86-64, Python 3.11, numba 0.68,
+#: llvmlite 0.50): 135 MiB after importing hifi and the sensors, 234 MiB once the kernel has run
+#: from its cache; rounded to 100 MiB. Part of :meth:`setup_bytes` of the models that use it.
+KERNEL_RSS_BYTES = 100 * 2**20
+
 #: Working memory per (pulse, sub-ray) [bytes]: the chunk's copies of the sub-ray arrays and the
 #: temporaries of :func:`return_waveform` and :func:`process_returns`. Measured with
 #: tracemalloc: about 100 B; rounded up to 128.
@@ -412,14 +419,38 @@ def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, 
     first detected return: where a spot straddles two surfaces closer than ``cutoff_m`` the
     reported point floats between them, the mixed pixel of SICK-like processing.
     """
-    wf = np.asarray(waveform, dtype=float)
-    p, nb = wf.shape
     tau = np.asarray(arrival_s, dtype=float)
     e = np.nan_to_num(np.asarray(energy, dtype=float))
-    rng = np.asarray(range_m, dtype=float)
     has = np.isfinite(tau) & (e > 0)
-    # Segment boundaries: a bin starts a new return where the waveform stops falling and
-    # starts rising (a local minimum), so each segment holds one local maximum.
+    seg_i = waveform_segments(waveform, tau, has, bin_width_s=bin_width_s)
+    return segment_report(seg_i, energy, range_m, mode=mode, detection_threshold=detection_threshold,
+                          cutoff_m=cutoff_m)
+
+
+def waveform_segments(waveform, arrival_s, has, *, bin_width_s):
+    """Segment of the waveform that holds each sub-ray's arrival: the labelling of
+    :func:`process_returns`.
+
+    Parameters
+    ----------
+    waveform : (p, b) float
+        :func:`return_waveform`.
+    arrival_s : (p, n) float
+        Each sub-ray's return time [s] on the waveform's time axis.
+    has : (p, n) bool
+        Which sub-rays returned (finite time, energy > 0).
+    bin_width_s : float
+
+    Returns
+    -------
+    ndarray, shape (p, n), int64
+        Segment index of each sub-ray, -1 where ``has`` is False. Segments are numbered in time
+        order from the start of the window: a bin starts a new segment where the waveform stops
+        falling and starts rising (a local minimum), so each segment holds one local maximum.
+    """
+    wf = np.asarray(waveform, dtype=float)
+    tau = np.asarray(arrival_s, dtype=float)
+    nb = wf.shape[1]
     rising = np.zeros_like(wf, dtype=bool)
     rising[:, 1:] = wf[:, 1:] > wf[:, :-1]
     falling_before = np.zeros_like(wf, dtype=bool)
@@ -427,9 +458,70 @@ def process_returns(waveform, arrival_s, energy, range_m, *, bin_width_s, mode, 
     starts = np.zeros_like(wf, dtype=bool)
     starts[:, 1:] = rising[:, 1:] & falling_before[:, :-1]
     label = np.cumsum(starts, axis=1)                                # segment id per bin
-    n_seg = int(label.max()) + 1 if label.size else 1
-    b_i = np.clip(np.rint(np.where(has, tau, 0.0) / bin_width_s).astype(np.int64), 0, nb - 1)
-    seg_i = np.where(has, np.take_along_axis(label, b_i, axis=1), -1)
+    b_i = np.clip(np.rint(np.where(has, tau, 0.0) / bin_width_s).astype(np.int64), 0, max(nb - 1, 0))
+    if nb == 0:
+        return np.where(has, 0, -1).astype(np.int64)
+    return np.where(has, np.take_along_axis(label, b_i, axis=1), -1)
+
+
+def segment_report(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_m):
+    """What the receiver reports, from the segment each sub-ray's return fell in: the compiled
+    kernel (:func:`sensors._beam_kernel.report_kernel`, numba) of
+    :func:`segment_report_reference` for every mode but ``average`` (which it runs).
+
+    Parameters and result as :func:`segment_report_reference`; the kernel makes the same sums
+    in the same order and the same choices (``tests/test_beam_segments.py``).
+    """
+    seg_i = np.asarray(seg_i, dtype=np.int64)
+    if mode == "average" or seg_i.size == 0:
+        return segment_report_reference(seg_i, energy, range_m, mode=mode, detection_threshold=detection_threshold,
+                                        cutoff_m=cutoff_m)
+    from ._beam_kernel import REPORT_MODES, report_kernel  # numba, only where a divergent beam runs
+    e = np.nan_to_num(np.asarray(energy, dtype=float))
+    rng = np.asarray(range_m, dtype=float)
+    p, n = seg_i.shape
+    n_seg = max(int(seg_i.max()) + 1, 1)
+    if n_seg > n:
+        seg_i = _compact_segments(seg_i)
+        n_seg = max(int(seg_i.max()) + 1, 1)
+    m = 2 if mode in ("dual", "strongest_last") else 1
+    out = EchoReport(np.empty((p, m)), np.empty((p, m)), np.empty((p, m), dtype=np.int64),
+                     np.empty((p, m, n), dtype=bool))
+    report_kernel(seg_i, np.ascontiguousarray(e), np.ascontiguousarray(rng), REPORT_MODES[mode],
+                  float(detection_threshold), n_seg, *out)
+    return out
+
+
+def segment_report_reference(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_m):
+    """What the receiver reports, from the segment each sub-ray's return fell in (numpy; the
+    reference of :func:`segment_report`).
+
+    Parameters
+    ----------
+    seg_i : (p, n) int
+        Segment of each sub-ray (:func:`waveform_segments`), -1 for no return; segments are
+        numbered in time order. Only the grouping and its order matter: any numbering that
+        keeps both gives the same report bit for bit.
+    energy, range_m : (p, n) float
+        Return energy and path length [m] of every sub-ray.
+    mode, detection_threshold, cutoff_m
+        As :func:`process_returns`.
+
+    Returns
+    -------
+    EchoReport
+    """
+    seg_i = np.asarray(seg_i, dtype=np.int64)
+    e = np.nan_to_num(np.asarray(energy, dtype=float))
+    rng = np.asarray(range_m, dtype=float)
+    p, n = seg_i.shape
+    n_seg = max(int(seg_i.max()) + 1 if seg_i.size else 1, 1)
+    if n_seg > n:
+        # Renumber each pulse's occupied segments 0, 1, ... in time order (segments without a
+        # return are never reported): the (p, n_seg) arrays below then stay within (p, n).
+        seg_i = _compact_segments(seg_i)
+        n_seg = max(int(seg_i.max()) + 1, 1)
+    has = seg_i >= 0
     key = np.arange(p)[:, None] * n_seg + seg_i
     ok = seg_i >= 0
     # Centroids as reference + weighted mean offset: exact for one sub-ray, and well
@@ -552,6 +644,18 @@ def bundle_echoes(range_m, energy, *, resolution_m, mode):
     return EchoReport(*(np.stack([q[k] for q in parts], axis=1) for k in range(4)))
 
 
+def _compact_segments(seg_i):
+    """Segment numbers renumbered per row to 0, 1, ... keeping their order; -1 stays -1."""
+    big = np.where(seg_i >= 0, seg_i, np.iinfo(np.int64).max)
+    order = np.argsort(big, axis=1, kind="stable")
+    ranked = np.take_along_axis(big, order, axis=1)
+    step = np.zeros(ranked.shape, dtype=np.int64)
+    step[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    out = np.empty_like(seg_i)
+    np.put_along_axis(out, order, np.cumsum(step, axis=1), axis=1)
+    return np.where(seg_i >= 0, out, -1)
+
+
 def _dominant(weights, valid):
     """Index of the largest weight per row, -1 where ``valid`` is False."""
     return np.where(valid, np.argmax(weights, axis=1), -1)
@@ -619,6 +723,11 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     same window start (:attr:`EchoWindow.start_bin`), a window longer than the pulse needs only
     adds zeros, and :func:`return_waveform` and :func:`process_returns` work row by row, so the
     report and the waveform are bit for bit those of one window common to every pulse.
+
+    Without ``gate_bins`` no waveform is synthesised: pulses are processed in row chunks of half
+    the budget, each through :func:`echo_segments` (the segments :func:`process_returns` would
+    find, from the few waveform samples that decide them) and :func:`segment_report`; the report
+    is bit for bit the same (``tests/test_beam_memory.py``, ``tests/test_beam_segments.py``).
     """
     rng = np.asarray(range_m, dtype=float)
     en = np.asarray(energy, dtype=float)
@@ -629,6 +738,20 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     out = EchoReport(np.full((p, m), np.nan), np.full((p, m), np.nan), np.full((p, m), -1, dtype=np.int64),
                      np.zeros((p, m, n), dtype=bool))
     gate = np.zeros((p, int(gate_bins)))
+    if not gate_bins:
+        # No waveform kept: the segments of the waveform sampled only where they can change
+        # (echo_segments), then the report, in row chunks of half the budget each.
+        size = max(1, (int(budget_bytes) // 2) // (_BYTES_PER_SUBRAY * max(n, 1)))
+        for lo in range(0, p, size):
+            rows = slice(lo, min(lo + size, p))
+            local = arrival[rows] - window.start_bin[rows, None] * bin_width_s
+            seg = echo_segments(local, en[rows], window.n_bins[rows], bin_width_s=bin_width_s,
+                                pulse_width_s=pulse_width_s, budget_bytes=int(budget_bytes) // 2)
+            report = segment_report(seg, en[rows], rng[rows], mode=mode, detection_threshold=detection_threshold,
+                                    cutoff_m=cutoff_m)
+            for whole, part in zip(out, report):
+                whole[rows] = part
+        return BeamEchoes(out, gate, window.start_bin)
     # Per pulse: its sub-ray arrays and, when kept, the chunk's float64 range-gate row.
     row_bytes = _BYTES_PER_SUBRAY * n + 8 * int(gate_bins)
     bin_bytes = _BYTES_PER_BIN_GATE if gate_bins else _BYTES_PER_BIN
@@ -645,6 +768,187 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
         if gate_bins:
             gate[rows] = full_waveform(wf, start, gate_bins)
     return BeamEchoes(out, gate, window.start_bin)
+
+
+def _convolution_taps(bin_width_s, pulse_width_s):
+    """The pulse kernel as :func:`scipy.ndimage.convolve1d` applies it in :func:`return_waveform`.
+
+    Returns ``(taps, symmetric)``: the kernel reversed (``convolve1d`` correlates with the
+    reversed weights) and whether scipy's ``NI_Correlate1D`` takes its symmetric branch (every
+    pair of taps equal within ``DBL_EPSILON``, its test), which fixes the order of the sums.
+    """
+    taps = pulse_kernel(bin_width_s, pulse_width_s)[::-1].copy()
+    half = (len(taps) - 1) // 2
+    eps = np.finfo(float).eps
+    symmetric = bool(np.all(np.abs(taps[half + 1:] - taps[:half][::-1]) <= eps))
+    return taps, symmetric
+
+
+def sampled_waveform(impulses, taps, symmetric, n_out):
+    """``convolve1d(impulses, kernel, mode="constant")`` at bins ``half .. half + n_out - 1``,
+    with scipy's operations in scipy's order, so every sample has the same bits.
+
+    Parameters
+    ----------
+    impulses : (p, w) float
+        Impulse trains, ``w >= n_out + 2 half``; the samples need no zero padding.
+    taps, symmetric
+        :func:`_convolution_taps`.
+    n_out : int
+
+    Returns
+    -------
+    ndarray, shape (p, n_out)
+        Sample q is the waveform at impulse bin ``q + half``. scipy's ``NI_Correlate1D``
+        (scipy/ndimage/src/ni_filters.c, compiled without FMA contraction on x86-64 and
+        aarch64 manylinux) computes ``o = x[i] w[0]``, then ``o += (x[i+j] + x[i-j]) w[j]`` for
+        ``j = -half .. -1`` (symmetric kernel), else ``o = x[i+s2] w[s2]`` and
+        ``o += x[i+j] w[j]`` for ``j = -half .. s2 - 1``; each numpy step below is one of these
+        IEEE operations on whole columns.
+    """
+    x = np.asarray(impulses, dtype=float)
+    half = (len(taps) - 1) // 2
+    fw = lambda j: taps[half + j]  # noqa: E731  (scipy's fw pointer at the centre tap)
+    col = lambda j: x[:, half + j:half + j + n_out]  # noqa: E731
+    if symmetric:
+        out = col(0) * fw(0)
+        for j in range(-half, 0):
+            out += (col(j) + col(-j)) * fw(j)
+    else:
+        size2 = len(taps) - half - 1
+        out = col(size2) * fw(size2)
+        for j in range(-half, size2):
+            out += col(j) * fw(j)
+    return out
+
+
+def _arrival_parts(tau, e, bin_width_s):
+    """Per sub-ray: returned?, ``t / dt``, its bin ``rint``, and its split between bins ``floor``
+    and ``floor + 1`` with the energies going to each, as :func:`return_waveform` computes them."""
+    has = np.isfinite(tau) & (e > 0)
+    pos = np.where(has, tau, 0.0) / bin_width_s
+    b0 = np.floor(pos).astype(np.int64)
+    frac = pos - b0
+    return has, pos, np.rint(pos).astype(np.int64), b0, e * (1.0 - frac), e * frac
+
+
+def echo_segments(arrival_s, energy, n_bins, *, bin_width_s, pulse_width_s, budget_bytes=WAVEFORM_BUDGET_BYTES):
+    """Segment of each sub-ray's return, as :func:`waveform_segments` finds it in the
+    :func:`return_waveform` of the pulse's window: the compiled kernel
+    (:func:`sensors._beam_kernel.segments_kernel`, numba) of :func:`echo_segments_reference`.
+
+    Parameters and result as :func:`echo_segments_reference`, whose Notes describe the method;
+    the kernel runs it pulse by pulse with the same floating-point operations in the same
+    order, so both give the same segments (``tests/test_beam_segments.py``), and numbers each
+    pulse's segments that hold a return 0, 1, ... (so :func:`segment_report` needs no
+    renumbering). Its working memory is a few arrays of the sub-rays and one pulse's samples.
+    """
+    tau = np.asarray(arrival_s, dtype=float)
+    e = np.nan_to_num(np.asarray(energy, dtype=float))
+    need = np.asarray(n_bins, dtype=np.int64)
+    p, n = tau.shape
+    if p == 0 or n == 0:
+        return np.full((p, n), -1, dtype=np.int64)
+    from ._beam_kernel import segments_kernel        # numba, only where a divergent beam runs
+    has, _, b_i, b0, c_lo, c_hi = _arrival_parts(tau, e, bin_width_s)
+    taps, symmetric = _convolution_taps(bin_width_s, pulse_width_s)
+    seg = np.empty((p, n), dtype=np.int64)
+    whole = np.zeros(p, dtype=bool)
+    segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
+    rows_whole = np.flatnonzero(whole)
+    for rows, w in window_chunks(need[rows_whole], row_bytes=_BYTES_PER_SUBRAY * n, budget_bytes=budget_bytes):
+        r = rows_whole[rows]
+        wf = return_waveform(tau[r], e[r], bin_width_s=bin_width_s, n_bins=w, pulse_width_s=pulse_width_s)
+        seg[r] = waveform_segments(wf, tau[r], has[r], bin_width_s=bin_width_s)
+    return seg
+
+
+def echo_segments_reference(arrival_s, energy, n_bins, *, bin_width_s, pulse_width_s,
+                            budget_bytes=WAVEFORM_BUDGET_BYTES):
+    """Segment of each sub-ray's return, as :func:`waveform_segments` finds it in the
+    :func:`return_waveform` of the pulse's window, without synthesising whole waveforms: the
+    numpy reference of :func:`echo_segments`.
+
+    Parameters
+    ----------
+    arrival_s : (p, n) float
+        Round-trip times relative to each pulse's window start (:attr:`EchoWindow.start_bin`)
+        [s], NaN for none.
+    energy : (p, n) float
+        Return energies (0 or NaN: none).
+    n_bins : (p,) int
+        Window length of each pulse (:attr:`EchoWindow.n_bins`).
+    bin_width_s, pulse_width_s : float
+        Receiver sampling interval and pulse FWHM [s].
+    budget_bytes : int
+        Memory budget of the working arrays of one chunk [bytes].
+
+    Returns
+    -------
+    ndarray, shape (p, n), int64
+        Segment index of each sub-ray, -1 for none; the same grouping of sub-rays into segments,
+        in the same time order, as :func:`waveform_segments` on :func:`return_waveform`, so
+        :func:`segment_report` gives the same report bit for bit (the numbers differ: here a
+        pulse's segments count from its earliest return).
+
+    Notes
+    -----
+    A sub-ray's segment is the number of segment starts (bins where the waveform rises after
+    not rising) up to the bin ``rint(t / dt)`` of its arrival. Sub-rays of one pulse are in
+    different segments only if a start lies between their bins, so:
+
+    - a pulse whose returns all fall in one bin (most pulses: the spot on one surface) is one
+      segment, with no waveform at all;
+    - otherwise only the samples from two bins before the earliest return's bin to the latest
+      return's bin decide it. They are computed exactly as :func:`return_waveform` computes
+      them: the same impulses, accumulated in the same order (``np.bincount`` adds in input
+      order as ``np.add.at`` does), and the convolution sums of scipy in scipy's order
+      (:func:`sampled_waveform`), on an impulse train that covers the kernel around those
+      samples. The work per pulse follows the spread of its returns, not the pulse length.
+
+    A pulse whose sampled stretch would reach outside its window (never, by the margins of
+    :func:`echo_window`) gets the whole waveform, as in :func:`return_waveform`.
+    """
+    tau = np.asarray(arrival_s, dtype=float)
+    e = np.nan_to_num(np.asarray(energy, dtype=float))
+    need = np.asarray(n_bins, dtype=np.int64)
+    p, n = tau.shape
+    has, _, b_i, b0_all, c_lo, c_hi = _arrival_parts(tau, e, bin_width_s)
+    seg = np.where(has, 0, -1).astype(np.int64)
+    if p == 0 or n == 0:
+        return seg
+    b_min = np.min(np.where(has, b_i, np.iinfo(np.int64).max), axis=1)
+    b_max = np.max(np.where(has, b_i, -1), axis=1)
+    taps, symmetric = _convolution_taps(bin_width_s, pulse_width_s)
+    half = (len(taps) - 1) // 2
+    spread = np.flatnonzero(b_max > b_min)            # returns in more than one bin
+    inside = (b_min[spread] - 2 - half >= 0) & (b_max[spread] + half < need[spread])
+    sampled, whole = spread[inside], spread[~inside]
+    # Grouped by the number of samples (not by the impulse train, which adds 2 half to each):
+    # per sample its impulse, the sample, the sum temporaries, starts and labels (int64).
+    n_samples = b_max[sampled] - b_min[sampled] + 3
+    for rows, n_out in window_chunks(n_samples, bin_bytes=48, row_bytes=_BYTES_PER_SUBRAY * n + 16 * half,
+                                     budget_bytes=budget_bytes):
+        r = sampled[rows]
+        w = n_out + 2 * half
+        origin = b_min[r] - 2 - half                  # window bin of impulse column 0
+        ok = has[r]
+        b0 = b0_all[r]
+        base = (np.arange(r.size) * w - origin)[:, None]
+        keys = np.concatenate([(base + b0)[ok], (base + b0 + 1)[ok]])
+        weights = np.concatenate([c_lo[r][ok], c_hi[r][ok]])
+        impulses = np.bincount(keys, weights=weights, minlength=r.size * w).reshape(r.size, w)
+        wf = sampled_waveform(impulses, taps, symmetric, n_out)        # window bins b_min - 2 ...
+        starts = np.zeros((r.size, n_out), dtype=np.int64)
+        starts[:, 3:] = (wf[:, 3:] > wf[:, 2:-1]) & (wf[:, 2:-1] <= wf[:, 1:-2])
+        label = np.cumsum(starts, axis=1)
+        col = np.where(ok, b_i[r] - b_min[r][:, None] + 2, 0)
+        seg[r] = np.where(ok, np.take_along_axis(label, col, axis=1), -1)
+    for rows, w in window_chunks(need[whole], row_bytes=_BYTES_PER_SUBRAY * n, budget_bytes=budget_bytes):
+        r = whole[rows]
+        wf = return_waveform(tau[r], np.asarray(energy, dtype=float)[r], bin_width_s=bin_width_s, n_bins=w, pulse_width_s=pulse_width_s)
+        seg[r] = waveform_segments(wf, tau[r], has[r], bin_width_s=bin_width_s)
+    return seg
 
 
 def full_waveform(waveform, start_bin, n_bins: int) -> np.ndarray:

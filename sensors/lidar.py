@@ -22,7 +22,7 @@ from hifi.params import Param
 from hifi.rng import stream
 
 from . import calibration as cal
-from .beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
+from .beam import KERNEL_RSS_BYTES, beam_echoes, bundle_echoes, footprint_directions, subray_pattern
 from .detection import detected as detect, detection_probability
 from .noise import snr_range_sigma
 from .radiometry import (extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor,
@@ -557,6 +557,14 @@ class _PulsedLidar(Sensor):
         rng = stream(self.ctx.seed, self.name, -1, "laser_bias")
         return self.params["bias_sigma_m"] * rng.standard_normal(n_lasers)
 
+    def _kernel_bytes(self) -> int:
+        """:data:`sensors.beam.KERNEL_RSS_BYTES` if a frame runs the waveform receiver
+        (:func:`sensors.beam.beam_echoes`: ``n_subrays`` > 1, or ``average`` mode with edge
+        footprints), else 0."""
+        p = self.params
+        beam = p.get("n_subrays", 1) > 1 or (p.get("return_mode") == "average" and p.get("edge_subrays", 0) > 1)
+        return KERNEL_RSS_BYTES if beam else 0
+
     def _beam_mode(self):
         """:func:`sensors.beam.process_returns` mode of ``return_mode`` (dual: Velodyne's)."""
         mode = self.params["return_mode"]
@@ -926,7 +934,8 @@ class RotatingLidar(_PulsedLidar):
         return range_layout((self._n_steps(), self._n_lasers()) + dual, annotation=True, signal=True)
 
     def setup_bytes(self):
-        return 80 * self._n_steps() * self._n_lasers()   # per pulse: time, direction, origin, yaw, pitch, bias
+        # per pulse: time, direction, origin, yaw, pitch, bias; the receiver kernel where it runs
+        return 80 * self._n_steps() * self._n_lasers() + self._kernel_bytes()
 
     @classmethod
     def _params(cls, **kw):
@@ -1201,7 +1210,8 @@ class LineLidar(_PulsedLidar):
         return range_layout((self._n_steps(), len(self.layers_deg)) + dual, annotation=True, signal=True)
 
     def setup_bytes(self):
-        return 56 * self._n_steps() * len(self.layers_deg)   # per pulse: direction, yaw, pitch, time, bias
+        # per pulse: direction, yaw, pitch, time, bias; the receiver kernel where it runs
+        return 56 * self._n_steps() * len(self.layers_deg) + self._kernel_bytes()
 
     def attrs(self):
         return {"return_mode": self.params["return_mode"]}
