@@ -285,9 +285,9 @@ def _run(args) -> int:
     sim = hifi.load(args.scenario)
     from .output import check_output_dir
     check_output_dir(args.out, args.overwrite)
-    results = sim.run(out=args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
-                      progress=False if args.no_progress else None)
-    _summary(args.out, sim.scenario.duration_s if duration is None else duration, start, results)
+    sim.run_to_files(args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
+                     progress=False if args.no_progress else None)
+    _summary(args.out, sim.scenario.duration_s if duration is None else duration, start)
     return 0
 
 
@@ -301,14 +301,20 @@ def _human_bytes(n: int) -> str:
             return f"{n:.1f} {unit}"
 
 
-def _summary(out_dir: Path, duration_s: float, start: float, datasets) -> None:
+def _summary(out_dir: Path, duration_s: float, start: float, datasets=None) -> None:
     """What a finished run prints on stdout: the simulated span, the wall time, then every file
-    of ``out_dir`` with its size on disk and dimensions, and the total."""
+    of ``out_dir`` with its size on disk and dimensions (read with netCDF4, in the file's
+    order), and the total. ``datasets`` (an MPI run's opened results) are closed."""
     import time
+
+    import netCDF4
     wall = time.monotonic() - start
-    dims = {f"{name}.nc": ", ".join(f"{d}={n}" for d, n in ds.sizes.items()) for name, ds in datasets.items()}
-    for ds in datasets.values():
+    for ds in (datasets or {}).values():
         ds.close()
+    dims = {}
+    for path in Path(out_dir).glob("*.nc"):
+        with netCDF4.Dataset(path) as nc:
+            dims[path.name] = ", ".join(f"{d}={len(v)}" for d, v in nc.dimensions.items())
     files = sorted((p for p in out_dir.iterdir() if p.is_file()), key=lambda p: (p.name.startswith("."), p.name))
     sizes = [p.stat().st_size for p in files]
     names = [str(p) for p in files]

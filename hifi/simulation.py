@@ -228,7 +228,7 @@ class Simulation:
     def run(self, out=None, *, seed: int | None = None, duration_s: float | None = None,
             overwrite: bool = False, progress: bool | None = None, caster: RayCaster | None = None,
             keep=None, write: bool = True, partition=None) -> dict[str, Any]:
-        """Run every model over the simulated interval.
+        """Run every model over the simulated interval; return the results as datasets.
 
         Parameters
         ----------
@@ -279,8 +279,21 @@ class Simulation:
             Also :class:`hifi.interrupt.Interrupted` (SIGINT/SIGTERM under ``hifi run``), with
             ``t_s``, the simulated time of the last event started; nothing is left behind.
         """
-        import xarray as xr
+        return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
+                             caster=caster, keep=keep, write=write, partition=partition, open_results=True)
 
+    def run_to_files(self, out, *, seed: int | None = None, duration_s: float | None = None,
+                     overwrite: bool = False, progress: bool | None = None) -> dict[str, Path]:
+        """:meth:`run` into the directory ``out``, returning the path of each model's file
+        (``<out>/<sensor>.nc``) instead of opened datasets: no xarray import, what ``hifi run``
+        calls. Parameters, errors and files as :meth:`run`."""
+        if out is None:
+            raise ValueError("run_to_files: out is None; allowed: an output directory (or use run(out=None))")
+        return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
+                             caster=None, keep=None, write=True, partition=None, open_results=False)
+
+    def _execute(self, out, *, seed, duration_s, overwrite, progress, caster, keep, write, partition,
+                 open_results: bool):
         sc = self.scenario
         seed = sc.seed if seed is None else int(seed)
         duration = sc.duration_s if duration_s is None else float(duration_s)
@@ -313,6 +326,7 @@ class Simulation:
                 marker.unlink()
                 write_run_marker(tmp_root, [p.name for p in tmp_root.iterdir()])
             if out_dir is None:
+                import xarray as xr
                 results = {}
                 for name, path in written.items():
                     with xr.open_dataset(path) as ds:
@@ -327,6 +341,9 @@ class Simulation:
             with _writing(out_dir, tmp_root):
                 os.chmod(tmp_root, 0o777 & ~umask)      # mkdtemp makes it private; give the usual mode
                 tmp_root.rename(out_dir)
+            if not open_results:
+                return {name: out_dir / path.name for name, path in written.items()}
+            import xarray as xr
             return {name: xr.open_dataset(out_dir / path.name) for name, path in written.items()}
         except KeyboardInterrupt as exc:
             note_time(exc, 0.0)                      # stopped before the first event

@@ -141,3 +141,19 @@ def test_accessor_registered_whichever_is_imported_first(order):
             "assert isinstance(xr.Dataset().hifi, HifiAccessor)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_hifi_run_does_not_import_xarray(tmp_path):
+    # Start-up (issue 19): hifi run writes with netCDF4 and prints its summary from the files;
+    # xarray and pandas (0.5-0.7 s to import) are left out. Python's own check, in a fresh
+    # interpreter: sys.modules after the run.
+    from _scenes import depth_camera_toml
+    scenario = tmp_path / "scene.toml"
+    scenario.write_text(depth_camera_toml(0.3, seed=2, rate_hz=10.0, resolution=(16, 12)))
+    code = ("import sys\nfrom hifi.cli import main\n"
+            f"status = main(['run', {str(scenario)!r}, '--out', {str(tmp_path / 'out')!r}, '--no-progress'])\n"
+            "assert status == 0, status\n"
+            "assert 'xarray' not in sys.modules and 'pandas' not in sys.modules, 'hifi run imported xarray'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "cam.nc" in proc.stdout and "frame=" in proc.stdout       # the summary's dimensions

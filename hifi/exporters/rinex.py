@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 from ._common import Exporter, ExportError, require
 
@@ -18,6 +17,8 @@ def write_rinex(ds, path: Path) -> Path:
     signal-strength indices; :func:`gnss.rinex_out.write_obs`) and a copy of the navigation
     file named in the dataset's ``nav_file`` attribute. Epochs are the receiver's time tags
     (GPST plus its clock offset), as a receiver dates its observations."""
+    import xarray as xr                          # here: the CLI loads every exporter for its help
+
     from gnss.rinex_out import write_obs
 
     require(ds, "rinex", ("code", "phase", "doppler", "cn0", "lli", "time_tag"),
