@@ -303,6 +303,40 @@ def process_rss_bytes() -> int:
         return peak if sys.platform == "darwin" else peak * 1024
 
 
+def trim_heap() -> bool:
+    """Give the C heap's free pages back to the operating system (glibc's ``malloc_trim(0)``).
+
+    Returns
+    -------
+    bool
+        True if glibc released memory, False if it had none to release or the C library is
+        not glibc (then nothing is done).
+
+    Notes
+    -----
+    glibc serves an allocation above its mmap threshold (128 kB at start) from its own
+    mapping and unmaps it when freed, but raises the threshold to the size of such a block
+    when it is freed (up to 32 MB). Loading a mesh frees several arrays of that size, so the
+    later arrays of up to 32 MB come from the heap, and their pages stay resident after they
+    are freed: about 25 B per triangle after loading a terrain and building its tie tables
+    (``benchmarks/bench_memory.py``). Embree then allocates its BVH from fresh mappings, so
+    those pages were counted in the peak while holding nothing. Called after a scene is
+    loaded and after the caster's tie tables are built.
+    """
+    import ctypes
+    import ctypes.util
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):          # not glibc (musl, macOS): nothing to do
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return bool(trim(0))
+
+
 def peak_rss_bytes() -> int:
     """Peak resident memory of this process so far [B], as the calibration measures it.
 

@@ -6,7 +6,7 @@ import trimesh
 
 import hifi
 from hifi import meshes
-from hifi.caster import EmbreeBackend, RayCaster
+from hifi.caster import EmbreeBackend, RayCaster, _object_topology, merge_vertices
 from hifi.motion import Pose, Track
 from hifi.scene import Material, Scene
 
@@ -43,6 +43,87 @@ def test_mesh_files_load_through_trimesh(tmp_path, suffix):
                       "params": {"resolution_x": 5, "resolution_y": 5, "fov_x_deg": 2.0}}]}
     ds = hifi.Simulation.from_dict(d, base_dir=tmp_path).run()["cam"]
     np.testing.assert_allclose(ds.depth.values, 9.0, rtol=2.0 ** -21)    # analytic: face at x = 9
+
+
+def _two_part_glb(path):
+    """A GLB of two boxes, one placed twice (three instances, two with non-identity transforms)."""
+    scene = trimesh.Scene()
+    scene.add_geometry(trimesh.creation.box(extents=[1, 2, 3]), node_name="a", geom_name="box",
+                       transform=trimesh.transformations.rotation_matrix(0.3, [0, 0, 1], [1, 2, 3]))
+    scene.add_geometry(trimesh.creation.box(extents=[1, 2, 3]), node_name="b", geom_name="box",
+                       transform=trimesh.transformations.translation_matrix([5, 0, 0]))
+    scene.add_geometry(trimesh.creation.icosphere(2), node_name="c", geom_name="ball")
+    scene.export(path)
+
+
+@pytest.mark.parametrize("suffix", [".obj", ".ply", ".stl", ".off", ".glb", "-scene.glb", "-ascii.ply"])
+def test_mesh_file_loading_matches_trimesh_load(tmp_path, suffix):
+    """load_mesh_file skips trimesh.load's copies but must give the same arrays, bit for bit.
+
+    Expected values: an independent implementation, ``trimesh.load(path, force="mesh",
+    process=False)`` (what load_mesh_file called before issue 19), including scenes of several
+    placed meshes and a terrain with -0.0 coordinates.
+    """
+    path = tmp_path / f"m{suffix}"
+    if suffix == "-scene.glb":
+        _two_part_glb(path)
+    else:
+        mesh = meshes.terrain([4.0, 3.0], 0.5, 0.2, seed=3)
+        mesh.vertices[0] = [-0.0, 0.0, -0.0]
+        if suffix == "-ascii.ply":
+            path.write_bytes(trimesh.exchange.ply.export_ply(mesh, encoding="ascii"))
+        else:
+            mesh.export(path)
+    expected = trimesh.load(str(path), force="mesh", process=False)
+    got = meshes.load_mesh_file(path)
+    assert got.vertices.dtype == np.float64 and got.faces.dtype == np.int64
+    assert np.array_equal(np.asarray(got.vertices).view(np.uint64), np.asarray(expected.vertices).view(np.uint64))
+    assert np.array_equal(got.faces, expected.faces)
+    scaled = meshes.load_mesh_file(path, 0.001)
+    assert np.array_equal(scaled.vertices, expected.apply_scale(0.001).vertices)
+
+
+def test_mesh_file_is_read_once_per_scenario(tmp_path, monkeypatch):
+    """Validation reads the file and hands the mesh to the scene (issue 19: it was read twice)."""
+    meshes.terrain([4.0, 4.0], 0.5, 0.2).export(tmp_path / "t.ply")
+    reads = []
+    real = meshes.load_mesh_file
+    monkeypatch.setattr(meshes, "load_mesh_file", lambda *a, **k: reads.append(a) or real(*a, **k))
+    sim = hifi.Simulation.from_dict({"simulation": {"duration_s": 0.1},
+                                     "objects": [{"name": "t", "mesh": "t.ply"}]}, base_dir=tmp_path)
+    assert len(reads) == 1
+    assert len(sim.scene.objects[0].faces) == 2 * 8 * 8       # analytic: 8 x 8 cells, 2 triangles each
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 1000, 50_000])
+def test_merge_vertices_matches_numpy_unique(n):
+    """Expected values: an independent implementation, ``np.unique(v, axis=0, return_inverse=True)``
+    (what the edge-tie topology used before issue 19). Rows drawn from a small set of values,
+    so many repeat and many differ in one column only; -0.0 and 0.0 both occur."""
+    rng = np.random.default_rng(n)
+    values = np.array([-1.5, -0.0, 0.0, 1e-300, 0.25, 3.0])
+    v = values[rng.integers(0, len(values), size=(n, 3))]
+    got = merge_vertices(v)
+    _, expected = np.unique(v, axis=0, return_inverse=True)
+    assert got.dtype == np.int32
+    assert np.array_equal(got, expected.reshape(-1))
+
+
+def test_edge_tie_topology_lists_the_faces_of_each_vertex():
+    """The CSR table holds, for each position, exactly the faces having a corner there, in
+    ascending order. Expected values: a brute-force loop over the faces (independent)."""
+    mesh = meshes.terrain([2.0, 2.0], 0.5, 0.1, seed=4)
+    faces = np.asarray(mesh.faces)
+    vertices = np.vstack([mesh.vertices, mesh.vertices[faces[:5, 0]]])      # duplicated positions
+    faces = faces.copy()
+    faces[:5, 0] = len(mesh.vertices) + np.arange(5)                         # now used through the copies
+    scene = Scene()
+    scene.add_object("t", trimesh.Trimesh(vertices, faces, process=False))
+    vid, indptr, vertex_face = _object_topology(scene, 0, {})
+    for k in range(len(vertices)):
+        around = [f for f in range(len(faces))
+                  if any((vertices[faces[f, j]] == vertices[k]).all() for j in range(3))]
+        assert vertex_face[indptr[vid[k]]:indptr[vid[k] + 1]].tolist() == around
 
 
 def test_track_interpolation_is_linear_and_slerp():
