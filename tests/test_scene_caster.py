@@ -126,6 +126,22 @@ def test_edge_tie_topology_lists_the_faces_of_each_vertex():
         assert vertex_face[indptr[vid[k]]:indptr[vid[k] + 1]].tolist() == around
 
 
+def test_face_subset_keeps_only_its_vertices():
+    """A face subset's Embree arrays: the vertices its faces use, ascending, and the faces
+    renumbered into them. Expected values: an independent implementation,
+    ``np.unique(faces, return_inverse=True)`` (what the backend used before issue 19)."""
+    mesh = meshes.terrain([3.0, 2.0], 0.25, 0.1, seed=5)
+    scene = Scene()
+    obj = scene.add_object("t", mesh)
+    for step, first in ((2, 0), (3, 1), (7, 6)):
+        backend = EmbreeBackend(scene, face_subset=lambda i, n, s=step, f=first: np.arange(f, n, s))
+        verts, faces, sel = backend._triangles_of(obj, obj.vertices)
+        used, inverse = np.unique(obj.faces[sel], return_inverse=True)
+        assert np.array_equal(verts, obj.vertices[used])
+        assert np.array_equal(faces, inverse.reshape(-1, 3))
+        assert np.array_equal(verts[faces], obj.vertices[obj.faces[sel]])   # same triangles
+
+
 def test_track_interpolation_is_linear_and_slerp():
     tr = Track([0.0, 2.0], [[0, 0, 0], [10, -4, 2]], [[0, 0, 0], [0, 0, 90]])
     p = tr.at(np.array([-1.0, 0.5, 1.0, 3.0]))
