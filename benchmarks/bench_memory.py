@@ -272,7 +272,11 @@ def main(argv) -> None:
     ap.add_argument("--plot", default=None, help="write time and memory against triangles here (PNG)")
     ap.add_argument("--json", default=None, help="write the raw measurements here")
     ap.add_argument("--tmp", default=None, help="directory for the PLY files (kept)")
+    ap.add_argument("--before", default=None, help="--json file of an earlier run, plotted dashed")
+    ap.add_argument("--replot", default=None, help="only plot this --json file (with --plot, --before)")
     args = ap.parse_args(argv)
+    if args.replot:
+        return replot(args.replot, args.plot, args.before)
     tmp = Path(args.tmp or tempfile.mkdtemp(prefix="hifi_bench_memory_"))
     tmp.mkdir(parents=True, exist_ok=True)
     sizes = {m: write_size(tmp, m) for m in args.sizes}
@@ -329,28 +333,51 @@ def main(argv) -> None:
     if args.json:
         Path(args.json).write_text(json.dumps({f"{k[0]}@{k[1]}": v for k, v in results.items()}, indent=1))
     if args.plot:
-        plot(results, args.sizes, [m for m in args.modes], args.plot)
+        before = None
+        if args.before:
+            raw = json.loads(Path(args.before).read_text())
+            before = {(k.split("@")[0], float(k.split("@")[1])): v for k, v in raw.items()}
+        plot(results, args.sizes, [m for m in args.modes], args.plot, before=before)
     return None
 
 
-def plot(results: dict, sizes, modes, path) -> None:
-    """Time (load + cast) and memory above the imports against triangles, log-log."""
+def replot(json_path: str, path: str, before_path: str | None = None) -> None:
+    """The plot of an earlier run's ``--json`` file (and of a run before a change, dashed)."""
+    def load(p):
+        raw = json.loads(Path(p).read_text())
+        return {(k.split("@")[0], float(k.split("@")[1])): v for k, v in raw.items()}
+    results = load(json_path)
+    sizes = sorted({m for mode, m in results if mode == "raw"})
+    modes = [m for m in ("raw", "file", "gen", "caster") if (m, sizes[0]) in results]
+    plot(results, sizes, modes, path, before=load(before_path) if before_path else None)
+
+
+def plot(results: dict, sizes, modes, path, before: dict | None = None) -> None:
+    """Time (load + cast) and memory above the imports against triangles, log-log; the hifi
+    cases of ``before`` (an earlier run) dashed."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
-    for mode in modes:
-        ntri = [results[(mode, m)][0]["triangles"] for m in sizes]
-        t = [statistics.median(r["load_s"] + r["cast_s"] for r in results[(mode, m)]) for m in sizes]
-        mem = [statistics.median(r["peak"] - r["base"] for r in results[(mode, m)]) / 2**20 for m in sizes]
-        label = "raw embreex" if mode == "raw" else f"hifi ({mode})"
-        ax_t.loglog(ntri, t, "o-", label=label)
-        ax_m.loglog(ntri, mem, "o-", label=label)
-    ax_t.set(xlabel="triangles", ylabel="load + cast one HDL-64E frame [s]", title="time")
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 4.5))
+    runs = [(results, "-", "")] + ([(before, "--", ", before")] if before else [])
+    for run, style, tag in runs:
+        for k, mode in enumerate(modes):
+            if tag and mode == "raw":
+                continue
+            have = [m for m in sizes if (mode, m) in run]
+            if not have:
+                continue
+            ntri = [run[(mode, m)][0]["triangles"] for m in have]
+            t = [statistics.median(r["load_s"] + r["cast_s"] for r in run[(mode, m)]) for m in have]
+            mem = [statistics.median(r["peak"] - r["base"] for r in run[(mode, m)]) / 2**20 for m in have]
+            label = "raw embreex" if mode == "raw" else f"hifi {mode}{tag}"
+            ax_t.loglog(ntri, t, style, marker="o", color=f"C{k}", label=label)
+            ax_m.loglog(ntri, mem, style, marker="o", color=f"C{k}", label=label)
+    ax_t.set(xlabel="triangles", ylabel="load + cast one HDL-64E frame [s]", title="time (busy 2-core machine)")
     ax_m.set(xlabel="triangles", ylabel="peak RSS above imports [MiB]", title="memory")
     for ax in (ax_t, ax_m):
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
