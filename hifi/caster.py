@@ -689,7 +689,8 @@ def _object_topology(scene: Scene, index: int, cache: dict):
 
     Returns ``(vid, indptr, vertex_face)``: ``vid`` (v,) int32, the merged id of each mesh
     vertex (:func:`merge_vertices`); the faces using merged vertex k are
-    ``vertex_face[indptr[k]:indptr[k + 1]]`` (int32, ascending), a CSR table.
+    ``vertex_face[indptr[k]:indptr[k + 1]]`` (int32, ascending), a CSR table (``indptr`` int32
+    below 2**31 corners, else int64).
     """
     topo = cache.get(("topology", index))
     if topo is None:
@@ -697,7 +698,7 @@ def _object_topology(scene: Scene, index: int, cache: dict):
         vid = merge_vertices(obj.vertices)
         n_merged = int(vid.max()) + 1 if vid.size else 0
         corners = vid[obj.faces]                                   # (f, 3) int32
-        indptr = np.zeros(n_merged + 1, dtype=np.int64)
+        indptr = np.zeros(n_merged + 1, dtype=np.int32 if 3 * len(obj.faces) < 2**31 else np.int64)
         np.cumsum(np.bincount(corners.reshape(-1), minlength=n_merged), out=indptr[1:])
         # One int64 key per corner, (merged vertex << 32) | face, sorted in place: the faces
         # around each vertex, ascending (what a stable argsort of the corners gives, with half

@@ -54,9 +54,12 @@ from typing import Mapping
 #: x86-64, Python 3.11 (benchmarks/calibrate_memory.py).
 BASE_PROCESS_BYTES = 160 * 2**20
 
-#: Resident bytes per triangle of a static object (trimesh arrays, float32 copies, Embree BVH),
-#: measured with terrains of 0.5 to 4 million triangles (benchmarks/calibrate_memory.py).
-SCENE_BYTES_PER_FACE = 160
+#: Resident bytes per triangle of a static object at the run's peak (the mesh's float64 vertices
+#: and int64 faces, the edge-tie tables, Embree's float32 copies and its BVH build), measured
+#: with terrains of 0.5 to 4 million triangles (benchmarks/calibrate_memory.py --scene,
+#: 2026-11-27, after issue 19's memory changes: 169 B per triangle between 0.5 and 4.1 M
+#: triangles; 2 M: 489 MiB measured, 4.1 M: 818 MiB).
+SCENE_BYTES_PER_FACE = 170
 
 #: The same for a moving object (own BVH in its body frame, plus the arrays of its transform).
 MOVING_SCENE_BYTES_PER_FACE = 205
