@@ -442,7 +442,7 @@ class EmbreeBackend:
         self.n_triangles = 0
         static = [o for o in scene.objects if not scene.is_moving(o.name)]
         if static:
-            world = [scene.pose_at(o.name, 0.0).apply(o.vertices) for o in static]
+            world = [static_world_vertices(scene, o) for o in static]
             lo = np.min([w.min(axis=0) for w in world], axis=0)
             hi = np.max([w.max(axis=0) for w in world], axis=0)
             centre = self._centre = (lo + hi) / 2.0
@@ -718,12 +718,31 @@ def _object_topology(scene: Scene, index: int, cache: dict):
     return topo
 
 
+def static_world_vertices(scene: Scene, obj) -> np.ndarray:
+    """Scene-frame vertices (float64) of static object ``obj``: its pose at t = 0 applied.
+
+    An object placed at the origin without rotation (quaternion (0, 0, 0, +-1), translation
+    +0.0) gets its own vertex array back, not a copy, when every vertex is finite and none has
+    a -0.0 coordinate: the rotation then multiplies by exact ones and zeros and adds exact
+    zeros (with or without fused multiply-adds, in any order), which gives every finite
+    coordinate back bit for bit except -0.0 (turned into +0.0). Otherwise
+    ``pose.apply(vertices)``.
+    """
+    pose = scene.pose_at(obj.name, 0.0)
+    v = obj.vertices
+    q = np.asarray(pose.rotation.as_quat(), dtype=float).reshape(-1)
+    t = np.asarray(pose.translation, dtype=float).reshape(-1)
+    if (q.size == 4 and not np.any(q[:3]) and abs(q[3]) == 1.0 and not np.any(t) and not np.any(np.signbit(t))
+            and np.isfinite(v).all() and not np.any(np.signbit(v[v == 0.0]))):
+        return v
+    return pose.apply(v)
+
+
 def _static_world_vertices(scene: Scene, index: int, cache: dict) -> np.ndarray:
     """Scene-frame vertices (float64) of static object ``index``, cached."""
     world = cache.get(("world", index))
     if world is None:
-        obj = scene.objects[index]
-        world = cache[("world", index)] = scene.pose_at(obj.name, 0.0).apply(obj.vertices)
+        world = cache[("world", index)] = static_world_vertices(scene, scene.objects[index])
     return world
 
 

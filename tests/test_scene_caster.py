@@ -6,7 +6,7 @@ import trimesh
 
 import hifi
 from hifi import meshes
-from hifi.caster import EmbreeBackend, RayCaster, _object_topology, merge_vertices
+from hifi.caster import EmbreeBackend, RayCaster, _object_topology, merge_vertices, static_world_vertices
 from hifi.motion import Pose, Track
 from hifi.scene import Material, Scene
 
@@ -140,6 +140,30 @@ def test_face_subset_keeps_only_its_vertices():
         assert np.array_equal(verts, obj.vertices[used])
         assert np.array_equal(faces, inverse.reshape(-1, 3))
         assert np.array_equal(verts[faces], obj.vertices[obj.faces[sel]])   # same triangles
+
+
+def test_static_world_vertices_share_the_mesh_only_where_exact():
+    """An object at the origin without rotation shares its vertex array with the caster; the
+    shared array must equal ``pose.apply(vertices)`` bit for bit (the independent computation
+    used before issue 19). Checked on a terrain, on random coordinates from 1e-310 (subnormal)
+    to 1e300 of both signs, and the fallbacks: a -0.0 coordinate, an offset, a rotation."""
+    rng = np.random.default_rng(8)
+    wild = rng.choice([-1.0, 1.0], (500, 3)) * 10.0 ** rng.uniform(-310, 300, (500, 3))
+    for vertices, position, rpy, shared in (
+            (meshes.terrain([4.0, 4.0], 0.5, 0.3, seed=2).vertices, [0, 0, 0], [0, 0, 0], True),
+            (wild, [0, 0, 0], [0, 0, 0], True),
+            (np.vstack([wild, [[-0.0, 1.0, 2.0]]]), [0, 0, 0], [0, 0, 0], False),
+            (wild, [0, 0, 1e-9], [0, 0, 0], False),
+            (wild, [0, 0, 0], [0, 0, 1e-9], False)):
+        scene = Scene()
+        n = len(vertices)
+        obj = scene.add_object("o", trimesh.Trimesh(vertices, np.arange(n - n % 3).reshape(-1, 3),
+                                                    process=False),
+                               local=Pose.from_position_rpy(position, rpy))
+        world = static_world_vertices(scene, obj)
+        assert (world is obj.vertices) == shared
+        expected = scene.pose_at("o", 0.0).apply(obj.vertices)
+        assert np.array_equal(world.view(np.uint64), expected.view(np.uint64))
 
 
 def test_track_interpolation_is_linear_and_slerp():
