@@ -45,6 +45,10 @@ _CHUNK_RAYS = 65536
 #: it; grazing reflections (cos < 0.05, 87 deg) step at most 20 offsets along the ray.
 _MIN_COS_OFFSET = 0.05
 
+#: Faces examined at once where a whole mesh is reduced to one number (the size term of the
+#: secondary-ray offsets): bounds the temporaries to about 5 MB.
+_FACE_BLOCK = 1 << 16
+
 #: Relative margin on a moving object's swept bounding ball, against rounding in the cull test.
 _CULL_MARGIN_REL = 1e-6
 
@@ -494,12 +498,19 @@ class EmbreeBackend:
             v, f = obj.vertices, obj.faces
             if len(f) == 0:
                 continue
-            if scene.is_moving(obj.name):
-                size[obj.index] = float(np.max(_row_norm(v[f.ravel()])))
-            else:
-                static[obj.index] = True
-                size[obj.index] = max(float(np.max(_row_norm(v[f[:, (j + 1) % 3]] - v[f[:, j]])))
-                                      for j in range(3))
+            moving = scene.is_moving(obj.name)
+            static[obj.index] = not moving
+            # By blocks of faces, so the temporaries stay a few MB whatever the mesh (the
+            # maximum of the blocks' maxima is the same number).
+            largest = 0.0
+            for a in range(0, len(f), _FACE_BLOCK):
+                fb = f[a:a + _FACE_BLOCK]
+                if moving:
+                    largest = max(largest, float(np.max(_row_norm(v[fb.ravel()]))))
+                else:
+                    largest = max([largest] + [float(np.max(_row_norm(v[fb[:, (j + 1) % 3]] - v[fb[:, j]])))
+                                               for j in range(3)])
+            size[obj.index] = largest
         self._static_object, self._size_m = static, size
 
     def secondary_offset_m(self, points_scene, object_id) -> np.ndarray:

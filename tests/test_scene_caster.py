@@ -166,6 +166,25 @@ def test_static_world_vertices_share_the_mesh_only_where_exact():
         assert np.array_equal(world.view(np.uint64), expected.view(np.uint64))
 
 
+def test_offset_size_terms_by_blocks_match_the_whole_mesh(monkeypatch):
+    """The size term of the secondary-ray offsets, computed by blocks of faces, equals the
+    whole-mesh formula (longest triangle edge for a static object, largest vertex distance for
+    a moving one), computed here in one piece as an independent check."""
+    import hifi.caster as caster_mod
+    monkeypatch.setattr(caster_mod, "_FACE_BLOCK", 7)          # many blocks, a ragged last one
+    scene = Scene()
+    ground = scene.add_object("g", meshes.terrain([3.0, 2.0], 0.25, 0.4, seed=6))
+    ball = scene.add_object("b", meshes.sphere(0.7, subdivisions=2),
+                            local=Track([0.0, 1.0], [[0, 0, 1], [1, 0, 1]], [[0, 0, 0], [0, 0, 90]]))
+    backend = EmbreeBackend(scene)
+    backend._frame_tables()
+    v, f = ground.vertices, ground.faces
+    longest = max(np.linalg.norm(v[f[:, (j + 1) % 3]] - v[f[:, j]], axis=1).max() for j in range(3))
+    reach = np.linalg.norm(ball.vertices[ball.faces.ravel()], axis=1).max()
+    assert backend._size_m[ground.index] == longest and backend._static_object[ground.index]
+    assert backend._size_m[ball.index] == reach and not backend._static_object[ball.index]
+
+
 def test_track_interpolation_is_linear_and_slerp():
     tr = Track([0.0, 2.0], [[0, 0, 0], [10, -4, 2]], [[0, 0, 0], [0, 0, 90]])
     p = tr.at(np.array([-1.0, 0.5, 1.0, 3.0]))
