@@ -500,17 +500,16 @@ class EmbreeBackend:
                 continue
             moving = scene.is_moving(obj.name)
             static[obj.index] = not moving
-            # By blocks of faces, so the temporaries stay a few MB whatever the mesh (the
-            # maximum of the blocks' maxima is the same number).
-            largest = 0.0
+            # By blocks of faces, so the temporaries stay a few MB whatever the mesh (np.max of
+            # the blocks' maxima is the same number, NaN included).
+            maxima = []
             for a in range(0, len(f), _FACE_BLOCK):
                 fb = f[a:a + _FACE_BLOCK]
                 if moving:
-                    largest = max(largest, float(np.max(_row_norm(v[fb.ravel()]))))
+                    maxima.append(np.max(_row_norm(v[fb.ravel()])))
                 else:
-                    largest = max([largest] + [float(np.max(_row_norm(v[fb[:, (j + 1) % 3]] - v[fb[:, j]])))
-                                               for j in range(3)])
-            size[obj.index] = largest
+                    maxima += [np.max(_row_norm(v[fb[:, (j + 1) % 3]] - v[fb[:, j]])) for j in range(3)]
+            size[obj.index] = float(np.max(maxima))
         self._static_object, self._size_m = static, size
 
     def secondary_offset_m(self, points_scene, object_id) -> np.ndarray:
