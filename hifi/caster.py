@@ -45,6 +45,10 @@ _CHUNK_RAYS = 65536
 #: it; grazing reflections (cos < 0.05, 87 deg) step at most 20 offsets along the ray.
 _MIN_COS_OFFSET = 0.05
 
+#: Faces examined at once where a whole mesh is reduced to one number (the size term of the
+#: secondary-ray offsets): bounds the temporaries to about 5 MB.
+_FACE_BLOCK = 1 << 16
+
 #: Relative margin on a moving object's swept bounding ball, against rounding in the cull test.
 _CULL_MARGIN_REL = 1e-6
 
@@ -52,6 +56,9 @@ _CULL_MARGIN_REL = 1e-6
 #: its triangle, where another triangle may give the same float32 distance (a tie). float32
 #: rounds barycentrics at ~1e-7; 2**-16 (1.5e-5) keeps every exact tie with margin.
 _EDGE_BARY = 2.0**-16
+
+#: Byte order of this machine: the low 32 bits of an int64 come first in memory when True.
+_LITTLE_ENDIAN = np.little_endian
 
 #: Distance of a hit point from a neighbouring triangle's plane within which that triangle is
 #: taken to contain the point too, relative to the scene extent (2**-20: a few float32 ulp).
@@ -410,8 +417,17 @@ class EmbreeBackend:
         if self._face_subset is None:
             return vertices, obj.faces, None
         sel = np.asarray(self._face_subset(obj.index, len(obj.faces)), dtype=np.int64)
-        used, faces = np.unique(obj.faces[sel], return_inverse=True)
-        return vertices[used], faces.reshape(-1, 3), sel
+        # The vertices used, ascending, and the faces renumbered into them: what
+        # np.unique(faces, return_inverse=True) gives, through a mask instead of a sort (a
+        # fraction of its transient memory and time).
+        faces = obj.faces[sel]
+        mask = np.zeros(len(vertices), dtype=bool)
+        mask[faces.reshape(-1)] = True
+        used = np.flatnonzero(mask)
+        remap = np.cumsum(mask, dtype=np.int32)
+        del mask
+        remap -= 1
+        return vertices[used], remap[faces], sel
 
     @staticmethod
     def _lookup(geom_faces):
@@ -430,7 +446,7 @@ class EmbreeBackend:
         self.n_triangles = 0
         static = [o for o in scene.objects if not scene.is_moving(o.name)]
         if static:
-            world = [scene.pose_at(o.name, 0.0).apply(o.vertices) for o in static]
+            world = [static_world_vertices(scene, o) for o in static]
             lo = np.min([w.min(axis=0) for w in world], axis=0)
             hi = np.max([w.max(axis=0) for w in world], axis=0)
             centre = self._centre = (lo + hi) / 2.0
@@ -482,12 +498,18 @@ class EmbreeBackend:
             v, f = obj.vertices, obj.faces
             if len(f) == 0:
                 continue
-            if scene.is_moving(obj.name):
-                size[obj.index] = float(np.max(_row_norm(v[f.ravel()])))
-            else:
-                static[obj.index] = True
-                size[obj.index] = max(float(np.max(_row_norm(v[f[:, (j + 1) % 3]] - v[f[:, j]])))
-                                      for j in range(3))
+            moving = scene.is_moving(obj.name)
+            static[obj.index] = not moving
+            # By blocks of faces, so the temporaries stay a few MB whatever the mesh (np.max of
+            # the blocks' maxima is the same number, NaN included).
+            maxima = []
+            for a in range(0, len(f), _FACE_BLOCK):
+                fb = f[a:a + _FACE_BLOCK]
+                if moving:
+                    maxima.append(np.max(_row_norm(v[fb.ravel()])))
+                else:
+                    maxima += [np.max(_row_norm(v[fb[:, (j + 1) % 3]] - v[fb[:, j]])) for j in range(3)]
+            size[obj.index] = float(np.max(maxima))
         self._static_object, self._size_m = static, size
 
     def secondary_offset_m(self, points_scene, object_id) -> np.ndarray:
@@ -630,25 +652,107 @@ class EmbreeBackend:
 
 
 # -- the edge-tie rule ---------------------------------------------------------------------------
+def merge_vertices(vertices) -> np.ndarray:
+    """Index of each vertex among the distinct vertex positions, in lexicographic order.
+
+    Parameters
+    ----------
+    vertices : (v, 3) float
+        Vertex positions [m].
+
+    Returns
+    -------
+    (v,) int32
+        The same indices as ``np.unique(vertices, axis=0, return_inverse=True)[1]``: positions
+        numbered in ascending (x, then y, then z) order, equal rows (by float comparison, so
+        -0.0 equals 0.0) sharing a number.
+
+    Notes
+    -----
+    ``np.unique(..., axis=0)`` sorts the rows as one structured array and keeps sorted copies
+    of it (about 120 B per triangle of a terrain in transients, 13.7 s at 10 M triangles).
+    Here ``np.lexsort`` orders the rows by their three columns and each column is compared
+    with its sorted neighbour in turn, so the transients are a few 8-byte arrays per vertex.
+    """
+    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    n = v.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int32)
+    if n > np.iinfo(np.int32).max:
+        raise ValueError(f"{n} vertices do not fit int32 vertex ids")
+    order = np.lexsort((v[:, 2], v[:, 1], v[:, 0]))
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for j in range(3):
+        col = v[order, j]
+        new[1:] |= col[1:] != col[:-1]
+        del col
+    ids = np.cumsum(new, dtype=np.int32)
+    ids -= 1
+    vid = np.empty(n, dtype=np.int32)
+    vid[order] = ids
+    return vid
+
+
 def _object_topology(scene: Scene, index: int, cache: dict):
-    """Faces around each vertex of object ``index`` (vertices merged by position): CSR."""
+    """Faces around each vertex of object ``index`` (vertices merged by position).
+
+    Returns ``(vid, indptr, vertex_face)``: ``vid`` (v,) int32, the merged id of each mesh
+    vertex (:func:`merge_vertices`); the faces using merged vertex k are
+    ``vertex_face[indptr[k]:indptr[k + 1]]`` (int32, ascending), a CSR table (``indptr`` int32
+    below 2**31 corners, else int64).
+    """
     topo = cache.get(("topology", index))
     if topo is None:
         obj = scene.objects[index]
-        _, vid = np.unique(obj.vertices, axis=0, return_inverse=True)
-        corners = vid.reshape(-1)[obj.faces.reshape(-1)].reshape(-1, 3)
-        order = np.argsort(corners.ravel(), kind="stable")
-        indptr = np.searchsorted(corners.ravel()[order], np.arange(vid.max() + 2))
-        topo = cache[("topology", index)] = (corners, indptr, order // 3)
+        vid = merge_vertices(obj.vertices)
+        n_merged = int(vid.max()) + 1 if vid.size else 0
+        corners = vid[obj.faces]                                   # (f, 3) int32
+        indptr = np.zeros(n_merged + 1, dtype=np.int32 if 3 * len(obj.faces) < 2**31 else np.int64)
+        np.cumsum(np.bincount(corners.reshape(-1), minlength=n_merged), out=indptr[1:])
+        # One int64 key per corner, (merged vertex << 32) | face, sorted in place: the faces
+        # around each vertex, ascending (what a stable argsort of the corners gives, with half
+        # the transient memory: no int64 permutation and no merge buffer).
+        key = corners.astype(np.int64)
+        del corners
+        np.left_shift(key, 32, out=key)
+        face_ids = np.arange(len(obj.faces), dtype=np.int64)
+        for j in range(3):
+            np.bitwise_or(key[:, j], face_ids, out=key[:, j])
+        del face_ids
+        key = key.reshape(-1)
+        key.sort()
+        vertex_face = np.ascontiguousarray(key.view(np.int32)[0::2] if _LITTLE_ENDIAN else key.view(np.int32)[1::2])
+        del key
+        topo = cache[("topology", index)] = (vid, indptr, vertex_face)
     return topo
+
+
+def static_world_vertices(scene: Scene, obj) -> np.ndarray:
+    """Scene-frame vertices (float64) of static object ``obj``: its pose at t = 0 applied.
+
+    An object placed at the origin without rotation (quaternion (0, 0, 0, +-1), translation
+    +0.0) gets its own vertex array back, not a copy, when every vertex is finite and none has
+    a -0.0 coordinate: the rotation then multiplies by exact ones and zeros and adds exact
+    zeros (with or without fused multiply-adds, in any order), which gives every finite
+    coordinate back bit for bit except -0.0 (turned into +0.0). Otherwise
+    ``pose.apply(vertices)``.
+    """
+    pose = scene.pose_at(obj.name, 0.0)
+    v = obj.vertices
+    q = np.asarray(pose.rotation.as_quat(), dtype=float).reshape(-1)
+    t = np.asarray(pose.translation, dtype=float).reshape(-1)
+    if (q.size == 4 and not np.any(q[:3]) and abs(q[3]) == 1.0 and not np.any(t) and not np.any(np.signbit(t))
+            and np.isfinite(v).all() and not np.any(np.signbit(v[v == 0.0]))):
+        return v
+    return pose.apply(v)
 
 
 def _static_world_vertices(scene: Scene, index: int, cache: dict) -> np.ndarray:
     """Scene-frame vertices (float64) of static object ``index``, cached."""
     world = cache.get(("world", index))
     if world is None:
-        obj = scene.objects[index]
-        world = cache[("world", index)] = scene.pose_at(obj.name, 0.0).apply(obj.vertices)
+        world = cache[("world", index)] = static_world_vertices(scene, scene.objects[index])
     return world
 
 
@@ -695,9 +799,9 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
     for index in np.unique(obj[rows]):
         r = rows[obj[rows] == index]
         o = scene.objects[int(index)]
-        corners, indptr, vertex_face = _object_topology(scene, int(index), cache)
+        vid, indptr, vertex_face = _object_topology(scene, int(index), cache)
         # (ray, candidate face) pairs: every face around each corner of the reported face.
-        v = corners[face[r]]                                   # (m, 3) vertex ids
+        v = vid[o.faces[face[r]]]                              # (m, 3) merged vertex ids
         start, count = indptr[v].ravel(), (indptr[v + 1] - indptr[v]).ravel()
         pair_ray = np.repeat(np.repeat(np.arange(r.size), 3), count)
         first = np.repeat(np.cumsum(count) - count, count)
@@ -722,7 +826,7 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
         inside = ((np.abs(_row_dot(w, unit)) <= plane_tol_m) & (b1 >= -_EDGE_BARY)
                   & (b2 >= -_EDGE_BARY) & (b1 + b2 <= 1.0 + _EDGE_BARY))
         # Lowest containing candidate per ray; the reported face always counts.
-        key = np.where(inside | (cand == face[r][pair_ray]), cand, np.iinfo(np.int64).max)
+        key = np.where(inside | (cand == face[r][pair_ray]), cand, np.int64(np.iinfo(np.int64).max))
         order = np.lexsort((key, pair_ray))
         firsts = order[np.searchsorted(pair_ray[order], np.arange(r.size))]
         face[r] = cand[firsts]
@@ -1007,6 +1111,7 @@ class RayCaster:
         # Per object id (and -1, last entry, NaN -> False): does a ray follow its reflection?
         self._mirror_object = scene.object_table("mirror") >= MIRROR_FOLLOW_THRESHOLD
         self._tie_cache: dict = {}
+        self._tables_built = False
         self._tie_plane_m = _TIE_PLANE_REL * max(scene.extent_m(), 1.0)
 
     @property
@@ -1020,7 +1125,20 @@ class RayCaster:
         return self.backend.n_triangles
 
     def build(self) -> RayCaster:
-        """Build every BVH now (otherwise done on the first cast)."""
+        """Build the edge-tie tables and every BVH now (otherwise done on the first cast).
+
+        The tie tables (:func:`_object_topology`) come first: their transients are then freed
+        before Embree builds its BVHs on the first cast, instead of adding to the BVHs' memory
+        (and the threads of the first cast do not build them twice at once).
+        """
+        if not self._tables_built:
+            for obj in self.scene.objects:
+                if len(obj.faces):
+                    _object_topology(self.scene, obj.index, self._tie_cache)
+            self._tables_built = True
+            self.backend.build()
+            from .estimate import trim_heap
+            trim_heap()              # the transients' pages, before Embree allocates its BVHs
         self.backend.build()
         return self
 
@@ -1107,6 +1225,7 @@ class RayCaster:
         -----
         :func:`trace` over this caster's backend, threads and scene.
         """
+        self.build()
         return trace(self.backend, origins, directions, times, max_range_m,
                      mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
                      map_chunks=self.threads.map)

@@ -54,9 +54,12 @@ from typing import Mapping
 #: x86-64, Python 3.11 (benchmarks/calibrate_memory.py).
 BASE_PROCESS_BYTES = 160 * 2**20
 
-#: Resident bytes per triangle of a static object (trimesh arrays, float32 copies, Embree BVH),
-#: measured with terrains of 0.5 to 4 million triangles (benchmarks/calibrate_memory.py).
-SCENE_BYTES_PER_FACE = 160
+#: Resident bytes per triangle of a static object at the run's peak (the mesh's float64 vertices
+#: and int64 faces, the edge-tie tables, Embree's float32 copies and its BVH build), measured
+#: with terrains of 0.5 to 4 million triangles (benchmarks/calibrate_memory.py --scene,
+#: 2026-11-27, after issue 19's memory changes: 169 B per triangle between 0.5 and 4.1 M
+#: triangles; 2 M: 489 MiB measured, 4.1 M: 818 MiB).
+SCENE_BYTES_PER_FACE = 170
 
 #: The same for a moving object (own BVH in its body frame, plus the arrays of its transform).
 MOVING_SCENE_BYTES_PER_FACE = 205
@@ -302,6 +305,40 @@ def process_rss_bytes() -> int:
         import sys
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak if sys.platform == "darwin" else peak * 1024
+
+
+def trim_heap() -> bool:
+    """Give the C heap's free pages back to the operating system (glibc's ``malloc_trim(0)``).
+
+    Returns
+    -------
+    bool
+        True if glibc released memory, False if it had none to release or the C library is
+        not glibc (then nothing is done).
+
+    Notes
+    -----
+    glibc serves an allocation above its mmap threshold (128 kB at start) from its own
+    mapping and unmaps it when freed, but raises the threshold to the size of such a block
+    when it is freed (up to 32 MB). Loading a mesh frees several arrays of that size, so the
+    later arrays of up to 32 MB come from the heap, and their pages stay resident after they
+    are freed: about 25 B per triangle after loading a terrain and building its tie tables
+    (``benchmarks/bench_memory.py``). Embree then allocates its BVH from fresh mappings, so
+    those pages were counted in the peak while holding nothing. Called after a scene is
+    loaded and after the caster's tie tables are built.
+    """
+    import ctypes
+    import ctypes.util
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):          # not glibc (musl, macOS): nothing to do
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return bool(trim(0))
 
 
 def peak_rss_bytes() -> int:

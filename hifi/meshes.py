@@ -7,6 +7,7 @@ scenario loader validates them like any other key.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import numpy as np
@@ -187,13 +188,42 @@ def load_mesh_file(path: Path, scale: float = 1.0) -> trimesh.Trimesh:
     ------
     ValueError
         If trimesh cannot read the file or it holds no triangles.
+
+    Notes
+    -----
+    The same vertices and faces as ``trimesh.load(path, force="mesh", process=False)`` (checked
+    by ``tests/test_scene_caster.py``), read with less memory and time: that call copies every
+    mesh of the file's scene twice (``Scene.dump``, then ``util.concatenate``), hashes the
+    arrays, and keeps the raw file data (PLY's ``_ply_raw``) in the mesh's metadata, about 150
+    B per triangle more than the mesh itself, held in reference cycles until a garbage
+    collection. Here a file of one mesh placed once keeps that mesh's arrays (its node's
+    transform applied in place, which trimesh skips for the identity); only a file of several
+    meshes or instances goes through ``Scene.to_mesh``. The result holds vertices (float64)
+    and faces (int64) and no metadata; the loaded scene is collected before returning.
     """
     try:
-        loaded = trimesh.load(str(path), force="mesh", process=False)
+        loaded = trimesh.load_scene(str(path), process=False)
     except Exception as exc:  # trimesh raises many types for corrupt files; re-raise as one
         raise ValueError(f"trimesh could not read it ({type(exc).__name__}: {exc})") from exc
-    if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
+    placed = [loaded.graph[node] for node in loaded.graph.nodes_geometry]
+    placed = [(transform, loaded.geometry[name]) for transform, name in placed
+              if isinstance(loaded.geometry[name], trimesh.Trimesh)]
+    mesh = None
+    if len(placed) == 1:
+        transform, mesh = placed[0]
+        mesh.apply_transform(transform)      # what Scene.dump does to its copy
+        vertices, faces = mesh.vertices, mesh.faces
+    elif placed:
+        mesh = loaded.to_mesh()
+        vertices, faces = mesh.vertices, mesh.faces
+    else:
+        vertices, faces = np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64)
+    out = trimesh.Trimesh(np.ascontiguousarray(vertices, dtype=np.float64),
+                          np.ascontiguousarray(faces, dtype=np.int64), process=False, validate=False)
+    del loaded, placed, mesh, vertices, faces
+    gc.collect()                             # trimesh's scene graph and caches hold cycles
+    if len(out.faces) == 0:
         raise ValueError("the file holds no triangles")
     if scale != 1.0:
-        loaded.apply_scale(scale)
-    return loaded
+        out.apply_scale(scale)
+    return out

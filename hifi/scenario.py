@@ -125,6 +125,8 @@ class ObjectSpec:
     mesh_path: Path | None = None
     interpolation: str = "linear"
     vehicle: dict | None = None
+    #: The mesh read from ``mesh_path`` while validating, handed to the scene (read once).
+    loaded_mesh: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -409,14 +411,15 @@ def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_
                           value=spec["vehicle"])
         vehicle = check_params(spec["vehicle"], VEHICLE_PARAMS, v.error, f"{key}.vehicle")
     names[name] = key
+    loaded = None
     if mesh_path is not None:
         try:
-            meshes.load_mesh_file(mesh_path, mesh_params["scale"])
+            loaded = meshes.load_mesh_file(mesh_path, mesh_params["scale"])
         except ValueError as exc:
             raise v.error(f"cannot load mesh file {mesh_path}: {exc}", key=f"{key}.mesh", value=mesh) from None
     return ObjectSpec(i, name, mesh, mesh_params, spec["material"], spec["position_m"] or (0.0, 0.0, 0.0),
                       spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path, spec["interpolation"],
-                      vehicle)
+                      vehicle, loaded)
 
 
 def _unique_name(v: _Validator, key: str, name: str, names: dict) -> str:

@@ -144,7 +144,9 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
         scene.add_material(Material(name, m["reflectivity"], m["mirror"], tuple(m["color_rgb"]), m["class"],
                                     roughness_rad=float(np.radians(m["roughness_deg"]))))
     for spec in sc.objects:
-        if spec.mesh_path is not None:
+        if spec.loaded_mesh is not None:          # read once, while validating
+            mesh = spec.loaded_mesh
+        elif spec.mesh_path is not None:
             mesh = meshes.load_mesh_file(spec.mesh_path, spec.mesh_params["scale"])
         else:
             mesh = meshes.build_generator(spec.mesh, spec.mesh_params)
@@ -190,6 +192,8 @@ class Simulation:
             except ScenarioError as exc:
                 raise (exc if exc.file is not None else _scenario.located(sc, exc)) from None
         warn_scene(sc, self.scene, self.models)       # ScenarioWarning: sensors inside bodies, zero-area faces
+        from .estimate import trim_heap
+        trim_heap()                  # the pages freed by the mesh readers and checks (hifi.estimate.trim_heap)
 
     @classmethod
     def from_dict(cls, d: dict, base_dir=".") -> "Simulation":

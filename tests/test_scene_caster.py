@@ -6,7 +6,7 @@ import trimesh
 
 import hifi
 from hifi import meshes
-from hifi.caster import EmbreeBackend, RayCaster
+from hifi.caster import EmbreeBackend, RayCaster, _object_topology, merge_vertices, static_world_vertices
 from hifi.motion import Pose, Track
 from hifi.scene import Material, Scene
 
@@ -43,6 +43,146 @@ def test_mesh_files_load_through_trimesh(tmp_path, suffix):
                       "params": {"resolution_x": 5, "resolution_y": 5, "fov_x_deg": 2.0}}]}
     ds = hifi.Simulation.from_dict(d, base_dir=tmp_path).run()["cam"]
     np.testing.assert_allclose(ds.depth.values, 9.0, rtol=2.0 ** -21)    # analytic: face at x = 9
+
+
+def _two_part_glb(path):
+    """A GLB of two boxes, one placed twice (three instances, two with non-identity transforms)."""
+    scene = trimesh.Scene()
+    scene.add_geometry(trimesh.creation.box(extents=[1, 2, 3]), node_name="a", geom_name="box",
+                       transform=trimesh.transformations.rotation_matrix(0.3, [0, 0, 1], [1, 2, 3]))
+    scene.add_geometry(trimesh.creation.box(extents=[1, 2, 3]), node_name="b", geom_name="box",
+                       transform=trimesh.transformations.translation_matrix([5, 0, 0]))
+    scene.add_geometry(trimesh.creation.icosphere(2), node_name="c", geom_name="ball")
+    scene.export(path)
+
+
+@pytest.mark.parametrize("suffix", [".obj", ".ply", ".stl", ".off", ".glb", "-scene.glb", "-ascii.ply"])
+def test_mesh_file_loading_matches_trimesh_load(tmp_path, suffix):
+    """load_mesh_file skips trimesh.load's copies but must give the same arrays, bit for bit.
+
+    Expected values: an independent implementation, ``trimesh.load(path, force="mesh",
+    process=False)`` (what load_mesh_file called before issue 19), including scenes of several
+    placed meshes and a terrain with -0.0 coordinates.
+    """
+    path = tmp_path / f"m{suffix}"
+    if suffix == "-scene.glb":
+        _two_part_glb(path)
+    else:
+        mesh = meshes.terrain([4.0, 3.0], 0.5, 0.2, seed=3)
+        mesh.vertices[0] = [-0.0, 0.0, -0.0]
+        if suffix == "-ascii.ply":
+            path.write_bytes(trimesh.exchange.ply.export_ply(mesh, encoding="ascii"))
+        else:
+            mesh.export(path)
+    expected = trimesh.load(str(path), force="mesh", process=False)
+    got = meshes.load_mesh_file(path)
+    assert got.vertices.dtype == np.float64 and got.faces.dtype == np.int64
+    assert np.array_equal(np.asarray(got.vertices).view(np.uint64), np.asarray(expected.vertices).view(np.uint64))
+    assert np.array_equal(got.faces, expected.faces)
+    scaled = meshes.load_mesh_file(path, 0.001)
+    assert np.array_equal(scaled.vertices, expected.apply_scale(0.001).vertices)
+
+
+def test_mesh_file_is_read_once_per_scenario(tmp_path, monkeypatch):
+    """Validation reads the file and hands the mesh to the scene (issue 19: it was read twice)."""
+    meshes.terrain([4.0, 4.0], 0.5, 0.2).export(tmp_path / "t.ply")
+    reads = []
+    real = meshes.load_mesh_file
+    monkeypatch.setattr(meshes, "load_mesh_file", lambda *a, **k: reads.append(a) or real(*a, **k))
+    sim = hifi.Simulation.from_dict({"simulation": {"duration_s": 0.1},
+                                     "objects": [{"name": "t", "mesh": "t.ply"}]}, base_dir=tmp_path)
+    assert len(reads) == 1
+    assert len(sim.scene.objects[0].faces) == 2 * 8 * 8       # analytic: 8 x 8 cells, 2 triangles each
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 1000, 50_000])
+def test_merge_vertices_matches_numpy_unique(n):
+    """Expected values: an independent implementation, ``np.unique(v, axis=0, return_inverse=True)``
+    (what the edge-tie topology used before issue 19). Rows drawn from a small set of values,
+    so many repeat and many differ in one column only; -0.0 and 0.0 both occur."""
+    rng = np.random.default_rng(n)
+    values = np.array([-1.5, -0.0, 0.0, 1e-300, 0.25, 3.0])
+    v = values[rng.integers(0, len(values), size=(n, 3))]
+    got = merge_vertices(v)
+    _, expected = np.unique(v, axis=0, return_inverse=True)
+    assert got.dtype == np.int32
+    assert np.array_equal(got, expected.reshape(-1))
+
+
+def test_edge_tie_topology_lists_the_faces_of_each_vertex():
+    """The CSR table holds, for each position, exactly the faces having a corner there, in
+    ascending order. Expected values: a brute-force loop over the faces (independent)."""
+    mesh = meshes.terrain([2.0, 2.0], 0.5, 0.1, seed=4)
+    faces = np.asarray(mesh.faces)
+    vertices = np.vstack([mesh.vertices, mesh.vertices[faces[:5, 0]]])      # duplicated positions
+    faces = faces.copy()
+    faces[:5, 0] = len(mesh.vertices) + np.arange(5)                         # now used through the copies
+    scene = Scene()
+    scene.add_object("t", trimesh.Trimesh(vertices, faces, process=False))
+    vid, indptr, vertex_face = _object_topology(scene, 0, {})
+    for k in range(len(vertices)):
+        around = [f for f in range(len(faces))
+                  if any((vertices[faces[f, j]] == vertices[k]).all() for j in range(3))]
+        assert vertex_face[indptr[vid[k]]:indptr[vid[k] + 1]].tolist() == around
+
+
+def test_face_subset_keeps_only_its_vertices():
+    """A face subset's Embree arrays: the vertices its faces use, ascending, and the faces
+    renumbered into them. Expected values: an independent implementation,
+    ``np.unique(faces, return_inverse=True)`` (what the backend used before issue 19)."""
+    mesh = meshes.terrain([3.0, 2.0], 0.25, 0.1, seed=5)
+    scene = Scene()
+    obj = scene.add_object("t", mesh)
+    for step, first in ((2, 0), (3, 1), (7, 6)):
+        backend = EmbreeBackend(scene, face_subset=lambda i, n, s=step, f=first: np.arange(f, n, s))
+        verts, faces, sel = backend._triangles_of(obj, obj.vertices)
+        used, inverse = np.unique(obj.faces[sel], return_inverse=True)
+        assert np.array_equal(verts, obj.vertices[used])
+        assert np.array_equal(faces, inverse.reshape(-1, 3))
+        assert np.array_equal(verts[faces], obj.vertices[obj.faces[sel]])   # same triangles
+
+
+def test_static_world_vertices_share_the_mesh_only_where_exact():
+    """An object at the origin without rotation shares its vertex array with the caster; the
+    shared array must equal ``pose.apply(vertices)`` bit for bit (the independent computation
+    used before issue 19). Checked on a terrain, on random coordinates from 1e-310 (subnormal)
+    to 1e300 of both signs, and the fallbacks: a -0.0 coordinate, an offset, a rotation."""
+    rng = np.random.default_rng(8)
+    wild = rng.choice([-1.0, 1.0], (500, 3)) * 10.0 ** rng.uniform(-310, 300, (500, 3))
+    for vertices, position, rpy, shared in (
+            (meshes.terrain([4.0, 4.0], 0.5, 0.3, seed=2).vertices, [0, 0, 0], [0, 0, 0], True),
+            (wild, [0, 0, 0], [0, 0, 0], True),
+            (np.vstack([wild, [[-0.0, 1.0, 2.0]]]), [0, 0, 0], [0, 0, 0], False),
+            (wild, [0, 0, 1e-9], [0, 0, 0], False),
+            (wild, [0, 0, 0], [0, 0, 1e-9], False)):
+        scene = Scene()
+        n = len(vertices)
+        obj = scene.add_object("o", trimesh.Trimesh(vertices, np.arange(n - n % 3).reshape(-1, 3),
+                                                    process=False),
+                               local=Pose.from_position_rpy(position, rpy))
+        world = static_world_vertices(scene, obj)
+        assert (world is obj.vertices) == shared
+        expected = scene.pose_at("o", 0.0).apply(obj.vertices)
+        assert np.array_equal(world.view(np.uint64), expected.view(np.uint64))
+
+
+def test_offset_size_terms_by_blocks_match_the_whole_mesh(monkeypatch):
+    """The size term of the secondary-ray offsets, computed by blocks of faces, equals the
+    whole-mesh formula (longest triangle edge for a static object, largest vertex distance for
+    a moving one), computed here in one piece as an independent check."""
+    import hifi.caster as caster_mod
+    monkeypatch.setattr(caster_mod, "_FACE_BLOCK", 7)          # many blocks, a ragged last one
+    scene = Scene()
+    ground = scene.add_object("g", meshes.terrain([3.0, 2.0], 0.25, 0.4, seed=6))
+    ball = scene.add_object("b", meshes.sphere(0.7, subdivisions=2),
+                            local=Track([0.0, 1.0], [[0, 0, 1], [1, 0, 1]], [[0, 0, 0], [0, 0, 90]]))
+    backend = EmbreeBackend(scene)
+    backend._frame_tables()
+    v, f = ground.vertices, ground.faces
+    longest = max(np.linalg.norm(v[f[:, (j + 1) % 3]] - v[f[:, j]], axis=1).max() for j in range(3))
+    reach = np.linalg.norm(ball.vertices[ball.faces.ravel()], axis=1).max()
+    assert backend._size_m[ground.index] == longest and backend._static_object[ground.index]
+    assert backend._size_m[ball.index] == reach and not backend._static_object[ball.index]
 
 
 def test_track_interpolation_is_linear_and_slerp():
