@@ -68,15 +68,18 @@ def _time_cases(cases: dict, repeat: int) -> dict:
     """
     times = {}
     for name, (prepare, fn) in cases.items():
-        times[name] = []
-        for k in range(repeat + 1):
-            if prepare is not None:
-                prepare()
-            t0 = time.perf_counter()
-            fn()
-            if k:
-                times[name].append(time.perf_counter() - t0)
+        runs = [_timed(prepare, fn) for _ in range(repeat + 1)]
+        times[name] = runs[1:]                         # the first is the warm-up
     return times
+
+
+def _timed(prepare, fn) -> float:
+    """Wall time [s] of ``fn()``, after ``prepare()`` (if not None) outside the clock."""
+    if prepare is not None:
+        prepare()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def _paired_rounds(cases: dict, repeat: int) -> dict:
@@ -86,12 +89,9 @@ def _paired_rounds(cases: dict, repeat: int) -> dict:
     times = {name: [] for name in cases}
     for k in range(repeat + 1):
         for name, (prepare, fn) in cases.items():
-            if prepare is not None:
-                prepare()
-            t0 = time.perf_counter()
-            fn()
-            if k:
-                times[name].append(time.perf_counter() - t0)
+            t = _timed(prepare, fn)
+            if k:                                      # round 0 is the warm-up
+                times[name].append(t)
     return times
 
 
