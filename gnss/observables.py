@@ -45,21 +45,31 @@ class Signal:
     min_power_dbw: float      #: specified minimum received power (ICD, 0 dBic antenna, >= 5-10 deg)
     group_delay: str          #: which broadcast group delay applies: "tgd", "bgd_e5a_e1", "none"
     source: str
+    channel_step_hz: float = 0.0   #: GLONASS FDMA: carrier = frequency_hz + k step, k the satellite's channel
+
+    def carrier_hz(self, channel=0.0):
+        """Carrier frequency [Hz] of a satellite on FDMA channel ``channel`` (CDMA: ``frequency_hz``)."""
+        return self.frequency_hz + np.asarray(channel, dtype=float) * self.channel_step_hz
 
 
 #: Signals by "<system><code>". Frequencies and chipping rates: IS-GPS-200N 3.3.1.1 and
 #: 3.3.2.1 (L1 1575.42 MHz, C/A 1.023 Mcps), IS-GPS-705J 3.3.1.1 (L5 1176.45 MHz, 10.23 Mcps),
 #: Galileo OS SIS ICD 2.0 Tables 2-3 (E1 1575.42 MHz, 1.023 Mcps; E5a 1176.45 MHz, 10.23 Mcps),
-#: BDS-SIS-ICD-B1I-3.0 3.2 (B1I 1561.098 MHz, 2.046 Mcps). Minimum received power at the user
+#: BDS-SIS-ICD-B1I-3.0 3.2 (B1I 1561.098 MHz, 2.046 Mcps), GLONASS ICD ed. 5.1 3.3.1.4 and
+#: 3.3.2.2 (L1OF 1602 + 0.5625 k MHz, C/A 0.511 Mcps). Minimum received power at the user
 #: (0 dBic linearly polarised antenna): L1 C/A -158.5 dBW (IS-GPS-200N Table 3-Va), L5 -157.9
 #: dBW per component, I5 + Q5 -154.9 dBW (IS-GPS-705J Table 3-Ia), E1 -157.0 dBW and E5a
-#: -155.0 dBW (Galileo OS SIS ICD 2.0, 2.3.1), B1I -163.0 dBW (BDS-SIS-ICD-B1I-3.0, 3.4.1).
+#: -155.0 dBW (Galileo OS SIS ICD 2.0, 2.3.1), B1I -163.0 dBW (BDS-SIS-ICD-B1I-3.0, 3.4.1),
+#: GLONASS L1 C/A -161.0 dBW (GLONASS ICD ed. 5.1, 3.3.1.6). GLONASS broadcasts no group delay
+#: of L1 in RINEX 3.04 (its clock TauN refers to L1).
 SIGNALS = {
     "G1C": Signal("1C", "G", 1575.42e6, SPEED_OF_LIGHT / 1.023e6, -158.5, "tgd", "IS-GPS-200N"),
     "G5Q": Signal("5Q", "G", 1176.45e6, SPEED_OF_LIGHT / 10.23e6, -154.9, "tgd_l5", "IS-GPS-705J"),
     "E1C": Signal("1C", "E", 1575.42e6, SPEED_OF_LIGHT / 1.023e6, -157.0, "tgd", "Galileo OS SIS ICD 2.0"),
     "E5Q": Signal("5Q", "E", 1176.45e6, SPEED_OF_LIGHT / 10.23e6, -155.0, "bgd_e5a_e1", "Galileo OS SIS ICD 2.0"),
     "C2I": Signal("2I", "C", 1561.098e6, SPEED_OF_LIGHT / 2.046e6, -163.0, "tgd", "BDS-SIS-ICD-B1I-3.0"),
+    "R1C": Signal("1C", "R", 1602.0e6, SPEED_OF_LIGHT / 0.511e6, -161.0, "none", "GLONASS ICD 5.1",
+                  channel_step_hz=0.5625e6),
 }
 #: Half step of the central difference that gives the range rate [s] (the light-time iteration
 #: converges to far below a micrometre, so the difference is exact to ~1e-6 m/s).
@@ -135,6 +145,8 @@ def _group_delay_s(signal: Signal, st_tgd, bgd_e5a):
     5.1.5)."""
     if signal.group_delay == "tgd":
         return st_tgd
+    if signal.group_delay == "none":
+        return np.zeros_like(st_tgd)
     ratio = (F_L1_HZ / signal.frequency_hz) ** 2
     if signal.group_delay == "tgd_l5":
         return st_tgd * ratio
@@ -157,7 +169,8 @@ def model_observables(nav: xr.Dataset, receiver_ecef, receiver_velocity_ecef, t_
     t_gps : (n_epoch,) datetime64
         True reception times, GPST.
     svs : sequence of str
-        Satellites ("G05", "E11", "C06").
+        Satellites ("G05", "R07", "E11", "C06"); a GLONASS satellite's carrier follows the FDMA
+        channel of its navigation record (``glo_frequency_channel``).
     signals : sequence of str
         Keys of :data:`SIGNALS`; a satellite gets the signals of its own system.
     receiver_clock_bias_m, receiver_clock_drift_m_s : (n_epoch,) float
@@ -213,6 +226,9 @@ def model_observables(nav: xr.Dataset, receiver_ecef, receiver_velocity_ecef, t_
     rec = tx.state.record
     bgd = np.where(rec >= 0, nav["bgd_e5a_e1"].values[np.maximum(rec, 0)], np.nan) if "bgd_e5a_e1" in nav \
         else np.full(rec.shape, np.nan)
+    # GLONASS FDMA channel of each satellite's record (NaN for the CDMA systems: not used)
+    channel = np.where(rec >= 0, nav["glo_frequency_channel"].values[np.maximum(rec, 0)], np.nan) \
+        if "glo_frequency_channel" in nav else np.full(rec.shape, np.nan)
     b = np.asarray(receiver_clock_bias_m, dtype=float)[:, None]
     bdot = np.asarray(receiver_clock_drift_m_s, dtype=float)[:, None]
     trk = np.asarray(tracked, dtype=bool) & np.isfinite(rho)
@@ -232,9 +248,10 @@ def model_observables(nav: xr.Dataset, receiver_ecef, receiver_velocity_ecef, t_
         cols = np.flatnonzero(sys_of == s.system)
         if cols.size == 0:
             continue
-        lam = c / s.frequency_hz
+        f = s.carrier_hz(channel[:, cols]) if s.channel_step_hz else s.frequency_hz
+        lam = c / f
         m = trk[:, cols]
-        i_f = iono_l1[:, cols] * (F_L1_HZ / s.frequency_hz) ** 2
+        i_f = iono_l1[:, cols] * (F_L1_HZ / f) ** 2
         g = c * _group_delay_s(s, tx.state.tgd_s[:, cols], bgd[:, cols])
         cn0 = cn0_dbhz(s, el[:, cols], receiver, refl[:, cols])
         s_code, s_phase = tracking_sigmas(s, cn0, receiver)

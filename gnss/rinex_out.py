@@ -64,7 +64,8 @@ def to_obs_dataset(ds: xr.Dataset) -> xr.Dataset:
 
 
 def write_obs(ds: xr.Dataset, path, *, marker_name="HIFI", approx_position_ecef=(0.0, 0.0, 0.0),
-              receiver_type="hifi simulated", antenna_type="hifi patch", program="hifi") -> Path:
+              receiver_type="hifi simulated", antenna_type="hifi patch", program="hifi",
+              glonass_channels=None) -> Path:
     """Write the observables ``ds`` (:func:`gnss.observables.model_observables`) as RINEX 3.04.
 
     Parameters
@@ -75,6 +76,9 @@ def write_obs(ds: xr.Dataset, path, *, marker_name="HIFI", approx_position_ecef=
     path : path-like
         File to write; written to a temporary name and renamed, so a failure leaves nothing
         half-written.
+    glonass_channels : mapping of str to int, optional
+        FDMA channel of each GLONASS satellite ("R07": -4), written as the header's
+        ``GLONASS SLOT / FRQ #`` records (RINEX 3.04 requires them in a file with GLONASS).
 
     Returns
     -------
@@ -82,7 +86,7 @@ def write_obs(ds: xr.Dataset, path, *, marker_name="HIFI", approx_position_ecef=
     """
     path = Path(path)
     types = _obs_types(ds)
-    systems = [x for x in ("G", "E", "C") if x in types]
+    systems = [x for x in ("G", "R", "E", "C") if x in types]
     t = np.asarray(ds["epoch"].values, dtype="datetime64[ns]")
     if t.size == 0:
         raise ValueError(f"{path}: no epochs to write")
@@ -117,6 +121,14 @@ def write_obs(ds: xr.Dataset, path, *, marker_name="HIFI", approx_position_ecef=
         for c, _, _ in types[x]:
             if c.startswith("L"):
                 lines.append(_label(f"{x} {c} {0.0:8.5f}", "SYS / PHASE SHIFT"))
+    if "R" in systems:
+        slots = sorted((str(k), int(v)) for k, v in (glonass_channels or {}).items())
+        for k in range(0, max(len(slots), 1), 8):
+            head = f"{len(slots):3d} " if k == 0 else " " * 4
+            lines.append(_label(head + "".join(f"{name:3s} {ch:2d} " for name, ch in slots[k:k + 8]),
+                                "GLONASS SLOT / FRQ #"))
+        # code-phase biases: not simulated (blank, as RINEX 3.04 allows for unknown values)
+        lines.append(_label(" C1C         C1P         C2C         C2P        ", "GLONASS COD/PHS/BIS"))
     lines.append(_label("", "END OF HEADER"))
     sys_of = np.array([s[:1] for s in sv])
     for e in range(t.size):

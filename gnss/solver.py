@@ -256,7 +256,7 @@ GLONASS_L2_HZ = (1246.0e6, 0.4375e6)
 SOLVER_SYSTEMS = ("G", "E", "C", "R")
 
 
-def _glonass_channels(nav: xr.Dataset, sv_names) -> np.ndarray:
+def glonass_channels(nav: xr.Dataset, sv_names) -> np.ndarray:
     """Frequency number k of each GLONASS satellite in ``sv_names`` from its navigation records
     (NaN where the file has none, or for another system)."""
     out = np.full(len(sv_names), np.nan)
@@ -355,7 +355,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     p = np.full((n_epoch0, sv_names.size), np.nan)
     iono_scale = np.ones(sv_names.size)            # Klobuchar (L1) -> the signal's frequency
     tgd_factor = np.ones(sv_names.size)            # multiple of the broadcast tgd the clock takes off
-    glo_k = _glonass_channels(nav, sv_names) if "R" in systems else np.full(sv_names.size, np.nan)
+    glo_k = glonass_channels(nav, sv_names) if "R" in systems else np.full(sv_names.size, np.nan)
     used_names = {}
     for x in systems:
         cols = np.flatnonzero(sv_sys == x)

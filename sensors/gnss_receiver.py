@@ -1,8 +1,8 @@
 """Multi-constellation, multi-frequency GNSS receiver: raw observables per signal and the fix.
 
 ``gnss_receiver`` is :class:`sensors.gps.GpsL1` (``gps_l1`` stays its GPS L1 preset) with the
-satellites of every system in ``constellations`` (GPS, Galileo, BeiDou, from a mixed RINEX 3
-navigation file), a fix with one receiver clock per system (:func:`gnss.solve`), and per
+satellites of every system in ``constellations`` (GPS, GLONASS, Galileo, BeiDou, from a mixed
+RINEX 3 navigation file; GLONASS L1 on each satellite's FDMA carrier), a fix with one receiver clock per system (:func:`gnss.solve`), and per
 satellite and signal the raw observables of :func:`gnss.observables.model_observables`: code,
 carrier phase (integer ambiguity per arc; a new arc, with the loss-of-lock bit, wherever the
 satellite was not tracked at the previous epoch), Doppler and C/N0 (a reflected-only satellite
@@ -15,8 +15,9 @@ noise is the tracking loops' thermal jitter at the signal's C/N0
 (:func:`gnss.observables.tracking_sigmas`), where ``pseudorange`` keeps ``gps_l1``'s
 elevation-scaled ``noise_sigma_m``.
 
-``pseudorange`` is the code the fix uses: GPS L1 C/A, Galileo E1 and BeiDou B1I, so a BeiDou
-satellite's carries ``iono_delay`` (the L1 delay) times (f_L1 / f_B1I)^2 = 1.0184, as
+``pseudorange`` is the code the fix uses: GPS L1 C/A, Galileo E1, BeiDou B1I and GLONASS L1
+C/A, so a BeiDou satellite's carries the L1 ionospheric delay times (f_L1 / f_B1I)^2 = 1.0184
+(a GLONASS satellite's, (f_L1 / f_k)^2 at its channel's carrier), as
 :func:`gnss.solve` corrects it. ``error_budget_enu`` solves with one clock per system as the fix
 does (:func:`gnss.solver.position_error_budget` with ``clock_index``): what is common to one
 system's satellites moves no position, and the terms add up to the fix's error.
@@ -33,7 +34,7 @@ from hifi.rng import stream
 from .gps import GpsL1, _read_nav_checked
 
 #: Systems the receiver handles (RINEX letters) and the signals it can track.
-SYSTEMS = ("G", "E", "C")
+SYSTEMS = ("G", "R", "E", "C")
 
 
 def _signal_keys():
@@ -42,8 +43,8 @@ def _signal_keys():
 
 
 class GnssReceiver(GpsL1):
-    """GPS, Galileo and BeiDou receiver with code, carrier phase, Doppler and C/N0 per signal
-    (module docstring)."""
+    """GPS, GLONASS, Galileo and BeiDou receiver with code, carrier phase, Doppler and C/N0 per
+    signal (module docstring)."""
 
     model_name = "gnss_receiver"
     PARAMS = {
@@ -51,9 +52,11 @@ class GnssReceiver(GpsL1):
         "nav_file": Param("path", doc="RINEX 3 navigation file (mixed: every system of constellations), "
                                       "relative to the scenario"),
         "constellations": Param("any", default=["G"],
-                                doc="systems tracked: a list of 'G' (GPS), 'E' (Galileo), 'C' (BeiDou)"),
+                                doc="systems tracked: a list of 'G' (GPS), 'R' (GLONASS), 'E' (Galileo), "
+                                    "'C' (BeiDou)"),
         "signals": Param("any", default=["G1C"],
-                         doc="signals tracked, system letter + RINEX 3 code: G1C, G5Q, E1C, E5Q, C2I"),
+                         doc="signals tracked, system letter + RINEX 3 code: G1C, G5Q, R1C (FDMA), E1C, E5Q, "
+                             "C2I"),
     }
 
     @classmethod

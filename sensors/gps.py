@@ -556,7 +556,7 @@ class GpsL1(Sensor):
     def _pseudorange_long_name(self) -> str:
         if self._solver_constellations == ("G",):
             return "simulated L1 C/A pseudorange (NaN where not tracked)"
-        return ("simulated code pseudorange of the fix: GPS L1 C/A, Galileo E1, BeiDou B1I "
+        return ("simulated code pseudorange of the fix: GPS L1 C/A, Galileo E1, BeiDou B1I, GLONASS L1 C/A "
                 "(NaN where not tracked)")
 
     def _fix_signal_tables(self):
@@ -564,11 +564,15 @@ class GpsL1(Sensor):
         frequency of its system's code in the fix (:data:`gnss.solver.SYSTEM_FREQ_HZ`), and
         its receiver clock in the fix (None: one clock, GPS alone)."""
         from gnss.orbit import sat_label
-        from gnss.solver import SYSTEM_FREQ_HZ
+        from gnss.solver import GLONASS_L1_HZ, SYSTEM_FREQ_HZ, glonass_channels
 
-        systems = np.array([sat_label(q)[:1] for q in self._prn])
-        scale = np.array([(SYSTEM_FREQ_HZ["G"] / SYSTEM_FREQ_HZ[x]) ** 2 for x in systems]) if systems.size \
-            else np.ones(0)
+        labels = np.array([sat_label(q) for q in self._prn])
+        systems = np.array([x[:1] for x in labels])
+        f = np.array([SYSTEM_FREQ_HZ.get(x, np.nan) for x in systems], dtype=float)
+        glo = systems == "R"
+        if np.any(glo):                      # GLONASS L1: each satellite's FDMA carrier
+            f[glo] = GLONASS_L1_HZ[0] + np.nan_to_num(glonass_channels(self._nav, labels[glo])) * GLONASS_L1_HZ[1]
+        scale = (SYSTEM_FREQ_HZ["G"] / f) ** 2
         if len(self._solver_constellations) == 1:
             return scale, None
         clock = np.array([self._solver_constellations.index(x) for x in systems], dtype=np.int64)

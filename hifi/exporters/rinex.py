@@ -35,7 +35,15 @@ def write_rinex(ds, path: Path) -> Path:
         if "true_position_ecef" in ds else np.zeros(3)
     path.mkdir(parents=True, exist_ok=True)
     name = str(ds.attrs.get("sensor_name", "gnss")) or "gnss"
-    write_obs(obs, path / f"{name}.rnx", marker_name=name.upper()[:60], approx_position_ecef=approx)
+    channels = None
+    if any(str(x).startswith("R") for x in ds["sv"].values):
+        from gnss.rinex import read_nav
+        from gnss.solver import glonass_channels
+        glo = [str(x) for x in ds["sv"].values if str(x).startswith("R")]
+        k = glonass_channels(read_nav(nav, systems=("R",)), glo)
+        channels = {sv: int(c) for sv, c in zip(glo, k) if np.isfinite(c)}
+    write_obs(obs, path / f"{name}.rnx", marker_name=name.upper()[:60], approx_position_ecef=approx,
+              glonass_channels=channels)
     shutil.copyfile(nav, path / nav.name)
     return path                                  # the directory, moved into place whole
 
