@@ -207,5 +207,5 @@ def test_glonass_fdma_iono_free_per_channel():
                                atol=5e-3)
     assert sol.attrs["observable"] == "G: IF(C1W,C2W), E: IF(C1C,C7Q), R: IF(C1C,C2C)"
     # the channels come from the navigation records (R01 line 2 field 4: +1; R02: -4)
-    from gnss.solver import _glonass_channels
-    np.testing.assert_array_equal(_glonass_channels(nav, ["R01", "R02", "G01"]), [1.0, -4.0, np.nan])
+    from gnss.solver import glonass_channels
+    np.testing.assert_array_equal(glonass_channels(nav, ["R01", "R02", "G01"]), [1.0, -4.0, np.nan])
