@@ -259,16 +259,26 @@ SOLVER_SYSTEMS = ("G", "E", "C", "R")
 def glonass_channels(nav: xr.Dataset, sv_names) -> np.ndarray:
     """Frequency number k of each GLONASS satellite in ``sv_names`` from its navigation records
     (NaN where the file has none, or for another system)."""
-    out = np.full(len(sv_names), np.nan)
     if "glo_frequency_channel" not in nav:
-        return out
-    navsv = np.asarray(nav["sv"].values).astype(str)
+        return np.full(len(sv_names), np.nan)
     k = nav["glo_frequency_channel"].values
-    for i, name in enumerate(sv_names):
-        hit = np.flatnonzero((navsv == name) & np.isfinite(k))
-        if hit.size:
-            out[i] = k[hit[0]]
-    return out
+    ok = np.isfinite(k)
+    # a satellite's first record (the dict keeps the last value given: reversed order)
+    channel = dict(zip(np.asarray(nav["sv"].values).astype(str)[ok][::-1], k[ok][::-1]))
+    return np.array([channel.get(str(name), np.nan) for name in sv_names], dtype=float)
+
+
+def code_frequency_hz(nav: xr.Dataset, sv_names) -> np.ndarray:
+    """Carrier frequency [Hz] of the single-frequency code :func:`solve` uses for each satellite
+    in ``sv_names``: :data:`SYSTEM_FREQ_HZ` of its system, for GLONASS its own FDMA L1 carrier
+    (:data:`GLONASS_L1_HZ`, channel from ``nav``; channel 0 where the file has none). NaN for a
+    system :func:`solve` does not use. The Klobuchar (L1) delay scales to it as (f_L1 / f)^2."""
+    names = np.asarray(sv_names).astype(str)
+    f = np.array([SYSTEM_FREQ_HZ.get(x[:1], np.nan) for x in names], dtype=float)
+    glo = np.char.startswith(names, "R") if names.size else np.zeros(0, dtype=bool)
+    if np.any(glo):
+        f[glo] = GLONASS_L1_HZ[0] + np.nan_to_num(glonass_channels(nav, names[glo])) * GLONASS_L1_HZ[1]
+    return f
 
 
 def _first_present(obs, names, system):
@@ -355,21 +365,17 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     p = np.full((n_epoch0, sv_names.size), np.nan)
     iono_scale = np.ones(sv_names.size)            # Klobuchar (L1) -> the signal's frequency
     tgd_factor = np.ones(sv_names.size)            # multiple of the broadcast tgd the clock takes off
-    glo_k = glonass_channels(nav, sv_names) if "R" in systems else np.full(sv_names.size, np.nan)
+    f_code = code_frequency_hz(nav, sv_names)      # no GLONASS record: channel 0, the satellite is unused
     used_names = {}
     for x in systems:
         cols = np.flatnonzero(sv_sys == x)
-        if x == "R":
-            k = np.nan_to_num(glo_k[cols])              # no record: the satellite is not used anyway
-            f_sys = GLONASS_L1_HZ[0] + k * GLONASS_L1_HZ[1]
-        else:
-            f_sys = SYSTEM_FREQ_HZ[x]
+        f_sys = f_code[cols]
         if iono_free:
             (first, second), f2 = IONO_FREE_PAIRS[x]
             n1, n2 = _first_present(obs_g, first, x), _first_present(obs_g, second, x)
             f1 = f_sys
             if x == "R":
-                f2 = GLONASS_L2_HZ[0] + k * GLONASS_L2_HZ[1]
+                f2 = GLONASS_L2_HZ[0] + np.nan_to_num(glonass_channels(nav, sv_names[cols])) * GLONASS_L2_HZ[1]
             p1 = np.asarray(obs_g[n1].values, dtype=float)[:, cols]
             p2 = np.asarray(obs_g[n2].values, dtype=float)[:, cols]
             p[:, cols] = (f1 ** 2 * p1 - f2 ** 2 * p2) / (f1 ** 2 - f2 ** 2)

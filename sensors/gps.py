@@ -517,6 +517,7 @@ class GpsL1(Sensor):
         p = self.params
         self._nav = self._load_nav(p)
         self._prn = np.unique(self._nav["sat"].values).astype(np.int64)
+        self._fix_tables = self._fix_signal_tables()
         o = ctx.origin
         self._origin = (float(o["lat_deg"]), float(o["lon_deg"]), float(o["height_m"]))
         self._origin_ecef = np.array(self._enu_to_ecef(np.zeros((1, 3)))[0])
@@ -561,21 +562,16 @@ class GpsL1(Sensor):
 
     def _fix_signal_tables(self):
         """Per satellite: the factor (f_L1 / f)^2 taking the L1 ionospheric delay to the
-        frequency of its system's code in the fix (:data:`gnss.solver.SYSTEM_FREQ_HZ`), and
-        its receiver clock in the fix (None: one clock, GPS alone)."""
+        carrier of its code in the fix (:func:`gnss.solver.code_frequency_hz`), and its
+        receiver clock in the fix (None: one clock, GPS alone). Computed once, at set-up."""
         from gnss.orbit import sat_label
-        from gnss.solver import GLONASS_L1_HZ, SYSTEM_FREQ_HZ, glonass_channels
+        from gnss.solver import SYSTEM_FREQ_HZ, code_frequency_hz
 
         labels = np.array([sat_label(q) for q in self._prn])
-        systems = np.array([x[:1] for x in labels])
-        f = np.array([SYSTEM_FREQ_HZ.get(x, np.nan) for x in systems], dtype=float)
-        glo = systems == "R"
-        if np.any(glo):                      # GLONASS L1: each satellite's FDMA carrier
-            f[glo] = GLONASS_L1_HZ[0] + np.nan_to_num(glonass_channels(self._nav, labels[glo])) * GLONASS_L1_HZ[1]
-        scale = (SYSTEM_FREQ_HZ["G"] / f) ** 2
+        scale = (SYSTEM_FREQ_HZ["G"] / code_frequency_hz(self._nav, labels)) ** 2
         if len(self._solver_constellations) == 1:
             return scale, None
-        clock = np.array([self._solver_constellations.index(x) for x in systems], dtype=np.int64)
+        clock = np.array([self._solver_constellations.index(x[:1]) for x in labels], dtype=np.int64)
         return scale, clock
 
     @staticmethod
@@ -673,7 +669,7 @@ class GpsL1(Sensor):
         tracked = visible & (~blocked | reflected)
         # the fix's code of each system (GPS and Galileo L1/E1, BeiDou B1I): the L1 ionosphere
         # scaled to its frequency, as gnss.solve corrects it
-        iono_scale, clock_index = self._fix_signal_tables()
+        iono_scale, clock_index = self._fix_tables
         pr = pseudorange_sum(**{**terms, "iono_delay": terms["iono_delay"] * iono_scale}, valid=tracked)
         # the fix
         obs = pred[["pseudorange", "true_position_ecef"]].assign(pseudorange=(("epoch", "sv"), pr))

@@ -194,11 +194,8 @@ def multi_gnss_station(obs, nav, *, antenna_height_m=0.0, elevation_mask_deg=15.
     model = gnss.model_pseudoranges(nav, truth, t_true, list(sv), elevation_mask_deg=elevation_mask_deg,
                                     receiver_clock_model="none", ephemeris_error_model="none")
     # the modelled ionosphere is the L1 Klobuchar delay: scaled to each signal's frequency
-    from gnss.solver import GLONASS_L1_HZ, SYSTEM_FREQ_HZ, glonass_channels
-    f = np.array([SYSTEM_FREQ_HZ.get(x[:1], np.nan) for x in sv])
-    glo = np.char.startswith(sv, "R")
-    f[glo] = GLONASS_L1_HZ[0] + glonass_channels(nav, sv[glo]) * GLONASS_L1_HZ[1]
-    iono = np.nan_to_num(model["iono_delay"].values) * ((SYSTEM_FREQ_HZ["G"] / f) ** 2 - 1.0)
+    from gnss.solver import SYSTEM_FREQ_HZ, code_frequency_hz
+    iono = np.nan_to_num(model["iono_delay"].values) * ((SYSTEM_FREQ_HZ["G"] / code_frequency_hz(nav, sv)) ** 2 - 1.0)
     for x, name in (("G", "C1C"), ("E", "C1C"), ("C", "C2I"), ("R", "C1C")):
         if x not in systems:
             continue
