@@ -80,22 +80,24 @@ def scenario_dict(cells: int, mesh_file: str | None) -> dict:
     }
 
 
-def rss_now() -> int:
-    """Resident memory of this process now [B] (``VmRSS``)."""
+def _status_bytes(field: str) -> int:
+    """A memory field of ``/proc/self/status`` [B] (read here, not through hifi.estimate, so
+    the raw embreex child imports nothing of hifi)."""
     with open("/proc/self/status", encoding="ascii") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
-    raise OSError("no VmRSS in /proc/self/status")
+    raise OSError(f"no {field} in /proc/self/status")
+
+
+def rss_now() -> int:
+    """Resident memory of this process now [B] (``VmRSS``)."""
+    return _status_bytes("VmRSS")
 
 
 def peak_now() -> int:
     """Peak resident memory of this process so far [B] (``VmHWM``)."""
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise OSError("no VmHWM in /proc/self/status")
+    return _status_bytes("VmHWM")
 
 
 # -- the children ----------------------------------------------------------------------------------
