@@ -146,8 +146,17 @@ class Hits:
 
     @property
     def cos_incidence(self) -> np.ndarray:
-        """Cosine of the angle between the arriving ray and the surface normal, NaN on a miss."""
-        c = -np.einsum("ij,ij->i", self.direction, self.normal)
+        """Cosine of the angle between the arriving ray and the surface normal, NaN on a miss.
+
+        ``-(d_x n_x + d_y n_y + d_z n_z)`` summed left to right, written out (not ``einsum``,
+        whose order of summation is numpy's to choose) so that the compiled lidar chain
+        (:mod:`sensors._chain_kernel`) computes the same bits.
+        """
+        d, nrm = self.direction, self.normal
+        c = d[:, 0] * nrm[:, 0]
+        c += d[:, 1] * nrm[:, 1]
+        c += d[:, 2] * nrm[:, 2]
+        np.negative(c, out=c)
         c[~self.hit] = np.nan
         return c
 

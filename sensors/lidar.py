@@ -730,6 +730,10 @@ class _PulsedLidar(Sensor):
         """
         p = self.params
         oid = hits.object_id
+        n_lasers = shape[-1]
+        if self._kernel_applies(echo, particles):
+            sig, reported = self._kernel_chain(k, hits, origins, dirs, bias, n_lasers)
+            return self._frame(t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch)
         if echo is None:
             measured = hits.distance
             rho = self._refl[oid] * (1.0 - self._mirror[oid])
@@ -738,7 +742,6 @@ class _PulsedLidar(Sensor):
         else:
             measured, rho, energy = echo
             apparent = np.where(np.isfinite(measured), np.nan_to_num(energy) * measured ** 2, np.nan)
-        n_lasers = shape[-1]
         gain = np.tile(self._laser_gain(n_lasers), int(np.prod(shape[:-1])))
         sig = lidar_signal_chain(measured, rho, apparent, p, bias_m=bias, gain=gain,
                                  noise_rng=stream(self.ctx.seed, self.name, k, "noise"),
@@ -758,6 +761,62 @@ class _PulsedLidar(Sensor):
             hits.normal[a] = np.nan
             oid = hits.object_id
         reported = origins + dirs * sig.distance_noisy[:, None]          # on the emitted ray: mirror ghosts
+        return self._frame(t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch)
+
+    def _kernel_applies(self, echo, particles) -> bool:
+        """Whether :meth:`_kernel_chain` computes this slot: a pencil hit (no divergent-beam
+        echo), no fog echo and no particles in the beams, the SNR detection model."""
+        return (echo is None and self._fog is None and (particles is None or not particles.pulse.size)
+                and self.params["detection_model"] == "snr")
+
+    def _kernel_chain(self, k, hits, origins, dirs, bias, n_lasers):
+        """:func:`lidar_signal_chain` of pencil hits in clear air (or weather without fog or
+        particles in the beams) with the SNR detection model, in the compiled kernel
+        :func:`sensors._chain_kernel.pencil_chain`, chunks of pulses on the caster's threads.
+
+        The same deviates from the same streams as the numpy chain; returns the
+        :class:`SignalChain` (``distance_noisy`` already NaN where not detected) and the
+        reported points (NaN where not detected).
+        """
+        from ._chain_kernel import pencil_chain       # numba: loaded by the first lidar step
+
+        p = self.params
+        seed, name = self.ctx.seed, self.name
+        n = hits.distance.shape[0]
+        z = stream(seed, name, k, "noise").standard_normal(n)
+        u = stream(seed, name, k, "detection").random((2, n))
+        zi = stream(seed, name, k, "intensity").standard_normal(n)
+        alpha = (extinction_from_visibility(p["visibility_m"], p["wavelength_m"]) if self._extinction is None
+                 else self._extinction)
+        c = np.array([
+            float(p["peak_power_w"]) * float(p["optical_efficiency"]), np.pi * p["receiver_aperture_m"] ** 2 / 4.0,
+            -2.0 * float(alpha), float(p["full_overlap_m"]), float(p["noise_power_w"]),
+            float(p["range_noise_floor_m"]) ** 2, float(p["range_noise_snr1_m"]),
+            np.nan if p["noise_sigma_m"] is None else float(p["noise_sigma_m"]), float(p["range_resolution_m"]),
+            float(p["min_range_m"]), float(p["max_range_m"]), float(p["snr_threshold"]),
+            float(p["dropout_probability"]), float(p["intensity_full_scale"]), float(p["intensity_max"]),
+            float(p["intensity_exponent"])])
+        power, snr, apparent, d_out, inten = (np.empty(n) for _ in range(5))
+        det = np.empty(n, dtype=bool)
+        pts = np.empty((n, 3))
+        args = (np.ascontiguousarray(hits.distance, dtype=float), np.ascontiguousarray(hits.direction, dtype=float),
+                np.ascontiguousarray(hits.normal, dtype=float), np.ascontiguousarray(hits.object_id, dtype=np.int32),
+                self._refl, self._mirror, self._rough, np.ascontiguousarray(np.broadcast_to(bias, (n,)), dtype=float),
+                np.ascontiguousarray(self._laser_gain(n_lasers), dtype=float), z, u, zi,
+                np.ascontiguousarray(origins, dtype=float), np.ascontiguousarray(dirs, dtype=float),
+                np.atleast_1d(np.asarray(self.range_offset_m, dtype=float)).ravel(), c,
+                power, snr, apparent, det, d_out, pts, inten)
+        threads = getattr(self.ctx.caster, "threads", None)
+        if threads is None:
+            pencil_chain(0, n, *args)
+        else:
+            threads.map(lambda a, b: pencil_chain(a, b, *args), n)
+        return SignalChain(power, snr, apparent, det, d_out, inten), pts
+
+    def _frame(self, t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch):
+        """The dataset of a frame from the signal chain's results (:func:`range_frame`)."""
+        p = self.params
+        oid = hits.object_id
         start = self.pose_at(t)
         extra = {
             # -2 (atmosphere) reads the "no hit" entry, -1, of the table: annotation 0

@@ -1,0 +1,162 @@
+"""Compiled kernel of the pulsed-lidar signal chain in clear air (numba), pencil beams.
+
+One pass per pulse over what :meth:`sensors.lidar.PulsedLidarMixin._measure` does with numpy
+for a pencil hit (the default and the edge-footprint path, whose edge pulses carry the hit of
+their echo's dominant sub-ray): :func:`sensors.radiometry.lambertian_return` (Oren-Nayar),
+:func:`sensors.lidar.lidar_signal_chain` (received power, SNR, detection, range noise,
+quantisation, intensity) and the reported points masked as :func:`hifi.dataset.range_frame`
+masks them. The numpy functions stay the reference (weather, divergent beams, the BlenSor
+detection model) and :mod:`tests.test_lidar_kernel` holds the kernel to them bit for bit.
+
+Every floating-point operation is the IEEE operation numpy performs, in numpy's order (no
+``fastmath``): sums of three products left to right as ``einsum`` sums them, ``x ** 2`` as
+``x * x`` (numpy's fast path), ``exp`` / ``sqrt`` / ``pow`` from the same C library, ``rint``
+for ``np.round``. The one difference: the detection probability ``Phi(SNR - T)`` is
+``erfc(-x / sqrt 2) / 2`` from the C library where scipy's ``ndtr`` uses Cephes' own erf and
+erfc; the two differ by a few units in the last place, which decides a detection differently
+only when the uniform draw falls within those few ulp of it (about 1e-16 per pulse).
+The random deviates are drawn by the caller from the same streams, in the same order.
+``cache=True`` keeps the machine code in ``__pycache__`` (the first process compiles, about
+3 s). ``nogil``: the caller runs chunks of the pulses on the caster's threads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+#: ``1 / sqrt(2)`` for ``Phi(x) = erfc(-x / sqrt 2) / 2``.
+_SQRT1_2 = 0.7071067811865476
+
+
+@numba.njit(cache=True, nogil=True)
+def pencil_chain(a, b, dist, direction, normal, oid, refl, mirror, rough, bias, gain, z, u, zi,
+                 origins, emitted, range_offset, c,
+                 power, snr, apparent, det, d_out, pts, inten):  # pragma: no cover (compiled)
+    """Signal chain of pulses ``a:b`` (see the module docstring for the reference functions).
+
+    Parameters
+    ----------
+    a, b : int
+        The chunk of pulses.
+    dist : (n,) float64
+        Range of each pencil hit [m], NaN on a miss.
+    direction, normal : (n, 3) float64
+        The arriving ray and the surface normal (:class:`hifi.caster.Hits`).
+    oid : (n,) int32
+        Object hit, -1 on a miss (indexes the last entry of the tables).
+    refl, mirror, rough : (n_objects + 1,) float64
+        Object tables: reflectivity, specular fraction, Oren-Nayar roughness [rad].
+    bias : (n,) float64
+        Per-laser range bias of each pulse [m].
+    gain : (n_lasers,) float64
+        Per-laser intensity gain; pulse i has laser ``i % n_lasers``.
+    z, zi : (n,) float64
+        Standard normal deviates: range noise, intensity noise.
+    u : (2, n) float64
+        Uniform deviates: detection, drop-out.
+    origins, emitted : (n, 3) float64
+        Origins [m] and directions of the emitted rays; the reported point is
+        ``origin + emitted * reported range`` (on the emitted ray: mirror ghosts).
+    range_offset : (1,) or (n,) float64
+        Start of the range grid before each origin [m].
+    c : (16,) float64
+        Constants, in order: ``P_t eta``, receiver area [m^2], ``-2 alpha`` [1/m], full-overlap
+        range [m] (<= 0: none), noise power [W], noise floor^2 [m^2], sigma at SNR 1 [m],
+        fixed noise sigma [m] (NaN: from the SNR), range resolution [m] (0: none), minimum and
+        maximum range [m], SNR threshold, drop-out probability, intensity full scale, largest
+        code, response exponent.
+
+    Outputs (written for ``a:b``): ``power`` [W], ``snr``, ``apparent`` (the ``reflectivity``
+    variable), ``det`` (bool), ``d_out`` (reported range, NaN where not detected), ``pts``
+    (n, 3) reported points (NaN where not detected), ``inten`` (intensity code, NaN on a miss).
+    """
+    pe, area, m2alpha, full, noise_w = c[0], c[1], c[2], c[3], c[4]
+    floor2, snr1, fixed_sigma, res = c[5], c[6], c[7], c[8]
+    r_min, r_max, thr, dropout = c[9], c[10], c[11], c[12]
+    full_scale, max_code, expo = c[13], c[14], c[15]
+    n_gain = gain.shape[0]
+    per_ray_offset = range_offset.shape[0] > 1
+    for i in range(a, b):
+        o = oid[i]
+        j = o if o >= 0 else refl.shape[0] - 1
+        r = dist[i]
+        hit = math.isfinite(r)
+        nan = np.nan
+        if hit:
+            # Hits.cos_incidence: -(einsum of direction and normal), NaN on a miss; clipped to
+            # 1 (below 0 the backscatter is 0 either way).
+            cos = nan
+            if o >= 0:
+                cos = -(direction[i, 0] * normal[i, 0] + direction[i, 1] * normal[i, 1]
+                        + direction[i, 2] * normal[i, 2])
+                if cos > 1.0:
+                    cos = 1.0
+            s2 = rough[j] * rough[j]
+            fa = 1.0 - 0.5 * s2 / (s2 + 0.33)
+            fb = 0.45 * s2 / (s2 + 0.09)
+            f = fa * cos + fb * (1.0 - cos * cos) if cos > 0.0 else 0.0
+            q = 1.0 / r
+            app = (1.0 - mirror[j]) * refl[j] * f * (q * q) * (r * r)
+            # lidar_received_power with cos(i) = 1 and the overlap factor
+            ov = 1.0
+            if full > 0.0:
+                ov = max(r, 0.0) / full
+                if ov > 1.0:
+                    ov = 1.0
+                ov = ov * ov
+            pw = pe * app * 1.0 * (area / (np.pi * (r * r))) * math.exp(m2alpha * r) * ov
+            s = pw / noise_w
+            if math.isnan(fixed_sigma):
+                t = snr1 / s
+                sigma = math.sqrt(floor2 + t * t)
+            else:
+                sigma = fixed_sigma
+        else:
+            app = nan
+            pw = nan
+            s = nan
+            sigma = 0.0 if math.isnan(fixed_sigma) else fixed_sigma
+        dn = r + bias[i] + sigma * z[i]
+        if res > 0.0:
+            off = range_offset[i] if per_ray_offset else range_offset[0]
+            dn = np.rint((dn + off) / res) * res - off
+        detected = False
+        if hit and r >= r_min and r <= r_max:
+            x = s - thr
+            p_d = 0.5 * math.erfc(-x * _SQRT1_2)
+            detected = u[0, i] < p_d and u[1, i] >= dropout
+        power[i] = pw
+        snr[i] = s
+        apparent[i] = app
+        det[i] = detected
+        if detected:
+            d_out[i] = dn
+            for k in range(3):
+                pts[i, k] = origins[i, k] + emitted[i, k] * dn
+        else:
+            d_out[i] = nan
+            for k in range(3):
+                pts[i, k] = nan
+        # reported_intensity
+        if hit:
+            w = zi[i] / s if s > 0.0 else 0.0
+            v = app * (1.0 + w)
+            if v < 0.0:
+                v = 0.0
+            if expo == 2.0:                   # numpy's fast paths of a scalar power
+                v = v * v
+            elif expo == 0.5:
+                v = math.sqrt(v)
+            elif expo != 1.0:
+                v = math.pow(v, expo)
+            code = gain[i % n_gain] * full_scale * v
+            if code < 0.0:
+                code = 0.0
+            elif code > max_code:
+                code = max_code
+            inten[i] = np.rint(code)
+        else:
+            inten[i] = nan

@@ -1,0 +1,63 @@
+"""The compiled lidar signal chain (sensors/_chain_kernel.py) against the numpy chain it replaces.
+
+Regression tests: the expected values are the numpy functions' own (lidar_signal_chain,
+lambertian_return, range_frame's masking), which tests/test_lidar_signal.py checks against hand
+calculations and data sheets. Every variable must have the same bytes.
+"""
+
+import numpy as np
+import pytest
+
+import hifi
+import sensors.lidar as lidar
+from tests._scenes import street_scenario
+
+#: A street frame with a mirror (ghost points: emitted ray and arriving ray differ) for each
+#: model and parameter set the kernel serves.
+CASES = {
+    "hdl64e_s2 edge footprints": ("hdl64e_s2", {}, None),
+    "hdl64e_s2 pencil": ("hdl64e_s2", {"edge_subrays": 0}, None),
+    "hdl64e_s2 dual": ("hdl64e_s2", {"return_mode": "dual"}, None),
+    "hdl32e exponent 0.7, haze": ("hdl32e", {"intensity_exponent": 0.7, "visibility_m": 2000.0}, None),
+    "vlp16 fixed sigma": ("vlp16", {"noise_sigma_m": 0.02}, None),
+    "ibeo_lux": ("ibeo_lux", {}, None),
+    "ouster os1_128": ("ouster", {"preset": "os1_128"}, None),
+}
+
+
+def _run(model, params, weather):
+    d = street_scenario(duration_s=0.1, weather=weather)
+    d["materials"]["glass"] = {"reflectivity": 0.05, "mirror": 1.0}
+    d["objects"].append({"name": "mirror", "mesh": "plane", "size_m": [4, 3], "material": "glass",
+                         "position_m": [-6, 2, 1.5], "rpy_deg": [0, -90, 30]})
+    d["sensors"] = [{"name": "lidar", "model": model, "rate_hz": 10.0, "parent": "ego", "position_m": [0, 0, 1.9],
+                     "params": dict(params)}]
+    return hifi.Simulation.from_dict(d).run()["lidar"]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_kernel_chain_has_the_numpy_chains_bytes(case, monkeypatch):
+    model, params, weather = CASES[case]
+    fast = _run(model, params, weather)
+    calls = []
+    real = lidar._PulsedLidar._kernel_applies
+    monkeypatch.setattr(lidar._PulsedLidar, "_kernel_applies",
+                        lambda self, echo, particles: calls.append(real(self, echo, particles)) and False)
+    ref = _run(model, params, weather)
+    assert calls and all(calls), "the kernel should serve every slot of this case"
+    assert set(fast.data_vars) == set(ref.data_vars)
+    for name in ref.data_vars:
+        assert fast[name].values.tobytes() == ref[name].values.tobytes(), name
+    assert fast.detected.values.sum() > 200          # ibeo_lux: 429 of 1364
+
+
+def test_kernel_is_not_used_where_the_numpy_chain_must_run(monkeypatch):
+    """Fog, particles, divergent-beam echoes and the BlenSor model stay on the numpy chain."""
+    used = []
+    real = lidar._PulsedLidar._kernel_chain
+    monkeypatch.setattr(lidar._PulsedLidar, "_kernel_chain", lambda self, *a: used.append(1) or real(self, *a))
+    for model, params, weather in [("vlp16", {"detection_model": "blensor"}, None),
+                                   ("vlp16", {"n_subrays": 3}, None),
+                                   ("vlp16", {}, {"fog_visibility_m": 50.0})]:
+        _run(model, params, weather)
+    assert not used
