@@ -57,6 +57,13 @@ _CULL_MARGIN_REL = 1e-6
 #: rounds barycentrics at ~1e-7; 2**-16 (1.5e-5) keeps every exact tie with margin.
 _EDGE_BARY = 2.0**-16
 
+#: Whether the passes around Embree run in the compiled kernels of :mod:`hifi._cast_kernel`
+#: (the numpy passes are their reference: the tests switch this off to compare).
+_KERNELS = True
+
+#: ``face_lookup`` and ``geom_start`` of a group without a lookup, for the kernel.
+_NO_LOOKUP = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64))
+
 #: Byte order of this machine: the low 32 bits of an int64 come first in memory when True.
 _LITTLE_ENDIAN = np.little_endian
 
@@ -150,7 +157,7 @@ class Hits:
 
         ``-(d_x n_x + d_y n_y + d_z n_z)`` summed left to right, written out (not ``einsum``,
         whose order of summation is numpy's to choose) so that the compiled lidar chain
-        (:mod:`sensors._chain_kernel`) computes the same bits.
+        (:mod:`sensors._lidar_kernel`) computes the same bits.
         """
         d, nrm = self.direction, self.normal
         c = d[:, 0] * nrm[:, 0]
@@ -323,6 +330,15 @@ class ChunkPool:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="hifi-cast")
         return list(self._pool.map(lambda i: fn(bounds[i], bounds[i + 1]), range(n_chunks)))
+
+    def run(self, fns) -> list:
+        """``[fn() for fn in fns]`` on the pool's threads at once (tasks that release the GIL:
+        numpy's random fills, compiled kernels), results in order."""
+        if self.n_threads <= 1 or len(fns) <= 1:
+            return [fn() for fn in fns]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="hifi-cast")
+        return [f.result() for f in [self._pool.submit(fn) for fn in fns]]
 
     def close(self) -> None:
         """Shut the thread pool down (a later :meth:`map` starts a new one)."""
@@ -585,6 +601,16 @@ class EmbreeBackend:
         np.subtract(np.ascontiguousarray(origins).reshape(-1), rows[:3 * n], out=o32.reshape(-1),
                     casting="same_kind")
         r = g.embree.run(o32, directions.astype(np.float32), dists=tfar32, output=1)
+        if _KERNELS:
+            from ._cast_kernel import static_hits          # numba: loaded by the first cast
+            out = NearestHits(np.empty(n), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
+                              np.empty((n, 3)), np.empty(n, dtype=bool))
+            lookup = (_NO_LOOKUP if g.face_lookup is None else
+                      (np.ascontiguousarray(g.face_lookup, dtype=np.int32),
+                       np.ascontiguousarray(g.geom_start, dtype=np.int64)))
+            static_hits(r["tfar"], r["geomID"], r["primID"], r["Ng"], r["u"], r["v"], g.geom_object, *lookup,
+                        np.float32(_EDGE_BARY), np.float32(1.0 - _EDGE_BARY), *out)
+            return out
         gid = r["geomID"]
         miss = gid < 0
         obj = np.empty(n, dtype=np.int32)
@@ -908,11 +934,20 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     o = origins[a:b]
     d = direction[a:b]
     d_in = directions_in[a:b]
-    _divide_rows(d_in, _row_norm(d_in), out=d)
+    if _KERNELS:
+        from ._cast_kernel import finish_hits, unit_rows          # numba: loaded by the first cast
+        unit_rows(np.ascontiguousarray(d_in), d)
+    else:
+        _divide_rows(d_in, _row_norm(d_in), out=d)
     seg, obj_g, face_g, nrm_g, _ = _settled(backend, settle, o, d, _slice(times, a, b),
                                             _slice(max_range, a, b))
     dist, pt, nrm = distance[a:b], point[a:b], normal[a:b]
     obj, face = object_id[a:b], face_index[a:b]
+    if _KERNELS:
+        if finish_hits(np.ascontiguousarray(o), d, seg, obj_g, face_g, np.ascontiguousarray(nrm_g), dist, pt, nrm,
+                       obj, face) == 0 or mirror_object is None:
+            return None
+        return _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d)
     hit = obj_g >= 0
     if not np.any(hit):
         dist.fill(np.nan)
@@ -927,13 +962,20 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     np.copyto(dist, seg)
     np.copyto(dist, np.nan, where=~hit)
     # Normals turned toward the arriving ray (x -1.0 is exact).
-    facing = np.einsum("ij,ij->i", nrm_g, d)
+    facing = _row_dot(nrm_g, d)
     _multiply_rows(nrm_g, np.where(facing > 0, -1.0, 1.0), out=nrm)
     # Hit point o + d t.
     _multiply_rows(d, dist, out=pt)
     np.add(o, pt, out=pt)
     if mirror_object is None:
         return None
+    return _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d)
+
+
+def _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d):
+    """The rays of a finished first segment that hit a mirror: ``(index, segment, point,
+    normal, direction, object id)`` for the bounce loop, their outputs reset to NaN / -1; None
+    if there are none."""
     on_mirror = mirror_object[obj]
     if not np.any(on_mirror):
         return None

@@ -366,7 +366,7 @@ def _print_estimate(sim) -> None:
     budget = memory_budget_bytes()
     avail = f"{format_bytes(budget)} available" if budget is not None else "available memory unknown"
     print(f"  total: peak memory about {format_bytes(est.peak_bytes)} (process {format_bytes(est.base_bytes)}, "
-          f"scene {format_bytes(est.scene_bytes)}, models), {avail}; output {format_bytes(est.output_bytes)} "
+          f"compiled kernels {format_bytes(est.kernel_bytes)}, scene {format_bytes(est.scene_bytes)}, models), {avail}; output {format_bytes(est.output_bytes)} "
           f"before compression")
     try:
         check_memory(sim, est, budget)

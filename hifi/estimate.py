@@ -10,10 +10,13 @@ memory available.
 
 Memory model (peak resident set size of the process)::
 
-    peak = BASE_PROCESS_BYTES + scene + sum over models (setup + writer) + max over models (working)
+    peak = BASE_PROCESS_BYTES + kernels + scene + sum over models (setup + writer)
+           + max over models (working)
 
 - ``BASE_PROCESS_BYTES``: the interpreter with numpy, scipy, xarray, netCDF4, trimesh and
   embreex imported, running a one-body scene with a pose sensor (measured, see below).
+- kernels: ``KERNEL_RSS_BYTES`` once if any model casts rays (the caster's and the lidars'
+  compiled kernels load numba and llvmlite at the first cast).
 - scene: ``SCENE_BYTES_PER_FACE`` per triangle of a static object, ``MOVING_SCENE_BYTES_PER_FACE``
   per triangle of a moving one (mesh arrays, the float32 copies handed to Embree and its BVH;
   a moving object has its own BVH in its body frame).
@@ -53,6 +56,14 @@ from typing import Mapping
 #: imported libraries (numpy, scipy, xarray, netCDF4, trimesh, embreex), measured on Linux
 #: x86-64, Python 3.11 (benchmarks/calibrate_memory.py).
 BASE_PROCESS_BYTES = 160 * 2**20
+
+#: Resident memory the compiled kernels add to a process that casts rays [B]: numba, llvmlite's
+#: LLVM and the cached machine code of :mod:`hifi._cast_kernel`, :mod:`sensors._lidar_kernel`
+#: and, with a divergent beam, :mod:`sensors._beam_kernel`. Measured with
+#: :func:`process_rss_bytes` (Linux x86-64, Python 3.11, numba 0.68, llvmlite 0.50): 56 MiB for
+#: importing numba, 104 MiB with the three kernel modules loaded from the cache after a cast;
+#: the beam kernel alone had measured 99 MiB above an imported hifi (2026-11-27). 100 MiB.
+KERNEL_RSS_BYTES = 100 * 2**20
 
 #: Resident bytes per triangle of a static object at the run's peak (the mesh's float64 vertices
 #: and int64 faces, the edge-tie tables, Embree's float32 copies and its BVH build), measured
@@ -209,8 +220,14 @@ class RunEstimate:
     def peak_bytes(self) -> int:
         """Estimated peak resident memory of the run [B] (module docstring)."""
         working = max((m.working_bytes for m in self.models), default=0)
-        peak = self.base_bytes + self.scene_bytes + sum(m.held_bytes for m in self.models) + working
+        peak = (self.base_bytes + self.kernel_bytes + self.scene_bytes + sum(m.held_bytes for m in self.models)
+                + working)
         return peak + (self.output_bytes if self.in_memory else 0)
+
+    @property
+    def kernel_bytes(self) -> int:
+        """:data:`KERNEL_RSS_BYTES` if any model casts rays, else 0 [B]."""
+        return KERNEL_RSS_BYTES if any(m.rays_per_frame > 0 for m in self.models) else 0
 
     def largest(self) -> ModelEstimate | None:
         """The model with the largest share of the peak."""

@@ -48,13 +48,6 @@ _BYTES_PER_BIN = 32
 #: gathered values. Measured with tracemalloc: 48 B; rounded up to 56.
 _BYTES_PER_BIN_GATE = 56
 
-#: Resident memory [bytes] the compiled receiver kernel (:mod:`sensors._beam_kernel`) adds to a
-#: process where a divergent beam runs: numba, llvmlite's LLVM and the cached machine code.
-#: Measured with :func:`hifi.estimate.peak_rss_bytes` (Linux x86-64, Python 3.11, numba 0.68,
-#: llvmlite 0.50): 135 MiB after importing hifi and the sensors, 234 MiB once the kernel has run
-#: from its cache; rounded to 100 MiB. Part of :meth:`setup_bytes` of the models that use it.
-KERNEL_RSS_BYTES = 100 * 2**20
-
 #: Working memory per (pulse, sub-ray) [bytes]: the chunk's copies of the sub-ray arrays and the
 #: temporaries of :func:`return_waveform` and :func:`process_returns`. Measured with
 #: tracemalloc: about 100 B; rounded up to 128.

@@ -11,7 +11,7 @@ from hifi.rng import stream
 
 from hifi.dataset import (annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, range_layout,
                           sensor_pose_vars)
-from .beam import KERNEL_RSS_BYTES, beam_echoes, round_trip_s, subray_count, subray_directions, subray_pattern
+from .beam import beam_echoes, round_trip_s, subray_count, subray_directions, subray_pattern
 from .radiometry import lambertian_return
 from .weather import weather_of
 
@@ -122,8 +122,8 @@ class SickLMS291(Sensor):
         return out
 
     def setup_bytes(self):
-        # sub-ray offsets and directions (n, 3), float64, and the receiver kernel (numba)
-        return 48 * self.rays_per_frame() + KERNEL_RSS_BYTES
+        # sub-ray offsets and directions (n, 3), float64
+        return 48 * self.rays_per_frame()
 
     def setup(self, ctx):
         super().setup(ctx)

@@ -22,7 +22,7 @@ from hifi.params import Param
 from hifi.rng import stream
 
 from . import calibration as cal
-from .beam import KERNEL_RSS_BYTES, beam_echoes, bundle_echoes, footprint_directions, subray_pattern
+from .beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
 from .detection import detected as detect, detection_probability
 from .noise import snr_range_sigma
 from .radiometry import (extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor,
@@ -411,6 +411,24 @@ def _footprint_params(params, *, divergence_rad, divergence_v_rad=None, aperture
 def depth_edge_pulses(points, normals, hit, shape, ring_order=None, depth_m=EDGE_DEPTH_M):
     """Pulses whose footprint may straddle a depth edge: a neighbour off their surface.
 
+    The compiled kernel :func:`sensors._lidar_kernel.edge_flags`; the same flags as
+    :func:`depth_edge_pulses_reference` (parameters and results there).
+    """
+    from ._lidar_kernel import edge_flags
+
+    n_s, n_b = shape
+    order = np.arange(n_b) if ring_order is None else np.asarray(ring_order, dtype=np.int64)
+    along = np.zeros((n_s, n_b), dtype=np.uint8)
+    across = np.zeros((n_s, n_b), dtype=np.uint8)
+    edge_flags(np.ascontiguousarray(points, dtype=float).reshape(n_s, n_b, 3),
+               np.ascontiguousarray(normals, dtype=float).reshape(n_s, n_b, 3),
+               np.ascontiguousarray(hit, dtype=bool).reshape(n_s, n_b), order, np.float32(depth_m), along, across)
+    return along.ravel() > 0, across.ravel()
+
+
+def depth_edge_pulses_reference(points, normals, hit, shape, ring_order=None, depth_m=EDGE_DEPTH_M):
+    """Pulses whose footprint may straddle a depth edge: a neighbour off their surface (numpy).
+
     Parameters
     ----------
     points, normals : (n, 3) float
@@ -453,7 +471,8 @@ def depth_edge_pulses(points, normals, hit, shape, ring_order=None, depth_m=EDGE
         lo[axis], hi[axis] = slice(None, -1), slice(1, None)
         lo, hi = tuple(lo), tuple(hi)
         dx = x[hi] - x[lo]
-        off = np.maximum(np.abs(np.einsum("ijk,ijk->ij", nrm[lo], dx)), np.abs(np.einsum("ijk,ijk->ij", nrm[hi], dx)))
+        # normal . difference summed left to right (einsum's order is numpy's to choose)
+        off = np.maximum(np.abs(_dot3(nrm[lo], dx)), np.abs(_dot3(nrm[hi], dx)))
         step = h[lo] & h[hi] & (off > depth_m)
         flag[lo] |= (step | (h[hi] & ~h[lo])).astype(np.uint8) * 2      # its upper / next neighbour
         flag[hi] |= (step | (h[lo] & ~h[hi])).astype(np.uint8)          # its lower / previous one
@@ -461,6 +480,11 @@ def depth_edge_pulses(points, normals, hit, shape, ring_order=None, depth_m=EDGE
         out[:, order] = flag
         flags.append(out.ravel())
     return flags[0] > 0, flags[1]
+
+
+def _dot3(u, v):
+    """``u . v`` over the last axis (length 3), summed left to right, in the arrays' dtype."""
+    return u[..., 0] * v[..., 0] + u[..., 1] * v[..., 1] + u[..., 2] * v[..., 2]
 
 
 #: Position (beam radii) of the probe sub-ray that tests whether the footprint of a pulse
@@ -556,14 +580,6 @@ class _PulsedLidar(Sensor):
         """Per-laser range bias [m], drawn once per run (stream keyed by sensor, not frame)."""
         rng = stream(self.ctx.seed, self.name, -1, "laser_bias")
         return self.params["bias_sigma_m"] * rng.standard_normal(n_lasers)
-
-    def _kernel_bytes(self) -> int:
-        """:data:`sensors.beam.KERNEL_RSS_BYTES` if a frame runs the waveform receiver
-        (:func:`sensors.beam.beam_echoes`: ``n_subrays`` > 1, or ``average`` mode with edge
-        footprints), else 0."""
-        p = self.params
-        beam = p.get("n_subrays", 1) > 1 or (p.get("return_mode") == "average" and p.get("edge_subrays", 0) > 1)
-        return KERNEL_RSS_BYTES if beam else 0
 
     def _beam_mode(self):
         """:func:`sensors.beam.process_returns` mode of ``return_mode`` (dual: Velodyne's)."""
@@ -661,7 +677,8 @@ class _PulsedLidar(Sensor):
                 dom = report.dominant[:, j]
                 ok = dom >= 0
                 pick = np.flatnonzero(ok) * k + dom[ok]          # row of the dominant sub-ray in `both`
-                slot = Hits(*(getattr(hits, f).copy() for f in Hits.__dataclass_fields__))
+                # the pencil hits are this step's own: the last slot takes them over
+                slot = hits if j == m - 1 else Hits(*(getattr(hits, f).copy() for f in Hits.__dataclass_fields__))
                 chosen = _take_hits(both, pick)
                 for f in Hits.__dataclass_fields__:
                     getattr(slot, f)[edge[ok]] = getattr(chosen, f)
@@ -772,20 +789,22 @@ class _PulsedLidar(Sensor):
     def _kernel_chain(self, k, hits, origins, dirs, bias, n_lasers):
         """:func:`lidar_signal_chain` of pencil hits in clear air (or weather without fog or
         particles in the beams) with the SNR detection model, in the compiled kernel
-        :func:`sensors._chain_kernel.pencil_chain`, chunks of pulses on the caster's threads.
+        :func:`sensors._lidar_kernel.pencil_chain`, chunks of pulses on the caster's threads.
 
         The same deviates from the same streams as the numpy chain; returns the
         :class:`SignalChain` (``distance_noisy`` already NaN where not detected) and the
         reported points (NaN where not detected).
         """
-        from ._chain_kernel import pencil_chain       # numba: loaded by the first lidar step
+        from ._lidar_kernel import pencil_chain       # numba: loaded by the first lidar step
 
         p = self.params
         seed, name = self.ctx.seed, self.name
         n = hits.distance.shape[0]
-        z = stream(seed, name, k, "noise").standard_normal(n)
-        u = stream(seed, name, k, "detection").random((2, n))
-        zi = stream(seed, name, k, "intensity").standard_normal(n)
+        threads = getattr(self.ctx.caster, "threads", None)
+        draws = [lambda: stream(seed, name, k, "noise").standard_normal(n),      # three streams at once
+                 lambda: stream(seed, name, k, "detection").random((2, n)),
+                 lambda: stream(seed, name, k, "intensity").standard_normal(n)]
+        z, u, zi = [f() for f in draws] if threads is None else threads.run(draws)
         alpha = (extinction_from_visibility(p["visibility_m"], p["wavelength_m"]) if self._extinction is None
                  else self._extinction)
         c = np.array([
@@ -806,7 +825,6 @@ class _PulsedLidar(Sensor):
                 np.ascontiguousarray(origins, dtype=float), np.ascontiguousarray(dirs, dtype=float),
                 np.atleast_1d(np.asarray(self.range_offset_m, dtype=float)).ravel(), c,
                 power, snr, apparent, det, d_out, pts, inten)
-        threads = getattr(self.ctx.caster, "threads", None)
         if threads is None:
             pencil_chain(0, n, *args)
         else:
@@ -994,7 +1012,7 @@ class RotatingLidar(_PulsedLidar):
 
     def setup_bytes(self):
         # per pulse: time, direction, origin, yaw, pitch, bias; the receiver kernel where it runs
-        return 80 * self._n_steps() * self._n_lasers() + self._kernel_bytes()
+        return 80 * self._n_steps() * self._n_lasers()
 
     @classmethod
     def _params(cls, **kw):
@@ -1270,7 +1288,7 @@ class LineLidar(_PulsedLidar):
 
     def setup_bytes(self):
         # per pulse: direction, yaw, pitch, time, bias; the receiver kernel where it runs
-        return 56 * self._n_steps() * len(self.layers_deg) + self._kernel_bytes()
+        return 56 * self._n_steps() * len(self.layers_deg)
 
     def attrs(self):
         return {"return_mode": self.params["return_mode"]}

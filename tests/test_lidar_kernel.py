@@ -1,4 +1,4 @@
-"""The compiled lidar signal chain (sensors/_chain_kernel.py) against the numpy chain it replaces.
+"""The compiled lidar signal chain (sensors/_lidar_kernel.py) against the numpy chain it replaces.
 
 Regression tests: the expected values are the numpy functions' own (lidar_signal_chain,
 lambertian_return, range_frame's masking), which tests/test_lidar_signal.py checks against hand
@@ -61,3 +61,24 @@ def test_kernel_is_not_used_where_the_numpy_chain_must_run(monkeypatch):
                                    ("vlp16", {}, {"fog_visibility_m": 50.0})]:
         _run(model, params, weather)
     assert not used
+
+
+def test_edge_flags_kernel_has_the_numpy_flags():
+    """sensors._lidar_kernel.edge_flags against depth_edge_pulses_reference on a street frame of
+    the HDL-64E (cars, a house, a pole, a kerb: steps of every size, misses into the sky)."""
+    ds = _run("hdl64e_s2", {"edge_subrays": 0}, None).isel(frame=0)
+    shape = ds.distance.shape
+    pts = np.stack([ds[c].values.ravel() for c in ("x", "y", "z")], axis=1).astype(float)
+    hit = ds.object_id.values.ravel() >= 0
+    # normals: the facet normal is not in the dataset; a ring's neighbour direction stands in
+    # (unit vectors, finite on hits) so that both tests see the same, varied orientations
+    rng = np.random.default_rng(3)
+    nrm = rng.normal(size=pts.shape)
+    nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+    nrm[~hit] = np.nan
+    order = np.argsort(ds.laser_elevation.values)
+    for depth in (0.05, 0.5):
+        a1, c1 = lidar.depth_edge_pulses(pts, nrm, hit, shape, order, depth)
+        a2, c2 = lidar.depth_edge_pulses_reference(pts, nrm, hit, shape, order, depth)
+        assert np.array_equal(a1, a2) and np.array_equal(c1, c2)
+        assert 0 < a1.sum() < a1.size and 0 < (c1 > 0).sum() < c1.size

@@ -291,3 +291,36 @@ def test_swept_ball_culling_changes_nothing(monkeypatch):
     full = RayCaster(scene, n_threads=1).cast(origins, dirs, times, 100.0)
     for field in ("distance", "point", "normal", "object_id", "face_index", "bounces"):
         assert getattr(culled, field).tobytes() == getattr(full, field).tobytes(), field
+
+
+@pytest.mark.parametrize("subset", [False, True])
+def test_compiled_cast_passes_have_the_numpy_bytes(subset, monkeypatch):
+    """hifi/_cast_kernel.py against the numpy passes it replaces (regression: same bytes).
+
+    A static ground, house and 45-degree mirror, a moving car, rays in every direction at
+    spread times (misses, edges, ties, bounces); ``subset``: every other face of each object,
+    so the static group goes through the face lookup as a facet rank's does.
+    """
+    import hifi.caster as caster_mod
+
+    scene = Scene()
+    scene.add_material(Material("glass", 0.1, mirror=1.0))
+    scene.add_material(Material("white", 0.8))
+    scene.add_object("ground", meshes.plane([200, 200]), "white")
+    scene.add_object("house", meshes.box([10, 6, 8]), "white", Pose.from_position_rpy([20, -14, 4], [0, 0, 10]))
+    scene.add_object("mirror", meshes.plane([4, 4]), "glass", Pose.from_position_rpy([-6, 0, 2], [0, 90, -45]))
+    scene.add_object("car", meshes.car(), local=Track([0.0, 0.1], [[-10, 5, 0], [-8, 6, 0]],
+                                                      [[0, 0, 0], [0, 0, 30]]))
+    rng = np.random.default_rng(7)
+    n = 30_000
+    dirs = rng.normal(size=(n, 3)) * rng.uniform(0.5, 2.0, (n, 1))     # not of unit length
+    dirs[:, 2] *= 0.3
+    origins = np.tile([0.0, 0.0, 1.8], (n, 1)) + rng.normal(scale=0.01, size=(n, 3))
+    times = np.sort(rng.uniform(0, 0.1, n))
+    kw = {"face_subset": (lambda i, m: np.arange(0, m, 2))} if subset else {}
+    fast = RayCaster(scene, n_threads=2, **kw).cast(origins, dirs, times, 100.0)
+    monkeypatch.setattr(caster_mod, "_KERNELS", False)
+    ref = RayCaster(scene, n_threads=2, **kw).cast(origins, dirs, times, 100.0)
+    assert (fast.bounces > 0).sum() > 50 and (fast.object_id == 3).sum() > 50 and np.isnan(fast.distance).sum() > 50
+    for field in fast.__dataclass_fields__:
+        assert getattr(fast, field).tobytes() == getattr(ref, field).tobytes(), field

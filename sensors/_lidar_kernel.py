@@ -1,23 +1,25 @@
-"""Compiled kernel of the pulsed-lidar signal chain in clear air (numba), pencil beams.
+"""Compiled kernels of the lidar models (numba): the signal chain of pencil hits, edge flags.
 
-One pass per pulse over what :meth:`sensors.lidar.PulsedLidarMixin._measure` does with numpy
-for a pencil hit (the default and the edge-footprint path, whose edge pulses carry the hit of
-their echo's dominant sub-ray): :func:`sensors.radiometry.lambertian_return` (Oren-Nayar),
-:func:`sensors.lidar.lidar_signal_chain` (received power, SNR, detection, range noise,
-quantisation, intensity) and the reported points masked as :func:`hifi.dataset.range_frame`
-masks them. The numpy functions stay the reference (weather, divergent beams, the BlenSor
-detection model) and :mod:`tests.test_lidar_kernel` holds the kernel to them bit for bit.
+:func:`pencil_chain` is one pass per pulse over what :meth:`sensors.lidar._PulsedLidar._measure`
+does with numpy for a pencil hit (the default and the edge-footprint path, whose edge pulses
+carry the hit of their echo's dominant sub-ray): :func:`sensors.radiometry.lambertian_return`
+(Oren-Nayar), :func:`sensors.lidar.lidar_signal_chain` (received power, SNR, detection, range
+noise, quantisation, intensity) and the reported points masked as
+:func:`hifi.dataset.range_frame` masks them. :func:`edge_flags` is
+:func:`sensors.lidar.depth_edge_pulses_reference`. The numpy functions stay the reference (and
+the chain for weather, divergent beams and the BlenSor detection model); ``tests/
+test_lidar_kernel.py`` holds the kernels to them bit for bit.
 
 Every floating-point operation is the IEEE operation numpy performs, in numpy's order (no
-``fastmath``): sums of three products left to right as ``einsum`` sums them, ``x ** 2`` as
-``x * x`` (numpy's fast path), ``exp`` / ``sqrt`` / ``pow`` from the same C library, ``rint``
-for ``np.round``. The one difference: the detection probability ``Phi(SNR - T)`` is
-``erfc(-x / sqrt 2) / 2`` from the C library where scipy's ``ndtr`` uses Cephes' own erf and
-erfc; the two differ by a few units in the last place, which decides a detection differently
-only when the uniform draw falls within those few ulp of it (about 1e-16 per pulse).
-The random deviates are drawn by the caller from the same streams, in the same order.
-``cache=True`` keeps the machine code in ``__pycache__`` (the first process compiles, about
-3 s). ``nogil``: the caller runs chunks of the pulses on the caster's threads.
+``fastmath``): sums of three products left to right (as :attr:`hifi.caster.Hits.cos_incidence`
+writes them out), ``x ** 2`` as ``x * x`` (numpy's fast path), ``exp`` / ``sqrt`` / ``pow`` from
+the same C library, ``rint`` for ``np.round``. The one difference: the detection probability
+``Phi(SNR - T)`` is ``erfc(-x / sqrt 2) / 2`` from the C library where scipy's ``ndtr`` uses
+Cephes' own erf and erfc; the two differ by a few units in the last place, which decides a
+detection differently only when the uniform draw falls within those few ulp of it (about 1e-16
+per pulse). The random deviates are drawn by the caller from the same streams, in the same order.
+``cache=True`` keeps the machine code in ``__pycache__`` (the first process compiles, a few
+seconds). ``nogil``: the callers run chunks of the pulses on the caster's threads.
 """
 
 from __future__ import annotations
@@ -126,7 +128,9 @@ def pencil_chain(a, b, dist, direction, normal, oid, refl, mirror, rough, bias, 
         detected = False
         if hit and r >= r_min and r <= r_max:
             x = s - thr
-            p_d = 0.5 * math.erfc(-x * _SQRT1_2)
+            # Phi(x) rounds to exactly 1.0 above 8.3 (Q(8.3) = 5e-17 < half an ulp of 1) and
+            # to 0.0 below -38.5: the C library's erfc only in between (it costs 20 ns)
+            p_d = 1.0 if x > 9.0 else 0.0 if x < -40.0 else 0.5 * math.erfc(-x * _SQRT1_2)
             detected = u[0, i] < p_d and u[1, i] >= dropout
         power[i] = pw
         snr[i] = s
@@ -160,3 +164,57 @@ def pencil_chain(a, b, dist, direction, normal, oid, refl, mirror, rough, bias, 
             inten[i] = np.rint(code)
         else:
             inten[i] = nan
+
+
+@numba.njit(cache=True, nogil=True)
+def edge_flags(points, normals, hit, order, depth, along, across):  # pragma: no cover (compiled)
+    """Depth-edge flags of a scan grid (:func:`sensors.lidar.depth_edge_pulses_reference`).
+
+    Parameters
+    ----------
+    points, normals : (n_s, n_b, 3) float64
+        Hit point and unit normal of each pulse's pencil ray (NaN on a miss).
+    hit : (n_s, n_b) bool
+    order : (n_b,) int64
+        Beam indices in elevation order.
+    depth : float32
+        Depth step [m] (compared in float32, as numpy compares a float32 array with a Python
+        float).
+    along : (n_s, n_b) uint8, out, zeros
+        Bit 1: the previous step's pulse leaves this pulse's surface; bit 2: the next one's.
+    across : (n_s, n_b) uint8, out, zeros
+        Bit 1: the ring below leaves the pulse's surface; bit 2: the ring above.
+
+    Notes
+    -----
+    In float32 as the reference: coordinates and normals rounded to float32, the difference
+    of the two points and each normal's dot product with it (summed left to right) in float32.
+    """
+    n_s, n_b = hit.shape
+    for s in range(n_s):
+        for jj in range(n_b):
+            j = order[jj]
+            if s + 1 < n_s:                     # the next step, same beam
+                _pair(points, normals, hit, s, j, s + 1, j, depth, along)
+            if jj + 1 < n_b:                    # the next ring up, same step
+                _pair(points, normals, hit, s, j, s, order[jj + 1], depth, across)
+
+
+@numba.njit(inline="always")
+def _pair(points, normals, hit, s, j, s2, j2, depth, out):  # pragma: no cover (compiled)
+    """Flags of one pair of neighbours (lower / previous ``(s, j)``, upper / next ``(s2, j2)``)."""
+    h_lo, h_hi = hit[s, j], hit[s2, j2]
+    step = False
+    if h_lo and h_hi:                            # points and normals of hits are finite
+        d0 = np.float32(points[s2, j2, 0]) - np.float32(points[s, j, 0])
+        d1 = np.float32(points[s2, j2, 1]) - np.float32(points[s, j, 1])
+        d2 = np.float32(points[s2, j2, 2]) - np.float32(points[s, j, 2])
+        o_lo = abs(np.float32(normals[s, j, 0]) * d0 + np.float32(normals[s, j, 1]) * d1
+                   + np.float32(normals[s, j, 2]) * d2)
+        o_hi = abs(np.float32(normals[s2, j2, 0]) * d0 + np.float32(normals[s2, j2, 1]) * d1
+                   + np.float32(normals[s2, j2, 2]) * d2)
+        step = max(o_lo, o_hi) > depth
+    if step or (h_hi and not h_lo):
+        out[s, j] |= np.uint8(2)
+    if step or (h_lo and not h_hi):
+        out[s2, j2] |= np.uint8(1)

@@ -1,0 +1,110 @@
+"""Compiled kernels of the caster's passes around Embree (numba).
+
+:func:`static_hits` turns Embree's ray-hit arrays into :class:`hifi.caster.NearestHits` (what
+:meth:`hifi.caster.EmbreeBackend._cast_static` did in nine numpy passes), :func:`unit_rows`
+normalises the directions and :func:`finish_hits` finishes the first segment of
+:func:`hifi.caster._first_segment` (normal toward the ray, hit point, misses NaN), one pass
+each. The numpy passes they replace stay the reference: ``tests/test_scene_caster.py`` holds
+both to the same bits. Each floating-point operation is numpy's, in numpy's order (no
+``fastmath``): ``sqrt((x^2 + y^2) + z^2)`` as :func:`hifi.caster._row_norm`, dot products left
+to right, float32 comparisons of Embree's barycentrics as numpy makes them with a Python float.
+Imported at the first cast (numba's import takes about 0.5 s); ``cache=True`` keeps the machine
+code in ``__pycache__``; ``nogil``: the caster's threads run them on their chunks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def static_hits(tfar, geom_id, prim_id, ng, u, v, geom_object, face_lookup, geom_start, edge_lo, edge_hi,
+                distance, obj, face, normal, edge):  # pragma: no cover (compiled)
+    """Nearest hits of the static group from Embree's arrays.
+
+    Parameters
+    ----------
+    tfar : (n,) float32
+    geom_id, prim_id : (n,) int32
+        Embree's geomID (-1 on a miss) and primID.
+    ng : (n, 3) float32
+        Embree's unnormalised geometric normal.
+    u, v : (n,) float32
+        Barycentrics of the hit.
+    geom_object : (g,) int32
+        geomID -> object index.
+    face_lookup, geom_start : (m,) int32, (g,) int64
+        geomID's block start and local primID -> object face index; ``face_lookup`` of
+        length 0: primID is the face index.
+    edge_lo, edge_hi : float32
+        ``_EDGE_BARY`` and ``1 - _EDGE_BARY`` as float32.
+    distance, obj, face, normal, edge : out
+        float64 distance (inf on a miss), int32 object and face (-1), unit float64 normal
+        (NaN), bool on a triangle's edge (False on a miss).
+    """
+    n = tfar.shape[0]
+    lookup = face_lookup.shape[0] > 0
+    for i in range(n):
+        g = geom_id[i]
+        if g < 0:
+            distance[i] = np.inf
+            obj[i] = -1
+            face[i] = -1
+            normal[i, 0] = np.nan
+            normal[i, 1] = np.nan
+            normal[i, 2] = np.nan
+            edge[i] = False
+            continue
+        obj[i] = geom_object[g]
+        face[i] = face_lookup[geom_start[g] + prim_id[i]] if lookup else prim_id[i]
+        distance[i] = np.float64(tfar[i])
+        x = np.float64(ng[i, 0])
+        y = np.float64(ng[i, 1])
+        z = np.float64(ng[i, 2])
+        den = math.sqrt((x * x + y * y) + z * z)
+        normal[i, 0] = x / den
+        normal[i, 1] = y / den
+        normal[i, 2] = z / den
+        ui, vi = u[i], v[i]
+        edge[i] = min(ui, vi) < edge_lo or ui + vi > edge_hi
+
+
+@numba.njit(cache=True, nogil=True)
+def unit_rows(d_in, out):  # pragma: no cover (compiled)
+    """``out = d_in / |d_in|`` row by row, the norm ``sqrt((x^2 + y^2) + z^2)``."""
+    for i in range(d_in.shape[0]):
+        x, y, z = d_in[i, 0], d_in[i, 1], d_in[i, 2]
+        s = math.sqrt((x * x + y * y) + z * z)
+        out[i, 0] = x / s
+        out[i, 1] = y / s
+        out[i, 2] = z / s
+
+
+@numba.njit(cache=True, nogil=True)
+def finish_hits(o, d, seg, obj_g, face_g, nrm_g, dist, pt, nrm, obj, face):  # pragma: no cover (compiled)
+    """First segment finished: object and face (-1 on a miss), distance (NaN on a miss), the
+    normal turned toward the arriving ray (``-n`` where ``n . d > 0``, summed left to right),
+    the hit point ``o + d t`` (NaN on a miss). Returns the number of hits."""
+    hits = 0
+    for i in range(o.shape[0]):
+        ob = obj_g[i]
+        obj[i] = ob
+        face[i] = face_g[i]
+        if ob < 0:
+            dist[i] = np.nan
+            for k in range(3):
+                nrm[i, k] = nrm_g[i, k]               # NaN
+                pt[i, k] = np.nan
+            continue
+        hits += 1
+        t = seg[i]
+        dist[i] = t
+        facing = nrm_g[i, 0] * d[i, 0] + nrm_g[i, 1] * d[i, 1] + nrm_g[i, 2] * d[i, 2]
+        sign = -1.0 if facing > 0 else 1.0
+        for k in range(3):
+            nrm[i, k] = nrm_g[i, k] * sign
+            pt[i, k] = o[i, k] + d[i, k] * t
+    return hits
