@@ -262,7 +262,9 @@ class Sensor(Model):
             if origins_sensor is None:
                 origins = np.broadcast_to(pose.translation, (n, 3)).copy()
             else:
-                origins = np.asarray(origins_sensor, float).reshape(-1, 3) @ rot.T + pose.translation
+                origins = np.asarray(origins_sensor, float).reshape(-1, 3) @ rot.T
+                for j in range(3):       # in place, column by column: numpy's broadcast over an
+                    origins[:, j] += pose.translation[j]   # inner axis of 3 is several times slower
         else:
             pose = self.pose_at(np.broadcast_to(times, (n,)))
             o_s = np.zeros((n, 3)) if origins_sensor is None else np.asarray(origins_sensor, float).reshape(-1, 3)
