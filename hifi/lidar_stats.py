@@ -525,24 +525,63 @@ class IsolatedMisses(NamedTuple):
     fraction: float          #: n_isolated / n_candidates [1]
     n_isolated: int          #: misses whose two ring neighbours are road returns
     n_candidates: int        #: cells whose two ring neighbours are road returns
+    #: Edges of the range bins [m] (the mean range of the two neighbours), and per bin the
+    #: isolated misses and the candidates (empty without ``range_m``).
+    edges_m: tuple = ()
+    n_isolated_by_range: tuple = ()
+    n_candidates_by_range: tuple = ()
 
 
-def isolated_miss_fraction(detected, road) -> IsolatedMisses:
-    """Fraction of single dropouts inside the road.
+#: Range bins [m] of :func:`isolated_miss_fraction`'s breakdown: the road's SNR falls with range,
+#: so a shot's chance to be dropped depends on it, and two scenes that show different stretches
+#: of road give different overall fractions from the same sensor.
+MISS_RANGE_EDGES_M = (0.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 60.0)
+
+
+def isolated_miss_fraction(detected, road, range_m=None, edges_m=MISS_RANGE_EDGES_M) -> IsolatedMisses:
+    """Fraction of single dropouts inside the road, overall and by range.
 
     Notes
     -----
     A candidate is an interior cell (column j, 0 < j < n - 1) whose two neighbours along the
     ring, j - 1 and j + 1, are both road returns; it is an isolated miss if it is itself a miss.
     Only rings that see the road (downward rings) have candidates. The fraction estimates the
-    probability that a shot at the road is dropped though the road is there.
+    probability that a shot at the road is dropped though the road is there. With ``range_m``
+    (grid of ranges [m], NaN where no return) candidates are also counted per bin of the mean
+    range of their two neighbours (``edges_m``).
     """
     det = np.asarray(detected, dtype=bool)
     rd = np.asarray(road, dtype=bool)
     cand = rd[:, :-2] & rd[:, 2:]
     iso = cand & ~det[:, 1:-1]
     nc, ni = int(cand.sum()), int(iso.sum())
-    return IsolatedMisses(ni / nc if nc else float("nan"), ni, nc)
+    by_iso, by_cand = (), ()
+    if range_m is not None:
+        r = np.asarray(range_m, dtype=float)
+        mid = 0.5 * (r[:, :-2] + r[:, 2:])
+        b = np.digitize(np.where(cand, mid, np.nan), edges_m) - 1         # NaN -> len(edges_m) - 1
+        n_bins = len(edges_m) - 1
+        by_cand = tuple(int(v) for v in np.bincount(b[cand], minlength=n_bins + 1)[:n_bins])
+        by_iso = tuple(int(v) for v in np.bincount(b[iso], minlength=n_bins + 1)[:n_bins])
+    return IsolatedMisses(ni / nc if nc else float("nan"), ni, nc, tuple(edges_m) if by_cand else (), by_iso,
+                          by_cand)
+
+
+def range_matched_miss_fractions(sim: IsolatedMisses, real: IsolatedMisses, min_candidates: int = 100) -> tuple:
+    """``(sim, real)``: the simulated isolated-miss rate of each range bin weighted by the real
+    recording's candidates in that bin (what the simulated sensor would show on the real road's
+    range distribution), and the real fraction over the same bins. Bins with fewer than
+    ``min_candidates`` in either (a rate of 1 in 3 says little) are left out of both; NaN
+    without a breakdown."""
+    nan = (float("nan"), float("nan"))
+    if not sim.n_candidates_by_range or not real.n_candidates_by_range:
+        return nan
+    cs, xs = np.asarray(sim.n_candidates_by_range, float), np.asarray(sim.n_isolated_by_range, float)
+    cr, xr = np.asarray(real.n_candidates_by_range, float), np.asarray(real.n_isolated_by_range, float)
+    ok = (cs >= min_candidates) & (cr >= min_candidates)
+    if not ok.any():
+        return nan
+    return float(np.sum(xs[ok] / cs[ok] * cr[ok]) / np.sum(cr[ok])), float(np.sum(xr[ok]) / np.sum(cr[ok]))
 
 
 class EdgePoints(NamedTuple):
@@ -690,7 +729,7 @@ def measure(points_sensor, intensity, detected, *, ground_tol_m=0.10, plane_max_
     gain = ring_gain_spread(rng_m, intensity, road, slope=slope.slope if np.isfinite(slope.slope) else 0.0,
                             range_window_m=intensity_window_m)
     brdf = fit_road_brdf(slope, plane.height_m, full_scale=intensity_full_scale)
-    misses = isolated_miss_fraction(det, road)
+    misses = isolated_miss_fraction(det, road, np.where(det, rng_m, np.nan))
     edges = edge_points(rng_m, det)
     headline = {
         "sensor_height_m": plane.height_m,
@@ -706,6 +745,9 @@ def measure(points_sensor, intensity, detected, *, ground_tol_m=0.10, plane_max_
         "road_reflectivity": brdf.reflectivity,
         "road_roughness_deg": brdf.roughness_deg,
         "isolated_miss_pct": 1e2 * misses.fraction,
+        **{f"isolated_miss_{lo:g}_{hi:g}m_pct": (1e2 * i / c if c else float("nan"))
+           for lo, hi, i, c in zip(misses.edges_m[:-1], misses.edges_m[1:], misses.n_isolated_by_range,
+                                   misses.n_candidates_by_range)},
         "edge_floating_pct": 1e2 * edges.fraction,
         "edge_floating_isolated_pct": 1e2 * edges.isolated_fraction,
         "edges_with_floating_pct": 1e2 * edges.edges_with_floating,

@@ -263,3 +263,27 @@ def _nuscenes_comparison(lr, path):
     if "nuscenes" not in _CACHE:
         _CACHE["nuscenes"] = lr.run(nuscenes_path=path)["nuscenes"]
     return _CACHE["nuscenes"]
+
+
+def test_isolated_misses_by_range_and_range_matched():
+    # Two rings of 1002 road cells, ranges 6 m (first 501 columns) and 25 m (the rest); misses
+    # at known cells: 2 at 6 m, 10 at 25 m (hand count). A "simulation" with the same rates but
+    # three times the far road must give the real overall fraction once matched by range.
+    def grid(n_near, n_far, miss_near, miss_far):
+        n = n_near + n_far
+        r = np.concatenate([np.full(n_near, 6.0), np.full(n_far, 25.0)])[None, :].repeat(2, axis=0)
+        det = np.ones_like(r, dtype=bool)
+        det[0, 1:1 + 2 * miss_near:2] = False
+        det[1, n_near + 1:n_near + 1 + 2 * miss_far:2] = False
+        return r, det
+
+    r, det = grid(501, 501, 2, 10)
+    real = ls.isolated_miss_fraction(det, np.ones_like(det), np.where(det, r, np.nan))
+    assert (real.n_isolated, real.n_candidates) == (12, 2 * 1000)
+    i6, i25 = real.edges_m.index(5.0), real.edges_m.index(20.0)
+    assert real.n_isolated_by_range[i6] == 2 and real.n_isolated_by_range[i25] == 10
+    r2, det2 = grid(501, 1503, 2, 30)
+    sim = ls.isolated_miss_fraction(det2, np.ones_like(det2), np.where(det2, r2, np.nan))
+    assert sim.fraction > 1.25 * real.fraction                  # more far road, more misses overall
+    s, rr = ls.range_matched_miss_fractions(sim, real)
+    assert rr == pytest.approx(real.fraction, rel=0.01) and s == pytest.approx(rr, rel=0.05)

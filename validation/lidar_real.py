@@ -444,6 +444,9 @@ ROWS = (
     ("road_reflectivity", "road reflectivity, Oren-Nayar fit (sim: the real fit's value as input)", None, ""),
     ("road_roughness_deg", "road roughness, Oren-Nayar fit [deg]", None, ""),
     ("isolated_miss_pct", "isolated misses inside the road [%]", (0.2, 1.5), "issue 12 table: 0.4-1 %"),
+    ("isolated_miss_range_matched_pct", "  sim's rate per range bin on the real road's ranges [%]", None, ""),
+    *((f"isolated_miss_{lo:g}_{hi:g}m_pct", f"  isolated misses {lo:g}-{hi:g} m [%]", None, "")
+      for lo, hi in zip(ls.MISS_RANGE_EDGES_M[1:-1], ls.MISS_RANGE_EDGES_M[2:])),
     ("edge_floating_pct", "floating returns / edge returns [%]", (2.0, 12.0), "issue 12 table: 4-9 %"),
     ("edge_floating_isolated_pct", "  of them isolated: no ring neighbour at their range [%]", None, ""),
     ("edges_with_floating_pct", "  edges with a floating return [%]", None, ""),
@@ -507,6 +510,15 @@ def common_ring_radii(real: dict, sim: dict):
     return ls.ground_ring_radii(real["points_lidar"], common), ls.ground_ring_radii(sim["points_lidar"], common)
 
 
+def _range_matched(rec: dict) -> None:
+    """Adds ``isolated_miss_range_matched_pct`` to both headlines of a real / sim pair
+    (:func:`hifi.lidar_stats.range_matched_miss_fractions`)."""
+    if rec["sim"] is not None:
+        s, r = ls.range_matched_miss_fractions(rec["sim"]["misses"], rec["real"]["misses"])
+        rec["sim"]["headline"]["isolated_miss_range_matched_pct"] = 1e2 * s
+        rec["real"]["headline"]["isolated_miss_range_matched_pct"] = 1e2 * r
+
+
 def run(*, sim: bool = True, nuscenes_path=None) -> dict:
     """Measure both recordings and, with ``sim``, the simulated nuScenes counterpart.
 
@@ -523,6 +535,7 @@ def run(*, sim: bool = True, nuscenes_path=None) -> dict:
         simm = ls.measure(**{k: v for k, v in simulate_nuscenes(real["plane"].height_m, *road).items()
                              if k != "elevation_rad"}) if sim else None
         out["nuscenes"] = {"real": real, "sim": simm, "file": str(path)}
+        _range_matched(out["nuscenes"])
     else:
         out["nuscenes"] = None
         print(f"nuScenes sweep not found: {path} (set HIFI_SHARED_DATA)", file=sys.stderr)
@@ -531,6 +544,7 @@ def run(*, sim: bool = True, nuscenes_path=None) -> dict:
     out["ouster"] = {"real": real, "sim": measure_ouster_sim(real["plane"], road_reflectivity=road.reflectivity,
                                                              road_roughness_deg=road.roughness_deg) if sim else None,
                      "file": str(OUSTER_PCAP), "road": road}
+    _range_matched(out["ouster"])
     return out
 
 
