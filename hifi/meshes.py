@@ -144,6 +144,71 @@ def car(size_m=(4.5, 1.8, 1.5)) -> trimesh.Trimesh:
     return trimesh.util.concatenate(parts)
 
 
+def tree(height_m=8.0, trunk_radius_m=0.15, crown_radius_m=2.5, crown_height_m=4.0, leaf_size_m=0.08,
+         leaf_area_density=1.0, seed=0) -> trimesh.Trimesh:
+    """Tree of a trunk and an ellipsoidal crown of randomly placed, randomly oriented leaves.
+
+    Parameters
+    ----------
+    height_m : float
+        Height of the crown's top above the trunk's foot [m]; the foot is at z = 0 (as the
+        car's wheels, the object's position is where the tree stands).
+    trunk_radius_m : float
+        Trunk radius [m]; the trunk (a closed 16-sided cylinder) reaches the crown's centre.
+    crown_radius_m, crown_height_m : float
+        Horizontal radius and vertical extent of the crown, an ellipsoid of revolution [m].
+    leaf_size_m : float
+        Side of a leaf, an equilateral triangle [m] (area ``sqrt(3) / 4 s^2``).
+    leaf_area_density : float
+        One-sided leaf area per crown volume [m^2 / m^3]; the crown holds
+        ``round(density x volume / leaf area)`` leaves.
+    seed : int
+        The same seed gives the same tree.
+
+    Notes
+    -----
+    Leaf centres are uniform in the crown and leaf normals uniform on the sphere (the spherical
+    leaf-angle distribution of canopy radiative transfer, Ross 1981, whose projection function
+    is G = 1/2 in every direction). A ray that crosses a path length L of crown then passes
+    with probability ``exp(-G u L)``, u the leaf area density (Beer-Lambert for a turbid medium
+    of small leaves, Nilson 1971); ``tests/test_scene_caster.py`` checks the mesh against it.
+    Street trees have u of about 0.5-2 m^2/m^3 and leaves of 5-10 cm. Leaves are single
+    triangles; the caster hits either side and turns the normal toward the ray.
+
+    References
+    ----------
+    J. Ross, *The Radiation Regime and Architecture of Plant Stands*, Junk, 1981.
+    T. Nilson, "A theoretical analysis of the frequency of gaps in plant stands", Agric.
+    Meteorol. 8, 1971, pp. 25-38.
+    """
+    rng = np.random.default_rng(int(seed))
+    r, half = float(crown_radius_m), float(crown_height_m) / 2.0
+    z_c = float(height_m) - half
+    side = float(leaf_size_m)
+    area = np.sqrt(3.0) / 4.0 * side**2
+    n = int(round(float(leaf_area_density) * 4.0 / 3.0 * np.pi * r * r * half / area))
+    # centres uniform in the unit ball (direction x radius^(1/3)), stretched to the ellipsoid
+    u = rng.standard_normal((n, 3))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    centre = u * rng.random((n, 1)) ** (1.0 / 3.0) * [r, r, half] + [0.0, 0.0, z_c]
+    normal = rng.standard_normal((n, 3))
+    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+    # two unit vectors in each leaf's plane (Duff et al. 2017's branch-free basis), turned by a
+    # random angle: the triangle's corners at 120 deg steps, circumradius s / sqrt(3)
+    sign = np.where(normal[:, 2] >= 0.0, 1.0, -1.0)
+    a = -1.0 / (sign + normal[:, 2])
+    b = normal[:, 0] * normal[:, 1] * a
+    t1 = np.column_stack([1.0 + sign * normal[:, 0] ** 2 * a, sign * b, -sign * normal[:, 0]])
+    t2 = np.column_stack([b, sign + normal[:, 1] ** 2 * a, -normal[:, 1]])
+    phi = rng.uniform(0.0, 2.0 * np.pi, (n, 1)) + np.array([0.0, 2.0, 4.0]) * np.pi / 3.0   # (n, 3)
+    rc = side / np.sqrt(3.0)
+    corners = centre[:, None, :] + rc * (np.cos(phi)[..., None] * t1[:, None, :] + np.sin(phi)[..., None] * t2[:, None, :])
+    leaves = trimesh.Trimesh(corners.reshape(-1, 3), np.arange(3 * n).reshape(n, 3), process=False)
+    trunk = trimesh.creation.cylinder(radius=float(trunk_radius_m), height=z_c, sections=16)
+    trunk.apply_translation([0.0, 0.0, z_c / 2.0])
+    return trimesh.util.concatenate([trunk, leaves])
+
+
 #: Generator name -> (function, parameter spec). Parameter names are fixed by CONTRACTS.
 GENERATORS = {
     "plane": (plane, {"size_m": Param("vec2", minimum=0.0, doc="extent in x and y [m]")}),
@@ -167,6 +232,22 @@ GENERATORS = {
     }),
     "car": (car, {"size_m": Param("vec3", default=(4.5, 1.8, 1.5), minimum=0.0,
                                   doc="length, width, height [m]")}),
+    "tree": (tree, {
+        "height_m": Param("float", default=8.0, minimum=0.0, exclusive_minimum=True,
+                          doc="top of the crown above the foot of the trunk (z = 0) [m]"),
+        "trunk_radius_m": Param("float", default=0.15, minimum=0.0, exclusive_minimum=True, doc="trunk radius [m]"),
+        "crown_radius_m": Param("float", default=2.5, minimum=0.0, exclusive_minimum=True,
+                                doc="horizontal radius of the ellipsoidal crown [m]"),
+        "crown_height_m": Param("float", default=4.0, minimum=0.0, exclusive_minimum=True,
+                                doc="vertical extent of the crown [m] (at most height_m)"),
+        "leaf_size_m": Param("float", default=0.08, minimum=0.0, exclusive_minimum=True,
+                             doc="side of a leaf, an equilateral triangle [m] (broadleaf street trees: 5-10 cm)"),
+        "leaf_area_density": Param("float", default=1.0, minimum=0.0,
+                                   doc="one-sided leaf area per crown volume [m2/m3] (street trees about "
+                                       "0.5-2); leaves are uniform in the crown with a spherical leaf-angle "
+                                       "distribution (Ross 1981)"),
+        "seed": Param("int", default=0, minimum=0, doc="seed of the leaves' positions and orientations"),
+    }),
 }
 
 #: Keys allowed beside a mesh file name.

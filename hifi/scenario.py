@@ -366,6 +366,9 @@ def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_
                 allowed = ", ".join(sorted(set(OBJECT_KEYS) | set(gen_spec)))
                 raise v.error(f"unknown key for mesh = {mesh!r}; allowed: {allowed}", key=f"{key}.{k}", value=raw[k])
         mesh_params = check_params(extra, gen_spec, v.error, key)
+        if mesh == "tree" and mesh_params["crown_height_m"] > mesh_params["height_m"]:
+            raise v.error(f"must be <= height_m ({mesh_params['height_m']!r}): the crown ends at the tree's top",
+                          key=f"{key}.crown_height_m", value=mesh_params["crown_height_m"])
     else:
         suffix = Path(mesh).suffix.lower()
         if suffix not in meshes.MESH_FILE_SUFFIXES:
