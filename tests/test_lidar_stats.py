@@ -234,12 +234,9 @@ def test_nuscenes_real_statistics_plausible():
 
 # statistics the lidar models do not reproduce yet (validation/lidar_real.md, "Not yet"); strict:
 # a statistic that comes within the factor must lose its entry here
-_NOT_YET = {
-    "edge_floating_pct": "1.9 vs 5.1 %: footprint echoes are grouped at 0.75 m and the return mode picks one "
-                         "surface, so jumps over 1 m never give an intermediate range; 22 of the 34 real ones lie "
-                         "on thin structures the next ring sees too (scene clutter the simulated street of 53 edges "
-                         "lacks), 12 (1.8 %) are isolated against 0 simulated",
-}
+# (empty since 2026-11-27: floating edge returns came within the factor, 4.2 vs 5.1 %, once the
+# simulated street got the sweep's street trees)
+_NOT_YET: dict = {}
 
 
 @pytest.mark.validation
