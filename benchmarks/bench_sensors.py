@@ -33,6 +33,7 @@ from hifi.model import RunContext  # noqa: E402
 from hifi.motion import Pose  # noqa: E402
 from hifi.params import check_params  # noqa: E402
 from hifi.registry import load_model  # noqa: E402
+from hifi.estimate import steady_heap  # noqa: E402
 from hifi.threads import single_threaded_blas  # noqa: E402
 
 #: BlenSor paper, Table 1: seconds per scan on the 237,000-vertex scene.
@@ -128,6 +129,8 @@ def main(argv=None) -> int:
     rows = []
     blas = single_threaded_blas()                 # as hifi.Simulation.run steps its models
     blas.__enter__()
+    heap = steady_heap()                          # likewise
+    heap.__enter__()
     for label, (model_name, params) in SENSORS.items():
         if args.sensors and label not in args.sensors:
             continue
@@ -146,6 +149,7 @@ def main(argv=None) -> int:
         rows.append({"sensor": label, "rays": len(o), "rays_cast": all_rays, "raw_embreex_2t_s": r, "hifi_cast_s": c,
                      "hifi_model_step_s": m, "cast_ratio": c / r, "model_ratio": m / r,
                      "blensor_s": BLENSOR_S[model_name]})
+    heap.__exit__(None, None, None)
     blas.__exit__(None, None, None)
     pool.shutdown()
     caster.close()

@@ -25,6 +25,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from . import kernels
 from .constants import (
     MAX_MIRROR_BOUNCES,
     MIRROR_FOLLOW_THRESHOLD,
@@ -56,10 +57,6 @@ _CULL_MARGIN_REL = 1e-6
 #: its triangle, where another triangle may give the same float32 distance (a tie). float32
 #: rounds barycentrics at ~1e-7; 2**-16 (1.5e-5) keeps every exact tie with margin.
 _EDGE_BARY = 2.0**-16
-
-#: Whether the passes around Embree run in the compiled kernels of :mod:`hifi._cast_kernel`
-#: (the numpy passes are their reference: the tests switch this off to compare).
-_KERNELS = True
 
 #: ``face_lookup`` and ``geom_start`` of a group without a lookup, for the kernel.
 _NO_LOOKUP = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64))
@@ -601,7 +598,7 @@ class EmbreeBackend:
         np.subtract(np.ascontiguousarray(origins).reshape(-1), rows[:3 * n], out=o32.reshape(-1),
                     casting="same_kind")
         r = g.embree.run(o32, directions.astype(np.float32), dists=tfar32, output=1)
-        if _KERNELS:
+        if kernels.enabled():
             from ._cast_kernel import static_hits          # numba: loaded by the first cast
             out = NearestHits(np.empty(n), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
                               np.empty((n, 3)), np.empty(n, dtype=bool))
@@ -934,7 +931,8 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     o = origins[a:b]
     d = direction[a:b]
     d_in = directions_in[a:b]
-    if _KERNELS:
+    use_kernels = kernels.enabled()
+    if use_kernels:
         from ._cast_kernel import finish_hits, unit_rows          # numba: loaded by the first cast
         unit_rows(np.ascontiguousarray(d_in), d)
     else:
@@ -943,7 +941,7 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
                                             _slice(max_range, a, b))
     dist, pt, nrm = distance[a:b], point[a:b], normal[a:b]
     obj, face = object_id[a:b], face_index[a:b]
-    if _KERNELS:
+    if use_kernels:
         if finish_hits(np.ascontiguousarray(o), d, seg, obj_g, face_g, np.ascontiguousarray(nrm_g), dist, pt, nrm,
                        obj, face) == 0 or mirror_object is None:
             return None

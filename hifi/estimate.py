@@ -15,8 +15,8 @@ Memory model (peak resident set size of the process)::
 
 - ``BASE_PROCESS_BYTES``: the interpreter with numpy, scipy, xarray, netCDF4, trimesh and
   embreex imported, running a one-body scene with a pose sensor (measured, see below).
-- kernels: ``KERNEL_RSS_BYTES`` once if any model casts rays (the caster's and the lidars'
-  compiled kernels load numba and llvmlite at the first cast).
+- kernels: ``KERNEL_RSS_BYTES`` once if the run loads numba and llvmlite: it casts enough rays
+  for the compiled kernels (:mod:`hifi.kernels`), or runs the divergent-beam receiver.
 - scene: ``SCENE_BYTES_PER_FACE`` per triangle of a static object, ``MOVING_SCENE_BYTES_PER_FACE``
   per triangle of a moving one (mesh arrays, the float32 copies handed to Embree and its BVH;
   a moving object has its own BVH in its body frame).
@@ -47,6 +47,7 @@ shrinks to 30-70 %, masks and ids to a few %). Coordinates and attributes are no
 from __future__ import annotations
 
 import functools
+from contextlib import contextmanager
 import math
 import os
 from dataclasses import dataclass
@@ -158,6 +159,7 @@ class ModelEstimate:
     setup_bytes: int
     working_bytes: int
     writes_dataset: bool = True
+    beam_kernel: bool = False          #: runs the compiled divergent-beam receiver (numba)
 
     @property
     def frame_bytes(self) -> int:
@@ -225,9 +227,18 @@ class RunEstimate:
         return peak + (self.output_bytes if self.in_memory else 0)
 
     @property
+    def rays(self) -> int:
+        """Rays the whole run casts [1]."""
+        return sum(m.frames * m.rays_per_frame for m in self.models)
+
+    @property
     def kernel_bytes(self) -> int:
-        """:data:`KERNEL_RSS_BYTES` if any model casts rays, else 0 [B]."""
-        return KERNEL_RSS_BYTES if any(m.rays_per_frame > 0 for m in self.models) else 0
+        """:data:`KERNEL_RSS_BYTES` if the run loads numba, else 0 [B]: it casts at least
+        :data:`hifi.kernels.MIN_RAYS` rays, or a model runs the divergent-beam receiver
+        (``n_subrays`` > 1, ``average`` edge returns, ``sick_lms291``)."""
+        from .kernels import MIN_RAYS
+        beam = any(m.beam_kernel for m in self.models)
+        return KERNEL_RSS_BYTES if self.rays >= MIN_RAYS or beam else 0
 
     def largest(self) -> ModelEstimate | None:
         """The model with the largest share of the peak."""
@@ -345,17 +356,72 @@ def trim_heap() -> bool:
     loaded and after the caster's tie tables are built.
     """
     import ctypes
-    import ctypes.util
-    name = ctypes.util.find_library("c")
-    if name is None:
+    lib = _libc()
+    if lib is None:                            # not glibc (musl, macOS): nothing to do
         return False
-    try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):          # not glibc (musl, macOS): nothing to do
-        return False
+    trim = lib.malloc_trim
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
     return bool(trim(0))
+
+
+#: glibc ``mallopt`` parameters (malloc.h): M_TRIM_THRESHOLD and M_MMAP_THRESHOLD.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: Thresholds while models step (:func:`steady_heap`) [B]: arrays up to 64 MiB from the heap,
+#: which keeps up to 512 MiB of free memory at its top.
+STEADY_MMAP_THRESHOLD_BYTES = 64 * 2**20
+STEADY_TRIM_THRESHOLD_BYTES = 512 * 2**20
+#: Set afterwards: where glibc's dynamic thresholds settle once a block of 32 MiB or more has
+#: been freed (the mmap threshold's ceiling on 64-bit systems, the trim threshold twice it),
+#: which any run reaches; ``mallopt`` cannot give the dynamic adjustment back.
+_AFTER_MMAP_THRESHOLD_BYTES = 32 * 2**20
+_AFTER_TRIM_THRESHOLD_BYTES = 64 * 2**20
+
+
+def _libc():
+    import ctypes
+    import ctypes.util
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        lib = ctypes.CDLL(name)
+        lib.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        lib.mallopt.restype = ctypes.c_int
+        lib.malloc_trim  # noqa: B018 (glibc only: AttributeError elsewhere)
+    except (OSError, AttributeError):          # not glibc (musl, macOS)
+        return None
+    return lib
+
+
+@contextmanager
+def steady_heap():
+    """Context manager: the C heap keeps the pages of the frames' arrays between frames.
+
+    A model step allocates and frees arrays of a few MB (an HDL-64E frame: about forty of
+    1-3 MB). Under glibc's defaults such a block comes from a fresh ``mmap`` and is unmapped
+    when freed, or, after the dynamic threshold has risen, from the heap, whose top is given
+    back to the system (trimmed) as soon as 128 kB are free there; either way the next frame
+    faults its working set in again, page by page. Measured on the HDL-64E pencil-beam step
+    (``benchmarks/bench_sensors.py``): 73-80 ms in that regime, 44-46 ms with the heap kept,
+    on a 2-core VM where a page fault costs about a microsecond. Inside, ``mallopt`` sets the
+    mmap threshold to :data:`STEADY_MMAP_THRESHOLD_BYTES` and the trim threshold to
+    :data:`STEADY_TRIM_THRESHOLD_BYTES`; after, the values glibc's dynamic thresholds reach
+    in any run (32 and 64 MiB) and ``malloc_trim(0)`` (the pages go back). The peak resident memory is unchanged (the pages were in use at the
+    peak either way). Used around :meth:`hifi.Simulation.run`'s event loop and by the
+    benchmarks; does nothing where the C library is not glibc.
+    """
+    lib = _libc()
+    if lib is not None:
+        lib.mallopt(_M_MMAP_THRESHOLD, STEADY_MMAP_THRESHOLD_BYTES)
+        lib.mallopt(_M_TRIM_THRESHOLD, STEADY_TRIM_THRESHOLD_BYTES)
+    try:
+        yield
+    finally:
+        if lib is not None:
+            lib.mallopt(_M_MMAP_THRESHOLD, _AFTER_MMAP_THRESHOLD_BYTES)
+            lib.mallopt(_M_TRIM_THRESHOLD, _AFTER_TRIM_THRESHOLD_BYTES)
+            lib.malloc_trim(0)
 
 
 def peak_rss_bytes() -> int:

@@ -217,7 +217,13 @@ class Model:
             var_bytes = {name: int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
                          for name, (shape, dtype) in layout.items()}
         return ModelEstimate(self.name, self.model_name, self.frame_count(duration_s), rays, var_bytes,
-                             int(self.setup_bytes()), int(self.working_bytes()), self.writes_dataset)
+                             int(self.setup_bytes()), int(self.working_bytes()), self.writes_dataset,
+                             bool(self.uses_beam_kernel()))
+
+    def uses_beam_kernel(self) -> bool:
+        """Whether a frame runs the compiled divergent-beam receiver (:mod:`sensors._beam_kernel`,
+        numba): its memory counts in the estimate (:data:`hifi.estimate.KERNEL_RSS_BYTES`)."""
+        return False
 
 
 class Sensor(Model):

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from . import meshes, scenario as _scenario
+from . import kernels, meshes, scenario as _scenario
 from .bus import MessageBus, PoseMessage
 from .caster import RayCaster
 from .checks import warn_scene
 from .errors import OutputError, ScenarioError
-from .estimate import check_memory
+from .estimate import check_memory, steady_heap
 from .interrupt import note_time
 from .model import Model, RunContext, Var
 from .motion import Pose, Track, oriented_boxes
@@ -303,7 +303,8 @@ class Simulation:
         duration = sc.duration_s if duration_s is None else float(duration_s)
         if duration <= 0:
             raise ScenarioError("expected a duration > 0 s", key="--duration", value=duration)
-        check_memory(self, self.estimate(duration, in_memory=out is None and write))   # before any allocation
+        est = self.estimate(duration, in_memory=out is None and write)
+        check_memory(self, est)                                        # before any allocation
         out_dir = None if out is None else Path(out)
         if out_dir is not None:
             check_output_dir(out, overwrite)
@@ -323,7 +324,7 @@ class Simulation:
             else:
                 shown = None
             written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition,
-                                     shown)
+                                     shown, est.rays)
             if not write:
                 return {}
             with _writing(where, tmp_root):
@@ -363,7 +364,7 @@ class Simulation:
         return object_coords(self.scene.object_names, [self.scene.class_names[c] for c in classes])
 
     def _run_into(self, directory: Path | None, seed, duration, progress, caster, keep, write,
-                  partition=None, shown=None):
+                  partition=None, shown=None, n_rays=0):
         sc = self.scenario
         bus = MessageBus()
         caster = caster or RayCaster(self.scene)
@@ -412,7 +413,9 @@ class Simulation:
                     partition.event(t)
 
             tm = TimeManager(models, duration, bus)
-            with single_threaded_blas():         # no BLAS threads spinning against the caster's
+            # no BLAS threads spinning against the caster's; the frames' pages kept between frames;
+            # the compiled kernels where they pay for their start-up (hifi.kernels)
+            with single_threaded_blas(), steady_heap(), kernels.for_run(n_rays):
                 tm.run(on_frame=on_frame, keep=keep, on_progress=on_progress)
             # Writing phase: frames still buffered now, and (partitioned) the other ranks' frames.
             pending = {i: w.pending_frames for i, w in writers.items()}

@@ -121,6 +121,9 @@ class SickLMS291(Sensor):
             out["waveform"] = ((n, self._n_bins()), np.dtype(np.float64))
         return out
 
+    def uses_beam_kernel(self) -> bool:
+        return True
+
     def setup_bytes(self):
         # sub-ray offsets and directions (n, 3), float64
         return 48 * self.rays_per_frame()

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from hifi import kernels
 from hifi.caster import Hits
 from hifi.constants import SPEED_OF_LIGHT_M_S
 from hifi.dataset import (ATMOSPHERE_ID, annotation_var, axis_coords, range_frame, range_layout, sensor_pose_vars,
@@ -411,9 +412,12 @@ def _footprint_params(params, *, divergence_rad, divergence_v_rad=None, aperture
 def depth_edge_pulses(points, normals, hit, shape, ring_order=None, depth_m=EDGE_DEPTH_M):
     """Pulses whose footprint may straddle a depth edge: a neighbour off their surface.
 
-    The compiled kernel :func:`sensors._lidar_kernel.edge_flags`; the same flags as
-    :func:`depth_edge_pulses_reference` (parameters and results there).
+    The compiled kernel :func:`sensors._lidar_kernel.edge_flags` (with the kernels off,
+    :func:`hifi.kernels.enabled`, :func:`depth_edge_pulses_reference`); the same flags either
+    way (parameters and results there).
     """
+    if not kernels.enabled():
+        return depth_edge_pulses_reference(points, normals, hit, shape, ring_order, depth_m)
     from ._lidar_kernel import edge_flags
 
     n_s, n_b = shape
@@ -580,6 +584,12 @@ class _PulsedLidar(Sensor):
         """Per-laser range bias [m], drawn once per run (stream keyed by sensor, not frame)."""
         rng = stream(self.ctx.seed, self.name, -1, "laser_bias")
         return self.params["bias_sigma_m"] * rng.standard_normal(n_lasers)
+
+    def uses_beam_kernel(self) -> bool:
+        """``n_subrays`` > 1, or ``average`` mode with edge footprints: the waveform receiver
+        (:func:`sensors.beam.beam_echoes`) runs."""
+        p = self.params
+        return p.get("n_subrays", 1) > 1 or (p.get("return_mode") == "average" and p.get("edge_subrays", 0) > 1)
 
     def _beam_mode(self):
         """:func:`sensors.beam.process_returns` mode of ``return_mode`` (dual: Velodyne's)."""
@@ -781,10 +791,11 @@ class _PulsedLidar(Sensor):
         return self._frame(t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch)
 
     def _kernel_applies(self, echo, particles) -> bool:
-        """Whether :meth:`_kernel_chain` computes this slot: a pencil hit (no divergent-beam
-        echo), no fog echo and no particles in the beams, the SNR detection model."""
-        return (echo is None and self._fog is None and (particles is None or not particles.pulse.size)
-                and self.params["detection_model"] == "snr")
+        """Whether :meth:`_kernel_chain` computes this slot: the compiled kernels on
+        (:func:`hifi.kernels.enabled`), a pencil hit (no divergent-beam echo), no fog echo and no
+        particles in the beams, the SNR detection model."""
+        return (kernels.enabled() and echo is None and self._fog is None
+                and (particles is None or not particles.pulse.size) and self.params["detection_model"] == "snr")
 
     def _kernel_chain(self, k, hits, origins, dirs, bias, n_lasers):
         """:func:`lidar_signal_chain` of pencil hits in clear air (or weather without fog or

@@ -10,6 +10,7 @@ import pytest
 
 import hifi
 import sensors.lidar as lidar
+from hifi import kernels
 from tests._scenes import street_scenario
 
 #: A street frame with a mirror (ghost points: emitted ray and arriving ray differ) for each
@@ -38,17 +39,37 @@ def _run(model, params, weather):
 @pytest.mark.parametrize("case", list(CASES))
 def test_kernel_chain_has_the_numpy_chains_bytes(case, monkeypatch):
     model, params, weather = CASES[case]
-    fast = _run(model, params, weather)
     calls = []
     real = lidar._PulsedLidar._kernel_applies
     monkeypatch.setattr(lidar._PulsedLidar, "_kernel_applies",
-                        lambda self, echo, particles: calls.append(real(self, echo, particles)) and False)
-    ref = _run(model, params, weather)
+                        lambda self, echo, particles: calls.append(real(self, echo, particles)) or calls[-1])
+    with kernels.use(True):
+        fast = _run(model, params, weather)
     assert calls and all(calls), "the kernel should serve every slot of this case"
+    with kernels.use(False):                      # the caster's and the edge flags' numpy passes too
+        ref = _run(model, params, weather)
+    assert not any(calls[len(calls) // 2:])
     assert set(fast.data_vars) == set(ref.data_vars)
     for name in ref.data_vars:
         assert fast[name].values.tobytes() == ref[name].values.tobytes(), name
     assert fast.detected.values.sum() > 200          # ibeo_lux: 429 of 1364
+
+
+def test_runs_choose_the_kernels_by_their_rays(monkeypatch):
+    """hifi.kernels.for_run: a run of fewer than MIN_RAYS rays stays on numpy (no numba start-up),
+    a longer one uses the kernels; use() decides for the runs inside it."""
+    seen = []
+    real = lidar._PulsedLidar._kernel_chain
+    monkeypatch.setattr(lidar._PulsedLidar, "_kernel_chain", lambda self, *a: seen.append(1) or real(self, *a))
+    _run("vlp16", {}, None)                               # 0.1 s: 1808 x 16 rays
+    assert not seen
+    monkeypatch.setattr(kernels, "MIN_RAYS", 1000)
+    _run("vlp16", {}, None)
+    assert seen
+    seen.clear()
+    with kernels.use(False):
+        _run("vlp16", {}, None)
+    assert not seen
 
 
 def test_kernel_is_not_used_where_the_numpy_chain_must_run(monkeypatch):
@@ -56,10 +77,11 @@ def test_kernel_is_not_used_where_the_numpy_chain_must_run(monkeypatch):
     used = []
     real = lidar._PulsedLidar._kernel_chain
     monkeypatch.setattr(lidar._PulsedLidar, "_kernel_chain", lambda self, *a: used.append(1) or real(self, *a))
-    for model, params, weather in [("vlp16", {"detection_model": "blensor"}, None),
-                                   ("vlp16", {"n_subrays": 3}, None),
-                                   ("vlp16", {}, {"fog_visibility_m": 50.0})]:
-        _run(model, params, weather)
+    with kernels.use(True):
+        for model, params, weather in [("vlp16", {"detection_model": "blensor"}, None),
+                                       ("vlp16", {"n_subrays": 3}, None),
+                                       ("vlp16", {}, {"fog_visibility_m": 50.0})]:
+            _run(model, params, weather)
     assert not used
 
 

@@ -294,14 +294,14 @@ def test_swept_ball_culling_changes_nothing(monkeypatch):
 
 
 @pytest.mark.parametrize("subset", [False, True])
-def test_compiled_cast_passes_have_the_numpy_bytes(subset, monkeypatch):
+def test_compiled_cast_passes_have_the_numpy_bytes(subset):
     """hifi/_cast_kernel.py against the numpy passes it replaces (regression: same bytes).
 
     A static ground, house and 45-degree mirror, a moving car, rays in every direction at
     spread times (misses, edges, ties, bounces); ``subset``: every other face of each object,
     so the static group goes through the face lookup as a facet rank's does.
     """
-    import hifi.caster as caster_mod
+    from hifi import kernels
 
     scene = Scene()
     scene.add_material(Material("glass", 0.1, mirror=1.0))
@@ -319,8 +319,8 @@ def test_compiled_cast_passes_have_the_numpy_bytes(subset, monkeypatch):
     times = np.sort(rng.uniform(0, 0.1, n))
     kw = {"face_subset": (lambda i, m: np.arange(0, m, 2))} if subset else {}
     fast = RayCaster(scene, n_threads=2, **kw).cast(origins, dirs, times, 100.0)
-    monkeypatch.setattr(caster_mod, "_KERNELS", False)
-    ref = RayCaster(scene, n_threads=2, **kw).cast(origins, dirs, times, 100.0)
+    with kernels.use(False):
+        ref = RayCaster(scene, n_threads=2, **kw).cast(origins, dirs, times, 100.0)
     assert (fast.bounces > 0).sum() > 50 and (fast.object_id == 3).sum() > 50 and np.isnan(fast.distance).sum() > 50
     for field in fast.__dataclass_fields__:
         assert getattr(fast, field).tobytes() == getattr(ref, field).tobytes(), field
