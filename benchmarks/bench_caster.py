@@ -224,6 +224,12 @@ def _check(name, hits, raw, *, strict=True) -> dict:
 
 
 def main(argv=None) -> int:
+    from hifi.estimate import steady_heap
+    with steady_heap():                  # as hifi.Simulation.run casts (the frames' pages kept)
+        return _main(argv)
+
+
+def _main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=9, help="timed repetitions per case (default 9)")
     ap.add_argument("--json", type=Path, default=None, help="also write the results to this file")
