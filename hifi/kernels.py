@@ -7,13 +7,16 @@ question of speed only. The kernels save about 0.3 us per ray (an HDL-64E frame 
 pulses: 86 -> 45 ms) but cost a process about 1.4 s once: importing numba (0.5 s), setting up
 its compiler (0.6 s) and loading the cached machine code (0.3 s). :meth:`hifi.Simulation.run`
 therefore turns them on only for runs that cast at least :data:`MIN_RAYS` rays in all (from
-its estimate); anything else (the API, the benchmarks, the tests) has them on by default.
+its estimate); anything else (the API, the benchmarks, the tests) has them on by default. The
+environment variable ``HIFI_KERNELS`` (``on``, ``off``, ``auto``: the default) overrides the
+runs' choice, for every rank of an MPI job alike.
 The divergent-beam receiver (:mod:`sensors._beam_kernel`) has no numpy twin of its speed
 and always runs compiled.
 """
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 
 #: Rays a run casts in all from which the kernels pay for their start-up: 1.4 s / 0.3 us per
@@ -42,13 +45,36 @@ def use(flag: bool):
         _enabled, _forced = before
 
 
+#: Values of ``HIFI_KERNELS``.
+ENV_CHOICES = {"on": True, "off": False, "auto": None}
+
+
+def env_choice():
+    """``HIFI_KERNELS``: True (``on``), False (``off``) or None (``auto`` or unset).
+
+    Raises
+    ------
+    hifi.errors.ScenarioError
+        For any other value (a run checks it before it writes anything).
+    """
+    raw = os.environ.get("HIFI_KERNELS", "auto")
+    key = raw.strip().lower()
+    if key not in ENV_CHOICES:
+        from .errors import ScenarioError
+        raise ScenarioError("unknown value of the environment variable; allowed: " + ", ".join(ENV_CHOICES),
+                            key="HIFI_KERNELS", value=raw)
+    return ENV_CHOICES[key]
+
+
 @contextmanager
 def for_run(n_rays: int):
     """Context manager around a run's event loop: the kernels on if the run casts at least
-    :data:`MIN_RAYS` rays in all (``n_rays``), unless :func:`use` decided around it."""
+    :data:`MIN_RAYS` rays in all (``n_rays``), unless :func:`use` decided around it or
+    ``HIFI_KERNELS`` says otherwise (:func:`env_choice`)."""
     global _enabled
     before = _enabled
-    _enabled = (n_rays >= MIN_RAYS) if _forced is None else _forced
+    choice = _forced if _forced is not None else env_choice()
+    _enabled = (n_rays >= MIN_RAYS) if choice is None else choice
     try:
         yield
     finally:

@@ -305,6 +305,7 @@ class Simulation:
             raise ScenarioError("expected a duration > 0 s", key="--duration", value=duration)
         est = self.estimate(duration, in_memory=out is None and write)
         check_memory(self, est)                                        # before any allocation
+        kernels.env_choice()                                           # HIFI_KERNELS, before any file
         out_dir = None if out is None else Path(out)
         if out_dir is not None:
             check_output_dir(out, overwrite)

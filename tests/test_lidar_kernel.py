@@ -104,3 +104,28 @@ def test_edge_flags_kernel_has_the_numpy_flags():
         a2, c2 = lidar.depth_edge_pulses_reference(pts, nrm, hit, shape, order, depth)
         assert np.array_equal(a1, a2) and np.array_equal(c1, c2)
         assert 0 < a1.sum() < a1.size and 0 < (c1 > 0).sum() < c1.size
+
+
+def test_hifi_kernels_environment_variable(monkeypatch, tmp_path, capsys):
+    """HIFI_KERNELS=on forces the kernels on a small run; a wrong value is a scenario error
+    naming the variable and the allowed values, exit status 2 from the CLI, and no output."""
+    seen = []
+    real = lidar._PulsedLidar._kernel_chain
+    monkeypatch.setattr(lidar._PulsedLidar, "_kernel_chain", lambda self, *a: seen.append(1) or real(self, *a))
+    monkeypatch.setenv("HIFI_KERNELS", "on")
+    _run("vlp16", {}, None)
+    assert seen
+    monkeypatch.setenv("HIFI_KERNELS", "fast")
+    with pytest.raises(hifi.ScenarioError, match=r"HIFI_KERNELS.*'fast'.*allowed: on, off, auto"):
+        _run("vlp16", {}, None)
+    from hifi.cli import main
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('[simulation]\nduration_s = 0.1\n\n[[objects]]\nname = "w"\nmesh = "plane"\n'
+                        'size_m = [10, 10]\nposition_m = [0, 0, -2]\n\n[[sensors]]\nname = "l"\nmodel = "vlp16"\n')
+    monkeypatch.delenv("HIFI_KERNELS")
+    assert main(["run", str(scenario), "--out", str(tmp_path / "ok"), "--no-progress"]) == 0
+    monkeypatch.setenv("HIFI_KERNELS", "fast")
+    capsys.readouterr()
+    assert main(["run", str(scenario), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert "HIFI_KERNELS" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
