@@ -34,7 +34,7 @@ _SQRT1_2 = 0.7071067811865476
 
 
 @numba.njit(cache=True, nogil=True)
-def pencil_chain(a, b, dist, direction, normal, oid, refl, mirror, rough, bias, gain, z, u, zi,
+def pencil_chain(a, b, dist, direction, normal, oid, refl, mirror, rough, app_in, bias, gain, z, u, zi,
                  origins, emitted, range_offset, c,
                  power, snr, apparent, det, d_out, pts, inten):  # pragma: no cover (compiled)
     """Signal chain of pulses ``a:b`` (see the module docstring for the reference functions).
@@ -51,6 +51,9 @@ def pencil_chain(a, b, dist, direction, normal, oid, refl, mirror, rough, bias, 
         Object hit, -1 on a miss (indexes the last entry of the tables).
     refl, mirror, rough : (n_objects + 1,) float64
         Object tables: reflectivity, specular fraction, Oren-Nayar roughness [rad].
+    app_in : (n,) or (0,) float64
+        The apparent reflectivity of each echo of a divergent beam (its energy times R^2; NaN
+        where none); length 0: computed here from the pencil hit.
     bias : (n,) float64
         Per-laser range bias of each pulse [m].
     gain : (n_lasers,) float64
@@ -81,13 +84,16 @@ def pencil_chain(a, b, dist, direction, normal, oid, refl, mirror, rough, bias, 
     full_scale, max_code, expo = c[13], c[14], c[15]
     n_gain = gain.shape[0]
     per_ray_offset = range_offset.shape[0] > 1
+    echo_in = app_in.shape[0] > 0
     for i in range(a, b):
         o = oid[i]
         j = o if o >= 0 else refl.shape[0] - 1
         r = dist[i]
         hit = math.isfinite(r)
         nan = np.nan
-        if hit:
+        if hit and echo_in:
+            app = app_in[i]
+        elif hit:
             # Hits.cos_incidence: -(einsum of direction and normal), NaN on a miss; clipped to
             # 1 (below 0 the backscatter is 0 either way).
             cos = nan
@@ -102,6 +108,7 @@ def pencil_chain(a, b, dist, direction, normal, oid, refl, mirror, rough, bias, 
             f = fa * cos + fb * (1.0 - cos * cos) if cos > 0.0 else 0.0
             q = 1.0 / r
             app = (1.0 - mirror[j]) * refl[j] * f * (q * q) * (r * r)
+        if hit:
             # lidar_received_power with cos(i) = 1 and the overlap factor
             ov = 1.0
             if full > 0.0:
@@ -218,3 +225,27 @@ def _pair(points, normals, hit, s, j, s2, j2, depth, out):  # pragma: no cover (
         out[s, j] |= np.uint8(2)
     if step or (h_lo and not h_hi):
         out[s2, j2] |= np.uint8(1)
+
+
+@numba.njit(cache=True, nogil=True)
+def subray_energy(a, b, dist, direction, normal, oid, refl, mirror, rough, weight,
+                  energy):  # pragma: no cover (compiled)
+    """Energy of each sub-ray's return (``weight x`` :func:`sensors.radiometry.lambertian_return`
+    at 1 m, 0 where nothing is hit), sub-rays ``a:b``; ``weight`` (n_sub,) repeats pulse by
+    pulse. The numpy expression it replaces is in ``sensors.lidar._PulsedLidar._cast_beams``."""
+    n_w = weight.shape[0]
+    for i in range(a, b):
+        o = oid[i]
+        if o < 0:
+            energy[i] = 0.0
+            continue
+        r = dist[i]
+        cos = -(direction[i, 0] * normal[i, 0] + direction[i, 1] * normal[i, 1] + direction[i, 2] * normal[i, 2])
+        if cos > 1.0:
+            cos = 1.0
+        s2 = rough[o] * rough[o]
+        fa = 1.0 - 0.5 * s2 / (s2 + 0.33)
+        fb = 0.45 * s2 / (s2 + 0.09)
+        f = fa * cos + fb * (1.0 - cos * cos) if cos > 0.0 else 0.0
+        q = 1.0 / r
+        energy[i] = weight[i % n_w] * ((1.0 - mirror[o]) * refl[o] * f * (q * q))

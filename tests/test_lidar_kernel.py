@@ -23,6 +23,8 @@ CASES = {
     "vlp16 fixed sigma": ("vlp16", {"noise_sigma_m": 0.02}, None),
     "ibeo_lux": ("ibeo_lux", {}, None),
     "ouster os1_128": ("ouster", {"preset": "os1_128"}, None),
+    "vlp16 divergent beam, 3 sub-rays": ("vlp16", {"n_subrays": 3}, None),
+    "hdl64e_s2 divergent beam, 4 sub-rays, dual": ("hdl64e_s2", {"n_subrays": 4, "return_mode": "dual"}, None),
 }
 
 
@@ -73,14 +75,14 @@ def test_runs_choose_the_kernels_by_their_rays(monkeypatch):
 
 
 def test_kernel_is_not_used_where_the_numpy_chain_must_run(monkeypatch):
-    """Fog, particles, divergent-beam echoes and the BlenSor model stay on the numpy chain."""
+    """Fog, particles and the BlenSor model stay on the numpy chain."""
     used = []
     real = lidar._PulsedLidar._kernel_chain
     monkeypatch.setattr(lidar._PulsedLidar, "_kernel_chain", lambda self, *a: used.append(1) or real(self, *a))
     with kernels.use(True):
         for model, params, weather in [("vlp16", {"detection_model": "blensor"}, None),
-                                       ("vlp16", {"n_subrays": 3}, None),
-                                       ("vlp16", {}, {"fog_visibility_m": 50.0})]:
+                                       ("vlp16", {}, {"fog_visibility_m": 50.0}),
+                                       ("vlp16", {"n_subrays": 3}, {"snowfall_rate_mm_h": 2.0})]:
             _run(model, params, weather)
     assert not used
 
