@@ -288,9 +288,17 @@ def echo_window(arrival_s, *, bin_width_s, pulse_width_s):
     """
     tau = np.asarray(arrival_s, dtype=float)
     half = (len(pulse_kernel(bin_width_s, pulse_width_s)) - 1) // 2
-    has = np.isfinite(tau)
-    t_min = np.min(np.where(has, tau, np.inf), axis=1, initial=np.inf)
-    t_max = np.max(np.where(has, tau, -np.inf), axis=1, initial=-np.inf)
+    if tau.shape[1] <= 16:
+        # column by column (NaN-ignoring fmin / fmax): numpy reduces a short inner axis slowly
+        t_min = np.full(tau.shape[0], np.inf)
+        t_max = np.full(tau.shape[0], -np.inf)
+        for j in range(tau.shape[1]):
+            np.fmin(t_min, tau[:, j], out=t_min)
+            np.fmax(t_max, tau[:, j], out=t_max)
+    else:
+        has = np.isfinite(tau)
+        t_min = np.min(np.where(has, tau, np.inf), axis=1, initial=np.inf)
+        t_max = np.max(np.where(has, tau, -np.inf), axis=1, initial=-np.inf)
     any_echo = np.isfinite(t_min)
     t_min = np.where(any_echo, t_min, 0.0)
     t_max = np.where(any_echo, t_max, 0.0)
@@ -679,7 +687,7 @@ class BeamEchoes(NamedTuple):
 
 
 def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_threshold, cutoff_m,
-                gate_bins=0, budget_bytes=WAVEFORM_BUDGET_BYTES):
+                gate_bins=0, budget_bytes=WAVEFORM_BUDGET_BYTES, threads=None):
     """From sub-ray path lengths and return energies to reported echoes, per pulse.
 
     Round-trip times ``2 R / c``, the echo window of each pulse (:func:`echo_window`), the
@@ -700,6 +708,10 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     budget_bytes : int
         Memory budget of the working arrays of one chunk of pulses [bytes]
         (:data:`WAVEFORM_BUDGET_BYTES`, :func:`window_chunks`).
+    threads : hifi.caster.ChunkPool, optional
+        Without ``gate_bins``: the row chunks (half the budget each) run two at a time on
+        these threads (the compiled kernels release the GIL); each writes its own rows, so the
+        result does not depend on it.
 
     Returns
     -------
@@ -735,8 +747,8 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
         # No waveform kept: the segments of the waveform sampled only where they can change
         # (echo_segments), then the report, in row chunks of half the budget each.
         size = max(1, (int(budget_bytes) // 2) // (_BYTES_PER_SUBRAY * max(n, 1)))
-        for lo in range(0, p, size):
-            rows = slice(lo, min(lo + size, p))
+
+        def chunk(rows):
             local = arrival[rows] - window.start_bin[rows, None] * bin_width_s
             seg = echo_segments(local, en[rows], window.n_bins[rows], bin_width_s=bin_width_s,
                                 pulse_width_s=pulse_width_s, budget_bytes=int(budget_bytes) // 2)
@@ -744,6 +756,15 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
                                     cutoff_m=cutoff_m)
             for whole, part in zip(out, report):
                 whole[rows] = part
+
+        chunks = [slice(lo, min(lo + size, p)) for lo in range(0, p, size)]
+        for i in range(0, len(chunks), 2):        # two at a time: the budget's two halves
+            pair = [lambda r=r: chunk(r) for r in chunks[i:i + 2]]
+            if threads is None:
+                for f in pair:
+                    f()
+            else:
+                threads.run(pair)
         return BeamEchoes(out, gate, window.start_bin)
     # Per pulse: its sub-ray arrays and, when kept, the chunk's float64 range-gate row.
     row_bytes = _BYTES_PER_SUBRAY * n + 8 * int(gate_bins)

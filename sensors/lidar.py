@@ -738,7 +738,8 @@ class _PulsedLidar(Sensor):
                 roughness_rad=self._rough[oid]), 0.0).reshape(count, n)
         rng_sub = hits.distance.reshape(count, n)
         echo = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
-                           mode=self._beam_mode(), detection_threshold=0.0, cutoff_m=p["cutoff_m"]).report
+                           mode=self._beam_mode(), detection_threshold=0.0, cutoff_m=p["cutoff_m"],
+                           threads=getattr(self.ctx.caster, "threads", None)).report
         rho_sub = (self._refl[oid] * (1.0 - self._mirror[oid])).reshape(count, n)
         axis = np.arange(count) * n
         axis_hits = _take_hits(hits, axis)
