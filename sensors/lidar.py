@@ -496,6 +496,18 @@ def _dot3(u, v):
 _PROBE_UV = {1: np.array([[0.0, -0.9]]), 2: np.array([[0.0, 0.9]])}
 
 
+def _row_sums(x):
+    """``np.sum(x, axis=1)``, the same bits: numpy sums fewer than 8 elements one after the other
+    (from -0.0), which column-by-column additions repeat faster than its reduction over a short
+    axis; 8 or more: numpy's pairwise sum itself."""
+    if x.shape[1] >= 8 or x.shape[1] == 0:
+        return np.sum(x, axis=1)
+    s = x[:, 0].copy()
+    for j in range(1, x.shape[1]):
+        s += x[:, j]
+    return s
+
+
 def _take_hits(hits, rows):
     return Hits(*(getattr(hits, f)[rows] for f in Hits.__dataclass_fields__))
 
@@ -741,13 +753,14 @@ class _PulsedLidar(Sensor):
                            mode=self._beam_mode(), detection_threshold=0.0, cutoff_m=p["cutoff_m"],
                            threads=getattr(self.ctx.caster, "threads", None)).report
         rho_sub = (self._refl[oid] * (1.0 - self._mirror[oid])).reshape(count, n)
-        axis = np.arange(count) * n
-        axis_hits = _take_hits(hits, axis)
+        axis = slice(None, None, n)             # sub-ray 0 of every pulse: strided copies, no index array
+        axis_hits = Hits(*(np.ascontiguousarray(getattr(hits, f)[axis]) for f in Hits.__dataclass_fields__))
+        w_rho = weight * np.nan_to_num(rho_sub)
         echoes = []
         for j in range(m):
-            rho_echo = np.sum(np.where(echo.members[:, j, :], weight * np.nan_to_num(rho_sub), 0.0), axis=1)
+            rho_echo = _row_sums(np.where(echo.members[:, j, :], w_rho, 0.0))
             echoes.append((echo.range_m[:, j], rho_echo, echo.energy[:, j]))
-        return [axis_hits] * m, origins[axis], dirs[axis], echoes
+        return [axis_hits] * m, np.ascontiguousarray(origins[axis]), np.ascontiguousarray(dirs[axis]), echoes
 
     def _measure_returns(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echoes):
         """:meth:`_measure` per return slot; two slots are stacked on a trailing ``return`` dim."""
