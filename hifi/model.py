@@ -255,7 +255,8 @@ class Sensor(Model):
         -------
         hits : hifi.caster.Hits
         origins_scene, directions_scene : (n, 3) float
-            The emitted rays in the scene frame.
+            The emitted rays in the scene frame (``origins_scene`` a read-only broadcast of one
+            point when every ray leaves the sensor origin at one pose).
         """
         d = np.asarray(directions_sensor, dtype=float).reshape(-1, 3)
         n = d.shape[0]
@@ -266,7 +267,9 @@ class Sensor(Model):
             rot = pose.rotation.as_matrix()
             dirs = d @ rot.T
             if origins_sensor is None:
-                origins = np.broadcast_to(pose.translation, (n, 3)).copy()
+                # one origin for every ray: a read-only broadcast, no (n, 3) copy (the caster's
+                # threads copy their chunks)
+                origins = np.broadcast_to(np.asarray(pose.translation, dtype=float), (n, 3))
             else:
                 origins = np.asarray(origins_sensor, float).reshape(-1, 3) @ rot.T
                 for j in range(3):       # in place, column by column: numpy's broadcast over an
