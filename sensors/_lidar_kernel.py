@@ -94,20 +94,9 @@ def pencil_chain(a, b, dist, direction, normal, oid, refl, mirror, rough, app_in
         if hit and echo_in:
             app = app_in[i]
         elif hit:
-            # Hits.cos_incidence: -(einsum of direction and normal), NaN on a miss; clipped to
-            # 1 (below 0 the backscatter is 0 either way).
-            cos = nan
-            if o >= 0:
-                cos = -(direction[i, 0] * normal[i, 0] + direction[i, 1] * normal[i, 1]
-                        + direction[i, 2] * normal[i, 2])
-                if cos > 1.0:
-                    cos = 1.0
-            s2 = rough[j] * rough[j]
-            fa = 1.0 - 0.5 * s2 / (s2 + 0.33)
-            fb = 0.45 * s2 / (s2 + 0.09)
-            f = fa * cos + fb * (1.0 - cos * cos) if cos > 0.0 else 0.0
-            q = 1.0 / r
-            app = (1.0 - mirror[j]) * refl[j] * f * (q * q) * (r * r)
+            # lambertian_return(...) * measured ** 2 (a pencil hit always has an object)
+            lam = _lambertian(direction, normal, i, j, r, refl, mirror, rough) if o >= 0 else 0.0
+            app = lam * (r * r)
         if hit:
             # lidar_received_power with cos(i) = 1 and the overlap factor
             ov = 1.0
@@ -171,6 +160,24 @@ def pencil_chain(a, b, dist, direction, normal, oid, refl, mirror, rough, app_in
             inten[i] = np.rint(code)
         else:
             inten[i] = nan
+
+
+@numba.njit(inline="always")
+def _lambertian(direction, normal, i, j, r, refl, mirror, rough):  # pragma: no cover (compiled)
+    """:func:`sensors.radiometry.lambertian_return` at 1 m of hit ``i`` on object ``j`` at range
+    ``r``: ``(1 - mirror) rho f(i) (1 / r)^2`` with the Oren-Nayar ``f`` of
+    :func:`sensors.radiometry.oren_nayar_backscatter` and the cosine of
+    :attr:`hifi.caster.Hits.cos_incidence` (summed left to right), clipped to 1 (below 0 the
+    backscatter is 0 either way)."""
+    cos = -(direction[i, 0] * normal[i, 0] + direction[i, 1] * normal[i, 1] + direction[i, 2] * normal[i, 2])
+    if cos > 1.0:
+        cos = 1.0
+    s2 = rough[j] * rough[j]
+    fa = 1.0 - 0.5 * s2 / (s2 + 0.33)
+    fb = 0.45 * s2 / (s2 + 0.09)
+    f = fa * cos + fb * (1.0 - cos * cos) if cos > 0.0 else 0.0
+    q = 1.0 / r
+    return (1.0 - mirror[j]) * refl[j] * f * (q * q)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -239,13 +246,4 @@ def subray_energy(a, b, dist, direction, normal, oid, refl, mirror, rough, weigh
         if o < 0:
             energy[i] = 0.0
             continue
-        r = dist[i]
-        cos = -(direction[i, 0] * normal[i, 0] + direction[i, 1] * normal[i, 1] + direction[i, 2] * normal[i, 2])
-        if cos > 1.0:
-            cos = 1.0
-        s2 = rough[o] * rough[o]
-        fa = 1.0 - 0.5 * s2 / (s2 + 0.33)
-        fb = 0.45 * s2 / (s2 + 0.09)
-        f = fa * cos + fb * (1.0 - cos * cos) if cos > 0.0 else 0.0
-        q = 1.0 / r
-        energy[i] = weight[i % n_w] * ((1.0 - mirror[o]) * refl[o] * f * (q * q))
+        energy[i] = weight[i % n_w] * _lambertian(direction, normal, i, o, dist[i], refl, mirror, rough)
