@@ -108,3 +108,22 @@ def finish_hits(o, d, seg, obj_g, face_g, nrm_g, dist, pt, nrm, obj, face):  # p
             nrm[i, k] = nrm_g[i, k] * sign
             pt[i, k] = o[i, k] + d[i, k] * t
     return hits
+
+
+@numba.njit(cache=True, nogil=True)
+def range_image(a, b, dist, point, oid, cos_axis, class_table,
+                distance32, depth32, x32, y32, z32, class_ids):  # pragma: no cover (compiled)
+    """The float32 images of a depth camera's pixels ``a:b`` from its hits, one pass
+    (:meth:`sensors.depthmap.DepthMap.step`'s numpy: ``astype(np.float32)`` of the distance,
+    of ``distance x cos_axis``, of the point's columns, and the class of each object, -1: the
+    table's last entry)."""
+    last = class_table.shape[0] - 1
+    for i in range(a, b):
+        d = dist[i]
+        distance32[i] = np.float32(d)
+        depth32[i] = np.float32(d * cos_axis[i])
+        x32[i] = np.float32(point[i, 0])
+        y32[i] = np.float32(point[i, 1])
+        z32[i] = np.float32(point[i, 2])
+        o = oid[i]
+        class_ids[i] = class_table[o if o >= 0 else last]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hifi import kernels
 from hifi.model import Sensor, Var
 from hifi.params import Param
 
@@ -104,6 +105,22 @@ class DepthMap(Sensor):
                                                    np.radians(p["fov_x_deg"]))
         self._class = ctx.scene.object_table("class_id")
 
+    def _image_kernel(self, hits):
+        """The images of :meth:`step` in the compiled kernel :func:`hifi._cast_kernel.range_image`
+        (the same bytes as its numpy), chunks of pixels on the caster's threads."""
+        from hifi._cast_kernel import range_image
+        shape = self._dirs.shape[:2]
+        n = hits.distance.shape[0]
+        out = [np.empty(n, dtype=np.float32) for _ in range(5)] + [np.empty(n, dtype=self._class.dtype)]
+        args = (hits.distance, hits.point, np.ascontiguousarray(hits.object_id, dtype=np.int32),
+                np.ascontiguousarray(self._cos, dtype=float).reshape(-1), self._class, *out)
+        threads = getattr(self.ctx.caster, "threads", None)
+        if threads is None:
+            range_image(0, n, *args)
+        else:
+            threads.map(lambda a, b: range_image(a, b, *args), n)
+        return tuple(a.reshape(shape) for a in out)
+
     def coords(self):
         p = self.params
         return {**image_coords(p["resolution_x"], p["resolution_y"]), **axis_coords()}
@@ -116,20 +133,25 @@ class DepthMap(Sensor):
     def step(self, k, t):
         shape = self._dirs.shape[:2]
         hits, _, _ = self.cast(self._dirs.reshape(-1, 3), t, self.params["max_range_m"])
-        dist = hits.distance.reshape(shape)
-        depth = dist * self._cos
         scene = self.ctx.scene
         dims = ("row", "col")
-        class_ids = self._class[hits.object_id].reshape(shape)
+        if kernels.enabled():
+            img = self._image_kernel(hits)
+        else:
+            dist = hits.distance.reshape(shape)
+            img = (dist.astype(np.float32), (dist * self._cos).astype(np.float32),
+                   *(hits.point[:, j].reshape(shape).astype(np.float32) for j in range(3)),
+                   self._class[hits.object_id].reshape(shape))
+        distance, depth, x, y, z, class_ids = img
         return {
             "timestamp": Var((), np.float64(t), RANGE_VARIABLES["timestamp"][0],
                              "time the image is taken (every pixel at once) since simulation start"),
             **sensor_pose_vars(self.pose_at(t)),
-            "distance": Var(dims, dist.astype(np.float32), "m", "radial distance from the camera centre to the hit"),
-            "depth": Var(dims, depth.astype(np.float32), "m", "distance along the optical axis (z-buffer depth)"),
-            "x": Var(dims, hits.point[:, 0].reshape(shape).astype(np.float32), "m", "hit point x, scene frame"),
-            "y": Var(dims, hits.point[:, 1].reshape(shape).astype(np.float32), "m", "hit point y, scene frame"),
-            "z": Var(dims, hits.point[:, 2].reshape(shape).astype(np.float32), "m", "hit point z, scene frame"),
+            "distance": Var(dims, distance, "m", "radial distance from the camera centre to the hit"),
+            "depth": Var(dims, depth, "m", "distance along the optical axis (z-buffer depth)"),
+            "x": Var(dims, x, "m", "hit point x, scene frame"),
+            "y": Var(dims, y, "m", "hit point y, scene frame"),
+            "z": Var(dims, z, "m", "hit point z, scene frame"),
             "object_id": Var(dims, hits.object_id.reshape(shape), "1", "index of the object hit, -1 for none"),
             "annotation": annotation_var(dims, class_ids, scene.class_names),
         }

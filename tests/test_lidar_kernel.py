@@ -129,3 +129,17 @@ def test_hifi_kernels_environment_variable(monkeypatch, tmp_path, capsys):
     assert main(["run", str(scenario), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     assert "HIFI_KERNELS" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_depth_image_kernel_has_the_numpy_bytes():
+    """hifi._cast_kernel.range_image against the depth camera's numpy (regression: same bytes)."""
+    d = street_scenario(duration_s=0.1)
+    d["sensors"] = [{"name": "cam", "model": "depthmap", "rate_hz": 10.0, "parent": "ego", "position_m": [0, 0, 2.5],
+                     "params": {"resolution_x": 160, "resolution_y": 120}}]
+    with kernels.use(True):
+        fast = hifi.Simulation.from_dict(d).run()["cam"]
+    with kernels.use(False):
+        ref = hifi.Simulation.from_dict(d).run()["cam"]
+    for name in ref.data_vars:
+        assert fast[name].values.tobytes() == ref[name].values.tobytes(), name
+    assert np.isnan(fast.distance.values).any() and (fast.annotation.values > 0).any()
