@@ -47,11 +47,13 @@ shrinks to 30-70 %, masks and ids to a few %). Coordinates and attributes are no
 from __future__ import annotations
 
 import functools
-from contextlib import contextmanager
 import math
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Mapping
+
+from . import kernels
 
 #: Peak RSS of a run of a pose sensor over a one-plane scene [B]: the interpreter and the
 #: imported libraries (numpy, scipy, xarray, netCDF4, trimesh, embreex), measured on Linux
@@ -236,9 +238,8 @@ class RunEstimate:
         """:data:`KERNEL_RSS_BYTES` if the run loads numba, else 0 [B]: it casts at least
         :data:`hifi.kernels.MIN_RAYS` rays, or a model runs the divergent-beam receiver
         (``n_subrays`` > 1, ``average`` edge returns, ``sick_lms291``)."""
-        from .kernels import MIN_RAYS
         beam = any(m.beam_kernel for m in self.models)
-        return KERNEL_RSS_BYTES if self.rays >= MIN_RAYS or beam else 0
+        return KERNEL_RSS_BYTES if self.rays >= kernels.MIN_RAYS or beam else 0
 
     def largest(self) -> ModelEstimate | None:
         """The model with the largest share of the peak."""

@@ -193,16 +193,17 @@ def tree(height_m=8.0, trunk_radius_m=0.15, crown_radius_m=2.5, crown_height_m=4
     centre = u * rng.random((n, 1)) ** (1.0 / 3.0) * [r, r, half] + [0.0, 0.0, z_c]
     normal = rng.standard_normal((n, 3))
     normal /= np.linalg.norm(normal, axis=1, keepdims=True)
-    # two unit vectors in each leaf's plane (Duff et al. 2017's branch-free basis), turned by a
-    # random angle: the triangle's corners at 120 deg steps, circumradius s / sqrt(3)
-    sign = np.where(normal[:, 2] >= 0.0, 1.0, -1.0)
-    a = -1.0 / (sign + normal[:, 2])
-    b = normal[:, 0] * normal[:, 1] * a
-    t1 = np.column_stack([1.0 + sign * normal[:, 0] ** 2 * a, sign * b, -sign * normal[:, 0]])
-    t2 = np.column_stack([b, sign + normal[:, 1] ** 2 * a, -normal[:, 1]])
-    phi = rng.uniform(0.0, 2.0 * np.pi, (n, 1)) + np.array([0.0, 2.0, 4.0]) * np.pi / 3.0   # (n, 3)
+    # a random direction in each leaf's plane (an isotropic vector minus its normal part:
+    # uniform in angle) and the one 90 deg from it; the corners at 0, 120 and 240 deg from it,
+    # circumradius s / sqrt(3)
+    t1 = rng.standard_normal((n, 3))
+    t1 -= np.sum(t1 * normal, axis=1, keepdims=True) * normal
+    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
+    t2 = np.cross(normal, t1)
+    phi = np.array([0.0, 2.0, 4.0]) * np.pi / 3.0
     rc = side / np.sqrt(3.0)
-    corners = centre[:, None, :] + rc * (np.cos(phi)[..., None] * t1[:, None, :] + np.sin(phi)[..., None] * t2[:, None, :])
+    corners = centre[:, None, :] + rc * (np.cos(phi)[None, :, None] * t1[:, None, :]
+                                         + np.sin(phi)[None, :, None] * t2[:, None, :])
     leaves = trimesh.Trimesh(corners.reshape(-1, 3), np.arange(3 * n).reshape(n, 3), process=False)
     trunk = trimesh.creation.cylinder(radius=float(trunk_radius_m), height=z_c, sections=16)
     trunk.apply_translation([0.0, 0.0, z_c / 2.0])

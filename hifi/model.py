@@ -249,6 +249,21 @@ class Sensor(Model):
         """Sensor pose (sensor -> scene frame) at time(s) ``t_s`` [s]."""
         return self.ctx.scene.pose_at(self.name, t_s)
 
+    @property
+    def threads(self):
+        """The caster's :class:`hifi.caster.ChunkPool` (None for a caster without one): the
+        threads the model's compiled kernels and other GIL-free passes run their chunks on."""
+        return getattr(self.ctx.caster, "threads", None)
+
+    def run_chunks(self, kernel, n: int, *args) -> None:
+        """``kernel(a, b, *args)`` over chunks ``a:b`` of ``range(n)`` on :attr:`threads` (a
+        compiled kernel that writes rows ``a:b`` of its outputs), or at once without them."""
+        threads = self.threads
+        if threads is None:
+            kernel(0, n, *args)
+        else:
+            threads.map(lambda a, b: kernel(a, b, *args), n)
+
     def cast(self, directions_sensor, times_s, max_range_m, origins_sensor=None):
         """Cast rays given in the sensor frame, each from where the sensor was at its time.
 
@@ -277,7 +292,7 @@ class Sensor(Model):
             # One pose for every ray: a 3 x 3 matrix product (the rotation keeps unit length).
             pose = self.pose_at(times if times.ndim == 0 else times.flat[0] if times.size else 0.0)
             rot = pose.rotation.as_matrix()
-            dirs = _rotate_rows(d, rot, getattr(self.ctx.caster, "threads", None))
+            dirs = _rotate_rows(d, rot, self.threads)
             if origins_sensor is None:
                 # one origin for every ray: a read-only broadcast, no (n, 3) copy (the caster's
                 # threads copy their chunks)

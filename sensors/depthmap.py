@@ -114,11 +114,7 @@ class DepthMap(Sensor):
         out = [np.empty(n, dtype=np.float32) for _ in range(5)] + [np.empty(n, dtype=self._class.dtype)]
         args = (hits.distance, hits.point, np.ascontiguousarray(hits.object_id, dtype=np.int32),
                 np.ascontiguousarray(self._cos, dtype=float).reshape(-1), self._class, *out)
-        threads = getattr(self.ctx.caster, "threads", None)
-        if threads is None:
-            range_image(0, n, *args)
-        else:
-            threads.map(lambda a, b: range_image(a, b, *args), n)
+        self.run_chunks(range_image, n, *args)
         return tuple(a.reshape(shape) for a in out)
 
     def coords(self):

@@ -738,11 +738,7 @@ class _PulsedLidar(Sensor):
             energy = np.empty(count * n)
             args = (hits.distance, hits.direction, hits.normal, oid, self._refl, self._mirror, self._rough,
                     np.ascontiguousarray(w, dtype=float), energy)
-            threads = getattr(self.ctx.caster, "threads", None)
-            if threads is None:
-                subray_energy(0, count * n, *args)
-            else:
-                threads.map(lambda a, b: subray_energy(a, b, *args), count * n)
+            self.run_chunks(subray_energy, count * n, *args)
             energy = energy.reshape(count, n)
         else:
             energy = np.where(hits.hit, weight.ravel() * lambertian_return(
@@ -751,7 +747,7 @@ class _PulsedLidar(Sensor):
         rng_sub = hits.distance.reshape(count, n)
         echo = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
                            mode=self._beam_mode(), detection_threshold=0.0, cutoff_m=p["cutoff_m"],
-                           threads=getattr(self.ctx.caster, "threads", None)).report
+                           threads=self.threads).report
         rho_sub = (self._refl[oid] * (1.0 - self._mirror[oid])).reshape(count, n)
         axis = slice(None, None, n)             # sub-ray 0 of every pulse: strided copies, no index array
         axis_hits = Hits(*(np.ascontiguousarray(getattr(hits, f)[axis]) for f in Hits.__dataclass_fields__))
@@ -857,7 +853,7 @@ class _PulsedLidar(Sensor):
         p = self.params
         seed, name = self.ctx.seed, self.name
         n = hits.distance.shape[0]
-        threads = getattr(self.ctx.caster, "threads", None)
+        threads = self.threads
         draws = [lambda: stream(seed, name, k, "noise").standard_normal(n),      # three streams at once
                  lambda: stream(seed, name, k, "detection").random((2, n)),
                  lambda: stream(seed, name, k, "intensity").standard_normal(n)]
@@ -889,10 +885,7 @@ class _PulsedLidar(Sensor):
                 np.ascontiguousarray(origins, dtype=float), np.ascontiguousarray(dirs, dtype=float),
                 np.atleast_1d(np.asarray(self.range_offset_m, dtype=float)).ravel(), c,
                 power, snr, apparent, det, d_out, pts, inten)
-        if threads is None:
-            pencil_chain(0, n, *args)
-        else:
-            threads.map(lambda a, b: pencil_chain(a, b, *args), n)
+        self.run_chunks(pencil_chain, n, *args)
         return SignalChain(power, snr, apparent, det, d_out, inten), pts
 
     def _frame(self, t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch):
