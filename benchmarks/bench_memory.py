@@ -166,7 +166,11 @@ def _child_hifi(mode: str, toml: str, facets: bool) -> dict:
         else:
             from hifi.caster import RayCaster
             caster = RayCaster(sim.scene).build()
-        hits = caster.cast(rays[0], rays[1], 0.0, MAX_RANGE_M)
+        # numpy passes, as a run of one frame (below hifi.kernels.MIN_RAYS) casts: the compiled
+        # kernels would load numba, about 100 MiB that does not grow with the triangles.
+        from hifi import kernels
+        with kernels.use(False):
+            hits = caster.cast(rays[0], rays[1], 0.0, MAX_RANGE_M)
         n_hits = int(np.count_nonzero(hits.hit))
         caster.close()
     else:
@@ -174,7 +178,7 @@ def _child_hifi(mode: str, toml: str, facets: bool) -> dict:
         n_hits = int(np.count_nonzero(np.isfinite(ds["range"].values))) if "range" in ds else -1
     t2 = time.perf_counter()
     out = {"base": base, "peak": peak_now(), "load_s": t1 - t0, "cast_s": t2 - t1, "hits": n_hits,
-           "triangles": sum(len(o.faces) for o in sim.scene.objects)}
+           "triangles": sum(o.n_faces for o in sim.scene.objects)}
     if comm is not None:
         out = comm.gather(out, root=0)
         if comm.Get_rank() != 0:

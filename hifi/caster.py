@@ -433,16 +433,24 @@ class EmbreeBackend:
     def _triangles_of(self, obj, vertices: np.ndarray):
         """``(vertices, faces, face ids)`` handed to Embree for ``obj``.
 
-        With a face subset, only the vertices its faces use are kept (faces renumbered), so a
-        process holds about its share of the vertex buffer too; face ids is None for all faces.
+        With a face subset, or an object reduced to one rank's share of its faces
+        (:meth:`hifi.scene.SceneObject.keep_share`), only the vertices those faces use are kept
+        (faces renumbered), so a process holds about its share of the vertex buffer too; face
+        ids (whole-mesh indices) is None for all faces.
         """
-        if self._face_subset is None:
+        if obj.share is not None:
+            if self._face_subset is not None:
+                raise ValueError(f"object {obj.name!r} keeps a share of its faces; a face_subset "
+                                 "cannot be taken from it")
+            faces, sel = obj.faces, obj.face_ids()
+        elif self._face_subset is None:
             return vertices, obj.faces, None
-        sel = np.asarray(self._face_subset(obj.index, len(obj.faces)), dtype=np.int64)
+        else:
+            sel = np.asarray(self._face_subset(obj.index, len(obj.faces)), dtype=np.int64)
+            faces = obj.faces[sel]
         # The vertices used, ascending, and the faces renumbered into them: what
         # np.unique(faces, return_inverse=True) gives, through a mask instead of a sort (a
         # fraction of its transient memory and time).
-        faces = obj.faces[sel]
         mask = np.zeros(len(vertices), dtype=bool)
         mask[faces.reshape(-1)] = True
         used = np.flatnonzero(mask)
@@ -516,6 +524,10 @@ class EmbreeBackend:
         n = len(scene.objects)
         static = np.zeros(n + 1, dtype=bool)
         size = np.full(n + 1, np.nan)
+        shared = [o.name for o in scene.objects if o.share is not None]
+        if shared:
+            raise RuntimeError(f"the offsets' size terms need whole meshes; {shared} keep a share "
+                               "of their faces (compute them before keep_share)")
         for obj in scene.objects:
             v, f = obj.vertices, obj.faces
             if len(f) == 0:
@@ -731,8 +743,10 @@ def _object_topology(scene: Scene, index: int, cache: dict):
 
     Returns ``(vid, indptr, vertex_face)``: ``vid`` (v,) int32, the merged id of each mesh
     vertex (:func:`merge_vertices`); the faces using merged vertex k are
-    ``vertex_face[indptr[k]:indptr[k + 1]]`` (int32, ascending), a CSR table (``indptr`` int32
-    below 2**31 corners, else int64).
+    ``vertex_face[indptr[k]:indptr[k + 1]]`` (whole-mesh face indices, int32, ascending), a CSR
+    table (``indptr`` int32 below 2**31 corners, else int64). Only the faces the object keeps
+    are listed (all of them, or one rank's share: :meth:`hifi.scene.SceneObject.keep_share`);
+    the vertices are always all of the mesh's.
     """
     topo = cache.get(("topology", index))
     if topo is None:
@@ -748,7 +762,9 @@ def _object_topology(scene: Scene, index: int, cache: dict):
         key = corners.astype(np.int64)
         del corners
         np.left_shift(key, 32, out=key)
-        face_ids = np.arange(len(obj.faces), dtype=np.int64)
+        face_ids = obj.face_ids()
+        if face_ids is None:
+            face_ids = np.arange(len(obj.faces), dtype=np.int64)
         for j in range(3):
             np.bitwise_or(key[:, j], face_ids, out=key[:, j])
         del face_ids
@@ -797,7 +813,7 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
     Parameters
     ----------
     scene : Scene
-        The whole scene (every process holds it, whatever share of the facets it casts).
+        The whole scene (every object keeps all its faces).
     origins, directions : (n, 3) float64
         The rays cast, scene frame [m]; directions of unit length.
     times : float or (n,) float64
@@ -821,48 +837,97 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
     contain it; the lowest face index wins and its unit normal (float64 cross product of its
     scene-frame vertices at the ray's time) replaces Embree's.
     Ties between faces of two different objects (coincident surfaces) are not settled.
+    A facet-partitioned caster, whose processes each keep a share of the faces, applies the
+    same rule with :func:`tie_candidates` over each share and two reductions
+    (:meth:`mpi.caster.FacetBackend.settle_ties`).
     """
     best, obj, face, normal, edge = hits
     rows = np.nonzero(edge & (obj >= 0))[0]
     if rows.size == 0:
         return
     cache = {} if cache is None else cache
-    times = np.broadcast_to(np.asarray(times, dtype=float), best.shape)
     for index in np.unique(obj[rows]):
         r = rows[obj[rows] == index]
         o = scene.objects[int(index)]
-        vid, indptr, vertex_face = _object_topology(scene, int(index), cache)
-        # (ray, candidate face) pairs: every face around each corner of the reported face.
-        v = vid[o.faces[face[r]]]                              # (m, 3) merged vertex ids
-        start, count = indptr[v].ravel(), (indptr[v + 1] - indptr[v]).ravel()
-        pair_ray = np.repeat(np.repeat(np.arange(r.size), 3), count)
-        first = np.repeat(np.cumsum(count) - count, count)
-        cand = vertex_face[np.repeat(start, count) + np.arange(count.sum()) - first]
-        if scene.is_moving(o.name):
-            pose = scene.pose_at(o.name, times[r][pair_ray])
-            tri = [pose.apply(o.vertices[o.faces[cand, j]]) for j in range(3)]
-        else:                   # static: scene-frame vertices computed once per object
-            world = _static_world_vertices(scene, int(index), cache)
-            tri = [world[o.faces[cand, j]] for j in range(3)]
-        p = origins[r][pair_ray] + directions[r][pair_ray] * best[r][pair_ray, None]
-        e1, e2, w = tri[1] - tri[0], tri[2] - tri[0], p - tri[0]
-        n = np.cross(e1, e2)
-        n_len = _row_norm(n)
-        unit = n / n_len[:, None]
-        # Barycentrics of p projected on the candidate's plane (Cramer's rule).
-        d11, d12, d22 = _row_dot(e1, e1), _row_dot(e1, e2), _row_dot(e2, e2)
-        dw1, dw2 = _row_dot(w, e1), _row_dot(w, e2)
-        den = d11 * d22 - d12 * d12
-        b1 = (d22 * dw1 - d12 * dw2) / den
-        b2 = (d11 * dw2 - d12 * dw1) / den
-        inside = ((np.abs(_row_dot(w, unit)) <= plane_tol_m) & (b1 >= -_EDGE_BARY)
-                  & (b2 >= -_EDGE_BARY) & (b1 + b2 <= 1.0 + _EDGE_BARY))
-        # Lowest containing candidate per ray; the reported face always counts.
-        key = np.where(inside | (cand == face[r][pair_ray]), cand, np.int64(np.iinfo(np.int64).max))
+        vid = _object_topology(scene, int(index), cache)[0]
+        pair_ray, cand, unit, key = tie_candidates(scene, int(index), vid[o.faces[face[r]]], face[r], r, origins,
+                                                   directions, times, best, plane_tol_m=plane_tol_m, cache=cache)
+        # Lowest containing candidate per ray (the reported face always counts: key below max).
         order = np.lexsort((key, pair_ray))
         firsts = order[np.searchsorted(pair_ray[order], np.arange(r.size))]
         face[r] = cand[firsts]
         normal[r] = unit[firsts]
+
+
+#: Key of a candidate face that does not contain the hit point (above every face index).
+NOT_CONTAINED = np.iinfo(np.int64).max
+
+
+def tie_candidates(scene: Scene, index: int, corners, reported, r, origins, directions, times, best, *,
+                   plane_tol_m: float, cache: dict):
+    """The edge-tie rule's candidates for rays ``r`` on object ``index`` (:func:`settle_ties`).
+
+    Parameters
+    ----------
+    scene : Scene
+    index : int
+        Object hit by every ray of ``r``.
+    corners : (m, 3) int
+        Merged vertex ids (:func:`_object_topology`) of the reported face's corners, per ray.
+    reported : (m,) int
+        Whole-mesh index of the reported face, per ray.
+    r : (m,) int
+        Rows of ``origins``, ``directions``, ``times`` and ``best`` (the hit distance) they are.
+    plane_tol_m : float
+    cache : dict
+        Topology and static vertices of the object (:func:`_object_topology`).
+
+    Returns
+    -------
+    pair_ray : (k,) int64
+        Ray (index into ``r``) of each (ray, candidate) pair, ascending.
+    cand : (k,) int32
+        Candidate: a face this object keeps around one of the reported face's corners.
+    unit : (k, 3) float64
+        Unit normal of the candidate (float64 cross product of its scene-frame vertices).
+    key : (k,) int64
+        The candidate's index if it contains the hit point or is the reported face, else
+        :data:`NOT_CONTAINED`.
+
+    Each pair's numbers are computed row by row, so they do not depend on which other pairs
+    are computed with it (a process keeping a share of the faces gets the same bits).
+    """
+    o = scene.objects[index]
+    _, indptr, vertex_face = _object_topology(scene, index, cache)
+    m = len(r)
+    v = np.asarray(corners, dtype=np.int64)
+    start, count = indptr[v].ravel(), (indptr[v + 1] - indptr[v]).ravel()
+    pair_ray = np.repeat(np.repeat(np.arange(m), 3), count)
+    first = np.repeat(np.cumsum(count) - count, count)
+    cand = vertex_face[np.repeat(start, count) + np.arange(count.sum()) - first]
+    rows = o.face_rows(cand)
+    if scene.is_moving(o.name):
+        t = np.broadcast_to(np.asarray(times, dtype=float), best.shape)
+        pose = scene.pose_at(o.name, t[r][pair_ray])
+        tri = [pose.apply(o.vertices[o.faces[rows, j]]) for j in range(3)]
+    else:                   # static: scene-frame vertices computed once per object
+        world = _static_world_vertices(scene, index, cache)
+        tri = [world[o.faces[rows, j]] for j in range(3)]
+    p = origins[r][pair_ray] + directions[r][pair_ray] * best[r][pair_ray, None]
+    e1, e2, w = tri[1] - tri[0], tri[2] - tri[0], p - tri[0]
+    n = np.cross(e1, e2)
+    n_len = _row_norm(n)
+    unit = n / n_len[:, None]
+    # Barycentrics of p projected on the candidate's plane (Cramer's rule).
+    d11, d12, d22 = _row_dot(e1, e1), _row_dot(e1, e2), _row_dot(e2, e2)
+    dw1, dw2 = _row_dot(w, e1), _row_dot(w, e2)
+    den = d11 * d22 - d12 * d12
+    b1 = (d22 * dw1 - d12 * dw2) / den
+    b2 = (d11 * dw2 - d12 * dw1) / den
+    inside = ((np.abs(_row_dot(w, unit)) <= plane_tol_m) & (b1 >= -_EDGE_BARY)
+              & (b2 >= -_EDGE_BARY) & (b1 + b2 <= 1.0 + _EDGE_BARY))
+    key = np.where(inside | (cand == np.asarray(reported)[pair_ray]), cand, np.int64(NOT_CONTAINED))
+    return pair_ray, cand, unit, key
 
 
 # -- tracing: first segment, then the mirror bounce loop ----------------------------------------
@@ -1156,6 +1221,10 @@ class RayCaster:
         self.max_bounces = int(max_bounces)
         self.threads = ChunkPool(n_threads)
         self.n_threads = self.threads.n_threads
+        shared = [o.name for o in scene.objects if o.share is not None]
+        if backend is None and shared:
+            raise ValueError(f"objects {shared} keep one rank's share of their faces (a facet-partitioned "
+                             "caster reduced them); load the scene again to cast it serially")
         self.backend = backend if backend is not None else EmbreeBackend(scene, face_subset=face_subset)
         # Per object id (and -1, last entry, NaN -> False): does a ray follow its reflection?
         self._mirror_object = scene.object_table("mirror") >= MIRROR_FOLLOW_THRESHOLD
@@ -1217,6 +1286,12 @@ class RayCaster:
         return self.backend.secondary_offset_m(points_scene, object_id)
 
     def _settle(self, origins, directions, times, hits: NearestHits) -> None:
+        # A backend whose processes keep shares of the faces settles ties over them.
+        settle = getattr(self.backend, "settle_ties", None)
+        if settle is not None:
+            settle(self.scene, origins, directions, times, hits, plane_tol_m=self._tie_plane_m,
+                   cache=self._tie_cache)
+            return
         settle_ties(self.scene, origins, directions, times, hits, plane_tol_m=self._tie_plane_m,
                     cache=self._tie_cache)
 

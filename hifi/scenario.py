@@ -125,7 +125,8 @@ class ObjectSpec:
     mesh_path: Path | None = None
     interpolation: str = "linear"
     vehicle: dict | None = None
-    #: The mesh read from ``mesh_path`` while validating, handed to the scene (read once).
+    #: The mesh read from ``mesh_path`` while validating, handed to the scene (read once; the
+    #: scene takes it, and this is None again).
     loaded_mesh: Any = field(default=None, repr=False, compare=False)
 
 

@@ -73,18 +73,67 @@ class Body:
 
 @dataclass
 class SceneObject:
-    """A rigid triangle mesh with a material, in its own body frame."""
+    """A rigid triangle mesh with a material, in its own body frame.
+
+    ``faces`` are the whole mesh's, unless :meth:`keep_share` reduced them to one MPI rank's
+    share (``share`` is then ``(first, step)``: faces ``first, first + step, ...`` of the
+    whole mesh are kept, in that order, and ``mesh`` is dropped). ``vertices`` are always
+    the whole mesh's.
+    """
 
     name: str
-    mesh: trimesh.Trimesh
+    mesh: trimesh.Trimesh | None
     material_index: int
     index: int = -1
     vertices: np.ndarray = field(init=False, repr=False)
     faces: np.ndarray = field(init=False, repr=False)
+    #: Faces of the whole mesh (``len(faces)`` unless this is a share).
+    n_faces: int = field(init=False)
+    share: tuple[int, int] | None = field(init=False, default=None)
+    _bounds: np.ndarray | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self):
         self.vertices = np.ascontiguousarray(self.mesh.vertices, dtype=float)
         self.faces = np.ascontiguousarray(self.mesh.faces, dtype=np.int64)
+        self.n_faces = len(self.faces)
+
+    @property
+    def bounds(self) -> np.ndarray | None:
+        """(2, 3) lowest and highest body-frame coordinates of the vertices the faces use
+        (``trimesh.Trimesh.bounds`` of the whole mesh); None without faces."""
+        if self._bounds is None and self.mesh is not None:
+            self._bounds = self.mesh.bounds
+        return self._bounds
+
+    def face_ids(self) -> np.ndarray | None:
+        """Whole-mesh index of each row of ``faces`` ((m,) int64), or None if all are kept."""
+        if self.share is None:
+            return None
+        first, step = self.share
+        return np.arange(first, self.n_faces, step, dtype=np.int64)
+
+    def face_rows(self, face_ids) -> np.ndarray:
+        """Rows of ``faces`` holding these whole-mesh face indices (which must be kept here)."""
+        face_ids = np.asarray(face_ids, dtype=np.int64)
+        if self.share is None:
+            return face_ids
+        first, step = self.share
+        return (face_ids - first) // step
+
+    def keep_share(self, first: int, step: int) -> None:
+        """Keep only faces ``first, first + step, ...`` of the mesh (one rank's facet share).
+
+        The whole mesh's bounds are kept (:attr:`bounds`), and so are all its vertices; the
+        trimesh object is dropped, so the whole face array is freed once nothing else holds it.
+        """
+        if self.share is not None:
+            raise ValueError(f"object {self.name!r} is already reduced to the share {self.share}")
+        if not 0 <= first < step:
+            raise ValueError(f"share first={first} must lie in [0, step={step})")
+        _ = self.bounds
+        self.faces = self.faces[first::step].copy()
+        self.share = (int(first), int(step))
+        self.mesh = None
 
 
 class Scene:

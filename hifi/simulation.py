@@ -64,7 +64,7 @@ class MotionRecorder(Model):
         self.scene = scene
         self.names = list(scene.bodies)
         self._object_rows = np.array([self.names.index(o.name) for o in scene.objects], dtype=int)
-        self._bounds = np.array([o.mesh.bounds if len(o.vertices) else np.full((2, 3), np.nan)
+        self._bounds = np.array([o.bounds if o.n_faces else np.full((2, 3), np.nan)
                                  for o in scene.objects], dtype=float).reshape(-1, 2, 3)
 
     def coords(self):
@@ -144,8 +144,8 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
         scene.add_material(Material(name, m["reflectivity"], m["mirror"], tuple(m["color_rgb"]), m["class"],
                                     roughness_rad=float(np.radians(m["roughness_deg"]))))
     for spec in sc.objects:
-        if spec.loaded_mesh is not None:          # read once, while validating
-            mesh = spec.loaded_mesh
+        if spec.loaded_mesh is not None:          # read once, while validating; handed over, so
+            mesh, spec.loaded_mesh = spec.loaded_mesh, None    # the scene alone holds it
         elif spec.mesh_path is not None:
             mesh = meshes.load_mesh_file(spec.mesh_path, spec.mesh_params["scale"])
         else:

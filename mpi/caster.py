@@ -10,9 +10,21 @@ and one reduction per cast step picks the global nearest hit.
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
-from hifi.caster import ChunkPool, EmbreeBackend, NearestHits, RayCaster, no_hits
+from hifi.caster import (
+    NOT_CONTAINED,
+    ChunkPool,
+    EmbreeBackend,
+    NearestHits,
+    RayCaster,
+    _object_topology,
+    no_hits,
+    tie_candidates,
+)
+from hifi.estimate import trim_heap
 
 from .control import wait
 
@@ -23,9 +35,10 @@ MISS_KEY = np.iinfo(np.int64).max
 MAX_GLOBAL_FACES = 2**32
 
 
-def round_robin(face_offset: np.ndarray, rank: int, size: int):
-    """``face_subset`` of a rank: faces whose global id ``face_offset[object] + face`` is
-    congruent to ``rank`` modulo ``size``.
+def round_robin(face_offset: np.ndarray, rank: int, size: int) -> np.ndarray:
+    """First face of each object dealt to ``rank``: the faces whose global id
+    ``face_offset[object] + face`` is congruent to ``rank`` modulo ``size`` are that one and
+    every ``size``-th after it.
 
     Parameters
     ----------
@@ -36,16 +49,11 @@ def round_robin(face_offset: np.ndarray, rank: int, size: int):
 
     Returns
     -------
-    callable
-        ``subset(object_index, n_faces) -> (m,) int64`` face indices of that object, ascending.
+    (n_objects,) int64
+        ``(rank - face_offset[object]) % size``: the ``first`` of
+        :meth:`hifi.scene.SceneObject.keep_share` (step ``size``).
     """
-    offset = np.asarray(face_offset, dtype=np.int64)
-
-    def subset(object_index: int, n_faces: int) -> np.ndarray:
-        first = (rank - int(offset[object_index])) % size
-        return np.arange(first, n_faces, size, dtype=np.int64)
-
-    return subset
+    return (rank - np.asarray(face_offset[:-1], dtype=np.int64)) % size
 
 
 def pack_keys(distance, object_id, face_index, face_offset) -> np.ndarray:
@@ -106,10 +114,19 @@ class FacetBackend:
     :func:`mpi.control.wait`, so a rank whose partner stopped on a signal stops too instead of
     waiting forever.
 
-    The caller then applies the serial caster's tie rule (:func:`hifi.caster.settle_ties`) on
-    every rank to the global result: a hit on a triangle's edge goes to the lowest-index face of
-    that object containing the point, computed from the whole mesh (every rank holds the scene
-    description; only the BVHs are split), so it does not matter which rank's triangle won.
+    The rank keeps only its share: every object of ``scene`` is reduced to the faces dealt to
+    this rank (:meth:`hifi.scene.SceneObject.keep_share`; the vertices stay whole, round-robin
+    faces use nearly all of them), so the whole face arrays are freed and the edge-tie tables
+    list this rank's faces only. The scene must not be cast serially afterwards. The
+    secondary-ray offsets' size terms (longest edge, reach) are computed from the whole meshes
+    first.
+
+    The caller then applies the serial caster's tie rule through :meth:`settle_ties`: a hit on
+    a triangle's edge goes to the lowest-index face of that object containing the point. The
+    owner of the reported face shares its corners, every rank tests its own faces around them
+    (:func:`hifi.caster.tie_candidates`, the serial arithmetic row by row) and a reduction picks
+    the lowest containing face, whose owner shares its normal: the serial result, whichever
+    rank's triangle won.
 
     The distance a ray reaches a triangle at is Embree's float32 ``tfar`` for that ray and that
     triangle, which does not depend on the other triangles in the BVH; each rank hands Embree
@@ -130,8 +147,13 @@ class FacetBackend:
         #: Reductions made and bytes each rank contributed to them (for the benchmark model).
         self.n_reductions = 0
         self.reduced_bytes = 0
-        self.local = EmbreeBackend(scene, face_subset=round_robin(self.face_offset, self.rank,
-                                                                  self.size))
+        self.local = EmbreeBackend(scene)
+        self.local._frame_tables()             # from the whole meshes, before they are shared
+        for obj, first in zip(scene.objects, round_robin(self.face_offset, self.rank, self.size)):
+            obj.keep_share(int(first), self.size)
+        # trimesh meshes hold reference cycles (their caches): the whole meshes go at a collection.
+        gc.collect()
+        trim_heap()
         self.threads = ChunkPool(n_threads)
 
     @property
@@ -189,6 +211,62 @@ class FacetBackend:
         normal = np.ascontiguousarray(bits[:, :3]).view(np.float64)
         normal[obj < 0] = np.nan
         return NearestHits(distance, obj, face, normal, bits[:, 3] != 0)
+
+
+    def settle_ties(self, scene, origins, directions, times, hits: NearestHits, *, plane_tol_m: float,
+                    cache: dict) -> None:
+        """The edge-tie rule (:func:`hifi.caster.settle_ties`) over the ranks' shares, in place
+        on the global ``hits`` (collective; see the class notes).
+
+        Three reductions over the m rays hit on an edge (none when there are none; every rank
+        has the same global hits, so they agree): ``BOR`` of the reported face's merged corner
+        ids from its owner (24 bytes a ray), ``MIN`` of each rank's lowest containing face
+        (8 bytes), ``BOR`` of the winner's unit normal bits from its owner (24 bytes).
+        """
+        from mpi4py import MPI
+
+        best, obj, face, normal, edge = hits
+        rows = np.nonzero(edge & (obj >= 0))[0]
+        if rows.size == 0:
+            return
+        m = rows.size
+        o_r, f_r = obj[rows], face[rows]
+        mine = (self.face_offset[o_r] + f_r) % self.size == self.rank
+        corners = np.zeros((m, 3), dtype=np.int64)
+        for index in np.unique(o_r[mine]):
+            k = np.nonzero(mine & (o_r == index))[0]
+            o = scene.objects[int(index)]
+            vid = _object_topology(scene, int(index), cache)[0]
+            corners[k] = vid[o.faces[o.face_rows(f_r[k])]]
+        self._reduce(MPI.IN_PLACE, corners, MPI.BOR)
+        local = np.full(m, NOT_CONTAINED, dtype=np.int64)
+        unit = np.zeros((m, 3))
+        for index in np.unique(o_r):
+            k = np.nonzero(o_r == index)[0]
+            pair_ray, cand, unit_k, key = tie_candidates(scene, int(index), corners[k], f_r[k], rows[k], origins,
+                                                         directions, times, best, plane_tol_m=plane_tol_m,
+                                                         cache=cache)
+            if pair_ray.size == 0:
+                continue
+            order = np.lexsort((key, pair_ray))
+            ray = pair_ray[order]
+            firsts = order[np.concatenate([[True], ray[1:] != ray[:-1]])]    # lowest key per ray
+            local[k[pair_ray[firsts]]] = key[firsts]
+            unit[k[pair_ray[firsts]]] = unit_k[firsts]
+        winner = np.empty_like(local)
+        self._reduce(local, winner, MPI.MIN)
+        bits = np.zeros((m, 3), dtype=np.uint64)
+        won = local == winner
+        bits[won] = unit[won].view(np.uint64)
+        self._reduce(MPI.IN_PLACE, bits, MPI.BOR)
+        face[rows] = winner
+        normal[rows] = bits.view(np.float64)
+
+    def _reduce(self, send, recv, op) -> None:
+        """``Iallreduce`` waited for with :func:`mpi.control.wait`, counted."""
+        wait(self.comm, self.comm.Iallreduce(send, recv, op=op))
+        self.n_reductions += 1
+        self.reduced_bytes += recv.nbytes
 
 
 class FacetCaster(RayCaster):

@@ -355,9 +355,13 @@ tiny = hifi.Simulation.from_dict({"simulation": {"duration_s": 0.1}, "materials"
 FacetCaster(tiny, comm).build().cast(np.zeros((1, 3)), np.array([[0.0, 0.0, -1.0]]))
 caster = FacetCaster(scene, comm)
 before = rss_bytes()
-caster.backend.build()          # this rank's Embree share (RayCaster.build also makes the
-grown = rss_bytes() - before    # whole-mesh edge-tie tables every rank holds, not measured here)
-rows = comm.gather((caster.n_triangles, grown), root=0)
+caster.backend.build()          # this rank's Embree share
+grown = rss_bytes() - before
+caster.build()                  # and the edge-tie tables of its faces
+kept = sum(len(o.faces) for o in scene.objects)
+table = sum(t[2].size for k, t in caster._tie_cache.items() if k[0] == "topology")
+whole = sum(o.mesh is not None for o in scene.objects)
+rows = comm.gather((caster.n_triangles, grown, kept, table, whole), root=0)
 if comm.Get_rank() == 0:
     print(total, *[x for row in rows for x in row])
 """
@@ -370,13 +374,17 @@ def test_rank_holds_its_share_of_triangles(tmp_path):
     one = _mpi(1, script)
     three = _mpi(3, script)
     assert one.returncode == 0 and three.returncode == 0, one.stderr + three.stderr
-    total, n1, mem1 = map(int, one.stdout.split())
+    total, n1, mem1, *_ = map(int, one.stdout.split())
     fields = list(map(int, three.stdout.split()))
     assert fields[0] == total == n1
-    counts, mems = fields[1::2], fields[2::2]
+    counts, mems, kept, table, whole = (fields[1 + j::5] for j in range(5))
     # Round-robin deal by global face id: every rank within one face per object of total / 3.
     assert sum(counts) == total
     assert all(abs(c - total / 3) <= 2 for c in counts)
+    # A rank keeps only its share of the faces and of the edge-tie tables (faces around each
+    # vertex: three corners per face), and no whole mesh.
+    assert kept == counts and whole == [0, 0, 0]
+    assert table == [3 * c for c in counts]
     # Resident memory grown by the BVH build (Embree's triangles, BVH nodes, vertex buffer).
     # Measured on this terrain (320,000 triangles): 37 MB for all of them, 25 MB for a third;
     # Embree's build allocator does not shrink in proportion (a third of the triangles in one

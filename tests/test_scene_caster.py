@@ -142,6 +142,39 @@ def test_face_subset_keeps_only_its_vertices():
         assert np.array_equal(verts[faces], obj.vertices[obj.faces[sel]])   # same triangles
 
 
+def test_keep_share_holds_one_ranks_faces():
+    """``SceneObject.keep_share`` (a facet rank's share): the faces kept are the whole mesh's
+    ``first::step`` (the round-robin deal), ``face_rows`` maps their whole-mesh ids back to
+    rows, the whole mesh's bounds survive, the Embree arrays are the face subset's (checked
+    against the ``face_subset`` path, which keeps the whole mesh), the tie tables list only the
+    kept faces, and a serial caster refuses the reduced scene."""
+    mesh = meshes.terrain([3.0, 2.0], 0.25, 0.1, seed=5)
+    whole = Scene()
+    ref = whole.add_object("t", mesh.copy())
+    bounds = ref.bounds.copy()
+    for step, first in ((2, 0), (3, 1), (7, 6)):
+        scene = Scene()
+        obj = scene.add_object("t", mesh.copy())
+        obj.keep_share(first, step)
+        assert obj.mesh is None and obj.n_faces == len(ref.faces)
+        assert np.array_equal(obj.faces, ref.faces[first::step])
+        assert np.array_equal(obj.face_ids(), np.arange(first, len(ref.faces), step))
+        assert np.array_equal(obj.face_rows(obj.face_ids()), np.arange(len(obj.faces)))
+        assert np.array_equal(obj.bounds, bounds)
+        got = EmbreeBackend(scene)._triangles_of(obj, obj.vertices)
+        expected = EmbreeBackend(whole, face_subset=lambda i, n, s=step, f=first: np.arange(f, n, s)
+                                 )._triangles_of(ref, ref.vertices)
+        for a, b in zip(got, expected):
+            assert np.array_equal(a, b)
+        vid, indptr, vertex_face = _object_topology(scene, 0, {})
+        assert len(vertex_face) == 3 * len(obj.faces)
+        assert set(vertex_face.tolist()) == set(obj.face_ids().tolist())
+        with pytest.raises(ValueError, match="share"):
+            RayCaster(scene)
+        with pytest.raises(ValueError, match="already"):
+            obj.keep_share(first, step)
+
+
 def test_static_world_vertices_share_the_mesh_only_where_exact():
     """An object at the origin without rotation shares its vertex array with the caster; the
     shared array must equal ``pose.apply(vertices)`` bit for bit (the independent computation
