@@ -16,7 +16,10 @@ import sys
 from pathlib import Path
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv=None) -> argparse.ArgumentParser:
+    """The command line. The export formats (each exporter's module loaded for its one-line
+    summary, 0.3 s) are listed only when the command is ``export``: every ``hifi run`` would
+    otherwise pay for them at start-up."""
     from ._version import __version__
     p = argparse.ArgumentParser(prog="hifi", description="High-fidelity sensor simulation.")
     p.add_argument("--version", action="version", version=f"hifi {__version__}")
@@ -57,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--max-frames", type=int, default=None, metavar="N",
                    help="most steps of the time slider (default 200)")
     v.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    names, lines = _export_formats()
+    words = [a for a in (sys.argv[1:] if argv is None else argv) if not str(a).startswith("-")]
+    names, lines = _export_formats() if words[:1] == ["export"] else (None, [])
     e = sub.add_parser("export", help="convert a dataset (or a run directory) to another format",
                        description="Write a sensor's dataset DIR/NAME.nc, or a whole run directory DIR, in "
                                    "a format other tools read. Formats come from the entry-point group "
@@ -65,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
                        epilog="formats:\n" + "\n".join(lines), formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("dataset", type=Path, metavar="SOURCE", help="DIR/NAME.nc, or DIR for run-level formats")
     e.add_argument("--format", required=True, choices=names, metavar="FORMAT",
-                   help="one of: " + ", ".join(names))
+                   help="one of: " + ", ".join(names or []))
     e.add_argument("--out", type=Path, default=None, help="output file (default: beside the source)")
     e.add_argument("--sensor", default=None, help="sensor name, for run-level formats that export one sensor")
     e.add_argument("--overwrite", action="store_true", help="replace existing output files")
@@ -129,7 +133,7 @@ def main(argv=None) -> int:
     _print_scenario_warnings()
     from .interrupt import exit_status, message, signal_handlers
     with signal_handlers():               # SIGINT, SIGTERM -> hifi.interrupt.Interrupted
-        args = _parser().parse_args(argv)
+        args = _parser(argv).parse_args(argv)
         try:
             return _command(args)
         except KeyboardInterrupt as exc:  # every finally has run: nothing is left behind
@@ -235,7 +239,7 @@ def _launcher_size() -> int:
 
 def _partition_runner(name: str):
     """The runner registered as ``name`` in the entry-point group ``hifi.partitions``."""
-    from importlib.metadata import entry_points
+    from .registry import entry_points
     found = {ep.name: ep for ep in entry_points(group="hifi.partitions")}
     if name not in found:
         raise ImportError(f"--partition {name!r}: no runner registered in the entry-point group "

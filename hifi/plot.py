@@ -80,7 +80,7 @@ def _registered_plot(sensor_model):
     """
     if not sensor_model:
         return None
-    from importlib.metadata import entry_points
+    from .registry import entry_points
     for ep in entry_points(group=PLOT_GROUP):
         if ep.name == sensor_model:
             return ep.load()

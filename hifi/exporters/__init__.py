@@ -35,9 +35,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from importlib.metadata import entry_points
 from pathlib import Path
 
+from ..registry import entry_points
 from ._common import Exporter, ExportError, ExportWarning
 
 __all__ = ["EXPORT_MARKER", "ExportError", "ExportWarning", "Exporter", "available_exporters", "export",
