@@ -11,6 +11,11 @@ Embree traversal plus the embreex wrapper only; hifi's time is a whole ``RayCast
 float64 scene-frame rays to a :class:`hifi.caster.Hits`. Each case is run once as a warm-up and
 then ``--repeat`` times; the table reports the median wall-clock time, and the fastest run of
 each case is printed below it (the machine may be shared: compare medians and minima).
+
+With open3d installed (``pip install "hifi[bench]"``), Open3D's ``RaycastingScene`` is a peer
+column (raw, its own two threads) and hifi through an Open3D backend
+(``benchmarks/_open3d_backend.py``) a case of its own, static and with the moving car;
+the interleaved rounds then run raw embreex, hifi and hifi's Open3D backend back to back.
 """
 
 from __future__ import annotations
@@ -286,6 +291,14 @@ def _main(argv=None) -> int:
 
     rs = open3d_scene(scene, centre)
     rays_o3d = open3d_rays(o32, d32) if rs is not None else None
+    if rs is not None:                     # hifi with the Open3D backend (issue 19)
+        from _open3d_backend import Open3DBackend
+        ocaster = RayCaster(scene, n_threads=2, backend=Open3DBackend(scene, n_threads=2))
+        t0 = time.perf_counter()
+        ocaster.build()
+        ocaster.cast(one, one + [0.0, 0.0, -1.0])
+        open3d_build_s = time.perf_counter() - t0
+        omcaster = RayCaster(mscene, n_threads=2, backend=Open3DBackend(mscene, n_threads=2)).build()
 
     cases = {
         "raw embreex, 2 threads": (prepare, raw_two),
@@ -299,10 +312,16 @@ def _main(argv=None) -> int:
     }
     if rs is not None:
         cases["Open3D RaycastingScene.cast_rays, 2 threads (peer)"] = (None, lambda: open3d_cast(rs, rays_o3d))
+        cases["hifi RayCaster.cast, Open3D backend, 2 threads"] = (None, lambda: ocaster.cast(
+            origins, directions, times=0.0, max_range_m=MAX_RANGE_M))
+        cases["hifi, 1 moving car, per-ray times, Open3D backend"] = (None, lambda: omcaster.cast(
+            origins, directions, times=times, max_range_m=MAX_RANGE_M))
     all_times = _time_cases(cases, args.repeat)
     paired = _paired_rounds({"raw": (prepare, raw_two),
                              "hifi": (None, cases["hifi RayCaster.cast, 2 threads"][1]),
-                             **({"open3d": (None, lambda: open3d_cast(rs, rays_o3d))} if rs is not None else {})},
+                             **({"open3d": (None, lambda: open3d_cast(rs, rays_o3d)),
+                                 "hifi-open3d": (None, cases["hifi RayCaster.cast, Open3D backend, 2 threads"][1])}
+                                if rs is not None else {})},
                             args.repeat)
     results = [{"case": name, "rays": n, "median_s": statistics.median(ts), "min_s": min(ts),
                 "times_s": ts} for name, ts in all_times.items()]
@@ -320,6 +339,9 @@ def _main(argv=None) -> int:
     if rs is not None:
         checks["Open3D"] = check_open3d(open3d_cast(rs, rays_o3d), raw_ref, MAX_RANGE_M)
         print(f"check Open3D: {checks['Open3D']}")
+        checks["hifi Open3D backend"] = _check("hifi Open3D backend",
+                                               cases["hifi RayCaster.cast, Open3D backend, 2 threads"][1](), raw_ref)
+        ocaster.close()
     caster.close()
     mcaster.close()
     pool.shutdown()
@@ -335,18 +357,23 @@ def _main(argv=None) -> int:
               f"| {r['ratio']:.2f} |")
     print()
     print(f"BVH build (not in the times above): raw embreex {raw_build_s * 1e3:.0f} ms, "
-          f"hifi static {hifi_build_s * 1e3:.0f} ms, hifi with moving car {moving_build_s * 1e3:.0f} ms")
+          f"hifi static {hifi_build_s * 1e3:.0f} ms, hifi with moving car {moving_build_s * 1e3:.0f} ms"
+          + (f", hifi Open3D backend {open3d_build_s * 1e3:.0f} ms" if rs is not None else ""))
     print("fastest run [ms] (ratio): " + "; ".join(
         f"{r['case']} {r['min_s'] * 1e3:.1f} ({r['min_s'] / results[0]['min_s']:.2f})"
         for r in results))
     print()
-    print(f"interleaved rounds ({args.repeat}; each round raw embreex, hifi, Open3D back to back): "
+    print(f"interleaved rounds ({args.repeat}; each round raw embreex, hifi, Open3D, hifi-Open3D back to back): "
           + "; ".join(f"{k} median {np.median(v) * 1e3:.1f} ms" for k, v in paired.items()))
     for k in paired:
         if k != "raw":
             print(f"  {k} / raw embreex, ratio of paired medians: "
                   f"{np.median(paired[k]) / np.median(paired['raw']):.2f}x; median of per-round ratios "
                   f"{np.median(np.asarray(paired[k]) / np.asarray(paired['raw'])):.2f}x")
+    if "hifi-open3d" in paired:
+        r_o3d = np.median(paired["hifi-open3d"]) / np.median(paired["hifi"])
+        print(f"hifi's Open3D backend / hifi's embreex backend, paired medians: {r_o3d:.2f}x "
+              f"({'faster' if r_o3d < 1.0 else 'not faster'}; hits checked above)")
     ratio = results[2]["ratio"]
     r19 = np.median(paired["hifi"]) / np.median(paired["raw"])
     print(f"target (issue 19): hifi cast within 1.10x of raw embreex, paired: {r19:.2f}x -> "
@@ -360,7 +387,8 @@ def _main(argv=None) -> int:
                    "cpu_count": os.cpu_count(), "cpu_model": _cpu_model(), "rays": n,
                    "vertices": n_vert, "triangles": n_tri, "repeat": args.repeat,
                    "build_s": {"raw_embreex": raw_build_s, "hifi_static": hifi_build_s,
-                               "hifi_moving": moving_build_s},
+                               "hifi_moving": moving_build_s,
+                               **({"hifi_open3d": open3d_build_s} if rs is not None else {})},
                    "target_ratio": TARGET_RATIO, "results": results, "checks": checks,
                    "paired_rounds_s": paired}
         args.json.write_text(json.dumps(payload, indent=2))

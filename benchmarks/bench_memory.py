@@ -23,6 +23,9 @@ Cases:
 - ``gen``: the same scenario with ``mesh = "terrain"`` (the generator) instead of the file.
 - ``caster``: ``hifi.load`` of the file scenario, then ``hifi.caster.RayCaster.cast`` of the raw
   case's rays (the scene and caster without the sensor model's working memory).
+- ``caster_open3d`` (not run by default; needs open3d): the ``caster`` case with the Open3D
+  backend (``benchmarks/_open3d_backend.py``; open3d is imported before the baseline, like the
+  other libraries).
 
 Memory is the peak RSS minus the process's RSS after its imports (numpy, trimesh, embreex;
 for hifi also xarray, netCDF4 and the sensor models), divided by the triangles. The ratio
@@ -149,23 +152,29 @@ def _import_hifi():
 def _child_hifi(mode: str, toml: str, facets: bool) -> dict:
     import numpy as np
     _import_hifi()
+    if mode == "caster_open3d":
+        import open3d  # noqa: F401       (the library's ~200 MB in the baseline, as embreex's)
     import hifi
     comm = None
     if facets:
         from mpi.runner import world
         comm = world()
-    rays = _rays() if mode == "caster" else None
+    rays = _rays() if mode.startswith("caster") else None
     base = rss_now()
     t0 = time.perf_counter()
     sim = hifi.load(toml)
     t1 = time.perf_counter()
-    if mode == "caster":
+    if mode.startswith("caster"):
         if comm is not None:
             from mpi.caster import FacetCaster
             caster = FacetCaster(sim.scene, comm).build()
         else:
             from hifi.caster import RayCaster
-            caster = RayCaster(sim.scene).build()
+            if mode == "caster_open3d":
+                from _open3d_backend import Open3DBackend
+                caster = RayCaster(sim.scene, backend=Open3DBackend(sim.scene)).build()
+            else:
+                caster = RayCaster(sim.scene).build()
         # numpy passes, as a run of one frame (below hifi.kernels.MIN_RAYS) casts: the compiled
         # kernels would load numba, about 100 MiB that does not grow with the triangles.
         from hifi import kernels
@@ -252,7 +261,7 @@ def write_size(tmp: Path, mtri: float) -> dict:
         p = tmp / f"{mode}_{cells}.toml"
         p.write_text(_toml(scenario_dict(cells, mesh_file)))
         paths[mode] = p
-    paths["caster"] = paths["file"]
+    paths["caster"] = paths["caster_open3d"] = paths["file"]
     return paths
 
 

@@ -8,6 +8,11 @@ beside them; they were measured on 2011 hardware inside Blender, so only the ord
 compares.
 
     python benchmarks/bench_sensors.py [--repeat N] [--json FILE] [--sensors LABEL ...]
+                                       [--ray-caster embree|open3d]
+
+``--ray-caster open3d`` steps the models on the benchmarks' Open3D backend
+(``benchmarks/_open3d_backend.py``); the raw column stays raw embreex, so two runs, one per
+backend, compare through it.
 """
 
 from __future__ import annotations
@@ -27,12 +32,12 @@ from _scene import build_scene  # noqa: E402
 from bench_caster import _cpu_model, _raw_embree, raw_two_threads  # noqa: E402
 
 from hifi.bus import MessageBus  # noqa: E402
-from hifi.caster import RayCaster  # noqa: E402
 from hifi.errors import ScenarioError  # noqa: E402
 from hifi.model import RunContext  # noqa: E402
 from hifi.motion import Pose  # noqa: E402
 from hifi.params import check_params  # noqa: E402
 from hifi.registry import load_model  # noqa: E402
+from hifi.caster import RayCaster  # noqa: E402
 from hifi.estimate import steady_heap  # noqa: E402
 from hifi.threads import single_threaded_blas  # noqa: E402
 
@@ -119,10 +124,16 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--sensors", nargs="+", default=None, choices=list(SENSORS), metavar="LABEL",
                     help="rows to run (default: all): " + ", ".join(repr(k) for k in SENSORS))
+    ap.add_argument("--ray-caster", default="embree", choices=("embree", "open3d"),
+                    help="hifi's nearest-hit backend (default embree; open3d: benchmarks/_open3d_backend.py)")
     args = ap.parse_args(argv)
 
     scene, sensor_pos = build_scene()
-    caster = RayCaster(scene, n_threads=2).build()
+    if args.ray_caster == "open3d":
+        from _open3d_backend import Open3DBackend
+        caster = RayCaster(scene, n_threads=2, backend=Open3DBackend(scene, n_threads=2)).build()
+    else:
+        caster = RayCaster(scene, n_threads=2).build()
     es, centre, _ = _raw_embree(scene)
     pool = ThreadPoolExecutor(2)
     rec = _Recorder(caster)
@@ -154,7 +165,8 @@ def main(argv=None) -> int:
     pool.shutdown()
     caster.close()
 
-    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; median of {args.repeat} runs after a warm-up")
+    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; median of {args.repeat} runs after a warm-up; "
+          f"hifi's ray caster: {args.ray_caster}")
     print()
     print("| sensor | primary rays | rays cast in all | raw embreex 2 threads, primary rays [ms] | "
           "hifi cast, primary rays [ms] | hifi whole model step [ms] | cast / raw | model step / raw | "
@@ -170,7 +182,8 @@ def main(argv=None) -> int:
           f"worst whole-step ratio {worst:.2f}x -> {'met' if worst <= TARGET_RATIO else 'NOT met'}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"rows": rows, "repeat": args.repeat, "target_ratio": TARGET_RATIO}, fh, indent=2)
+            json.dump({"rows": rows, "repeat": args.repeat, "target_ratio": TARGET_RATIO,
+                       "ray_caster": args.ray_caster}, fh, indent=2)
     return 0
 
 

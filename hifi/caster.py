@@ -239,7 +239,8 @@ class NearestHitBackend(Protocol):
 
     Implementations: :class:`EmbreeBackend` (serial: the static BVH and one BVH per moving
     object) and :class:`mpi.caster.FacetBackend` (this process's share of the facets, then two
-    reductions over the processes).
+    reductions over the processes); the benchmarks' ``Open3DBackend``
+    (``benchmarks/_open3d_backend.py``) is the first through Open3D's ``RaycastingScene``.
 
     Attributes
     ----------
@@ -251,6 +252,10 @@ class NearestHitBackend(Protocol):
         cast step in one call.
     n_triangles : int
         Triangles handed to Embree by :meth:`build` (all of the scene's, or this share).
+    threads_inside : bool, optional
+        True: :meth:`nearest` runs its own threads (and may hold the GIL while it casts), so
+        :class:`RayCaster` passes all rays of a cast step in one call instead of splitting them
+        over its :class:`ChunkPool` (the benchmarks' ``Open3DBackend``). Absent: False.
     """
 
     collective: bool
@@ -430,6 +435,15 @@ class EmbreeBackend:
         self._size_m: np.ndarray | None = None
 
     # -- building -------------------------------------------------------------------------------
+    #: One empty BVH. Casting calls only its ``run(origins32, directions32, dists=tfar32,
+    #: output=1)`` (embreex's ``EmbreeScene.run``: the hit arrays ``tfar``, ``geomID``,
+    #: ``primID``, ``Ng``, ``u``, ``v``, and ``dists`` shortened in place), so a subclass casts
+    #: through another library by overriding this and :attr:`_add_triangles`
+    #: (the benchmarks' ``Open3DBackend``, ``benchmarks/_open3d_backend.py``).
+    _new_bvh = staticmethod(_embree_scene)
+    #: ``_add_triangles(bvh, vertices, faces)``: one geometry (float32 vertices [m], int faces).
+    _add_triangles = staticmethod(_add_triangles)
+
     def _triangles_of(self, obj, vertices: np.ndarray):
         """``(vertices, faces, face ids)`` handed to Embree for ``obj``.
 
@@ -480,13 +494,13 @@ class EmbreeBackend:
             lo = np.min([w.min(axis=0) for w in world], axis=0)
             hi = np.max([w.max(axis=0) for w in world], axis=0)
             centre = self._centre = (lo + hi) / 2.0
-            es = _embree_scene()
+            es = self._new_bvh()
             geom_obj, geom_faces = [], []
             for obj, verts in zip(static, world):
                 verts, faces, sel = self._triangles_of(obj, verts)
                 if len(faces) == 0:
                     continue
-                _add_triangles(es, verts - centre, faces)
+                self._add_triangles(es, verts - centre, faces)
                 self.n_triangles += len(faces)
                 geom_obj.append(obj.index)
                 geom_faces.append(sel)
@@ -501,8 +515,8 @@ class EmbreeBackend:
             verts, faces, sel = self._triangles_of(obj, obj.vertices)
             if len(faces) == 0:
                 continue
-            es = _embree_scene()
-            _add_triangles(es, verts, faces)
+            es = self._new_bvh()
+            self._add_triangles(es, verts, faces)
             self.n_triangles += len(faces)
             groups.append(_Group(es, np.asarray([obj.index], dtype=np.int32),
                                  *self._lookup([sel]), obj.name, np.zeros(3),
@@ -1285,6 +1299,12 @@ class RayCaster:
         """
         return self.backend.secondary_offset_m(points_scene, object_id)
 
+    def _map_chunks(self):
+        """How the rays of a cast step are split over threads: :meth:`ChunkPool.map`, or None
+        (one :meth:`NearestHitBackend.nearest` call for all of them) for a backend that runs
+        its own threads (``threads_inside``: the benchmarks' ``Open3DBackend``)."""
+        return None if getattr(self.backend, "threads_inside", False) else self.threads.map
+
     def _settle(self, origins, directions, times, hits: NearestHits) -> None:
         # A backend whose processes keep shares of the faces settles ties over them.
         settle = getattr(self.backend, "settle_ties", None)
@@ -1324,7 +1344,7 @@ class RayCaster:
         times = np.broadcast_to(np.asarray(times, dtype=float), (n,))
         hits = nearest_step(self.backend, origins, directions, times,
                             np.broadcast_to(np.asarray(max_distance, dtype=float), (n,)),
-                            settle=self._settle, map_chunks=self.threads.map)
+                            settle=self._settle, map_chunks=self._map_chunks())
         return hits.distance, hits.object_id, hits.face_index, hits.normal
 
     def cast(self, origins, directions, times=0.0, max_range_m=np.inf) -> Hits:
@@ -1352,4 +1372,4 @@ class RayCaster:
         self.build()
         return trace(self.backend, origins, directions, times, max_range_m,
                      mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
-                     map_chunks=self.threads.map)
+                     map_chunks=self._map_chunks())
