@@ -20,6 +20,7 @@ from hifi.caster import (
     EmbreeBackend,
     NearestHits,
     RayCaster,
+    _edge_rows,
     _object_topology,
     no_hits,
     tie_candidates,
@@ -226,7 +227,7 @@ class FacetBackend:
         from mpi4py import MPI
 
         best, obj, face, normal, edge = hits
-        rows = np.nonzero(edge & (obj >= 0))[0]
+        rows = _edge_rows(obj, edge)
         if rows.size == 0:
             return
         m = rows.size
