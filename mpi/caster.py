@@ -213,7 +213,6 @@ class FacetBackend:
         normal[obj < 0] = np.nan
         return NearestHits(distance, obj, face, normal, bits[:, 3] != 0)
 
-
     def settle_ties(self, scene, origins, directions, times, hits: NearestHits, *, plane_tol_m: float,
                     cache: dict) -> None:
         """The edge-tie rule (:func:`hifi.caster.settle_ties`) over the ranks' shares, in place
