@@ -127,3 +127,81 @@ def range_image(a, b, dist, point, oid, cos_axis, class_table,
         z32[i] = np.float32(point[i, 2])
         o = oid[i]
         class_ids[i] = class_table[o if o >= 0 else last]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def settle_static(rows, best, face, normal, origins, directions, faces, first, step, world, vid, indptr,
+                  vertex_face, plane_tol, edge_bary):  # pragma: no cover (compiled)
+    """The edge-tie rule of :func:`hifi.caster.settle_ties` for hits on one static object, in
+    place on ``face`` and ``normal`` (the numpy of :func:`hifi.caster.tie_candidates` and the
+    lowest-key choice, pair by pair in the same order, with the same operations).
+
+    Parameters
+    ----------
+    rows : (m,) int64
+        The rays hit on an edge of this object.
+    best : (n,) float64
+        Hit distances [m].
+    face : (n,) int32, normal : (n, 3) float64
+        Reported face (whole-mesh index) and normal; overwritten on ``rows``.
+    origins, directions : (n, 3) float64
+    faces : (f, 3) int64
+        The object's kept faces: whole-mesh face ``first + step * row`` in row ``row``.
+    first, step : int
+    world : (v, 3) float64
+        Scene-frame vertices.
+    vid, indptr, vertex_face
+        :func:`hifi.caster._object_topology`.
+    plane_tol, edge_bary : float
+    """
+    for ii in range(rows.shape[0]):
+        i = rows[ii]
+        reported = face[i]
+        t = best[i]
+        p0 = origins[i, 0] + directions[i, 0] * t
+        p1 = origins[i, 1] + directions[i, 1] * t
+        p2 = origins[i, 2] + directions[i, 2] * t
+        r = (reported - first) // step
+        win_key = np.iinfo(np.int64).max
+        win = (0.0, 0.0, 0.0)
+        for c in range(3):
+            m = vid[faces[r, c]]
+            for k in range(indptr[m], indptr[m + 1]):
+                cand = vertex_face[k]
+                row = (cand - first) // step
+                a = faces[row, 0]
+                b = faces[row, 1]
+                q = faces[row, 2]
+                e10 = world[b, 0] - world[a, 0]
+                e11 = world[b, 1] - world[a, 1]
+                e12 = world[b, 2] - world[a, 2]
+                e20 = world[q, 0] - world[a, 0]
+                e21 = world[q, 1] - world[a, 1]
+                e22 = world[q, 2] - world[a, 2]
+                w0 = p0 - world[a, 0]
+                w1 = p1 - world[a, 1]
+                w2 = p2 - world[a, 2]
+                n0 = e11 * e22 - e12 * e21
+                n1 = e12 * e20 - e10 * e22
+                n2 = e10 * e21 - e11 * e20
+                n_len = math.sqrt((n0 * n0 + n1 * n1) + n2 * n2)
+                u0 = n0 / n_len
+                u1 = n1 / n_len
+                u2 = n2 / n_len
+                d11 = (e10 * e10 + e11 * e11) + e12 * e12
+                d12 = (e10 * e20 + e11 * e21) + e12 * e22
+                d22 = (e20 * e20 + e21 * e21) + e22 * e22
+                dw1 = (w0 * e10 + w1 * e11) + w2 * e12
+                dw2 = (w0 * e20 + w1 * e21) + w2 * e22
+                den = d11 * d22 - d12 * d12
+                b1 = (d22 * dw1 - d12 * dw2) / den
+                b2 = (d11 * dw2 - d12 * dw1) / den
+                inside = (abs((w0 * u0 + w1 * u1) + w2 * u2) <= plane_tol and b1 >= -edge_bary
+                          and b2 >= -edge_bary and b1 + b2 <= 1.0 + edge_bary)
+                if (inside or cand == reported) and cand < win_key:
+                    win_key = cand
+                    win = (u0, u1, u2)
+        face[i] = win_key
+        normal[i, 0] = win[0]
+        normal[i, 1] = win[1]
+        normal[i, 2] = win[2]

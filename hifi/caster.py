@@ -863,7 +863,14 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
     for index in np.unique(obj[rows]):
         r = rows[obj[rows] == index]
         o = scene.objects[int(index)]
-        vid = _object_topology(scene, int(index), cache)[0]
+        vid, indptr, vertex_face = _object_topology(scene, int(index), cache)
+        if kernels.enabled() and not scene.is_moving(o.name):
+            from ._cast_kernel import settle_static          # numba: the same bits, one pass
+            first, step = o.share or (0, 1)
+            settle_static(r.astype(np.int64), best, face, normal, origins, directions, o.faces, first, step,
+                          _static_world_vertices(scene, int(index), cache), vid, indptr, vertex_face,
+                          float(plane_tol_m), _EDGE_BARY)
+            continue
         pair_ray, cand, unit, key = tie_candidates(scene, int(index), vid[o.faces[face[r]]], face[r], r, origins,
                                                    directions, times, best, plane_tol_m=plane_tol_m, cache=cache)
         # Lowest containing candidate per ray (the reported face always counts: key below max).

@@ -359,6 +359,32 @@ def test_compiled_cast_passes_have_the_numpy_bytes(subset):
         assert getattr(fast, field).tobytes() == getattr(ref, field).tobytes(), field
 
 
+@pytest.mark.parametrize("rpy", [[0, 0, 0], [3, -2, 30]])
+def test_compiled_tie_rule_has_the_numpy_bytes(rpy):
+    """hifi._cast_kernel.settle_static against the numpy tie rule (tie_candidates and the
+    lowest key; regression: same bytes). Rays straight down onto a terrain's grid vertices and
+    edge midpoints, in its body frame, so nearly every hit is on a shared edge or vertex: at
+    the origin without rotation (the shared vertex array) and turned (its world vertices)."""
+    from hifi import kernels
+
+    scene = Scene()
+    pose = Pose.from_position_rpy([1.0, -2.0, 0.5], rpy)
+    scene.add_object("t", meshes.terrain([10.0, 8.0], 0.5, 0.3, seed=4), local=pose)
+    grid = np.stack(np.meshgrid(np.arange(-4.5, 4.6, 0.25), np.arange(-3.5, 3.6, 0.25)), axis=-1).reshape(-1, 2)
+    origins = pose.apply(np.column_stack([grid, np.full(len(grid), 5.0)]))
+    dirs = np.broadcast_to(pose.apply_vectors(np.array([[0.0, 0.0, -1.0]])), origins.shape)
+    raw = RayCaster(scene, n_threads=2).build().backend.nearest(origins, dirs, 0.0, 100.0)   # before the rule
+    assert raw.edge.sum() > 0.9 * len(grid)                 # the rays meet edges and vertices
+    hits = {}
+    for on in (True, False):
+        with kernels.use(on):
+            h = RayCaster(scene, n_threads=2).cast(origins, dirs, 0.0, 100.0)
+        hits[on] = h
+    assert np.any(hits[True].face_index != raw.face_index)  # the rule changed Embree's choice
+    for field in hits[True].__dataclass_fields__:
+        assert getattr(hits[True], field).tobytes() == getattr(hits[False], field).tobytes(), field
+
+
 @pytest.mark.parametrize("density", [0.5, 1.5])
 def test_tree_crown_gap_fraction_is_beer_lambert(density):
     """meshes.tree: rays through the crown pass with probability exp(-G u L), G = 1/2 for the
