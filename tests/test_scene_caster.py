@@ -142,6 +142,64 @@ def test_face_subset_keeps_only_its_vertices():
         assert np.array_equal(verts[faces], obj.vertices[obj.faces[sel]])   # same triangles
 
 
+def _ply(path, vertices, faces, *, order="<", vtype="f4", itype="i4", ctype="u1", vextra=(), fextra=()):
+    """A binary PLY written with numpy (independent of hifi's reader): ``vextra`` / ``fextra``
+    are extra scalar properties (name, type) after x, y, z and after the index list."""
+    names = {"f4": "float", "f8": "double", "i4": "int", "u4": "uint", "u1": "uchar", "i1": "char",
+             "u2": "ushort", "i2": "short"}
+    fmt = "binary_little_endian" if order == "<" else "binary_big_endian"
+    head = [f"ply", f"format {fmt} 1.0", "comment written by tests/test_scene_caster.py",
+            f"element vertex {len(vertices)}"]
+    head += [f"property {names[vtype]} {c}" for c in "xyz"] + [f"property {names[t]} {n}" for n, t in vextra]
+    head += [f"element face {len(faces)}", f"property list {names[ctype]} {names[itype]} vertex_indices"]
+    head += [f"property {names[t]} {n}" for n, t in fextra] + ["end_header"]
+    vd = np.dtype([(c, order + vtype) for c in "xyz"] + [(n, order + t) for n, t in vextra])
+    v = np.zeros(len(vertices), dtype=vd)
+    for j, c in enumerate("xyz"):
+        v[c] = vertices[:, j]
+    lengths = [len(f) for f in faces]
+    with open(path, "wb") as fh:
+        fh.write(("\n".join(head) + "\n").encode())
+        fh.write(v.tobytes())
+        for f in faces:
+            fd = np.dtype([("n", order + ctype), ("i", order + itype, (len(f),))] + [(n, order + t) for n, t in fextra])
+            rec = np.zeros(1, dtype=fd)
+            rec["n"], rec["i"] = len(f), f
+            fh.write(rec.tobytes())
+    return lengths
+
+
+@pytest.mark.parametrize("variant", ["plain", "big-endian", "double", "uint", "extras", "quad", "bad-index"])
+def test_binary_ply_reader_matches_trimesh(tmp_path, variant):
+    """meshes.read_binary_ply_triangles (the block reader of large binary PLY files) against
+    trimesh's reader, bit for bit; the variants it does not take (a quad, an index past the
+    vertices) go to trimesh (None here), and load_mesh_file still gives trimesh's arrays."""
+    mesh = meshes.terrain([3.0, 2.0], 0.5, 0.2, seed=6)
+    vertices, faces = np.asarray(mesh.vertices), np.asarray(mesh.faces).tolist()
+    kw = {"big-endian": {"order": ">"}, "double": {"vtype": "f8"}, "uint": {"itype": "u4", "ctype": "u1"},
+          "extras": {"vextra": (("nx", "f4"), ("red", "u1")), "fextra": (("flags", "i2"),)}}.get(variant, {})
+    if variant == "quad":                     # polygons: trimesh triangulates them
+        vertices, faces = np.array([[0.0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]), [[0, 1, 2, 3]]
+    if variant == "bad-index":
+        faces[3] = [0, 1, len(vertices)]
+    path = tmp_path / "m.ply"
+    _ply(path, vertices, faces, **kw)
+    fast = meshes.read_binary_ply_triangles(path)
+    if variant in ("quad", "bad-index"):
+        assert fast is None
+        if variant == "quad":
+            got = meshes.load_mesh_file(path)
+            ref = trimesh.load(str(path), force="mesh", process=False)
+            assert len(got.faces) == 2 and np.array_equal(got.faces, ref.faces)
+        return
+    ref = trimesh.load(str(path), force="mesh", process=False)
+    assert fast[0].dtype == np.float64 and fast[1].dtype == np.int64
+    assert fast[0].tobytes() == np.asarray(ref.vertices, dtype=np.float64).tobytes()
+    assert np.array_equal(fast[1], ref.faces)
+    got = meshes.load_mesh_file(path, 0.5)
+    assert np.array_equal(got.vertices, np.asarray(ref.vertices) * 0.5) and np.array_equal(got.faces, ref.faces)
+
+
 def test_keep_share_holds_one_ranks_faces():
     """``SceneObject.keep_share`` (a facet rank's share): the faces kept are the whole mesh's
     ``first::step`` (the round-robin deal), ``face_rows`` maps their whole-mesh ids back to
