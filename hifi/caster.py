@@ -452,16 +452,15 @@ class EmbreeBackend:
         (faces renumbered), so a process holds about its share of the vertex buffer too; face
         ids (whole-mesh indices) is None for all faces.
         """
-        if obj.share is not None:
+        if obj.share is not None:                # its vertices are those of its faces already
             if self._face_subset is not None:
                 raise ValueError(f"object {obj.name!r} keeps a share of its faces; a face_subset "
                                  "cannot be taken from it")
-            faces, sel = obj.faces, obj.face_ids()
-        elif self._face_subset is None:
+            return vertices, obj.faces, obj.face_ids()
+        if self._face_subset is None:
             return vertices, obj.faces, None
-        else:
-            sel = np.asarray(self._face_subset(obj.index, len(obj.faces)), dtype=np.int64)
-            faces = obj.faces[sel]
+        sel = np.asarray(self._face_subset(obj.index, len(obj.faces)), dtype=np.int64)
+        faces = obj.faces[sel]
         # The vertices used, ascending, and the faces renumbered into them: what
         # np.unique(faces, return_inverse=True) gives, through a mask instead of a sort (a
         # fraction of its transient memory and time).
@@ -491,8 +490,12 @@ class EmbreeBackend:
         static = [o for o in scene.objects if not scene.is_moving(o.name)]
         if static:
             world = [static_world_vertices(scene, o) for o in static]
-            lo = np.min([w.min(axis=0) for w in world], axis=0)
-            hi = np.max([w.max(axis=0) for w in world], axis=0)
+            # The extent of the whole meshes (kept by a facet rank's share), so every rank
+            # casts in the serial float32 frame.
+            ext = [o.world_bounds if o.share is not None else (w.min(axis=0), w.max(axis=0))
+                   for o, w in zip(static, world) if o.share is None or o.world_bounds is not None]
+            lo = np.min([e[0] for e in ext], axis=0)
+            hi = np.max([e[1] for e in ext], axis=0)
             centre = self._centre = (lo + hi) / 2.0
             es = self._new_bvh()
             geom_obj, geom_faces = [], []
@@ -790,6 +793,53 @@ def _object_topology(scene: Scene, index: int, cache: dict):
     return topo
 
 
+def merged_ids_of(scene: Scene, index: int, cache: dict, positions) -> np.ndarray:
+    """Merged vertex id (:func:`_object_topology`) of each of these body-frame positions of
+    object ``index``, -1 where none of the object's (kept) vertices lies there.
+
+    The merged ids number the distinct positions in ascending (x, y, z) order
+    (:func:`merge_vertices`), so a position is found by a binary search over them with the
+    same float comparisons (-0.0 equals 0.0; NaN matches nothing). A facet rank, which keeps
+    only the vertices of its own faces, finds another rank's corners this way.
+
+    Parameters
+    ----------
+    positions : (k, 3) float64
+
+    Returns
+    -------
+    (k,) int64
+    """
+    key = ("positions", index)
+    uniq = cache.get(key)
+    if uniq is None:
+        vid = _object_topology(scene, index, cache)[0]
+        n_merged = int(vid.max()) + 1 if vid.size else 0
+        uniq = np.empty((n_merged, 3))
+        uniq[vid] = scene.objects[index].vertices
+        cache[key] = uniq
+    q = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+    lo = np.zeros(len(q), dtype=np.int64)
+    hi = np.full(len(q), len(uniq), dtype=np.int64)
+    while True:                      # first merged position not below q, lexicographically
+        active = lo < hi
+        if not active.any():
+            break
+        mid = (lo + hi) // 2
+        u = uniq[np.minimum(mid, len(uniq) - 1)]
+        below = np.zeros(len(q), dtype=bool)
+        equal = np.ones(len(q), dtype=bool)
+        for j in range(3):
+            below |= equal & (u[:, j] < q[:, j])
+            equal &= u[:, j] == q[:, j]
+        lo = np.where(active & below, mid + 1, lo)
+        hi = np.where(active & ~below, mid, hi)
+    found = lo < len(uniq)
+    hit = np.zeros(len(q), dtype=bool)
+    hit[found] = np.all(uniq[lo[found]] == q[found], axis=1)
+    return np.where(hit, lo, -1)
+
+
 def static_world_vertices(scene: Scene, obj) -> np.ndarray:
     """Scene-frame vertices (float64) of static object ``obj``: its pose at t = 0 applied.
 
@@ -800,6 +850,8 @@ def static_world_vertices(scene: Scene, obj) -> np.ndarray:
     coordinate back bit for bit except -0.0 (turned into +0.0). Otherwise
     ``pose.apply(vertices)``.
     """
+    if obj.world is not None:                     # a facet rank's share, from the whole mesh's
+        return obj.world
     pose = scene.pose_at(obj.name, 0.0)
     v = obj.vertices
     q = np.asarray(pose.rotation.as_quat(), dtype=float).reshape(-1)
@@ -866,8 +918,8 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
         vid, indptr, vertex_face = _object_topology(scene, int(index), cache)
         if kernels.enabled() and not scene.is_moving(o.name):
             from ._cast_kernel import settle_static          # numba: the same bits, one pass
-            first, step = o.share or (0, 1)
-            settle_static(r.astype(np.int64), best, face, normal, origins, directions, o.faces, first, step,
+            settle_static(r.astype(np.int64), best, face, normal, origins, directions, o.faces,
+                          o.share[0] if o.share else 0,
                           _static_world_vertices(scene, int(index), cache), vid, indptr, vertex_face,
                           float(plane_tol_m), _EDGE_BARY)
             continue
@@ -911,7 +963,8 @@ def tie_candidates(scene: Scene, index: int, corners, reported, r, origins, dire
     index : int
         Object hit by every ray of ``r``.
     corners : (m, 3) int
-        Merged vertex ids (:func:`_object_topology`) of the reported face's corners, per ray.
+        Merged vertex ids (:func:`_object_topology`) of the reported face's corners, per ray;
+        -1 for a corner where none of the object's kept vertices lies (a facet rank's share).
     reported : (m,) int
         Whole-mesh index of the reported face, per ray.
     r : (m,) int
@@ -939,7 +992,9 @@ def tie_candidates(scene: Scene, index: int, corners, reported, r, origins, dire
     _, indptr, vertex_face = _object_topology(scene, index, cache)
     m = len(r)
     v = np.asarray(corners, dtype=np.int64)
-    start, count = indptr[v].ravel(), (indptr[v + 1] - indptr[v]).ravel()
+    vv = np.maximum(v, 0)                         # -1: a corner no kept vertex lies at
+    start = indptr[vv].ravel()
+    count = np.where(v >= 0, indptr[vv + 1] - indptr[vv], 0).ravel()
     pair_ray = np.repeat(np.repeat(np.arange(m), 3), count)
     first = np.repeat(np.cumsum(count) - count, count)
     cand = vertex_face[np.repeat(start, count) + np.arange(count.sum()) - first]

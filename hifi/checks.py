@@ -64,15 +64,15 @@ def degenerate_faces(vertices, faces, *, rel=DEGENERATE_TRIANGLE_REL) -> np.ndar
     return out
 
 
-def inside_closed_mesh(mesh, points) -> np.ndarray:
+def inside_closed_mesh(mesh, points, bounds=None) -> np.ndarray:
     """Which ``points`` (n, 3) [m], in the mesh's frame, lie inside a watertight ``mesh``.
 
     False for every point when the mesh is not watertight (inside is undefined). Points outside
-    the mesh's bounding box are not tested further; the others go to trimesh's ``contains``
-    (ray parity).
+    the mesh's bounding box (``bounds``, default ``mesh.bounds``) are not tested further; the
+    others go to trimesh's ``contains`` (ray parity).
     """
     p = np.asarray(points, dtype=float).reshape(-1, 3)
-    lo, hi = mesh.bounds
+    lo, hi = mesh.bounds if bounds is None else bounds
     near = np.all((p >= lo) & (p <= hi), axis=1)
     out = np.zeros(len(p), dtype=bool)
     if near.any() and mesh.is_watertight:
@@ -110,7 +110,7 @@ def warn_scene(sc, scene, models) -> None:
         mount = scene.pose_at(spec.name, 0.0).translation
         for ospec, obj in zip(sc.objects, scene.objects):
             local = scene.pose_at(obj.name, 0.0).inverse_apply(np.asarray(mount, dtype=float)[None, :])
-            if inside_closed_mesh(obj.mesh, local)[0]:
+            if obj.bounds is not None and inside_closed_mesh(obj.mesh, local, obj.bounds)[0]:
                 where_key = where(sc, f"sensors[{spec.index}].position_m")
                 pos = ", ".join(f"{x:.3g}" for x in mount)
                 warnings.warn(f"{where_key} = {list(spec.position_m)!r}: sensor {spec.name!r} is mounted inside "

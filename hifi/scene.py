@@ -14,6 +14,7 @@ moving body (a vehicle integrated in the run) plugs into the same tree.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,9 @@ import trimesh
 
 from .constants import VELOCITY_FD_STEP_S
 from .motion import Kinematics, Pose, Track, compose_kinematics
+
+#: Rows of a vertex array reduced at once to one number (temporaries of a few tens of MB).
+_ROW_BLOCK = 1 << 20
 
 #: Annotation id 0 is reserved for "no hit / unlabelled".
 UNLABELLED = "unlabelled"
@@ -75,10 +79,11 @@ class Body:
 class SceneObject:
     """A rigid triangle mesh with a material, in its own body frame.
 
-    ``faces`` are the whole mesh's, unless :meth:`keep_share` reduced them to one MPI rank's
-    share (``share`` is then ``(first, step)``: faces ``first, first + step, ...`` of the
-    whole mesh are kept, in that order, and ``mesh`` is dropped). ``vertices`` are always
-    the whole mesh's.
+    ``vertices`` and ``faces`` are the whole mesh's, unless :meth:`keep_share` reduced them to
+    one MPI rank's share: ``share`` is then ``(first, stop)``, the faces ``first:stop`` of the
+    whole mesh are kept, in that order, with the vertices they use (renumbered, in their
+    order), and ``mesh`` is dropped. What needs the whole mesh (:attr:`bounds`,
+    :attr:`radius_m`, the world bounds of a static object) is kept from before.
     """
 
     name: str
@@ -90,7 +95,12 @@ class SceneObject:
     #: Faces of the whole mesh (``len(faces)`` unless this is a share).
     n_faces: int = field(init=False)
     share: tuple[int, int] | None = field(init=False, default=None)
+    #: Scene-frame vertices of a shared static object (rows of ``vertices``), else None.
+    world: np.ndarray | None = field(init=False, default=None, repr=False)
+    #: (2, 3) lowest and highest scene-frame vertex of a shared static object's whole mesh.
+    world_bounds: np.ndarray | None = field(init=False, default=None, repr=False)
     _bounds: np.ndarray | None = field(init=False, default=None, repr=False)
+    _radius_m: float | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self):
         self.vertices = np.ascontiguousarray(self.mesh.vertices, dtype=float)
@@ -99,41 +109,84 @@ class SceneObject:
 
     @property
     def bounds(self) -> np.ndarray | None:
-        """(2, 3) lowest and highest body-frame coordinates of the vertices the faces use
-        (``trimesh.Trimesh.bounds`` of the whole mesh); None without faces."""
-        if self._bounds is None and self.mesh is not None:
-            self._bounds = self.mesh.bounds
+        """(2, 3) lowest and highest body-frame coordinates of the vertices the faces use, of
+        the whole mesh; None without faces.
+
+        ``trimesh.Trimesh.bounds``' arithmetic (min and max over axis 0 of the referenced
+        vertices), without its copy of them when every vertex is referenced: a 10 M-triangle
+        mesh's bounds through trimesh peaked 203 MiB above its arrays.
+        """
+        if self._bounds is None and self.share is None and len(self.faces):
+            v = self.vertices
+            referenced = np.zeros(len(v), dtype=bool)
+            referenced[self.faces] = True
+            in_mesh = v if referenced.all() else v[referenced]
+            self._bounds = np.array([in_mesh.min(axis=0), in_mesh.max(axis=0)])
         return self._bounds
+
+    @property
+    def radius_m(self) -> float:
+        """Largest distance of a vertex of the whole mesh from the body origin [m] (0 without
+        vertices)."""
+        if self._radius_m is None:
+            v = self.vertices
+            # By blocks of rows: each row's norm is the same number, and so is the largest
+            # (NaN included), without temporaries of the whole array.
+            self._radius_m = float(np.max([np.max(np.linalg.norm(v[a:a + _ROW_BLOCK], axis=1))
+                                           for a in range(0, len(v), _ROW_BLOCK)])) if len(v) else 0.0
+        return self._radius_m
 
     def face_ids(self) -> np.ndarray | None:
         """Whole-mesh index of each row of ``faces`` ((m,) int64), or None if all are kept."""
         if self.share is None:
             return None
-        first, step = self.share
-        return np.arange(first, self.n_faces, step, dtype=np.int64)
+        return np.arange(*self.share, dtype=np.int64)
 
     def face_rows(self, face_ids) -> np.ndarray:
         """Rows of ``faces`` holding these whole-mesh face indices (which must be kept here)."""
         face_ids = np.asarray(face_ids, dtype=np.int64)
-        if self.share is None:
-            return face_ids
-        first, step = self.share
-        return (face_ids - first) // step
+        return face_ids if self.share is None else face_ids - self.share[0]
 
-    def keep_share(self, first: int, step: int) -> None:
-        """Keep only faces ``first, first + step, ...`` of the mesh (one rank's facet share).
+    def keep_share(self, first: int, stop: int, world: np.ndarray | None = None) -> None:
+        """Keep only faces ``first:stop`` of the mesh and the vertices they use (one rank's
+        facet share).
 
-        The whole mesh's bounds are kept (:attr:`bounds`), and so are all its vertices; the
-        trimesh object is dropped, so the whole face array is freed once nothing else holds it.
+        Parameters
+        ----------
+        first, stop : int
+            Whole-mesh face range kept.
+        world : (v, 3) float64, optional
+            For a static object, its scene-frame vertices (all of them): the kept rows are kept
+            as :attr:`world` and their whole extent as :attr:`world_bounds`.
+
+        The whole mesh's :attr:`bounds` and :attr:`radius_m` are computed first; the trimesh
+        object is dropped, so the whole arrays are freed once nothing else holds them.
         """
         if self.share is not None:
             raise ValueError(f"object {self.name!r} is already reduced to the share {self.share}")
-        if not 0 <= first < step:
-            raise ValueError(f"share first={first} must lie in [0, step={step})")
-        _ = self.bounds
-        self.faces = self.faces[first::step].copy()
-        self.share = (int(first), int(step))
-        self.mesh = None
+        if not 0 <= first <= stop <= self.n_faces:
+            raise ValueError(f"share {first}:{stop} must lie within the {self.n_faces} faces")
+        _ = self.bounds, self.radius_m
+        faces = self.faces[first:stop].copy()
+        # The whole faces go first (the trimesh mesh holds them in reference cycles).
+        self.faces, self.mesh = faces, None
+        gc.collect()
+        used = np.zeros(len(self.vertices), dtype=bool)
+        used[faces.reshape(-1)] = True
+        remap = np.cumsum(used, dtype=np.int64)
+        remap -= 1
+        np.take(remap, faces, out=faces)
+        del remap
+        keep = np.flatnonzero(used)
+        del used
+        same = world is self.vertices             # placed at the origin: the same array (exact)
+        if world is not None:
+            self.world_bounds = np.array([world.min(axis=0), world.max(axis=0)]) if len(world) else None
+            self.world = None if same else world[keep]
+        self.vertices = self.vertices[keep]
+        if same:
+            self.world = self.vertices
+        self.share = (int(first), int(stop))
 
 
 class Scene:
@@ -324,7 +377,6 @@ class Scene:
                 reach[name] = own + (chain(body.parent) if body.parent is not None else 0.0)
             return reach[name]
 
-        radius = {o.name: float(np.max(np.linalg.norm(o.vertices, axis=1))) if len(o.vertices) else 0.0
-                  for o in self.objects}
+        radius = {o.name: o.radius_m for o in self.objects}
         bound = max([radius.get(name, 0.0) + chain(name) for name in self.bodies] or [0.0])
         return max(bound, 1e-3)

@@ -21,8 +21,9 @@ from hifi.caster import (
     NearestHits,
     RayCaster,
     _edge_rows,
-    _object_topology,
+    merged_ids_of,
     no_hits,
+    static_world_vertices,
     tie_candidates,
 )
 from hifi.estimate import trim_heap
@@ -36,10 +37,10 @@ MISS_KEY = np.iinfo(np.int64).max
 MAX_GLOBAL_FACES = 2**32
 
 
-def round_robin(face_offset: np.ndarray, rank: int, size: int) -> np.ndarray:
-    """First face of each object dealt to ``rank``: the faces whose global id
-    ``face_offset[object] + face`` is congruent to ``rank`` modulo ``size`` are that one and
-    every ``size``-th after it.
+def contiguous_shares(face_offset: np.ndarray, rank: int, size: int) -> np.ndarray:
+    """Faces of each object dealt to ``rank``: the global face ids ``face_offset[object] + face``
+    from ``floor(rank F / size)`` up to ``floor((rank + 1) F / size)`` (F faces in all), so
+    every rank gets F / size of them, within one.
 
     Parameters
     ----------
@@ -50,11 +51,23 @@ def round_robin(face_offset: np.ndarray, rank: int, size: int) -> np.ndarray:
 
     Returns
     -------
-    (n_objects,) int64
-        ``(rank - face_offset[object]) % size``: the ``first`` of
-        :meth:`hifi.scene.SceneObject.keep_share` (step ``size``).
+    (n_objects, 2) int64
+        ``(first, stop)`` of each object's faces (an empty range for objects of other ranks):
+        what :meth:`hifi.scene.SceneObject.keep_share` keeps.
+
+    Notes
+    -----
+    VANE's Quick Caster dealt facets round-robin, which balances the ranks whatever the order
+    of the faces, but then every rank's faces use nearly every vertex. Contiguous ranges keep
+    the vertices apart too where a mesh's faces come in spatial order (terrain grids, scans,
+    exported scenes), and each rank's BVH then covers its own region.
     """
-    return (rank - np.asarray(face_offset[:-1], dtype=np.int64)) % size
+    offset = np.asarray(face_offset, dtype=np.int64)
+    total = int(offset[-1])
+    lo, hi = rank * total // size, (rank + 1) * total // size
+    first = np.clip(lo - offset[:-1], 0, offset[1:] - offset[:-1])
+    stop = np.clip(hi - offset[:-1], 0, offset[1:] - offset[:-1])
+    return np.column_stack([first, np.maximum(stop, first)])
 
 
 def pack_keys(distance, object_id, face_index, face_offset) -> np.ndarray:
@@ -103,7 +116,7 @@ class FacetBackend:
     Notes
     -----
     This rank's share is an :class:`hifi.caster.EmbreeBackend` over the faces dealt to it by
-    :func:`round_robin`. Per cast step (the first segment, then each mirror bounce) two
+    :func:`contiguous_shares`. Per cast step (the first segment, then each mirror bounce) two
     reductions over the rays: ``Allreduce(MIN)`` of an int64 key per ray, ``(float32 bits of
     the distance) << 32 | global face id``, which is the nearest hit with ties in distance going
     to the lowest global face id (object index, then face index); then ``Allreduce(BOR)`` of the
@@ -116,18 +129,19 @@ class FacetBackend:
     waiting forever.
 
     The rank keeps only its share: every object of ``scene`` is reduced to the faces dealt to
-    this rank (:meth:`hifi.scene.SceneObject.keep_share`; the vertices stay whole, round-robin
-    faces use nearly all of them), so the whole face arrays are freed and the edge-tie tables
-    list this rank's faces only. The scene must not be cast serially afterwards. The
-    secondary-ray offsets' size terms (longest edge, reach) are computed from the whole meshes
-    first.
+    this rank and the vertices they use (:meth:`hifi.scene.SceneObject.keep_share`), so the
+    whole arrays are freed and the Embree arrays and edge-tie tables list this rank's faces
+    only. The scene must not be cast serially afterwards. What needs whole meshes is computed
+    first: the secondary-ray offsets' size terms (longest edge, reach), the static objects'
+    scene-frame vertices and their extent (the static BVH's float32 frame is the serial one).
 
     The caller then applies the serial caster's tie rule through :meth:`settle_ties`: a hit on
     a triangle's edge goes to the lowest-index face of that object containing the point. The
-    owner of the reported face shares its corners, every rank tests its own faces around them
-    (:func:`hifi.caster.tie_candidates`, the serial arithmetic row by row) and a reduction picks
-    the lowest containing face, whose owner shares its normal: the serial result, whichever
-    rank's triangle won.
+    owner of the reported face shares its corners' positions, every rank finds its own faces
+    around them (:func:`hifi.caster.merged_ids_of`) and tests them
+    (:func:`hifi.caster.tie_candidates`, the serial arithmetic row by row), and a reduction
+    picks the lowest containing face, whose owner shares its normal: the serial result,
+    whichever rank's triangle won.
 
     The distance a ray reaches a triangle at is Embree's float32 ``tfar`` for that ray and that
     triangle, which does not depend on the other triangles in the BVH; each rank hands Embree
@@ -150,8 +164,10 @@ class FacetBackend:
         self.reduced_bytes = 0
         self.local = EmbreeBackend(scene)
         self.local._frame_tables()             # from the whole meshes, before they are shared
-        for obj, first in zip(scene.objects, round_robin(self.face_offset, self.rank, self.size)):
-            obj.keep_share(int(first), self.size)
+        for obj, (first, stop) in zip(scene.objects, contiguous_shares(self.face_offset, self.rank, self.size)):
+            world = None if scene.is_moving(obj.name) else static_world_vertices(scene, obj)
+            obj.keep_share(int(first), int(stop), world)
+            del world
         # trimesh meshes hold reference cycles (their caches): the whole meshes go at a collection.
         gc.collect()
         trim_heap()
@@ -219,9 +235,9 @@ class FacetBackend:
         on the global ``hits`` (collective; see the class notes).
 
         Three reductions over the m rays hit on an edge (none when there are none; every rank
-        has the same global hits, so they agree): ``BOR`` of the reported face's merged corner
-        ids from its owner (24 bytes a ray), ``MIN`` of each rank's lowest containing face
-        (8 bytes), ``BOR`` of the winner's unit normal bits from its owner (24 bytes).
+        has the same global hits, so they agree): ``BOR`` of the reported face's corner
+        positions from its owner (72 bytes a ray), ``MIN`` of each rank's lowest containing
+        face (8 bytes), ``BOR`` of the winner's unit normal bits from its owner (24 bytes).
         """
         from mpi4py import MPI
 
@@ -231,19 +247,27 @@ class FacetBackend:
             return
         m = rows.size
         o_r, f_r = obj[rows], face[rows]
-        mine = (self.face_offset[o_r] + f_r) % self.size == self.rank
-        corners = np.zeros((m, 3), dtype=np.int64)
+        mine = np.zeros(m, dtype=bool)
+        for index in np.unique(o_r):
+            k = np.nonzero(o_r == index)[0]
+            share = scene.objects[int(index)].share
+            mine[k] = (f_r[k] >= share[0]) & (f_r[k] < share[1])
+        # The reported face's corners (body frame, float64 bits) from the rank that owns it.
+        corners = np.zeros((m, 3, 3))
         for index in np.unique(o_r[mine]):
             k = np.nonzero(mine & (o_r == index))[0]
             o = scene.objects[int(index)]
-            vid = _object_topology(scene, int(index), cache)[0]
-            corners[k] = vid[o.faces[o.face_rows(f_r[k])]]
-        self._reduce(MPI.IN_PLACE, corners, MPI.BOR)
+            corners[k] = o.vertices[o.faces[o.face_rows(f_r[k])]]
+        bits = corners.view(np.uint64)
+        self._reduce(MPI.IN_PLACE, bits, MPI.BOR)
         local = np.full(m, NOT_CONTAINED, dtype=np.int64)
         unit = np.zeros((m, 3))
         for index in np.unique(o_r):
+            if len(scene.objects[int(index)].faces) == 0:
+                continue                       # none of its faces here
             k = np.nonzero(o_r == index)[0]
-            pair_ray, cand, unit_k, key = tie_candidates(scene, int(index), corners[k], f_r[k], rows[k], origins,
+            ids = merged_ids_of(scene, int(index), cache, corners[k].reshape(-1, 3)).reshape(-1, 3)
+            pair_ray, cand, unit_k, key = tie_candidates(scene, int(index), ids, f_r[k], rows[k], origins,
                                                          directions, times, best, plane_tol_m=plane_tol_m,
                                                          cache=cache)
             if pair_ray.size == 0:

@@ -200,37 +200,63 @@ def test_binary_ply_reader_matches_trimesh(tmp_path, variant):
     assert np.array_equal(got.vertices, np.asarray(ref.vertices) * 0.5) and np.array_equal(got.faces, ref.faces)
 
 
+def test_object_bounds_are_trimesh_bounds():
+    """SceneObject.bounds (the motion boxes, the mount check) against trimesh's
+    ``Trimesh.bounds``, bit for bit (independent implementation): a terrain with -0.0
+    coordinates, a car, and a mesh with a vertex no face uses (which does not count)."""
+    terrain = meshes.terrain([3.0, 2.0], 0.5, 0.2, seed=2)
+    terrain.vertices[0] = [-0.0, 0.0, -0.0]
+    loose = trimesh.Trimesh(np.vstack([meshes.box([1, 2, 3]).vertices, [[50.0, 0, 0]]]),
+                            meshes.box([1, 2, 3]).faces, process=False)
+    for mesh in (terrain, meshes.car(), loose):
+        scene = Scene()
+        obj = scene.add_object("m", mesh)
+        assert obj.bounds.tobytes() == trimesh.Trimesh(mesh.vertices, mesh.faces, process=False).bounds.tobytes()
+    assert obj.bounds[1, 0] < 50.0
+
+
 def test_keep_share_holds_one_ranks_faces():
     """``SceneObject.keep_share`` (a facet rank's share): the faces kept are the whole mesh's
-    ``first::step`` (the round-robin deal), ``face_rows`` maps their whole-mesh ids back to
-    rows, the whole mesh's bounds survive, the Embree arrays are the face subset's (checked
-    against the ``face_subset`` path, which keeps the whole mesh), the tie tables list only the
-    kept faces, and a serial caster refuses the reduced scene."""
+    ``first:stop`` with the vertices they use, renumbered (the same triangles as the
+    ``face_subset`` path, which keeps the whole mesh); ``face_rows`` maps whole-mesh face ids
+    back to rows; the whole mesh's bounds and radius and a static object's world vertices and
+    extent survive; the tie tables list only the kept faces and find any kept vertex by its
+    position; a serial caster refuses the reduced scene."""
+    from hifi.caster import merged_ids_of
+
     mesh = meshes.terrain([3.0, 2.0], 0.25, 0.1, seed=5)
     whole = Scene()
-    ref = whole.add_object("t", mesh.copy())
-    bounds = ref.bounds.copy()
-    for step, first in ((2, 0), (3, 1), (7, 6)):
+    ref = whole.add_object("t", mesh.copy(), local=Pose.from_position_rpy([1, 2, 0], [0, 0, 20]))
+    bounds, radius = ref.bounds.copy(), ref.radius_m
+    world = static_world_vertices(whole, ref)
+    n = len(ref.faces)
+    for first, stop in ((0, n // 2), (n // 3, n), (5, 6)):
         scene = Scene()
-        obj = scene.add_object("t", mesh.copy())
-        obj.keep_share(first, step)
-        assert obj.mesh is None and obj.n_faces == len(ref.faces)
-        assert np.array_equal(obj.faces, ref.faces[first::step])
-        assert np.array_equal(obj.face_ids(), np.arange(first, len(ref.faces), step))
-        assert np.array_equal(obj.face_rows(obj.face_ids()), np.arange(len(obj.faces)))
-        assert np.array_equal(obj.bounds, bounds)
-        got = EmbreeBackend(scene)._triangles_of(obj, obj.vertices)
-        expected = EmbreeBackend(whole, face_subset=lambda i, n, s=step, f=first: np.arange(f, n, s)
-                                 )._triangles_of(ref, ref.vertices)
+        obj = scene.add_object("t", mesh.copy(), local=Pose.from_position_rpy([1, 2, 0], [0, 0, 20]))
+        obj.keep_share(first, stop, static_world_vertices(scene, obj))
+        assert obj.mesh is None and obj.n_faces == n and obj.share == (first, stop)
+        assert np.array_equal(obj.vertices[obj.faces], ref.vertices[ref.faces[first:stop]])
+        assert len(obj.vertices) == len(np.unique(ref.faces[first:stop]))
+        assert np.array_equal(obj.face_ids(), np.arange(first, stop))
+        assert np.array_equal(obj.face_rows(obj.face_ids()), np.arange(stop - first))
+        assert np.array_equal(obj.bounds, bounds) and obj.radius_m == radius
+        assert np.array_equal(obj.world[obj.faces], world[ref.faces[first:stop]])
+        assert np.array_equal(obj.world_bounds, [world.min(axis=0), world.max(axis=0)])
+        got = EmbreeBackend(scene)._triangles_of(obj, obj.world)
+        expected = EmbreeBackend(whole, face_subset=lambda i, m, a=first, b=stop: np.arange(a, b)
+                                 )._triangles_of(ref, world)
         for a, b in zip(got, expected):
             assert np.array_equal(a, b)
-        vid, indptr, vertex_face = _object_topology(scene, 0, {})
+        cache = {}
+        vid, indptr, vertex_face = _object_topology(scene, 0, cache)
         assert len(vertex_face) == 3 * len(obj.faces)
-        assert set(vertex_face.tolist()) == set(obj.face_ids().tolist())
+        assert set(vertex_face.tolist()) == set(range(first, stop))
+        assert np.array_equal(merged_ids_of(scene, 0, cache, obj.vertices), vid)
+        assert np.all(merged_ids_of(scene, 0, cache, obj.vertices + [0.0, 0.0, 1.0]) == -1)
         with pytest.raises(ValueError, match="share"):
             RayCaster(scene)
         with pytest.raises(ValueError, match="already"):
-            obj.keep_share(first, step)
+            obj.keep_share(first, stop)
 
 
 def test_static_world_vertices_share_the_mesh_only_where_exact():
