@@ -5,7 +5,7 @@ Run from the repository root (it launches ``mpirun`` itself)::
     python benchmarks/bench_mpi.py                    # 1, 2, 3, 4 ranks, 5 scans per case
     python benchmarks/bench_mpi.py --ranks 1 2 --scans 10
 
-Facets: every rank builds BVHs for its round-robin share of the 474,104 triangles
+Facets: every rank builds BVHs for its share (:func:`mpi.caster.vertex_order_shares`) of the 474,104 triangles
 (:class:`mpi.caster.FacetCaster`) and casts all 133,312 rays of one HDL-64E revolution; one
 reduction pair per cast step picks the global nearest hit. Time: every rank holds the whole
 scene and casts ``scans / N`` of the revolutions (the time partition's unit of work is a

@@ -130,7 +130,7 @@ def range_image(a, b, dist, point, oid, cos_axis, class_table,
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def settle_static(rows, best, face, normal, origins, directions, faces, first, world, vid, indptr,
+def settle_static(rows, best, face, normal, origins, directions, faces, world, vid, indptr,
                   vertex_face, plane_tol, edge_bary):  # pragma: no cover (compiled)
     """The edge-tie rule of :func:`hifi.caster.settle_ties` for hits on one static object, in
     place on ``face`` and ``normal`` (the numpy of :func:`hifi.caster.tie_candidates` and the
@@ -146,8 +146,7 @@ def settle_static(rows, best, face, normal, origins, directions, faces, first, w
         Reported face (whole-mesh index) and normal; overwritten on ``rows``.
     origins, directions : (n, 3) float64
     faces : (f, 3) int64
-        The object's kept faces: whole-mesh face ``first + row`` in row ``row``.
-    first : int
+        The object's faces (all of them).
     world : (v, 3) float64
         Scene-frame vertices.
     vid, indptr, vertex_face
@@ -161,14 +160,14 @@ def settle_static(rows, best, face, normal, origins, directions, faces, first, w
         p0 = origins[i, 0] + directions[i, 0] * t
         p1 = origins[i, 1] + directions[i, 1] * t
         p2 = origins[i, 2] + directions[i, 2] * t
-        r = reported - first
+        r = reported
         win_key = np.iinfo(np.int64).max
         win = (0.0, 0.0, 0.0)
         for c in range(3):
             m = vid[faces[r, c]]
             for k in range(indptr[m], indptr[m + 1]):
                 cand = vertex_face[k]
-                row = cand - first
+                row = cand
                 a = faces[row, 0]
                 b = faces[row, 1]
                 q = faces[row, 2]

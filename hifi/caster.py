@@ -916,10 +916,9 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
         r = rows[obj[rows] == index]
         o = scene.objects[int(index)]
         vid, indptr, vertex_face = _object_topology(scene, int(index), cache)
-        if kernels.enabled() and not scene.is_moving(o.name):
+        if kernels.enabled() and o.share is None and not scene.is_moving(o.name):
             from ._cast_kernel import settle_static          # numba: the same bits, one pass
             settle_static(r.astype(np.int64), best, face, normal, origins, directions, o.faces,
-                          o.share[0] if o.share else 0,
                           _static_world_vertices(scene, int(index), cache), vid, indptr, vertex_face,
                           float(plane_tol_m), _EDGE_BARY)
             continue

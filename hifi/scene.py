@@ -80,10 +80,10 @@ class SceneObject:
     """A rigid triangle mesh with a material, in its own body frame.
 
     ``vertices`` and ``faces`` are the whole mesh's, unless :meth:`keep_share` reduced them to
-    one MPI rank's share: ``share`` is then ``(first, stop)``, the faces ``first:stop`` of the
-    whole mesh are kept, in that order, with the vertices they use (renumbered, in their
-    order), and ``mesh`` is dropped. What needs the whole mesh (:attr:`bounds`,
-    :attr:`radius_m`, the world bounds of a static object) is kept from before.
+    one MPI rank's share: ``share`` is then the ascending whole-mesh indices of the faces kept,
+    in that order, with the vertices they use (renumbered, in their order), and ``mesh`` is
+    dropped. What needs the whole mesh (:attr:`bounds`, :attr:`radius_m`, the world bounds of
+    a static object) is kept from before.
     """
 
     name: str
@@ -94,7 +94,7 @@ class SceneObject:
     faces: np.ndarray = field(init=False, repr=False)
     #: Faces of the whole mesh (``len(faces)`` unless this is a share).
     n_faces: int = field(init=False)
-    share: tuple[int, int] | None = field(init=False, default=None)
+    share: np.ndarray | None = field(init=False, default=None, repr=False)
     #: Scene-frame vertices of a shared static object (rows of ``vertices``), else None.
     world: np.ndarray | None = field(init=False, default=None, repr=False)
     #: (2, 3) lowest and highest scene-frame vertex of a shared static object's whole mesh.
@@ -138,23 +138,20 @@ class SceneObject:
 
     def face_ids(self) -> np.ndarray | None:
         """Whole-mesh index of each row of ``faces`` ((m,) int64), or None if all are kept."""
-        if self.share is None:
-            return None
-        return np.arange(*self.share, dtype=np.int64)
+        return self.share
 
     def face_rows(self, face_ids) -> np.ndarray:
         """Rows of ``faces`` holding these whole-mesh face indices (which must be kept here)."""
         face_ids = np.asarray(face_ids, dtype=np.int64)
-        return face_ids if self.share is None else face_ids - self.share[0]
+        return face_ids if self.share is None else np.searchsorted(self.share, face_ids)
 
-    def keep_share(self, first: int, stop: int, world: np.ndarray | None = None) -> None:
-        """Keep only faces ``first:stop`` of the mesh and the vertices they use (one rank's
-        facet share).
+    def keep_share(self, face_ids, world: np.ndarray | None = None) -> None:
+        """Keep only these faces of the mesh and the vertices they use (one rank's facet share).
 
         Parameters
         ----------
-        first, stop : int
-            Whole-mesh face range kept.
+        face_ids : (m,) int
+            Whole-mesh indices of the faces kept, ascending, each once.
         world : (v, 3) float64, optional
             For a static object, its scene-frame vertices (all of them): the kept rows are kept
             as :attr:`world` and their whole extent as :attr:`world_bounds`.
@@ -163,11 +160,13 @@ class SceneObject:
         object is dropped, so the whole arrays are freed once nothing else holds them.
         """
         if self.share is not None:
-            raise ValueError(f"object {self.name!r} is already reduced to the share {self.share}")
-        if not 0 <= first <= stop <= self.n_faces:
-            raise ValueError(f"share {first}:{stop} must lie within the {self.n_faces} faces")
+            raise ValueError(f"object {self.name!r} is already reduced to a share of its faces")
+        ids = np.asarray(face_ids, dtype=np.int64).reshape(-1)
+        if ids.size and (ids[0] < 0 or ids[-1] >= self.n_faces or np.any(np.diff(ids) <= 0)):
+            raise ValueError(f"a share of object {self.name!r} must list face indices in 0..{self.n_faces - 1}, "
+                             "ascending, each once")
         _ = self.bounds, self.radius_m
-        faces = self.faces[first:stop].copy()
+        faces = self.faces[ids]
         # The whole faces go first (the trimesh mesh holds them in reference cycles).
         self.faces, self.mesh = faces, None
         gc.collect()
@@ -186,7 +185,7 @@ class SceneObject:
         self.vertices = self.vertices[keep]
         if same:
             self.world = self.vertices
-        self.share = (int(first), int(stop))
+        self.share = ids
 
 
 class Scene:

@@ -12,6 +12,6 @@ name. Importing it is cheap and does not import ``mpi4py`` or initialise MPI: th
 a runner starts (:func:`mpi.runner.world`).
 """
 
-from .caster import FacetBackend, FacetCaster, contiguous_shares
+from .caster import FacetBackend, FacetCaster, vertex_order_shares
 
-__all__ = ["FacetBackend", "FacetCaster", "contiguous_shares"]
+__all__ = ["FacetBackend", "FacetCaster", "vertex_order_shares"]

@@ -1,8 +1,9 @@
 """Facet-partitioned nearest-hit ray caster (the VANE Quick Caster's decomposition).
 
-Every object's triangles are dealt round-robin over the ranks by their global face id; each
-rank builds Embree BVHs for its share only. All ranks cast the same rays against their share,
-and one reduction per cast step picks the global nearest hit.
+The scene's triangles are dealt over the ranks in stretches of about 1/N of them, ordered by
+object and lowest vertex index (:func:`vertex_order_shares`); each rank keeps only its faces
+and the vertices they use, and builds Embree BVHs and edge-tie tables for them. All ranks cast the same rays against their
+share, and one reduction per cast step picks the global nearest hit.
 
 :class:`FacetBackend` is that decomposition as a :class:`hifi.caster.NearestHitBackend`;
 :class:`FacetCaster` is the :class:`hifi.caster.RayCaster` over it.
@@ -37,37 +38,60 @@ MISS_KEY = np.iinfo(np.int64).max
 MAX_GLOBAL_FACES = 2**32
 
 
-def contiguous_shares(face_offset: np.ndarray, rank: int, size: int) -> np.ndarray:
-    """Faces of each object dealt to ``rank``: the global face ids ``face_offset[object] + face``
-    from ``floor(rank F / size)`` up to ``floor((rank + 1) F / size)`` (F faces in all), so
-    every rank gets F / size of them, within one.
+def vertex_order_shares(scene, rank: int, size: int) -> list:
+    """Faces of each object dealt to ``rank``: every face is placed by its lowest vertex index
+    (object by object), and the ranks take consecutive stretches of that order, each about
+    1/``size`` of all faces.
 
     Parameters
     ----------
-    face_offset : (n_objects + 1,) int
-        Global id of each object's first face (cumulative face counts).
+    scene : hifi.scene.Scene
+        The whole scene (every object keeps all its faces).
     rank, size : int
         This rank and the number of ranks.
 
     Returns
     -------
-    (n_objects, 2) int64
-        ``(first, stop)`` of each object's faces (an empty range for objects of other ranks):
-        what :meth:`hifi.scene.SceneObject.keep_share` keeps.
+    list of (m,) int64
+        Per object, the whole-mesh indices of the faces dealt to ``rank``, ascending: what
+        :meth:`hifi.scene.SceneObject.keep_share` keeps.
 
     Notes
     -----
     VANE's Quick Caster dealt facets round-robin, which balances the ranks whatever the order
-    of the faces, but then every rank's faces use nearly every vertex. Contiguous ranges keep
-    the vertices apart too where a mesh's faces come in spatial order (terrain grids, scans,
-    exported scenes), and each rank's BVH then covers its own region.
+    of the faces, but then every rank's faces use nearly every vertex, and every rank's BVH
+    spans the whole scene. Meshes list their vertices in a spatial order (a terrain's rows, a
+    scan's sweeps, an exported model's parts), so faces placed by their lowest vertex index
+    come in neighbourhoods: a stretch of that order uses a stretch of the vertices, and a
+    rank's BVH covers its own region. The split is made on the histogram of the lowest vertex
+    indices (no sort): rank r takes the faces whose (object, lowest vertex) position in that
+    order lies from the first position where the running count reaches ``r F / size`` to the
+    one where it reaches ``(r + 1) F / size`` (F faces in all), so the ranks' shares differ by
+    at most the faces around one vertex. Every rank computes the same split.
     """
-    offset = np.asarray(face_offset, dtype=np.int64)
-    total = int(offset[-1])
-    lo, hi = rank * total // size, (rank + 1) * total // size
-    first = np.clip(lo - offset[:-1], 0, offset[1:] - offset[:-1])
-    stop = np.clip(hi - offset[:-1], 0, offset[1:] - offset[:-1])
-    return np.column_stack([first, np.maximum(stop, first)])
+    counts = []
+    for obj in scene.objects:
+        low = obj.faces.min(axis=1) if len(obj.faces) else np.zeros(0, dtype=np.int64)
+        counts.append(np.bincount(low, minlength=len(obj.vertices)))
+        del low
+    running = np.cumsum(np.concatenate(counts)) if counts else np.zeros(0, dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum([len(c) for c in counts])]).astype(np.int64)
+    del counts
+    total = int(running[-1]) if running.size else 0
+    # Positions (object base + vertex) where rank r's stretch starts and ends.
+    lo, hi = (int(np.searchsorted(running, rank * total // size, side="right")) if rank else 0,
+              int(np.searchsorted(running, (rank + 1) * total // size, side="right")) if rank + 1 < size
+              else int(base[-1]))
+    del running
+    shares = []
+    for obj, b in zip(scene.objects, base[:-1]):
+        if len(obj.faces) == 0 or hi <= b or lo >= b + len(obj.vertices):
+            shares.append(np.zeros(0, dtype=np.int64))
+            continue
+        low = obj.faces.min(axis=1)
+        shares.append(np.flatnonzero((low >= lo - b) & (low < hi - b)).astype(np.int64))
+        del low
+    return shares
 
 
 def pack_keys(distance, object_id, face_index, face_offset) -> np.ndarray:
@@ -116,7 +140,7 @@ class FacetBackend:
     Notes
     -----
     This rank's share is an :class:`hifi.caster.EmbreeBackend` over the faces dealt to it by
-    :func:`contiguous_shares`. Per cast step (the first segment, then each mirror bounce) two
+    :func:`vertex_order_shares`. Per cast step (the first segment, then each mirror bounce) two
     reductions over the rays: ``Allreduce(MIN)`` of an int64 key per ray, ``(float32 bits of
     the distance) << 32 | global face id``, which is the nearest hit with ties in distance going
     to the lowest global face id (object index, then face index); then ``Allreduce(BOR)`` of the
@@ -164,9 +188,9 @@ class FacetBackend:
         self.reduced_bytes = 0
         self.local = EmbreeBackend(scene)
         self.local._frame_tables()             # from the whole meshes, before they are shared
-        for obj, (first, stop) in zip(scene.objects, contiguous_shares(self.face_offset, self.rank, self.size)):
+        for obj, ids in zip(scene.objects, vertex_order_shares(scene, self.rank, self.size)):
             world = None if scene.is_moving(obj.name) else static_world_vertices(scene, obj)
-            obj.keep_share(int(first), int(stop), world)
+            obj.keep_share(ids, world)
             del world
         # trimesh meshes hold reference cycles (their caches): the whole meshes go at a collection.
         gc.collect()
@@ -251,7 +275,8 @@ class FacetBackend:
         for index in np.unique(o_r):
             k = np.nonzero(o_r == index)[0]
             share = scene.objects[int(index)].share
-            mine[k] = (f_r[k] >= share[0]) & (f_r[k] < share[1])
+            at = np.minimum(np.searchsorted(share, f_r[k]), max(len(share) - 1, 0))
+            mine[k] = (share[at] == f_r[k]) if len(share) else False
         # The reported face's corners (body frame, float64 bits) from the rank that owns it.
         corners = np.zeros((m, 3, 3))
         for index in np.unique(o_r[mine]):

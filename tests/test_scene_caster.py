@@ -216,12 +216,12 @@ def test_object_bounds_are_trimesh_bounds():
 
 
 def test_keep_share_holds_one_ranks_faces():
-    """``SceneObject.keep_share`` (a facet rank's share): the faces kept are the whole mesh's
-    ``first:stop`` with the vertices they use, renumbered (the same triangles as the
-    ``face_subset`` path, which keeps the whole mesh); ``face_rows`` maps whole-mesh face ids
-    back to rows; the whole mesh's bounds and radius and a static object's world vertices and
-    extent survive; the tie tables list only the kept faces and find any kept vertex by its
-    position; a serial caster refuses the reduced scene."""
+    """``SceneObject.keep_share`` (a facet rank's share): the faces kept are the listed ones
+    with the vertices they use, renumbered (the same triangles as the ``face_subset`` path,
+    which keeps the whole mesh); ``face_rows`` maps whole-mesh face ids back to rows; the whole
+    mesh's bounds and radius and a static object's world vertices and extent survive; the tie
+    tables list only the kept faces and find any kept vertex by its position; a serial caster
+    refuses the reduced scene; a share must list faces ascending, each once."""
     from hifi.caster import merged_ids_of
 
     mesh = meshes.terrain([3.0, 2.0], 0.25, 0.1, seed=5)
@@ -230,33 +230,61 @@ def test_keep_share_holds_one_ranks_faces():
     bounds, radius = ref.bounds.copy(), ref.radius_m
     world = static_world_vertices(whole, ref)
     n = len(ref.faces)
-    for first, stop in ((0, n // 2), (n // 3, n), (5, 6)):
+    for ids in (np.arange(n // 2), np.arange(n // 3, n, 2), np.array([5, 17, n - 1])):
         scene = Scene()
         obj = scene.add_object("t", mesh.copy(), local=Pose.from_position_rpy([1, 2, 0], [0, 0, 20]))
-        obj.keep_share(first, stop, static_world_vertices(scene, obj))
-        assert obj.mesh is None and obj.n_faces == n and obj.share == (first, stop)
-        assert np.array_equal(obj.vertices[obj.faces], ref.vertices[ref.faces[first:stop]])
-        assert len(obj.vertices) == len(np.unique(ref.faces[first:stop]))
-        assert np.array_equal(obj.face_ids(), np.arange(first, stop))
-        assert np.array_equal(obj.face_rows(obj.face_ids()), np.arange(stop - first))
+        obj.keep_share(ids, static_world_vertices(scene, obj))
+        assert obj.mesh is None and obj.n_faces == n and np.array_equal(obj.share, ids)
+        assert np.array_equal(obj.vertices[obj.faces], ref.vertices[ref.faces[ids]])
+        assert len(obj.vertices) == len(np.unique(ref.faces[ids]))
+        assert np.array_equal(obj.face_ids(), ids)
+        assert np.array_equal(obj.face_rows(ids), np.arange(len(ids)))
         assert np.array_equal(obj.bounds, bounds) and obj.radius_m == radius
-        assert np.array_equal(obj.world[obj.faces], world[ref.faces[first:stop]])
+        assert np.array_equal(obj.world[obj.faces], world[ref.faces[ids]])
         assert np.array_equal(obj.world_bounds, [world.min(axis=0), world.max(axis=0)])
         got = EmbreeBackend(scene)._triangles_of(obj, obj.world)
-        expected = EmbreeBackend(whole, face_subset=lambda i, m, a=first, b=stop: np.arange(a, b)
-                                 )._triangles_of(ref, world)
+        expected = EmbreeBackend(whole, face_subset=lambda i, m, k=ids: k)._triangles_of(ref, world)
         for a, b in zip(got, expected):
             assert np.array_equal(a, b)
         cache = {}
         vid, indptr, vertex_face = _object_topology(scene, 0, cache)
         assert len(vertex_face) == 3 * len(obj.faces)
-        assert set(vertex_face.tolist()) == set(range(first, stop))
+        assert set(vertex_face.tolist()) == set(ids.tolist())
         assert np.array_equal(merged_ids_of(scene, 0, cache, obj.vertices), vid)
         assert np.all(merged_ids_of(scene, 0, cache, obj.vertices + [0.0, 0.0, 1.0]) == -1)
         with pytest.raises(ValueError, match="share"):
             RayCaster(scene)
         with pytest.raises(ValueError, match="already"):
-            obj.keep_share(first, stop)
+            obj.keep_share(ids)
+    with pytest.raises(ValueError, match="ascending, each once"):
+        Scene().add_object("t", mesh.copy()).keep_share([3, 2])
+
+
+def test_vertex_order_shares_deal_every_face_once():
+    """mpi.caster.vertex_order_shares: over N ranks every face is dealt once, the shares differ
+    by at most the faces around one vertex (analytic: a vertex of a terrain grid has at most 6
+    faces), and on a terrain (vertices row by row) a rank's faces use about 1/N of the
+    vertices, plus one row."""
+    pytest.importorskip("mpi4py")
+    from mpi.caster import vertex_order_shares
+
+    scene = Scene()
+    scene.add_object("t", meshes.terrain([20.0, 10.0], 0.25, 0.2, seed=1))
+    scene.add_object("box", meshes.box([1, 1, 1]))
+    scene.add_object("car", meshes.car())
+    total = sum(len(o.faces) for o in scene.objects)
+    for size in (1, 2, 3, 4):
+        shares = [vertex_order_shares(scene, r, size) for r in range(size)]
+        for i, o in enumerate(scene.objects):
+            dealt = np.concatenate([s[i] for s in shares])
+            assert np.array_equal(np.sort(dealt), np.arange(len(o.faces)))
+        counts = [sum(len(x) for x in s) for s in shares]
+        assert max(counts) - min(counts) <= 6 and sum(counts) == total
+        t = scene.objects[0]
+        row = 81                                  # vertices per grid row (20 m / 0.25 m + 1)
+        for s in shares:
+            if len(s[0]):
+                assert len(np.unique(t.faces[s[0]])) <= len(t.vertices) / size + 2 * row
 
 
 def test_static_world_vertices_share_the_mesh_only_where_exact():
