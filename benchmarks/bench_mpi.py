@@ -63,7 +63,7 @@ if mode == "facets":
         comm.Barrier(); times.append(time.perf_counter() - t0)
     per_scan = statistics.median(times)
     hits = int(np.sum(h.object_id >= 0))
-    step_bytes = caster.reduced_bytes / max(caster.n_reductions // 2, 1)
+    step_bytes = caster.reduced_bytes / max(caster.n_steps, 1)
 else:
     mine = range(rank, scans, size)
     comm.Barrier(); t0 = time.perf_counter()

@@ -185,6 +185,8 @@ class FacetBackend:
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         #: Reductions made and bytes each rank contributed to them (for the benchmark model).
         self.n_reductions = 0
+        #: Cast steps (each: two reductions, and three more over its edge hits if it has any).
+        self.n_steps = 0
         self.reduced_bytes = 0
         self.local = EmbreeBackend(scene)
         self.local._frame_tables()             # from the whole meshes, before they are shared
@@ -247,6 +249,7 @@ class FacetBackend:
         bits[mine, 3] = edge[mine]
         wait(self.comm, self.comm.Iallreduce(MPI.IN_PLACE, bits, op=MPI.BOR))
         self.n_reductions += 2
+        self.n_steps += 1
         self.reduced_bytes += key.nbytes + bits.nbytes
         distance, obj, face = unpack_keys(global_key, self.face_offset)
         normal = np.ascontiguousarray(bits[:, :3]).view(np.float64)
@@ -356,8 +359,13 @@ class FacetCaster(RayCaster):
 
     @property
     def n_reductions(self) -> int:
-        """Reductions made so far (two per cast step)."""
+        """Reductions made so far (two per cast step, three more per step with edge hits)."""
         return self.backend.n_reductions
+
+    @property
+    def n_steps(self) -> int:
+        """Cast steps so far (the first segment, each mirror bounce)."""
+        return self.backend.n_steps
 
     @property
     def reduced_bytes(self) -> int:
