@@ -762,8 +762,8 @@ def _object_topology(scene: Scene, index: int, cache: dict):
     vertex (:func:`merge_vertices`); the faces using merged vertex k are
     ``vertex_face[indptr[k]:indptr[k + 1]]`` (whole-mesh face indices, int32, ascending), a CSR
     table (``indptr`` int32 below 2**31 corners, else int64). Only the faces the object keeps
-    are listed (all of them, or one rank's share: :meth:`hifi.scene.SceneObject.keep_share`);
-    the vertices are always all of the mesh's.
+    are listed (all of them, or one rank's share: :meth:`hifi.scene.SceneObject.keep_share`),
+    and the object's vertices (a share keeps those of its faces).
     """
     topo = cache.get(("topology", index))
     if topo is None:
@@ -904,7 +904,7 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
     scene-frame vertices at the ray's time) replaces Embree's.
     Ties between faces of two different objects (coincident surfaces) are not settled.
     A facet-partitioned caster, whose processes each keep a share of the faces, applies the
-    same rule with :func:`tie_candidates` over each share and two reductions
+    same rule with :func:`tie_candidates` over each share and three reductions
     (:meth:`mpi.caster.FacetBackend.settle_ties`).
     """
     best, obj, face, normal, edge = hits
