@@ -924,15 +924,24 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
             continue
         pair_ray, cand, unit, key = tie_candidates(scene, int(index), vid[o.faces[face[r]]], face[r], r, origins,
                                                    directions, times, best, plane_tol_m=plane_tol_m, cache=cache)
-        # Lowest containing candidate per ray (the reported face always counts: key below max).
-        order = np.lexsort((key, pair_ray))
-        firsts = order[np.searchsorted(pair_ray[order], np.arange(r.size))]
-        face[r] = cand[firsts]
-        normal[r] = unit[firsts]
+        # Lowest containing candidate per ray (the reported face always counts: every ray has one).
+        ray, pick = lowest_key(pair_ray, key)
+        face[r[ray]] = cand[pick]
+        normal[r[ray]] = unit[pick]
 
 
 #: Key of a candidate face that does not contain the hit point (above every face index).
 NOT_CONTAINED = np.iinfo(np.int64).max
+
+
+def lowest_key(pair_ray, key):
+    """Each ray's pair of lowest key (the first of equal ones): ``(rays, pairs)``, the rays that
+    have pairs (ascending) and the index of that pair, from the pairs of
+    :func:`tie_candidates`."""
+    order = np.lexsort((key, pair_ray))
+    ray = pair_ray[order]
+    first = order[np.concatenate([[True], ray[1:] != ray[:-1]])] if ray.size else order
+    return pair_ray[first], first
 
 
 def _edge_rows(obj, edge) -> np.ndarray:
@@ -1385,13 +1394,8 @@ class RayCaster:
 
     def _settle(self, origins, directions, times, hits: NearestHits) -> None:
         # A backend whose processes keep shares of the faces settles ties over them.
-        settle = getattr(self.backend, "settle_ties", None)
-        if settle is not None:
-            settle(self.scene, origins, directions, times, hits, plane_tol_m=self._tie_plane_m,
-                   cache=self._tie_cache)
-            return
-        settle_ties(self.scene, origins, directions, times, hits, plane_tol_m=self._tie_plane_m,
-                    cache=self._tie_cache)
+        rule = getattr(self.backend, "settle_ties", settle_ties)
+        rule(self.scene, origins, directions, times, hits, plane_tol_m=self._tie_plane_m, cache=self._tie_cache)
 
     def nearest(self, origins: np.ndarray, directions: np.ndarray, times: np.ndarray,
                 max_distance: np.ndarray):

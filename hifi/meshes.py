@@ -351,6 +351,29 @@ def read_binary_ply_triangles(path: Path):
     return vertices, faces
 
 
+def _read_with_trimesh(path: Path):
+    """Vertices and faces of any mesh file trimesh reads, its placed meshes flattened into one
+    (see :func:`load_mesh_file`); the loaded scene is collected before returning."""
+    try:
+        loaded = trimesh.load_scene(str(path), process=False)
+    except Exception as exc:  # trimesh raises many types for corrupt files; re-raise as one
+        raise ValueError(f"trimesh could not read it ({type(exc).__name__}: {exc})") from exc
+    placed = [loaded.graph[node] for node in loaded.graph.nodes_geometry]
+    placed = [(transform, loaded.geometry[name]) for transform, name in placed
+              if isinstance(loaded.geometry[name], trimesh.Trimesh)]
+    if len(placed) == 1:
+        transform, mesh = placed[0]
+        mesh.apply_transform(transform)      # what Scene.dump does to its copy
+    elif placed:
+        mesh = loaded.to_mesh()
+    else:
+        return np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64)
+    vertices, faces = mesh.vertices, mesh.faces
+    del loaded, placed, mesh
+    gc.collect()                             # trimesh's scene graph and caches hold cycles
+    return vertices, faces
+
+
 def load_mesh_file(path: Path, scale: float = 1.0) -> trimesh.Trimesh:
     """Read a mesh file through trimesh, flattening a multi-mesh scene into one mesh.
 
@@ -372,35 +395,11 @@ def load_mesh_file(path: Path, scale: float = 1.0) -> trimesh.Trimesh:
     and faces (int64) and no metadata; the loaded scene is collected before returning.
     """
     arrays = read_binary_ply_triangles(path) if Path(path).suffix.lower() == ".ply" else None
-    if arrays is not None:                   # a binary PLY of triangles, read in blocks
-        out = trimesh.Trimesh(*arrays, process=False, validate=False)
-        del arrays
-        if len(out.faces) == 0:
-            raise ValueError("the file holds no triangles")
-        if scale != 1.0:
-            out.apply_scale(scale)
-        return out
-    try:
-        loaded = trimesh.load_scene(str(path), process=False)
-    except Exception as exc:  # trimesh raises many types for corrupt files; re-raise as one
-        raise ValueError(f"trimesh could not read it ({type(exc).__name__}: {exc})") from exc
-    placed = [loaded.graph[node] for node in loaded.graph.nodes_geometry]
-    placed = [(transform, loaded.geometry[name]) for transform, name in placed
-              if isinstance(loaded.geometry[name], trimesh.Trimesh)]
-    mesh = None
-    if len(placed) == 1:
-        transform, mesh = placed[0]
-        mesh.apply_transform(transform)      # what Scene.dump does to its copy
-        vertices, faces = mesh.vertices, mesh.faces
-    elif placed:
-        mesh = loaded.to_mesh()
-        vertices, faces = mesh.vertices, mesh.faces
-    else:
-        vertices, faces = np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64)
+    vertices, faces = arrays if arrays is not None else _read_with_trimesh(path)
+    del arrays
     out = trimesh.Trimesh(np.ascontiguousarray(vertices, dtype=np.float64),
                           np.ascontiguousarray(faces, dtype=np.int64), process=False, validate=False)
-    del loaded, placed, mesh, vertices, faces
-    gc.collect()                             # trimesh's scene graph and caches hold cycles
+    del vertices, faces
     if len(out.faces) == 0:
         raise ValueError("the file holds no triangles")
     if scale != 1.0:

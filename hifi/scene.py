@@ -181,10 +181,8 @@ class SceneObject:
         same = world is self.vertices             # placed at the origin: the same array (exact)
         if world is not None:
             self.world_bounds = np.array([world.min(axis=0), world.max(axis=0)]) if len(world) else None
-            self.world = None if same else world[keep]
         self.vertices = self.vertices[keep]
-        if same:
-            self.world = self.vertices
+        self.world = self.vertices if same else None if world is None else world[keep]
         self.share = ids
 
 

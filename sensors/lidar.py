@@ -617,6 +617,12 @@ class _PulsedLidar(Sensor):
             self._subray_cache = (directions, origins_sensor, *out)
         return out
 
+    def _subray_bytes(self) -> int:
+        """Bytes per pulse of the sub-rays :meth:`_subrays` keeps from frame to frame (origin and
+        direction, float64, of each of ``n_subrays`` > 1)."""
+        n = self.params.get("n_subrays", 1)
+        return 48 * n if n > 1 else 0
+
     def uses_beam_kernel(self) -> bool:
         """``n_subrays`` > 1, or ``average`` mode with edge footprints: the waveform receiver
         (:func:`sensors.beam.beam_echoes`) runs."""
@@ -1068,10 +1074,8 @@ class RotatingLidar(_PulsedLidar):
         return range_layout((self._n_steps(), self._n_lasers()) + dual, annotation=True, signal=True)
 
     def setup_bytes(self):
-        # per pulse: time, direction, origin, yaw, pitch, bias; with n_subrays > 1 the sub-rays'
-        # origins and directions (:meth:`_subrays`)
-        n = self.params.get("n_subrays", 1)
-        return (80 + (48 * n if n > 1 else 0)) * self._n_steps() * self._n_lasers()
+        # per pulse: time, direction, origin, yaw, pitch, bias, and the sub-rays kept
+        return (80 + self._subray_bytes()) * self._n_steps() * self._n_lasers()
 
     @classmethod
     def _params(cls, **kw):
@@ -1346,10 +1350,8 @@ class LineLidar(_PulsedLidar):
         return range_layout((self._n_steps(), len(self.layers_deg)) + dual, annotation=True, signal=True)
 
     def setup_bytes(self):
-        # per pulse: direction, yaw, pitch, time, bias; with n_subrays > 1 the sub-rays' origins
-        # and directions (:meth:`_subrays`)
-        n = self.params.get("n_subrays", 1)
-        return (56 + (48 * n if n > 1 else 0)) * self._n_steps() * len(self.layers_deg)
+        # per pulse: direction, yaw, pitch, time, bias, and the sub-rays kept
+        return (56 + self._subray_bytes()) * self._n_steps() * len(self.layers_deg)
 
     def attrs(self):
         return {"return_mode": self.params["return_mode"]}
