@@ -247,3 +247,74 @@ def subray_energy(a, b, dist, direction, normal, oid, refl, mirror, rough, weigh
             energy[i] = 0.0
             continue
         energy[i] = weight[i % n_w] * _lambertian(direction, normal, i, o, dist[i], refl, mirror, rough)
+
+
+@numba.njit(cache=True, nogil=True)
+def footprint(axis, u, v, tan_u, tan_v, aperture, off, d, vertical):  # pragma: no cover (compiled)
+    """Sub-rays of elliptical beams (:func:`sensors.beam.footprint_directions_reference`).
+
+    Parameters
+    ----------
+    axis : (p, 3) float64
+        Unit beam axes (sensor frame, z up).
+    u, v : (n,) float64
+        Sub-ray positions in beam radii, across (horizontal) and up.
+    tan_u, tan_v : (n,) float64
+        ``tan(Theta_h / 2) u`` and ``tan(Theta_v / 2) v``, as the reference forms them.
+    aperture : float
+        Beam radius at the aperture [m].
+    off, d : (p, n, 3) float64, out
+        Origin offsets [m] and unit directions; rows of a vertical axis are not written.
+    vertical : (p,) bool, out
+        Axes whose horizontal normal is shorter than 1e-9 (the reference's fallback basis).
+
+    Notes
+    -----
+    In the reference's order: ``e_h = (-a_y, a_x, 0) / |.|`` (the norm of the three squares
+    summed left to right), ``e_v = a x e_h`` as ``np.cross`` forms it, ``across = u e_h + v e_v``,
+    ``d = (a + tan_u e_h) + tan_v e_v`` divided by its norm.
+    """
+    p, n = axis.shape[0], u.shape[0]
+    for i in range(p):
+        a0, a1, a2 = axis[i, 0], axis[i, 1], axis[i, 2]
+        h0, h1, h2 = -a1, a0, 0.0
+        norm = math.sqrt(h0 * h0 + h1 * h1 + h2 * h2)
+        if norm < 1e-9:
+            vertical[i] = True
+            continue
+        vertical[i] = False
+        h0, h1, h2 = h0 / norm, h1 / norm, h2 / norm
+        v0 = a1 * h2 - a2 * h1
+        v1 = a2 * h0 - a0 * h2
+        v2 = a0 * h1 - a1 * h0
+        for k in range(n):
+            off[i, k, 0] = aperture * (u[k] * h0 + v[k] * v0)
+            off[i, k, 1] = aperture * (u[k] * h1 + v[k] * v1)
+            off[i, k, 2] = aperture * (u[k] * h2 + v[k] * v2)
+            d0 = a0 + tan_u[k] * h0 + tan_v[k] * v0
+            d1 = a1 + tan_u[k] * h1 + tan_v[k] * v1
+            d2 = a2 + tan_u[k] * h2 + tan_v[k] * v2
+            s = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+            d[i, k, 0] = d0 / s
+            d[i, k, 1] = d1 / s
+            d[i, k, 2] = d2 / s
+
+
+@numba.njit(cache=True, nogil=True)
+def probe_leaves(cand, hit, normal, point, probe_hit, probe_point, depth, out):  # pragma: no cover (compiled)
+    """Whether each edge probe leaves its pulse's surface (the numpy in
+    ``sensors.lidar._PulsedLidar._cast_beams``): it hits where the pulse's pencil ray missed or
+    the reverse, or both hit and the probe's point lies more than ``depth`` [m] off the plane of
+    the pencil's hit (``|n . (p_probe - p)|``, summed left to right; NaN is not more)."""
+    for i in range(cand.shape[0]):
+        c = cand[i]
+        h, ph = hit[c], probe_hit[i]
+        if h != ph:
+            out[i] = True
+        elif h:
+            x = abs(normal[c, 0] * (probe_point[i, 0] - point[c, 0])
+                    + normal[c, 1] * (probe_point[i, 1] - point[c, 1])
+                    + normal[c, 2] * (probe_point[i, 2] - point[c, 2]))
+            out[i] = x > depth
+        else:
+            out[i] = False

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import erf
 
+from hifi import kernels
 from hifi.constants import SPEED_OF_LIGHT_M_S
 
 from .noise import orthonormal_basis
@@ -145,6 +146,33 @@ def subray_directions(axis, uv, divergence_rad, aperture_radius_m):
 def footprint_directions(axis, uv, divergence_h_rad, divergence_v_rad, aperture_radius_m):
     """Sub-rays of an elliptical beam whose axes are horizontal and vertical.
 
+    The compiled kernel :func:`sensors._lidar_kernel.footprint` (with the kernels off,
+    :func:`hifi.kernels.enabled`, :func:`footprint_directions_reference`); the same bytes
+    either way (parameters and results there). The kernel leaves a vertical axis's rows to the
+    reference.
+    """
+    a = np.ascontiguousarray(axis, dtype=float)
+    uv = np.asarray(uv, dtype=float)
+    if not kernels.enabled() or a.shape[0] == 0:
+        return footprint_directions_reference(a, uv, divergence_h_rad, divergence_v_rad, aperture_radius_m)
+    from ._lidar_kernel import footprint            # numba: loaded by the first lidar step
+
+    p, n = a.shape[0], uv.shape[0]
+    off, d = np.empty((p, n, 3)), np.empty((p, n, 3))
+    vertical = np.empty(p, dtype=bool)
+    u, v = np.ascontiguousarray(uv[:, 0]), np.ascontiguousarray(uv[:, 1])
+    # the reference's products (tan u) and (tan v) first, as it forms them
+    footprint(a, u, v, np.tan(divergence_h_rad / 2.0) * u, np.tan(divergence_v_rad / 2.0) * v,
+              float(aperture_radius_m), off, d, vertical)
+    if np.any(vertical):
+        off[vertical], d[vertical] = footprint_directions_reference(a[vertical], uv, divergence_h_rad,
+                                                                    divergence_v_rad, aperture_radius_m)
+    return off, d
+
+
+def footprint_directions_reference(axis, uv, divergence_h_rad, divergence_v_rad, aperture_radius_m):
+    """Sub-rays of an elliptical beam whose axes are horizontal and vertical (numpy).
+
     Parameters
     ----------
     axis : (p, 3) float
@@ -168,9 +196,10 @@ def footprint_directions(axis, uv, divergence_h_rad, divergence_v_rad, aperture_
     a = np.asarray(axis, dtype=float)
     e_h = np.stack([-a[:, 1], a[:, 0], np.zeros(len(a))], axis=-1)
     norm = np.linalg.norm(e_h, axis=-1, keepdims=True)
-    fallback = orthonormal_basis(a)[0]
     vertical = norm[:, 0] < 1e-9
-    e_h = np.where(vertical[:, None], fallback, e_h / np.where(vertical[:, None], 1.0, norm))
+    e_h = e_h / np.where(vertical[:, None], 1.0, norm)
+    if np.any(vertical):
+        e_h[vertical] = orthonormal_basis(a[vertical])[0]
     e_v = np.cross(a, e_h)
     u, v = uv[None, :, 0:1], uv[None, :, 1:2]
     across = u * e_h[:, None, :] + v * e_v[:, None, :]

@@ -508,6 +508,24 @@ def _row_sums(x):
     return s
 
 
+def _probe_leaves(hits, cand, probe):
+    """Which of the probes of pulses ``cand`` (their :class:`hifi.caster.Hits` ``probe``) leave
+    the surface of the pulse's pencil hit: one hits and the other misses, or the probe's point
+    lies more than :data:`EDGE_DEPTH_M` off the plane of the pencil's hit. The compiled kernel
+    :func:`sensors._lidar_kernel.probe_leaves` with the kernels on, else numpy; the same flags
+    (the plane distance summed left to right either way)."""
+    if kernels.enabled():
+        from ._lidar_kernel import probe_leaves
+        out = np.empty(cand.size, dtype=bool)
+        probe_leaves(cand, np.ascontiguousarray(hits.hit), np.ascontiguousarray(hits.normal),
+                     np.ascontiguousarray(hits.point), np.ascontiguousarray(probe.hit),
+                     np.ascontiguousarray(probe.point), EDGE_DEPTH_M, out)
+        return out
+    ax_hit = hits.hit[cand]
+    off_plane = np.abs(_dot3(hits.normal[cand], probe.point - hits.point[cand]))
+    return (probe.hit != ax_hit) | (probe.hit & ax_hit & (np.nan_to_num(off_plane) > EDGE_DEPTH_M))
+
+
 def _take_hits(hits, rows):
     return Hits(*(getattr(hits, f)[rows] for f in Hits.__dataclass_fields__))
 
@@ -693,10 +711,7 @@ class _PulsedLidar(Sensor):
                 d = np.concatenate([q[1] for q in parts])[:, 0]
                 o = off if origins_sensor is None else off + np.asarray(origins_sensor)[cand]
                 probe, _, _ = self.cast(d, np.asarray(times)[cand], p["max_range_m"], o)   # one cast for all
-                ax_hit = hits.hit[cand]
-                off_plane = np.abs(np.einsum("ij,ij->i", hits.normal[cand], probe.point - hits.point[cand]))
-                leaves = (probe.hit != ax_hit) | (probe.hit & ax_hit & (np.nan_to_num(off_plane) > EDGE_DEPTH_M))
-                cand = cand[leaves]
+                cand = cand[_probe_leaves(hits, cand, probe)]
             edge = np.union1d(np.flatnonzero(along), cand)
             if edge.size == 0:
                 return [hits] * m, origins, dirs, [None] * m

@@ -106,6 +106,57 @@ def test_edge_flags_kernel_has_the_numpy_flags():
         assert 0 < a1.sum() < a1.size and 0 < (c1 > 0).sum() < c1.size
 
 
+def test_footprint_kernel_has_the_numpy_bytes():
+    """sensors._lidar_kernel.footprint against footprint_directions_reference: the HDL-64E's
+    edge probes (one sub-ray at the top of the spot) and bundles (6 sub-rays), an elliptical and
+    a circular beam, over random axes with vertical and nearly vertical ones (the reference's
+    fallback basis, which the kernel leaves to it)."""
+    from sensors.beam import footprint_directions, footprint_directions_reference, subray_pattern
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(5000, 3))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    a[:4] = [[0, 0, 1], [0, 0, -1], [1e-12, 0, 1], [0, 1e-8, -1]]
+    for uv in (np.array([[0.0, 0.9]]), subray_pattern(7)[0][1:]):
+        for div in ((0.002, 0.0012, 0.004), (0.0035, 0.0035, 0.0)):
+            with kernels.use(True):
+                o1, d1 = footprint_directions(a, uv, *div)
+            o2, d2 = footprint_directions_reference(a, uv, *div)
+            assert o1.tobytes() == o2.tobytes() and d1.tobytes() == d2.tobytes()
+    with kernels.use(False):                        # the kernels off: the reference itself
+        assert footprint_directions(a, uv, *div)[1].tobytes() == d2.tobytes()
+
+
+def test_probe_leaves_kernel_has_the_numpy_flags():
+    """sensors._lidar_kernel.probe_leaves against the numpy it replaces: probes that miss where
+    the pencil hit and the reverse, NaN points, and plane distances on both sides of the 5 cm
+    threshold (EDGE_DEPTH_M)."""
+    from hifi.caster import Hits
+    rng = np.random.default_rng(6)
+    n, m = 400, 300
+
+    def hits(k, point):
+        oid = rng.integers(-1, 3, size=k).astype(np.int32)
+        nrm = rng.normal(size=(k, 3))
+        nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+        nrm[oid < 0] = np.nan
+        point = point.copy()
+        point[oid < 0] = np.nan
+        return Hits(np.ones(k), point, nrm, nrm.copy(), oid, oid.copy(), np.zeros(k, dtype=np.int8))
+
+    pencil = hits(n, rng.normal(size=(n, 3)) * 10.0)
+    cand = np.sort(rng.choice(n, size=m, replace=False))
+    step = rng.uniform(-0.1, 0.1, size=(m, 1)) * pencil.normal[cand]   # off-plane by |step| (+ a sliver)
+    probe = hits(m, pencil.point[cand] + np.nan_to_num(step))
+    probe.object_id[:] = np.where(rng.random(m) < 0.8, pencil.object_id[cand], probe.object_id)
+    with kernels.use(True):
+        k = lidar._probe_leaves(pencil, cand, probe)
+    with kernels.use(False):
+        r = lidar._probe_leaves(pencil, cand, probe)
+    assert np.array_equal(k, r)
+    both = pencil.hit[cand] & probe.hit
+    assert 0 < (k & both).sum() < both.sum()           # both sides of the threshold were tried
+
+
 def test_hifi_kernels_environment_variable(monkeypatch, tmp_path, capsys):
     """HIFI_KERNELS=on forces the kernels on a small run; a wrong value is a scenario error
     naming the variable and the allowed values, exit status 2 from the CLI, and no output."""
