@@ -175,13 +175,16 @@ def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_
         raise ValueError("range_frame: give all of received_power, snr, reflectivity or none")
     detected = np.asarray(detected, dtype=bool)
     dn = np.where(detected, distance_noisy, np.nan)
-    pn = np.where(detected[:, None], points_noisy, np.nan)
+    pts = np.asarray(points_noisy)
+    # column by column: contiguous at once (a masked (n, 3) copy, then each column copied again,
+    # took 2 ms of an HDL-64E frame); the same values
+    xn, yn, zn = (np.where(detected, pts[:, c], np.nan) for c in range(3))
     values = {
         "timestamp": np.broadcast_to(np.asarray(timestamp, dtype=float), detected.shape),
         "yaw": yaw, "pitch": pitch, "distance": hits.distance, "detected": detected,
         "distance_noisy": dn,
         "x": hits.point[:, 0], "y": hits.point[:, 1], "z": hits.point[:, 2],
-        "x_noisy": pn[:, 0], "y_noisy": pn[:, 1], "z_noisy": pn[:, 2],
+        "x_noisy": xn, "y_noisy": yn, "z_noisy": zn,
         "object_id": hits.object_id.astype(np.int32), "intensity": intensity,
     }
     if received_power is not None:
