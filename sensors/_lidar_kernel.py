@@ -1,4 +1,5 @@
-"""Compiled kernels of the lidar models (numba): the signal chain of pencil hits, edge flags.
+"""Compiled kernels of the lidar models (numba): the signal chain of pencil hits, edge flags,
+the edge footprints' sub-ray directions and probes.
 
 :func:`pencil_chain` is one pass per pulse over what :meth:`sensors.lidar._PulsedLidar._measure`
 does with numpy for a pencil hit (the default and the edge-footprint path, whose edge pulses
@@ -6,7 +7,9 @@ carry the hit of their echo's dominant sub-ray): :func:`sensors.radiometry.lambe
 (Oren-Nayar), :func:`sensors.lidar.lidar_signal_chain` (received power, SNR, detection, range
 noise, quantisation, intensity) and the reported points masked as
 :func:`hifi.dataset.range_frame` masks them. :func:`edge_flags` is
-:func:`sensors.lidar.depth_edge_pulses_reference`. The numpy functions stay the reference (and
+:func:`sensors.lidar.depth_edge_pulses_reference`, :func:`footprint` is
+:func:`sensors.beam.footprint_directions_reference` and :func:`probe_leaves` the numpy of
+``sensors.lidar._probe_leaves``. The numpy functions stay the reference (and
 the chain for weather, divergent beams and the BlenSor detection model); ``tests/
 test_lidar_kernel.py`` holds the kernels to them bit for bit.
 
