@@ -87,9 +87,11 @@ def unit_rows(d_in, out):  # pragma: no cover (compiled)
 def finish_hits(o, d, seg, obj_g, face_g, nrm_g, dist, pt, nrm, obj, face):  # pragma: no cover (compiled)
     """First segment finished: object and face (-1 on a miss), distance (NaN on a miss), the
     normal turned toward the arriving ray (``-n`` where ``n . d > 0``, summed left to right),
-    the hit point ``o + d t`` (NaN on a miss). Returns the number of hits."""
+    the hit point ``o + d t`` (NaN on a miss). ``o`` holds a row per ray, or one row that every
+    ray shares (a camera's centre). Returns the number of hits."""
     hits = 0
-    for i in range(o.shape[0]):
+    shared = o.shape[0] == 1
+    for i in range(seg.shape[0]):
         ob = obj_g[i]
         obj[i] = ob
         face[i] = face_g[i]
@@ -106,7 +108,7 @@ def finish_hits(o, d, seg, obj_g, face_g, nrm_g, dist, pt, nrm, obj, face):  # p
         sign = -1.0 if facing > 0 else 1.0
         for k in range(3):
             nrm[i, k] = nrm_g[i, k] * sign
-            pt[i, k] = o[i, k] + d[i, k] * t
+            pt[i, k] = o[0 if shared else i, k] + d[i, k] * t
     return hits
 
 

@@ -620,12 +620,15 @@ class EmbreeBackend:
         """The static group, cast first: Embree's arrays go straight into fresh hit arrays."""
         n = origins.shape[0]
         o32 = np.empty((n, 3), dtype=np.float32)
-        rows = self._centre_rows
-        if rows.size < 3 * n:
-            rows = np.tile(g.offset, n)
-        # origins - centre on flat arrays (same bits as the broadcast subtraction).
-        np.subtract(np.ascontiguousarray(origins).reshape(-1), rows[:3 * n], out=o32.reshape(-1),
-                    casting="same_kind")
+        one = _rows_or_shared(origins)
+        if one.shape[0] == 1 < n:                   # one origin: one row subtracted, then copied
+            o32[:] = np.subtract(one[0], g.offset).astype(np.float32)
+        else:
+            rows = self._centre_rows
+            if rows.size < 3 * n:
+                rows = np.tile(g.offset, n)
+            # origins - centre on flat arrays (same bits as the broadcast subtraction).
+            np.subtract(one.reshape(-1), rows[:3 * n], out=o32.reshape(-1), casting="same_kind")
         r = g.embree.run(o32, directions.astype(np.float32), dists=tfar32, output=1)
         if kernels.enabled():
             from ._cast_kernel import static_hits          # numba: loaded by the first cast
@@ -1108,7 +1111,7 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     dist, pt, nrm = distance[a:b], point[a:b], normal[a:b]
     obj, face = object_id[a:b], face_index[a:b]
     if use_kernels:
-        if finish_hits(np.ascontiguousarray(o), d, seg, obj_g, face_g, np.ascontiguousarray(nrm_g), dist, pt, nrm,
+        if finish_hits(_rows_or_shared(o), d, seg, obj_g, face_g, np.ascontiguousarray(nrm_g), dist, pt, nrm,
                        obj, face) == 0 or mirror_object is None:
             return None
         return _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d)
@@ -1134,6 +1137,15 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     if mirror_object is None:
         return None
     return _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d)
+
+
+def _rows_or_shared(v: np.ndarray) -> np.ndarray:
+    """``v`` (n, 3) as a C-contiguous array for a kernel: its one row if every row is the same
+    memory (a broadcast origin, :meth:`hifi.model.Sensor.cast`'s for a camera), else its rows
+    (a copy only if they are not contiguous)."""
+    if v.shape[0] > 1 and v.strides[0] == 0:
+        return np.ascontiguousarray(v[:1])
+    return np.ascontiguousarray(v)
 
 
 def _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d):

@@ -471,6 +471,34 @@ def test_compiled_cast_passes_have_the_numpy_bytes(subset):
         assert getattr(fast, field).tobytes() == getattr(ref, field).tobytes(), field
 
 
+def test_one_shared_origin_has_the_bytes_of_its_rows():
+    """A camera's rays share one origin (a read-only broadcast, hifi.model.Sensor.cast): the
+    caster subtracts the scene centre once and the compiled finish reads the one row. Regression:
+    the same bytes as the origin repeated in a real (n, 3) array, kernels on and off, through a
+    mirror and onto a moving car."""
+    from hifi import kernels
+
+    scene = Scene()
+    scene.add_material(Material("glass", 0.1, mirror=1.0))
+    scene.add_object("ground", meshes.plane([200, 200]))
+    scene.add_object("house", meshes.box([10, 6, 8]), "default", Pose.from_position_rpy([20, -14, 4], [0, 0, 10]))
+    scene.add_object("mirror", meshes.plane([4, 4]), "glass", Pose.from_position_rpy([-6, 0, 2], [0, 90, -45]))
+    scene.add_object("car", meshes.car(), local=Track([0.0, 0.1], [[-10, 5, 0], [-8, 6, 0]], [[0, 0, 0], [0, 0, 30]]))
+    rng = np.random.default_rng(8)
+    n = 20_000
+    dirs = rng.normal(size=(n, 3))
+    dirs[:, 2] *= 0.3
+    shared = np.broadcast_to(np.array([0.3, -0.2, 1.7]), (n, 3))
+    for on in (True, False):
+        with kernels.use(on):
+            caster = RayCaster(scene, n_threads=2)
+            one = caster.cast(shared, dirs, 0.05, 100.0)
+            rows = caster.cast(shared.copy(), dirs, 0.05, 100.0)
+        assert (one.bounces > 0).sum() > 50 and (one.object_id == 3).sum() > 20
+        for field in one.__dataclass_fields__:
+            assert getattr(one, field).tobytes() == getattr(rows, field).tobytes(), field
+
+
 @pytest.mark.parametrize("rpy", [[0, 0, 0], [3, -2, 30]])
 def test_compiled_tie_rule_has_the_numpy_bytes(rpy):
     """hifi._cast_kernel.settle_static against the numpy tie rule (tie_candidates and the
