@@ -1039,6 +1039,8 @@ def _one_time(times):
     """``times`` as one float when every ray has the same time (one pose per moving object)."""
     if np.ndim(times) == 0:
         return float(times)
+    if times.size and times.strides == (0,):      # a broadcast of one time (a camera's frame)
+        return times[0]
     return times[0] if times.size and bool(np.all(times == times[0])) else times
 
 
