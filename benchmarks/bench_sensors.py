@@ -87,7 +87,7 @@ class _Recorder:
 
     def cast(self, origins, directions, times=0.0, max_range_m=np.inf):
         if self.armed:
-            self.casts.append((np.array(origins, float), np.array(directions, float), max_range_m))
+            self.casts.append((np.asarray(origins, float), np.asarray(directions, float), max_range_m))
         return self.caster.cast(origins, directions, times, max_range_m)
 
     def close(self):
