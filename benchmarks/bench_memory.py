@@ -315,8 +315,8 @@ def main(argv) -> None:
 
     print("\nPeak RSS above the imports, per triangle [B], and times [s] (medians of "
           f"{args.repeat} round(s))")
-    print(f"| triangles | case | peak above imports [MiB] | per triangle [B] | ratio to raw | load [s] | "
-          f"cast [s] |")
+    print("| triangles | case | peak above imports [MiB] | per triangle [B] | ratio to raw | load [s] | "
+          "cast [s] |")
     print("|---:|---|---:|---:|---:|---:|---:|")
     for m in args.sizes:
         ntri = results[(args.modes[0], m)][0]["triangles"]

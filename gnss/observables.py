@@ -261,7 +261,6 @@ def model_observables(nav: xr.Dataset, receiver_ecef, receiver_velocity_ecef, t_
                 (np.asarray(noise_draws)[0][:, cols, j], np.asarray(noise_draws)[1][:, cols, j])
         elif rng is None:
             z_code = z_phase = np.zeros(m.shape)
-            amb_arc = np.zeros(int(arc.max()) + 1 if arc.size else 1)
             n_amb = np.zeros(m.shape)
         else:
             z_code, z_phase = rng.standard_normal((2,) + m.shape)

@@ -267,7 +267,6 @@ def test_isolated_misses_by_range_and_range_matched():
     # at known cells: 2 at 6 m, 10 at 25 m (hand count). A "simulation" with the same rates but
     # three times the far road must give the real overall fraction once matched by range.
     def grid(n_near, n_far, miss_near, miss_far):
-        n = n_near + n_far
         r = np.concatenate([np.full(n_near, 6.0), np.full(n_far, 25.0)])[None, :].repeat(2, axis=0)
         det = np.ones_like(r, dtype=bool)
         det[0, 1:1 + 2 * miss_near:2] = False

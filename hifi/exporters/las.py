@@ -342,7 +342,6 @@ def write_las(ds, path: Path, *, intensity_full_scale: float | None = None) -> P
         header.vlrs.append(laspy.vlrs.known.WktCoordinateSystemVlr(las_crs_wkt(*(float(v) for v in origin))))
         header.global_encoding.wkt = True
     las = laspy.LasData(header)
-    n = xyz.shape[0]
     las.X, las.Y, las.Z = (ints[:, i].astype(np.int32) for i in range(3))
     las.intensity = np.round(inten * 65535.0).astype(np.uint16)
     las.return_number = det["return_number"]
