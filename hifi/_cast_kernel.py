@@ -162,17 +162,15 @@ def settle_static(rows, best, face, normal, origins, directions, faces, world, v
         p0 = origins[i, 0] + directions[i, 0] * t
         p1 = origins[i, 1] + directions[i, 1] * t
         p2 = origins[i, 2] + directions[i, 2] * t
-        r = reported
         win_key = np.iinfo(np.int64).max
         win = (0.0, 0.0, 0.0)
         for c in range(3):
-            m = vid[faces[r, c]]
+            m = vid[faces[reported, c]]
             for k in range(indptr[m], indptr[m + 1]):
-                cand = vertex_face[k]
-                row = cand
-                a = faces[row, 0]
-                b = faces[row, 1]
-                q = faces[row, 2]
+                cand = vertex_face[k]                # a whole-mesh face index is its row here
+                a = faces[cand, 0]
+                b = faces[cand, 1]
+                q = faces[cand, 2]
                 e10 = world[b, 0] - world[a, 0]
                 e11 = world[b, 1] - world[a, 1]
                 e12 = world[b, 2] - world[a, 2]
