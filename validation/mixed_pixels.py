@@ -6,7 +6,7 @@ the spot straddles an edge the reported point floats between block and wall (a m
 in ``first`` and ``last`` mode it does not. The script draws the truth lines and the simulated
 points of every mode (PNG) and prints, per mode, how many points float and where.
 
-    python validation/mixed_pixels.py [--out mixed_pixels.png] [--n-subrays 100]
+    python validation/mixed_pixels.py [--out FILE] [--n-subrays 100]    # figure: validation/mixed_pixels.png
 
 Reference: C. Goodin, R. Kala, A. Carrillo, L. Y. Liu, "Sensor modeling for the Virtual
 Autonomous Navigation Environment", IEEE Sensors 2009, sec. 4 and Fig. 3.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -96,7 +97,8 @@ def plot(results, out):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="mixed_pixels.png")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().with_suffix(".png")),
+                    help="figure (default: beside this script, %(default)s)")
     ap.add_argument("--n-subrays", type=int, default=100)
     ap.add_argument("--json", action="store_true", help="print the floating points as JSON")
     args = ap.parse_args(argv)
