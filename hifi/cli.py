@@ -131,11 +131,15 @@ def _print_scenario_warnings() -> None:
 def main(argv=None) -> int:
     from .errors import OutputError, ScenarioError
     _print_scenario_warnings()
-    from .interrupt import exit_status, message, signal_handlers
+    from .interrupt import check, exit_status, message, signal_handlers
     with signal_handlers():               # SIGINT, SIGTERM -> hifi.interrupt.Interrupted
         args = _parser(argv).parse_args(argv)
         try:
-            return _command(args)
+            try:
+                return _command(args)
+            except Exception:
+                check()                   # an error that is a stop signal's exception, wrapped
+                raise
         except KeyboardInterrupt as exc:  # every finally has run: nothing is left behind
             print(message(exc), file=sys.stderr, flush=True)
             return exit_status(exc)

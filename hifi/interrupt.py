@@ -112,7 +112,9 @@ def check() -> None:
 
     The handler raises where the main thread happens to be; if that is inside code that
     swallows exceptions (a finaliser, a C callback), the run would go on. The time manager
-    calls this between events, so the run stops at the next event at the latest.
+    calls this between events, so the run stops at the next event at the latest. Error
+    handlers call it first too: where Python wraps the exception in another (a class being
+    created, ``Error calling __set_name__``: a ``RuntimeError``), the error is the stop.
     """
     if _pending[0] is not None:
         signum, _pending[0] = _pending[0], None

@@ -110,6 +110,7 @@ class TimeManager:
                     frame = model.step(k, t)
                     t_pub = None if frame is None else float(model.available_at(k, t, frame))
                 except Exception as exc:
+                    check_interrupt()         # a stop signal's exception the step's code wrapped
                     raise ModelError(f"model {model.name!r} ({model.model_name}) failed at "
                                      f"t = {t:.6f} s, frame {k}: {type(exc).__name__}: {exc}") from exc
                 count += 1

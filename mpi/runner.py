@@ -32,6 +32,8 @@ import traceback
 
 import numpy as np
 
+from hifi.interrupt import check as check_interrupt
+
 from .control import check_stop, end_interrupted, poll, wait, wait_message
 
 #: Wall-clock pause before ``MPI_Abort`` so the failing rank's message reaches mpiexec [s].
@@ -83,6 +85,7 @@ def _agree(comm, fn):
     try:
         value, error = fn(), None
     except Exception as exc:          # reported below, by rank 0, never swallowed
+        check_interrupt()             # unless it is a stop signal's exception, wrapped
         value, error = None, exc
     failed = np.array([error is not None], dtype=np.int32)
     any_failed = np.zeros(1, dtype=np.int32)
@@ -155,6 +158,7 @@ def run_facets(scenario, *, out, seed=None, duration_s=None, overwrite=False, pr
                               overwrite=overwrite, progress=progress if root else False,
                               caster=caster, write=root)
         except Exception as exc:
+            check_interrupt()                  # a stop signal's exception, wrapped: the stop
             _abort(comm, exc)
         wait(comm, comm.Ibarrier())
     except KeyboardInterrupt as exc:           # SIGINT, SIGTERM, or another rank's stop message
@@ -296,6 +300,7 @@ def run_time(scenario, *, out, seed=None, duration_s=None, overwrite=False, prog
                               overwrite=overwrite, progress=progress if root else False,
                               partition=TimePartition(comm, duration), write=root)
         except Exception as exc:
+            check_interrupt()                  # a stop signal's exception, wrapped: the stop
             _abort(comm, exc)
         wait(comm, comm.Ibarrier())
     except KeyboardInterrupt as exc:           # SIGINT, SIGTERM, or another rank's stop message

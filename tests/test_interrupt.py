@@ -230,3 +230,51 @@ def test_rank_that_does_not_write_makes_no_temporary_directory(tmp_path, monkeyp
     monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
     assert sim.run(out=None, write=False, progress=False) == {}
     assert made == [] and list(tmp_path.iterdir()) == []
+
+
+class _SignalInSetName:
+    """A class attribute whose ``__set_name__`` receives SIGTERM: Python wraps the handler's
+    exception in ``RuntimeError("Error calling __set_name__ ...")``, as it did when a stop
+    signal landed while threadpoolctl's classes were being created (a flaky MPI test)."""
+
+    def __set_name__(self, owner, name):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):              # the handler runs at the next bytecode boundary
+            pass
+
+
+def _class_made_during_a_signal():
+    type("Made", (), {"field": _SignalInSetName()})
+
+
+def test_stop_signal_wrapped_by_python_is_still_the_stop(monkeypatch, capsys):
+    # hifi.cli.main: the RuntimeError Python made of the Interrupted is the stop: 143 and the
+    # one line, not an error (the shell's 128 + SIGTERM convention, hifi.interrupt).
+    import hifi.cli as cli
+    with pytest.raises(RuntimeError, match="__set_name__"):          # what Python does with it
+        from hifi.interrupt import signal_handlers
+        with signal_handlers():
+            _class_made_during_a_signal()
+    monkeypatch.setattr(cli, "_command", lambda args: _class_made_during_a_signal())
+    assert cli.main(["info", "x.nc"]) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err.strip() == "hifi: interrupted"
+
+
+def test_stop_signal_wrapped_in_a_model_step_is_not_a_model_error():
+    # The time manager wraps a model's exceptions in ModelError; one that is a stop signal's,
+    # wrapped by Python, leaves as the stop (KeyboardInterrupt with the simulated time).
+    class _Wraps(hifi.Model):
+        PARAMS = {}
+
+        def step(self, k, t):
+            if k == 2:
+                _class_made_during_a_signal()
+            return {"v": hifi.Var((), np.float64(k), "1", "value")}
+
+    sim = hifi.Simulation.from_dict(wall_scenario(10.0, duration_s=1.0, sensors=[
+        {"name": "cam", "model": "depthmap", "params": {"resolution_x": 8, "resolution_y": 6}}]))
+    sim.add_model(_Wraps("wraps", rate_hz=10.0))
+    from hifi.interrupt import Interrupted, signal_handlers
+    with signal_handlers(), pytest.raises(Interrupted) as info:
+        sim.run(out=None, progress=False)
+    assert info.value.signum == signal.SIGTERM and info.value.t_s == pytest.approx(0.2)
