@@ -214,6 +214,7 @@ class RunEstimate:
     scene_bytes: int
     base_bytes: int = BASE_PROCESS_BYTES
     in_memory: bool = False
+    duration_s: float | None = None     #: simulated span the estimate is for [s]
 
     @property
     def output_bytes(self) -> int:
@@ -257,7 +258,8 @@ def scene_bytes(scene) -> int:
 
 def estimate_run(models, scene, duration_s: float, *, in_memory: bool = False) -> RunEstimate:
     """:class:`RunEstimate` of ``models`` (instances, before ``setup``) over ``duration_s`` [s]."""
-    return RunEstimate(tuple(m.estimate(duration_s) for m in models), scene_bytes(scene), in_memory=in_memory)
+    return RunEstimate(tuple(m.estimate(duration_s) for m in models), scene_bytes(scene), in_memory=in_memory,
+                       duration_s=float(duration_s))
 
 
 # -- the memory this process can use -----------------------------------------------------------
@@ -506,14 +508,54 @@ def check_memory(sim, est: RunEstimate, budget: int | None = None) -> None:
             raise v.error(f"{reason}; lower the rate", key="output.motion_rate_hz", value=sc.motion_rate_hz)
         if spec is None or not size_params:
             raise v.error(reason + "; make its frames smaller")
-        given = (sc.raw.get("sensors", [{}])[spec.index].get("params") or {}) if sc.raw else {}
-        pname = next((p for p in size_params if p in given), next(iter(size_params)))
         advice = "; ".join(f"{how} " + " / ".join(p for p, h in size_params.items() if h == how)
                            for how in dict.fromkeys(size_params.values()))
-        raise v.error(f"{reason}; {advice}", key=f"sensors[{spec.index}].params.{pname}",
-                      value=spec.params[pname])
+        key, value, first = _size_driver(sc, spec, model, big, size_params, est.duration_s)
+        raise v.error(f"{reason}; {first + '; ' if first else ''}{advice}", key=key, value=value)
     obj = max(sim.scene.objects, key=lambda o: len(o.faces))
     spec = sc.objects[obj.index]
     raise v.error(f"the scene's triangles need about {format_bytes(est.scene_bytes)} ({len(obj.faces):,} in "
                   f"{obj.name!r}, ~{SCENE_BYTES_PER_FACE} B each); {tail}; use a coarser mesh",
                   key=f"objects[{spec.index}].mesh", value=spec.mesh)
+
+
+def _size_driver(sc, spec, model, big: ModelEstimate, size_params: Mapping[str, str], duration_s):
+    """The key of ``spec`` (a sensor the scenario states) that makes ``big`` large: ``(key,
+    value, advice)``.
+
+    Candidates are the keys the scenario file gives: the model's :attr:`~hifi.model.Model.SIZE_PARAMS`
+    in its ``params`` (in that order) and its ``rate_hz`` (a rotating lidar's firing cycle is
+    fixed, so its rate sets the pulses per rotation). Each in turn is set back to its default in
+    a copy of the model; the first whose default at least halves the model's memory is named
+    (else the one that shrinks it most), with a line of advice for the rate. When none is given (or none shrinks it) the first given size parameter, else the
+    first size parameter, is named as before, without extra advice.
+    """
+    raw = (sc.raw.get("sensors", [{}])[spec.index] if sc.raw else {}) or {}
+    given = raw.get("params") or {}
+    fallback = next((p for p in size_params if p in given), next(iter(size_params)))
+    fallback = (f"sensors[{spec.index}].params.{fallback}", spec.params[fallback], "")
+    if model is None or duration_s is None:
+        return fallback
+    cls = spec.model_cls
+    trials = [(p, {**spec.params, p: cls.PARAMS[p].default}, spec.rate_hz)
+              for p in size_params if p in given and p in cls.PARAMS]
+    if "rate_hz" in raw and spec.rate_hz is not None and spec.rate_hz != cls.default_rate_hz:
+        trials.append(("rate_hz", spec.params, None))
+    best, best_bytes = None, big.memory_bytes
+    for name, params, rate in trials:
+        try:
+            smaller = cls(spec.name, params, rate_hz=rate).estimate(duration_s).memory_bytes
+        except (ValueError, TypeError, KeyError, ArithmeticError):   # a default that other params exclude
+            continue
+        if smaller < best_bytes:
+            best, best_bytes = name, smaller
+        if best_bytes <= big.memory_bytes / 2:        # the first key that alone halves it is named
+            break
+    if best is None:
+        return fallback
+    if best == "rate_hz":
+        how = "raise" if cls.default_rate_hz > spec.rate_hz else "lower"
+        return (f"sensors[{spec.index}].rate_hz", spec.rate_hz,
+                f"{how} rate_hz (a frame is one period of it; at the default {cls.default_rate_hz:g} Hz it "
+                f"needs about {format_bytes(best_bytes)})")
+    return f"sensors[{spec.index}].params.{best}", spec.params[best], ""

@@ -187,7 +187,10 @@ class _Locator:
             return None
         table: list = []
         counts: dict[str, int] = {}
-        best = None
+        # A key the file does not give (a default) is placed at the header of the deepest table
+        # that holds it (``[[sensors]]`` for ``sensors[0].params.azimuth_stride``), never at
+        # the first line of the file.
+        best, best_depth = None, 0
         # Which table path does the key live in, and which key names it?
         for lineno, line in enumerate(self.lines, start=1):
             m = self._header.match(line)
@@ -198,8 +201,8 @@ class _Locator:
                     table = name.split(".")[:-1] + [name.split(".")[-1], counts[name]]
                 else:
                     table = self._expand(name.split("."), counts)
-                if table == parts[:len(table)] and len(table) == len(parts):
-                    best = lineno
+                if table == parts[:len(table)] and len(table) > best_depth:
+                    best, best_depth = lineno, len(table)
                 continue
             km = re.match(r"^\s*([A-Za-z0-9_\-\"']+)\s*=", line)
             if km:
@@ -207,8 +210,6 @@ class _Locator:
                 full = table + [key]
                 if full == parts[:len(full)]:
                     return lineno
-                if table == parts[:len(table)] and best is None:
-                    best = lineno
         return best
 
     @staticmethod

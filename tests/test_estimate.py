@@ -289,3 +289,44 @@ def test_trim_heap_returns_freed_pages():
     assert est_mod.trim_heap()
     assert est_mod.process_rss_bytes() < before - 50 * 2**20        # about 100 MiB freed, half of it at least
     assert len(kept) == 100
+
+
+# -- a refusal names the key the user wrote that drives the size -------------------------------
+
+SLOW_VELODYNE = """\
+version = 1
+
+[simulation]
+duration_s = 1.0
+
+[[objects]]
+name = "ground"
+mesh = "plane"
+size_m = [50, 50]
+
+[[sensors]]
+name = "velodyne"
+model = "hdl64e_s2"
+rate_hz = 1e-4
+position_m = [0, 0, 1.8]
+"""
+
+
+def test_memory_refusal_names_the_rate_the_user_wrote(tmp_path, capsys, monkeypatch):
+    # Regression: this Velodyne was refused at "line 1: sensors[0].params.azimuth_stride = 1", a
+    # default not in the file; its 13,333,333,312 rays per frame come from rate_hz = 1e-4 (one
+    # rotation per 10,000 s: floor(1 / (rate_hz x firing cycle)) cycles x 64 lasers).
+    monkeypatch.setattr(est_mod, "memory_budget_bytes", lambda: 16 * GIB)
+    path = tmp_path / "scenario.toml"
+    path.write_text(SLOW_VELODYNE)
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hifi: error: {path}:14: sensors[0].rate_hz = 0.0001: a frame of 'velodyne' "
+                          "needs about "), err
+    assert "raise rate_hz" in err and len(err.strip().splitlines()) == 1, err
+    # a size parameter the user wrote still names itself, with its line
+    path.write_text(SLOW_VELODYNE.replace("rate_hz = 1e-4", "rate_hz = 10.0")
+                    + "[sensors.params]\nn_subrays = 10000\n")
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"hifi run would refuse it: {path}:17: sensors[0].params.n_subrays = 10000: " in out, out
