@@ -23,8 +23,59 @@ KINDS = (("C", "code"), ("L", "phase"), ("D", "doppler"), ("S", "cn0"))
 F14_MAX = 9.999999999e9
 
 
+#: Resolution of a RINEX time tag: F11.7 seconds in an epoch record, F13.7 in TIME OF FIRST OBS
+#: (RINEX 3.04 Tables A2, A3) [ns].
+TIME_TAG_RESOLUTION_NS = 100
+
+
 def _label(content: str, label: str) -> str:
     return f"{content:<60.60}{label:<20.20}"
+
+
+def round_time_tag(t):
+    """Time tags rounded to the resolution of a RINEX file (:data:`TIME_TAG_RESOLUTION_NS`).
+
+    Parameters
+    ----------
+    t : array_like of numpy.datetime64
+        Time tags (GPST).
+
+    Returns
+    -------
+    numpy.ndarray of datetime64[ns]
+        ``t`` rounded to the nearest 0.1 us (half up): the time the file states.
+    """
+    ns = np.asarray(t, dtype="datetime64[ns]").astype(np.int64)
+    q = TIME_TAG_RESOLUTION_NS
+    return ((ns + q // 2) // q * q).astype("datetime64[ns]")
+
+
+def split_time_tag(t):
+    """Calendar fields of a time tag as RINEX writes it: rounded first, then split.
+
+    Parameters
+    ----------
+    t : numpy.datetime64
+        One time tag (GPST).
+
+    Returns
+    -------
+    tuple
+        (year, month, day, hour, minute, whole seconds, fraction of a second in units of
+        0.1 us); the seconds are below 60.
+
+    Notes
+    -----
+    Rounding the seconds after splitting writes a time just below a whole minute as 60.0000000
+    s, which RINEX does not allow (seconds 0..59.9999999); rounding the whole time tag first
+    carries into the minute, hour, day, month and year.
+    """
+    r = round_time_tag(t)
+    minute = r.astype("datetime64[m]")
+    units = int((r - minute).astype(np.int64)) // TIME_TAG_RESOLUTION_NS       # 0 .. 599999999
+    d = minute.item()
+    per_s = 1_000_000_000 // TIME_TAG_RESOLUTION_NS
+    return d.year, d.month, d.day, d.hour, d.minute, units // per_s, units % per_s
 
 
 def signal_strength_index(cn0_dbhz):
@@ -72,7 +123,8 @@ def write_obs(ds: xr.Dataset, path, *, marker_name="HIFI", approx_position_ecef=
     ----------
     ds : xarray.Dataset
         (epoch, sv, signal) ``code``, ``phase``, ``doppler``, ``cn0``, ``lli``; epochs are the
-        receiver's time tags (GPST).
+        receiver's time tags (GPST), written rounded to 0.1 us (:func:`round_time_tag`, then
+        split into calendar fields: :func:`split_time_tag`).
     path : path-like
         File to write; written to a temporary name and renamed, so a failure leaves nothing
         half-written.
@@ -114,9 +166,8 @@ def write_obs(ds: xr.Dataset, path, *, marker_name="HIFI", approx_position_ecef=
     if t.size > 1:
         lines.append(_label(f"{float(np.median(np.diff(t).astype('timedelta64[ns]').astype(float))) * 1e-9:10.3f}",
                             "INTERVAL"))
-    first = t[0].astype("datetime64[us]").item()
-    lines.append(_label(f"{first.year:6d}{first.month:6d}{first.day:6d}{first.hour:6d}{first.minute:6d}"
-                        f"{first.second + first.microsecond * 1e-6:13.7f}{'':5}GPS", "TIME OF FIRST OBS"))
+    y, mo, d, h, mi, s, frac = split_time_tag(t[0])
+    lines.append(_label(f"{y:6d}{mo:6d}{d:6d}{h:6d}{mi:6d}{s:5d}.{frac:07d}{'':5}GPS", "TIME OF FIRST OBS"))
     for x in systems:
         for c, _, _ in types[x]:
             if c.startswith("L"):
@@ -134,10 +185,8 @@ def write_obs(ds: xr.Dataset, path, *, marker_name="HIFI", approx_position_ecef=
     for e in range(t.size):
         present = [j for j in range(sv.size) if sys_of[j] in types
                    and np.any(np.isfinite(data["code"][e, j]) | np.isfinite(data["phase"][e, j]))]
-        tt = t[e].astype("datetime64[ns]")
-        d = tt.astype("datetime64[us]").item()
-        sec = d.second + (int((tt - tt.astype("datetime64[s]")).astype("timedelta64[ns]").astype(np.int64)) * 1e-9)
-        lines.append(f"> {d.year:4d} {d.month:02d} {d.day:02d} {d.hour:02d} {d.minute:02d}{sec:11.7f}  0{len(present):3d}")
+        y, mo, d, h, mi, s, frac = split_time_tag(t[e])
+        lines.append(f"> {y:4d} {mo:02d} {d:02d} {h:02d} {mi:02d}{s:3d}.{frac:07d}  0{len(present):3d}")
         for j in present:
             row = [sv[j]]
             for c, var, key in types[sys_of[j]]:

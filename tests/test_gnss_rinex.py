@@ -205,3 +205,55 @@ def test_rinex4_mixed_navigation(test_data):
     for system, radii in (("G", [26560]), ("E", [29600]), ("C", [27900, 42160])):
         rs = r[(nav["system"].values == system) & ~eccentric]
         assert np.all(np.min(np.abs(rs[:, None] - np.array(radii)[None, :]), axis=1) < 700), (system, rs)
+
+
+def _one_sv_observables(tags):
+    """A G01 L1 C/A record at each time tag (code 2.2e7 m, phase, Doppler, C/N0 45 dB-Hz): the
+    smallest Dataset :func:`gnss.rinex_out.write_obs` writes."""
+    n = len(tags)
+    shape = (n, 1, 1)
+    return xr.Dataset({"code": (("epoch", "sv", "signal"), np.full(shape, 2.2e7)),
+                       "phase": (("epoch", "sv", "signal"), np.full(shape, 1.15e8)),
+                       "doppler": (("epoch", "sv", "signal"), np.full(shape, -1234.5)),
+                       "cn0": (("epoch", "sv", "signal"), np.full(shape, 45.0)),
+                       "lli": (("epoch", "sv", "signal"), np.zeros(shape, dtype=np.int8))},
+                      coords={"epoch": np.asarray(tags, dtype="datetime64[ns]"), "sv": ["G01"],
+                              "signal": ["G1C"]})
+
+
+def test_epoch_just_below_a_minute_is_rounded_then_split(tmp_path):
+    # A receiver's time tag is GPST plus its clock offset, so it falls anywhere in a second.
+    # RINEX writes the seconds F11.7 (0.1 us, RINEX 3.04 Table A3) and allows 0 <= s < 60: a tag
+    # 40 ns below a whole minute must be written as the next minute, 0.0000000 s (rounding the
+    # whole tag first, carrying into the minute, hour, day, month and year), not as 60.0000000 s
+    # (georinex stops reading the file at such an epoch, without an error).
+    georinex = pytest.importorskip("georinex", reason="georinex (test extra) is the independent reader")
+    from gnss.rinex_out import split_time_tag, write_obs
+    tags = np.array(["2020-06-25T00:30:59.999999960", "2020-06-25T00:31:01.000000000",
+                     "2020-12-31T23:59:59.999999951", "2021-01-01T00:00:01.234567849",
+                     "2021-01-01T00:00:02.000000050"], dtype="datetime64[ns]")
+    path = write_obs(_one_sv_observables(tags), tmp_path / "tags.rnx")
+    text = path.read_text()
+    epochs = [line for line in text.splitlines() if line.startswith(">")]
+    # expected lines: the tags rounded to 0.1 us by hand (closed form), then split
+    assert [e[:29] for e in epochs] == ["> 2020 06 25 00 31  0.0000000", "> 2020 06 25 00 31  1.0000000",
+                                        "> 2021 01 01 00 00  0.0000000", "> 2021 01 01 00 00  1.2345678",
+                                        "> 2021 01 01 00 00  2.0000001"]
+    first = next(line for line in text.splitlines() if "TIME OF FIRST OBS" in line)
+    assert first[:43] == "  2020     6    25     0    31    0.0000000"
+    # every epoch is read by the independent reader (georinex keeps whole microseconds)
+    g = georinex.load(path)
+    want = np.array(["2020-06-25T00:31:00", "2020-06-25T00:31:01", "2021-01-01T00:00:00",
+                     "2021-01-01T00:00:01.234567", "2021-01-01T00:00:02"], dtype="datetime64[ns]")
+    assert g.sizes["time"] == 5
+    assert np.all(np.abs(g["time"].values - want) <= np.timedelta64(1, "us"))
+    # property: for random tags, the split fields put back together are the tag rounded to
+    # 0.1 us, and the seconds stay below 60
+    rng = np.random.default_rng(3)
+    ns = np.datetime64("2020-06-25T00:00:00", "ns") + rng.integers(0, 10 ** 14, 2000).astype("timedelta64[ns]")
+    for t in ns:
+        y, mo, d, h, mi, s, frac = split_time_tag(t)
+        assert 0 <= s < 60
+        back = np.datetime64(f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}", "ns") + \
+            np.timedelta64(s * 10 ** 9 + frac * 100, "ns")
+        assert abs(int((back - t).astype(np.int64))) <= 50            # half the 100 ns step
