@@ -40,7 +40,9 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     i.add_argument("scenario", type=Path)
     pl = sub.add_parser("plot", help="PNG quick look of a dataset")
     pl.add_argument("dataset", type=Path)
-    pl.add_argument("--out", type=Path, default=None, help="PNG file (default: beside the dataset)")
+    pl.add_argument("--out", type=Path, default=None,
+                    help="image file, its format from its suffix (default: NAME.png beside the dataset)")
+    pl.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     pl.add_argument("--frame", type=int, default=0, help="position of the frame (default 0)")
     pl.add_argument("--color", choices=("object", "height", "intensity", "reflectivity", "distance"), default=None,
                     help="range sensors: what colours the bird's-eye view and the sensor-layout "
@@ -157,16 +159,33 @@ def _command(args) -> int:
     if args.command == "info":
         return _info(args)
     if args.command == "plot":
-        from .plot import plot_dataset
-        ds = _open(args.dataset)
-        _check_frame(ds, args.frame, args.dataset)
-        out = args.out or args.dataset.with_suffix(".png")
-        print(plot_dataset(ds, out, frame=args.frame, color=args.color, white_balance=args.white_balance))
-        return 0
+        return _plot(args)
     if args.command == "export":
         return _export(args)
     if args.command == "view":
         return _view(args)
+    return 0
+
+
+def _plot(args) -> int:
+    """``hifi plot``: the figure is drawn, then written whole beside its final name and renamed
+    into place (:func:`hifi.safety.write_file`); never over the dataset it shows."""
+    from .safety import check_new_file, check_not_input, write_file
+    out = args.out or args.dataset.with_suffix(".png")
+    if not out.suffix:
+        raise ValueError(f"--out {out}: give the image format as the file's suffix (.png, .pdf, .svg)")
+    check_not_input(out, [args.dataset])
+    check_new_file(out, args.overwrite)
+    from .plot import plot_dataset
+    ds = _open(args.dataset)
+    try:
+        _check_frame(ds, args.frame, args.dataset)
+        written = write_file(out, lambda tmp: plot_dataset(ds, tmp, frame=args.frame, color=args.color,
+                                                           white_balance=args.white_balance),
+                             overwrite=args.overwrite)
+    finally:
+        ds.close()
+    print(written)
     return 0
 
 
@@ -287,6 +306,8 @@ def _run(args) -> int:
     seed = _override(args.seed, "--seed", "seed")
     duration = _override(args.duration, "--duration", "duration_s")
     partition = args.partition or (DEFAULT_MPI_PARTITION if _launcher_size() > 1 else None)
+    from .safety import check_not_input
+    check_not_input(args.out, [args.scenario])    # also under mpirun: every rank refuses alike
     if partition is not None:
         return _run_partitioned(args, partition, seed, duration, start)
     import hifi

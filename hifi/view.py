@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import base64
 import math
-import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 from typing import NamedTuple
@@ -841,36 +839,15 @@ def write_replay(run_dir, out, *, max_points: int = MAX_POINTS, max_frames: int 
     ------
     FileNotFoundError, FileExistsError, ValueError, ImportError
         Bad input (a missing or unreadable run, an existing ``out``, a missing directory for
-        it, plotly missing): nothing is written.
+        it, an ``out`` that is or lies inside ``run_dir``, plotly missing): nothing is written.
     hifi.OutputError
         The file could not be written (disk full, no permission).
     """
-    from .errors import OutputError
+    from .safety import check_new_file, check_not_input, write_file
     out = Path(out)
-    if not out.parent.is_dir():
-        raise FileNotFoundError(f"{out.parent}: no such directory for {out.name}")
-    if out.is_dir():
-        raise FileExistsError(f"{out} is a directory; give an output file name")
-    if (out.exists() or out.is_symlink()) and not overwrite:
-        raise FileExistsError(f"{out} exists; use --overwrite to replace it")
+    check_not_input(out, [run_dir])
+    check_new_file(out, overwrite)
     html = replay_html(build_replay(run_dir, max_points=max_points, max_frames=max_frames))
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(html)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, out)
-        tmp = None
-    except OSError as exc:
-        raise OutputError(out, exc) from exc
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-    return out
+    return write_file(out, lambda tmp: tmp.write_text(html, encoding="utf-8"), overwrite=overwrite)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

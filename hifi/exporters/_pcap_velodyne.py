@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from ..timebase import Epoch
-from ._common import ExportError, frame_first, require
+from ._common import ExportError, ExportWarning, frame_first, require
 from ._udp_pcap import udp_pcap_bytes
 
 #: UDP port of Velodyne data packets (every model's manual: "data port 2368").
@@ -416,7 +416,8 @@ def write_velodyne_pcap(ds, out_path, *, calibration_path=None) -> list[Path]:
     payloads, capture_ns, lost = velodyne_packets(ds)
     if lost:
         warnings.warn(f"Velodyne pcap: {lost} detected returns lie outside the 16-bit distance field "
-                      f"(2 mm units after the distance correction) and are written as no return", stacklevel=2)
+                      f"(2 mm units after the distance correction) and are written as no return", ExportWarning,
+                      stacklevel=2)
     out_path.write_bytes(udp_pcap_bytes(payloads, capture_ns, src_ip=VELODYNE_SRC_IP, dst_ip=VELODYNE_DST_IP,
                                         src_port=VELODYNE_DATA_PORT, dst_port=VELODYNE_DATA_PORT,
                                         src_mac=VELODYNE_SRC_MAC))

@@ -37,8 +37,7 @@ def write_evd(ds, path: Path) -> Path:
     last scan ``struct.pack("i", -1)``. BlenSor packs in native byte order; this writes little
     endian explicitly (:data:`EVD_RECORD`, 96 bytes, no padding), which is what BlenSor writes
     on x86 and ARM hosts. Later BlenSor versions write ``"14dQ"`` with the material colour
-    (r, g, b) before the object id; this writes the original ``"11dQ"`` of the BlenSor paper
-    and of issue 3.
+    (r, g, b) before the object id; this writes the original ``"11dQ"`` of the BlenSor paper.
 
     Only detected returns are written: BlenSor's scanners add an entry per return of
     ``scan_interface.scan_rays``, which keeps rays with 0 < distance < max range; misses are
@@ -102,4 +101,4 @@ def read_evd(path) -> list[np.ndarray]:
 
 #: Registered in the entry-point group ``hifi.exporters`` as ``evd``.
 EXPORTER = Exporter(name="evd", write=write_evd, suffix=".evd", scope="sensor", per_frame=False,
-                    summary="BlenSor's EVD records (every ray, 96 bytes each)")
+                    summary="BlenSor's EVD records (one per detected return, 96 bytes each)")
