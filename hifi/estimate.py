@@ -519,6 +519,91 @@ def check_memory(sim, est: RunEstimate, budget: int | None = None) -> None:
                   key=f"objects[{spec.index}].mesh", value=spec.mesh)
 
 
+def generated_scene_bytes(sc) -> tuple[int, list]:
+    """Peak memory of building a scenario's scene [B], before any mesh is built, and per object
+    ``(spec, triangles, held, build)``.
+
+    A generated mesh's triangles come from its parameters (:func:`hifi.meshes.generator_faces`);
+    a mesh file's from the mesh read while validating. Each object then holds
+    :data:`SCENE_BYTES_PER_FACE` (:data:`MOVING_SCENE_BYTES_PER_FACE` with a track, a parent or
+    a vehicle) per triangle, and a generator needs
+    :data:`hifi.meshes.BUILD_BYTES_PER_FACE` per triangle while it runs; the peak is the process,
+    everything held, and the largest build on top (objects are built one after another).
+    """
+    from . import meshes
+    rows = []
+    for spec in sc.objects:
+        if spec.mesh in meshes.GENERATORS:
+            n = meshes.generator_faces(spec.mesh, spec.mesh_params)
+            build = n * meshes.BUILD_BYTES_PER_FACE.get(spec.mesh, meshes.DEFAULT_BUILD_BYTES_PER_FACE)
+        else:
+            mesh = spec.loaded_mesh
+            n, build = (0 if mesh is None else len(mesh.faces)), 0
+        moving = spec.track is not None or spec.parent is not None or spec.vehicle is not None
+        held = n * (MOVING_SCENE_BYTES_PER_FACE if moving else SCENE_BYTES_PER_FACE)
+        rows.append((spec, n, held, build))
+    peak = BASE_PROCESS_BYTES + sum(r[2] for r in rows) + max((r[3] for r in rows), default=0)
+    return peak, rows
+
+
+def check_scene_memory(sc, budget: int | None = None) -> None:
+    """Refuse a scenario whose meshes cannot be built in the memory available, before any is.
+
+    Parameters
+    ----------
+    sc : hifi.scenario.Scenario
+        The validated scenario.
+    budget : int, optional
+        Memory the process may reach [B]; default :func:`memory_budget_bytes`. When it cannot
+        be known nothing is refused.
+
+    Raises
+    ------
+    hifi.ScenarioError
+        Naming the object's key that drives its size and that the file gives (a terrain's
+        ``objects[i].resolution_m``, a tree's ``objects[i].leaf_area_density``), its value, the
+        triangles and memory it needs, the memory available and what to change (a mesh file:
+        ``objects[i].mesh``).
+
+    Notes
+    -----
+    A 2 km terrain at 5 cm has 3.2e9 triangles; without this check numpy raised MemoryError
+    when the generator asked for its first array (12 GiB of noise), and a 100 km terrain at
+    1 cm or a tree of leaf area density 1e6 likewise ended in a traceback.
+    """
+    from . import meshes
+    from .scenario import _Validator
+
+    budget = memory_budget_bytes() if budget is None else budget
+    if budget is None:
+        return
+    peak, rows = generated_scene_bytes(sc)
+    if peak <= budget or not rows:
+        return
+    spec, n, held, build = max(rows, key=lambda r: r[2] + r[3])
+    v = _Validator(sc.source, sc.text)
+    reason = (f"{spec.mesh} {spec.name!r} would have {n:,} triangles, about {format_bytes(held + build)} to build "
+              f"and hold; the scene needs about {format_bytes(peak)}, more than the {format_bytes(budget)} available")
+    size_params = meshes.SIZE_PARAMS.get(spec.mesh)
+    if not size_params:
+        raise v.error(f"{reason}; use a coarser mesh", key=f"objects[{spec.index}].mesh", value=spec.mesh)
+    raw = (sc.raw.get("objects", [{}])[spec.index] if sc.raw else {}) or {}
+    gen = meshes.GENERATORS[spec.mesh][1]
+    name = None
+    for p in (p for p in size_params if p in raw and not gen[p].required and gen[p].default is not None):
+        fewer = meshes.generator_faces(spec.mesh, {**spec.mesh_params, p: gen[p].default})
+        if fewer <= n / 2:
+            name = p
+            break
+    if name is None:
+        name = next((p for p in size_params if p in raw), next(iter(size_params)))
+    advice = "; ".join(f"{how} " + " / ".join(p for p, h in size_params.items() if h == how)
+                       for how in dict.fromkeys(size_params.values()))
+    value = spec.mesh_params.get(name)
+    raise v.error(f"{reason}; {advice}", key=f"objects[{spec.index}].{name}",
+                  value=list(value) if isinstance(value, tuple) else value)
+
+
 def _size_driver(sc, spec, model, big: ModelEstimate, size_params: Mapping[str, str], duration_s):
     """The key of ``spec`` (a sensor the scenario states) that makes ``big`` large: ``(key,
     value, advice)``.

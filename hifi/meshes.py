@@ -251,6 +251,65 @@ GENERATORS = {
     }),
 }
 
+#: Parameters that set the size of a generated mesh, each with how to shrink it ("lower" or
+#: "raise"), in the order a refusal considers them (:func:`hifi.estimate.check_scene_memory`).
+SIZE_PARAMS = {
+    "terrain": {"resolution_m": "raise", "size_m": "lower"},
+    "tree": {"leaf_area_density": "lower", "leaf_size_m": "raise", "crown_radius_m": "lower",
+             "crown_height_m": "lower"},
+    "cylinder": {"sections": "lower"},
+    "sphere": {"subdivisions": "lower"},
+}
+
+#: Peak resident memory while a generator builds its mesh and the scene takes its arrays, per
+#: triangle [B]; measured with ``hifi.estimate.peak_rss_bytes`` around ``build_generator`` and
+#: ``SceneObject`` (Linux x86-64, Python 3.11, numpy 2, trimesh 4; 2 M and 8 M terrain
+#: triangles: 96 B; trees of 0.38 M and 1.5 M leaves: 460 and 441 B, the leaves' (n, 3)
+#: float64 temporaries; a cylinder of 4 M triangles: 225 B). Rounded up; the default is for
+#: the generators of a fixed, small size.
+BUILD_BYTES_PER_FACE = {"terrain": 100, "tree": 480, "cylinder": 240, "sphere": 240}
+DEFAULT_BUILD_BYTES_PER_FACE = 480
+
+#: Triangles of the generators whose size does not depend on their parameters (the car: its
+#: body prism and four 24-sided wheels, counted once from :func:`car`).
+_FIXED_FACES = {"plane": 2, "box": 12}
+
+
+def terrain_grid(size_m, resolution_m) -> tuple[int, int]:
+    """Vertices of :func:`terrain`'s grid in x and y: ``round(s / resolution_m) + 1``, at least 2."""
+    sx, sy = (float(v) for v in size_m)
+    res = float(resolution_m)
+    return max(int(round(sx / res)) + 1, 2), max(int(round(sy / res)) + 1, 2)
+
+
+def tree_leaves(height_m=8.0, crown_radius_m=2.5, crown_height_m=4.0, leaf_size_m=0.08, leaf_area_density=1.0,
+                **_) -> int:
+    """Leaves :func:`tree` places: ``round(density x crown volume / leaf area)``."""
+    r, half = float(crown_radius_m), float(crown_height_m) / 2.0
+    area = np.sqrt(3.0) / 4.0 * float(leaf_size_m) ** 2
+    return int(round(float(leaf_area_density) * 4.0 / 3.0 * np.pi * r * r * half / area))
+
+
+def generator_faces(name: str, params: dict) -> int:
+    """Triangles generator ``name`` makes from validated ``params``, known before it runs
+    (the same arithmetic as the generator; None values take the defaults)."""
+    kw = {k: v for k, v in params.items() if v is not None}
+    spec = GENERATORS[name][1]
+    p = {k: (kw[k] if k in kw else spec[k].default) for k in spec}
+    if name == "terrain":
+        nx, ny = terrain_grid(p["size_m"], p["resolution_m"])
+        return 2 * (nx - 1) * (ny - 1)
+    if name == "tree":
+        return tree_leaves(**p) + 4 * 16                  # leaves and the 16-sided closed trunk
+    if name == "cylinder":
+        return 4 * int(p["sections"])                     # side (2 per section) and two caps
+    if name == "sphere":
+        return 20 * 4 ** int(p["subdivisions"])           # icosahedron, each subdivision x 4
+    if name not in _FIXED_FACES:
+        _FIXED_FACES[name] = len(build_generator(name, p).faces)
+    return _FIXED_FACES[name]
+
+
 #: Keys allowed beside a mesh file name.
 FILE_PARAMS = {"scale": Param("float", default=1.0, minimum=0.0, exclusive_minimum=True,
                               doc="factor applied to the file's coordinates (e.g. 0.001 for mm)")}

@@ -422,6 +422,9 @@ def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_
             loaded = meshes.load_mesh_file(mesh_path, mesh_params["scale"])
         except ValueError as exc:
             raise v.error(f"cannot load mesh file {mesh_path}: {exc}", key=f"{key}.mesh", value=mesh) from None
+        except MemoryError:
+            raise v.error(f"out of memory while loading mesh file {mesh_path}; use a coarser mesh",
+                          key=f"{key}.mesh", value=mesh) from None
     return ObjectSpec(i, name, mesh, mesh_params, spec["material"], spec["position_m"] or (0.0, 0.0, 0.0),
                       spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path, spec["interpolation"],
                       vehicle, loaded)

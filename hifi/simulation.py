@@ -21,8 +21,8 @@ from . import kernels, meshes, scenario as _scenario
 from .bus import MessageBus, PoseMessage
 from .caster import RayCaster
 from .checks import warn_scene
-from .errors import OutputError, ScenarioError
-from .estimate import check_memory, steady_heap
+from .errors import ModelError, OutputError, ScenarioError
+from .estimate import check_memory, format_bytes as _fmt, steady_heap
 from .interrupt import note_time
 from .model import Model, RunContext, Var
 from .motion import Pose, Track, oriented_boxes
@@ -138,7 +138,17 @@ class MotionRecorder(Model):
 
 
 def build_scene(sc: _scenario.Scenario) -> Scene:
-    """Scene (meshes, materials, pose tree) of a validated scenario; sensors become bodies."""
+    """Scene (meshes, materials, pose tree) of a validated scenario; sensors become bodies.
+
+    Raises
+    ------
+    hifi.ScenarioError
+        Before any mesh is built, when the meshes cannot fit in the memory available
+        (:func:`hifi.estimate.check_scene_memory`); and naming the object when building its mesh
+        runs out of memory all the same (numpy's ``MemoryError``).
+    """
+    from .estimate import check_scene_memory
+    check_scene_memory(sc)                        # before the first generator allocates anything
     scene = Scene()
     for name, m in sc.materials.items():
         scene.add_material(Material(name, m["reflectivity"], m["mirror"], tuple(m["color_rgb"]), m["class"],
@@ -149,7 +159,11 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
         elif spec.mesh_path is not None:
             mesh = meshes.load_mesh_file(spec.mesh_path, spec.mesh_params["scale"])
         else:
-            mesh = meshes.build_generator(spec.mesh, spec.mesh_params)
+            try:
+                mesh = meshes.build_generator(spec.mesh, spec.mesh_params)
+            except MemoryError:
+                raise _out_of_memory(sc, f"objects[{spec.index}].mesh", spec.mesh,
+                                     f"building {spec.mesh} {spec.name!r}") from None
         if spec.vehicle is not None:
             from .vehicle import VehicleTrack
             local = VehicleTrack(spec.position_m, np.radians(spec.rpy_deg[2]), spec.vehicle["wheelbase_m"],
@@ -165,6 +179,17 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
     for spec in sc.sensors:
         scene.add_body(spec.name, "sensor", Pose.from_position_rpy(spec.position_m, spec.rpy_deg), spec.parent)
     return scene
+
+
+def _out_of_memory(sc: _scenario.Scenario, key: str | None, value, what: str) -> ScenarioError:
+    """The one-line error for a ``MemoryError`` the estimate did not foresee: what ran out, the
+    memory available now, at ``key`` of the scenario (its file and line)."""
+    from .estimate import available_memory_bytes, format_bytes
+    avail = available_memory_bytes()
+    free = f"{format_bytes(avail)} available now" if avail is not None else "available memory unknown"
+    exc = ScenarioError(f"out of memory while {what} ({free}); make the scenario smaller", key=key,
+                        value=value if key is not None else ScenarioError._MISSING)
+    return _scenario.located(sc, exc)
 
 
 class Simulation:
@@ -324,8 +349,16 @@ class Simulation:
                     return where / path.relative_to(tmp_root)
             else:
                 shown = None
-            written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition,
-                                     shown, est.rays)
+            try:
+                written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition,
+                                         shown, est.rays)
+            except MemoryError:
+                raise _out_of_memory(sc, None, None, f"running (estimated peak {_fmt(est.peak_bytes)})") from None
+            except ModelError as exc:         # the time manager's wrap of a model's MemoryError
+                if not isinstance(exc.__cause__, MemoryError):
+                    raise
+                raise _out_of_memory(sc, None, None, f"running (estimated peak {_fmt(est.peak_bytes)}): "
+                                                     f"{exc}") from None
             if not write:
                 return {}
             with _writing(where, tmp_root):

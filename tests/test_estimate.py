@@ -330,3 +330,98 @@ def test_memory_refusal_names_the_rate_the_user_wrote(tmp_path, capsys, monkeypa
     assert main(["info", str(path)]) == 0
     out = capsys.readouterr().out
     assert f"hifi run would refuse it: {path}:17: sensors[0].params.n_subrays = 10000: " in out, out
+
+
+# -- generated meshes are counted before they are built ----------------------------------------
+
+BIG_TERRAIN = """\
+version = 1
+
+[simulation]
+duration_s = 0.1
+
+[[objects]]
+name = "hill"
+mesh = "terrain"
+size_m = [2000, 2000]
+resolution_m = 0.05
+amplitude_m = 3.0
+
+[[sensors]]
+name = "cam"
+model = "depthmap"
+position_m = [0, 0, 5]
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "info"])
+def test_a_huge_terrain_is_refused_before_it_is_built(tmp_path, capsys, monkeypatch, command):
+    # Regression: a 2 km terrain at 5 cm ended in numpy's MemoryError traceback (its first array,
+    # the 40001 x 40001 float64 noise field, is 12 GiB). Analytic: 2 x 40000 x 40000 = 3.2e9
+    # triangles, at least 170 B each held (SCENE_BYTES_PER_FACE): over 500 GiB, against a
+    # budget fixed at 8 GiB. The generator must never run.
+    monkeypatch.setattr(est_mod, "memory_budget_bytes", lambda: 8 * GIB)
+    from hifi import meshes
+    monkeypatch.setitem(meshes.GENERATORS, "terrain", (lambda *a, **k: pytest.fail("the terrain was built"),
+                                                       meshes.GENERATORS["terrain"][1]))
+    path = tmp_path / "scenario.toml"
+    path.write_text(BIG_TERRAIN)
+    argv = [command, str(path)] + (["--out", str(tmp_path / "out")] if command == "run" else [])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hifi: error: {path}:10: objects[0].resolution_m = 0.05: terrain 'hill' would have "
+                          "3,200,000,000 triangles, about "), err
+    assert "more than the 8.0 GiB available; raise resolution_m; lower size_m" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_dense_tree_names_its_leaf_area_density(monkeypatch):
+    # Regression: leaf_area_density = 1e6 asked numpy for (n, 3) arrays of n leaves
+    # (crown 2.5 m x 4 m: 52.36 m3; leaf 8 cm: 2.771e-3 m2, so 1.8894e10) and ended in MemoryError.
+    monkeypatch.setattr(est_mod, "memory_budget_bytes", lambda: 8 * GIB)
+    d = {"simulation": {"duration_s": 0.1},
+         "objects": [{"name": "ground", "mesh": "plane", "size_m": [10, 10]},
+                     {"name": "oak", "mesh": "tree", "leaf_size_m": 0.08, "leaf_area_density": 1e6}]}
+    with pytest.raises(hifi.ScenarioError, match=r"objects\[1\]\.leaf_area_density = 1000000\.0: tree 'oak' "
+                                                 r"would have 18,893,7\d\d,\d{3} triangles") as info:
+        hifi.Simulation.from_dict(d)
+    assert "lower leaf_area_density / crown_radius_m / crown_height_m; raise leaf_size_m" in str(info.value)
+    # the estimate agrees with the generator's own count at a size that fits (analytic: both
+    # round(u V / a) leaves plus the 64 triangles of the trunk)
+    from hifi import meshes
+    d["objects"][1]["leaf_area_density"] = 3.0
+    sim = hifi.Simulation.from_dict(d)
+    assert meshes.generator_faces("tree", {"leaf_size_m": 0.08, "leaf_area_density": 3.0}) == \
+        len(sim.scene.objects[1].faces)
+
+
+def test_a_memory_error_while_building_a_mesh_is_one_line(tmp_path, capsys, monkeypatch):
+    # Whatever the estimate misses, numpy's MemoryError becomes one message naming the object.
+    def out_of_memory(*a, **k):
+        raise MemoryError("Unable to allocate 12.0 GiB for an array with shape (40001, 40001)")
+    from hifi import meshes
+    monkeypatch.setitem(meshes.GENERATORS, "terrain", (out_of_memory, meshes.GENERATORS["terrain"][1]))
+    path = tmp_path / "scenario.toml"
+    path.write_text(BIG_TERRAIN.replace("resolution_m = 0.05", "resolution_m = 50.0"))
+    assert main(["info", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hifi: error: {path}:8: objects[0].mesh = 'terrain': out of memory while building "
+                          "terrain 'hill' ("), err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_memory_error_during_the_run_is_one_line(tmp_path, capsys, monkeypatch):
+    # A model's MemoryError (wrapped by the time manager in ModelError) ends the command with
+    # one line naming the model and the time, and nothing is left in DIR.
+    def step(self, k, t):
+        raise MemoryError("Unable to allocate 3.0 GiB")
+    monkeypatch.setattr("sensors.depthmap.DepthMap.step", step)
+    path = tmp_path / "scenario.toml"
+    path.write_text(BIG_TERRAIN.replace("resolution_m = 0.05", "resolution_m = 50.0"))
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hifi: error: {path}: out of memory while running (estimated peak "), err
+    assert "model 'cam' (depthmap) failed at t = 0.000000 s, frame 0: MemoryError" in err, err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    assert not any(p.name.startswith(".out") for p in tmp_path.iterdir())
