@@ -332,7 +332,7 @@ SYSTEM_KEY_OFFSET = {"G": 0, "R": 100, "E": 200, "C": 300}
 GLONASS_FIELDS = ("glo_x", "glo_vx", "glo_ax", "glo_y", "glo_vy", "glo_ay", "glo_z", "glo_vz", "glo_az")
 
 
-def read_nav(path, systems=("G",)) -> xr.Dataset:
+def read_nav(path, systems=None) -> xr.Dataset:
     """Read broadcast ephemerides and Klobuchar coefficients from a RINEX 2 or 3 nav file.
 
     Parameters
@@ -340,9 +340,11 @@ def read_nav(path, systems=("G",)) -> xr.Dataset:
     path : str or path-like
         RINEX 2.x GPS navigation file (``*.05n``) or RINEX 3.0x navigation file, GPS-only or
         mixed, plain or compressed (see :func:`read_text`).
-    systems : sequence of {"G", "E", "C", "R"}
-        Which systems' records to keep (default GPS only, as before mixed files were read);
-        the others are skipped. Galileo: only I/NAV records (data sources bit 0 or 2; F/NAV
+    systems : sequence of {"G", "E", "C", "R"}, optional
+        Which systems' records to keep; default every one of them the file holds (a GPS file
+        gives GPS, a mixed file GPS, Galileo, BeiDou and GLONASS). ``systems=("G",)`` keeps the
+        GPS records alone, as this reader did before it read mixed files. Records of systems
+        not modelled here (SBAS, QZSS, IRNSS/NavIC) are always skipped. Galileo: only I/NAV records (data sources bit 0 or 2; F/NAV
         repeats the orbit with a clock referred to E1/E5a). BeiDou: B1I D1/D2 records.
         GLONASS: the state vector at tb (``glo_x`` .. ``glo_az`` in m, m/s, m/s^2, and
         ``glo_frequency_channel``), tb as ``toc`` and as toe (moved from UTC to GPST with the
@@ -379,7 +381,7 @@ def read_nav(path, systems=("G",)) -> xr.Dataset:
     The week of toe is resolved against the week of toc with
     :func:`gnss.gpstime.resolve_week`, so files that write a 10-bit week still decode.
     """
-    systems = tuple(systems)
+    systems = NAV_SYSTEMS if systems is None else tuple(systems)
     bad = [x for x in systems if x not in NAV_SYSTEMS]
     if bad or not systems:
         raise ValueError(f"read_nav: systems {list(systems)!r} not supported; allowed: a non-empty subset of "

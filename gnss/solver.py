@@ -323,7 +323,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     constellations : sequence of {"G", "E", "C", "R"}, keyword-only
         Systems used (default GPS only); each gets its own receiver clock (the inter-system
         offsets, time scales and receiver group delays, are estimated, not assumed). ``nav``
-        must hold their ephemerides (``gnss.read_nav(path, systems=...)``). GLONASS uses
+        must hold their ephemerides (``gnss.read_nav(path)`` reads every system of the file). GLONASS uses
         C1P/C1C (or C1P+C2P, C1C+C2C ionosphere-free) at each satellite's FDMA frequency;
         one clock for all its frequencies (inter-frequency biases are not estimated).
     iono_free : bool, keyword-only

@@ -577,7 +577,7 @@ class GpsL1(Sensor):
     @staticmethod
     def _load_nav(p):
         import gnss
-        return gnss.read_nav(p["nav_file"])
+        return gnss.read_nav(p["nav_file"], systems=("G",))          # an L1 C/A receiver: GPS alone
 
     def _enu_to_ecef(self, enu):
         from gnss.geometry import enu_to_ecef

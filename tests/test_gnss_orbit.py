@@ -172,8 +172,13 @@ def test_mixed_nav_reads_galileo_and_beidou_records(mixed_nav, test_data):
     # the file holds 3 records each of G01 G02 E01 E02 C01 C02 (and other systems, skipped)
     assert sorted(set(nav["sv"].values)) == ["C01", "C02", "E01", "E02", "G01", "G02"]
     assert nav.sizes["record"] == 18
-    # default: GPS only, as before mixed files were read
-    assert set(read_nav(test_data(MIXED_NAV))["sv"].values) == {"G01", "G02"}
+    # default: every system the file holds that is modelled (G, E, C and its GLONASS records;
+    # its QZSS, IRNSS and SBAS records skipped: tests/data/gnss/README.md lists the file's content)
+    every = read_nav(test_data(MIXED_NAV))
+    assert set(every["system"].values) == {"G", "E", "C", "R"}
+    assert {x for x in every["sv"].values if x[0] != "R"} == set(nav["sv"].values)
+    # the GPS-only legacy as a keyword
+    assert set(read_nav(test_data(MIXED_NAV), systems=("G",))["sv"].values) == {"G01", "G02"}
     c01 = nav.isel(record=np.flatnonzero(nav["sv"].values == "C01")[0])
     # epoch line "C01 2023 03 14 00 00 00" is BDT; GPST = BDT + 14 s (BDS ICD 5.1.2)
     assert c01["toc"].values == np.datetime64("2023-03-14T00:00:14")

@@ -209,3 +209,26 @@ def test_glonass_fdma_iono_free_per_channel():
     # the channels come from the navigation records (R01 line 2 field 4: +1; R02: -4)
     from gnss.solver import glonass_channels
     np.testing.assert_array_equal(glonass_channels(nav, ["R01", "R02", "G01"]), [1.0, -4.0, np.nan])
+
+
+ESBC_OBS = "gnss/ESBC00DNK_R_20201770000_02H_05M_MO.rnx.gz"
+ESBC_NAV = "gnss/ESBC00DNK_R_20201770000_04H_MN.rnx.gz"
+
+
+def test_read_nav_default_is_every_system_and_solve_uses_it(test_data):
+    # A user who reads a mixed broadcast file without systems= and asks for a Galileo fix gets
+    # one (ESBC00DNK, tests/data/gnss: real G, R, E, C records). The multi-system nav Dataset
+    # gives the same fix, to 1 mm, as the file read with Galileo alone (a regression of the
+    # record selection by satellite key), and sv_states on it gives every system's satellites.
+    obs = gnss.read_obs(test_data(ESBC_OBS))
+    nav = gnss.read_nav(test_data(ESBC_NAV))
+    assert set(nav["system"].values) == {"G", "R", "E", "C"}
+    sol = gnss.solve(obs, nav, constellations=("E",))
+    assert np.isfinite(sol["position_ecef"].values).all()
+    alone = gnss.solve(obs, gnss.read_nav(test_data(ESBC_NAV), systems=("E",)), constellations=("E",))
+    np.testing.assert_allclose(sol["position_ecef"].values, alone["position_ecef"].values, atol=1e-3)  # 1 mm
+    st = gnss.sv_states(nav, ["G06", "R01", "E02", "C05"], obs["epoch"].values[:2])
+    # broadcast orbits of GPS, GLONASS, Galileo and BeiDou (C05: GEO) lie 25000-43000 km from the
+    # geocentre (published semi-major axes 26560, 25510, 29600, 42160 km)
+    r = np.linalg.norm(st["sv_position_ecef"].values, axis=-1)
+    assert np.all((2.5e7 < r) & (r < 4.3e7)), r
