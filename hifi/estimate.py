@@ -519,6 +519,79 @@ def check_memory(sim, est: RunEstimate, budget: int | None = None) -> None:
                   key=f"objects[{spec.index}].mesh", value=spec.mesh)
 
 
+# -- the disk check ----------------------------------------------------------------------------
+
+def disk_free_bytes(path) -> tuple[int | None, "os.PathLike | None"]:
+    """Free space of the file system that will hold ``path`` [B], and the existing directory
+    it was measured at (``path`` itself or its nearest existing parent); ``(None, None)`` when
+    it cannot be known."""
+    import shutil
+    from pathlib import Path
+    p = Path(path).absolute()
+    for candidate in (p, *p.parents):
+        if candidate.exists():
+            try:
+                return int(shutil.disk_usage(candidate).free), candidate
+            except OSError:
+                return None, None
+    return None, None
+
+
+def check_disk(sim, est: RunEstimate, out, *, ignore: bool = False) -> None:
+    """Refuse a run whose estimated output exceeds the free space where it is written.
+
+    Parameters
+    ----------
+    sim : hifi.Simulation
+        The loaded scenario (its file names the error).
+    est : RunEstimate
+        Its estimate; :attr:`RunEstimate.output_bytes` is compared.
+    out : path-like
+        Where the files go (the output directory, or the temporary directory of an in-memory
+        run); its nearest existing parent's file system is measured (``shutil.disk_usage``).
+    ignore : bool
+        Do not refuse (``hifi run --ignore-disk-space``).
+
+    Raises
+    ------
+    hifi.ScenarioError
+        At ``--out``, naming the output estimate, the free space and the directory measured.
+
+    Notes
+    -----
+    The estimate is before compression. netCDF's zlib keeps 30-70 % of float data and a few
+    % of masks and ids, so it overestimates what is written, by up to about 3x for range
+    data; there is no lower bound that holds for every scene (a frame of misses compresses to
+    almost nothing). The check refuses with the uncompressed estimate, says so, and names the
+    flag that goes on anyway: a run that would fill the disk after hours is worse than one
+    refused at once that the user can restart with the flag.
+    """
+    if ignore or est.output_bytes <= 0:
+        return
+    free, measured = disk_free_bytes(out)
+    if free is None or est.output_bytes <= free:
+        return
+    from .errors import ScenarioError
+    sc = sim.scenario
+    raise ScenarioError(f"the run writes about {format_bytes(est.output_bytes)} before compression, more than the "
+                        f"{format_bytes(free)} free on the file system holding it (at {measured}); netCDF "
+                        f"compression usually keeps 30-70 % of it: shorten the duration or the sensors' "
+                        f"output, write elsewhere, or go on with --ignore-disk-space",
+                        file=sc.source, key="--out", value=str(out))
+
+
+def disk_line(est: RunEstimate, path=".") -> str:
+    """What ``hifi info`` says of the disk: the output before compression against the free space
+    at ``path`` (default the current directory), and whether ``hifi run`` would refuse."""
+    free, measured = disk_free_bytes(path)
+    if free is None:
+        return f"output {format_bytes(est.output_bytes)} before compression; free disk space unknown"
+    verdict = ("hifi run --out there would refuse it (--ignore-disk-space goes on)" if est.output_bytes > free
+               else "fits")
+    return (f"output {format_bytes(est.output_bytes)} before compression, {format_bytes(free)} free at "
+            f"{measured}: {verdict}")
+
+
 def generated_scene_bytes(sc) -> tuple[int, list]:
     """Peak memory of building a scenario's scene [B], before any mesh is built, and per object
     ``(spec, triangles, held, build)``.

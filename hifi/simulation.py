@@ -256,7 +256,7 @@ class Simulation:
 
     def run(self, out=None, *, seed: int | None = None, duration_s: float | None = None,
             overwrite: bool = False, progress: bool | None = None, caster: RayCaster | None = None,
-            keep=None, write: bool = True, partition=None) -> dict[str, Any]:
+            keep=None, write: bool = True, partition=None, ignore_disk_space: bool = False) -> dict[str, Any]:
         """Run every model over the simulated interval; return the results as datasets.
 
         Parameters
@@ -293,6 +293,9 @@ class Simulation:
             ``partition.frame(i, k, t, frame)`` sees every computed frame and returns whether
             this process writes it now; ``partition.drain(write)`` runs after the last event,
             before the files are closed, with ``write(i, k, t, frame)``.
+        ignore_disk_space : bool
+            Run even when the estimated output (before compression) exceeds the free space
+            of the file system that holds ``out`` (:func:`hifi.estimate.check_disk`).
 
         Returns
         -------
@@ -301,6 +304,10 @@ class Simulation:
 
         Raises
         ------
+        hifi.ScenarioError
+            Before anything is allocated or written: the estimated peak memory exceeds the
+            memory available, or the estimated output the free disk space (unless
+            ``ignore_disk_space``).
         hifi.OutputError
             A file or directory could not be written (disk full, no permission, a netCDF
             error); the message names it as ``out/...``. Nothing is left behind.
@@ -309,20 +316,31 @@ class Simulation:
             ``t_s``, the simulated time of the last event started; nothing is left behind.
         """
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
-                             caster=caster, keep=keep, write=write, partition=partition, open_results=True)
+                             caster=caster, keep=keep, write=write, partition=partition, open_results=True,
+                             ignore_disk_space=ignore_disk_space)
 
     def run_to_files(self, out, *, seed: int | None = None, duration_s: float | None = None,
-                     overwrite: bool = False, progress: bool | None = None) -> dict[str, Path]:
+                     overwrite: bool = False, progress: bool | None = None,
+                     ignore_disk_space: bool = False) -> dict[str, Path]:
         """:meth:`run` into the directory ``out``, returning the path of each model's file
         (``<out>/<sensor>.nc``) instead of opened datasets: no xarray import, what ``hifi run``
         calls. Parameters, errors and files as :meth:`run`."""
         if out is None:
             raise ValueError("run_to_files: out is None; allowed: an output directory (or use run(out=None))")
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
-                             caster=None, keep=None, write=True, partition=None, open_results=False)
+                             caster=None, keep=None, write=True, partition=None, open_results=False,
+                             ignore_disk_space=ignore_disk_space)
+
+    def check_disk(self, out, duration_s: float | None = None, *, ignore_disk_space: bool = False) -> None:
+        """Refuse (:class:`hifi.ScenarioError`) a run into ``out`` whose estimated output, before
+        compression, exceeds the free space of its file system (:func:`hifi.estimate.check_disk`);
+        the MPI runners call it on the writing rank before the run."""
+        from .estimate import check_disk
+        duration = self.scenario.duration_s if duration_s is None else float(duration_s)
+        check_disk(self, self.estimate(duration), out, ignore=ignore_disk_space)
 
     def _execute(self, out, *, seed, duration_s, overwrite, progress, caster, keep, write, partition,
-                 open_results: bool):
+                 open_results: bool, ignore_disk_space: bool = False):
         sc = self.scenario
         seed = sc.seed if seed is None else int(seed)
         duration = sc.duration_s if duration_s is None else float(duration_s)
@@ -330,6 +348,9 @@ class Simulation:
             raise ScenarioError("expected a duration > 0 s", key="--duration", value=duration)
         est = self.estimate(duration, in_memory=out is None and write)
         check_memory(self, est)                                        # before any allocation
+        if write:                                                      # before any file
+            from .estimate import check_disk
+            check_disk(self, est, out if out is not None else tempfile.gettempdir(), ignore=ignore_disk_space)
         kernels.env_choice()                                           # HIFI_KERNELS, before any file
         out_dir = None if out is None else Path(out)
         if out_dir is not None:
