@@ -17,6 +17,7 @@ References
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -293,20 +294,56 @@ def sagnac_correction(receiver_ecef, sv_position_ecef, *, omega_e_dot=OMEGA_E_DO
     return omega_e_dot / c * (s[..., 0] * r[..., 1] - s[..., 1] * r[..., 0])
 
 
+#: RINEX 3 system letters of satellites this package has no orbit model for: SBAS, QZSS and
+#: IRNSS/NavIC (RINEX 3.04 section 3.5). Real observation files list them; the public functions
+#: give NaN for them (key :data:`UNMODELLED_KEY`) with one :class:`UnmodelledSatelliteWarning`.
+UNMODELLED_SYSTEMS = ("S", "J", "I")
+#: Satellite key of a satellite of :data:`UNMODELLED_SYSTEMS`: it matches no navigation record,
+#: so its states, ranges and pseudoranges are NaN.
+UNMODELLED_KEY = -1
+
+
+class UnmodelledSatelliteWarning(UserWarning):
+    """Satellites of systems without a model here (SBAS, QZSS, IRNSS) were asked for; their
+    results are NaN (a bad data point is masked, not raised)."""
+
+
 def _prn_array(prns) -> np.ndarray:
-    """Satellite keys as int64 from ints (GPS PRNs or keys) or 'Gnn' / 'Rnn' / 'Enn' / 'Cnn' strings."""
+    """Satellite keys as int64 from ints (GPS PRNs or keys) or 'Gnn' / 'Rnn' / 'Enn' / 'Cnn' strings.
+
+    A satellite of :data:`UNMODELLED_SYSTEMS` ('S36', 'J02', 'I05') gets :data:`UNMODELLED_KEY`,
+    and one :class:`UnmodelledSatelliteWarning` names them all; any other letter raises.
+    """
     arr = np.atleast_1d(np.asarray(prns))
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64)
     out = []
+    unmodelled = []
     for p in arr.ravel():
         text = str(p).strip()
         system = text[:1].upper() if text[:1].isalpha() else "G"
+        if system in UNMODELLED_SYSTEMS:
+            unmodelled.append(text)
+            out.append(UNMODELLED_KEY)
+            continue
         if system not in SYSTEM_KEY_OFFSET:
             raise ValueError(f"prns: {p!r} is not a satellite of a supported system; allowed: integers (GPS "
-                             f"PRNs) or 'Gnn', 'Rnn', 'Enn', 'Cnn'")
+                             f"PRNs) or 'Gnn', 'Rnn', 'Enn', 'Cnn' (and 'Snn', 'Jnn', 'Inn', given NaN)")
         out.append(SYSTEM_KEY_OFFSET[system] + int(text[1:] if text[:1].isalpha() else text))
+    if unmodelled:
+        warnings.warn(f"{len(unmodelled)} satellites of systems not modelled (SBAS, QZSS, IRNSS): "
+                      f"{', '.join(unmodelled)}; their results are NaN", UnmodelledSatelliteWarning, stacklevel=3)
     return np.array(out, dtype=np.int64).reshape(arr.shape)
+
+
+def _sv_labels(prns, keys) -> np.ndarray:
+    """RINEX 3 names of satellites given as ``prns`` with keys ``keys`` (:func:`_prn_array`):
+    the names given for strings (so an unmodelled 'S36' keeps its name), else :func:`sat_label`."""
+    arr = np.atleast_1d(np.asarray(prns))
+    if arr.dtype.kind in "iu":
+        return np.array([sat_label(k) for k in np.ravel(keys)], dtype=object)
+    return np.array([sat_label(k) if k != UNMODELLED_KEY else str(p).strip() for p, k in
+                     zip(arr.ravel(), np.ravel(keys))], dtype=object)
 
 
 def sat_label(key) -> str:
@@ -603,7 +640,9 @@ def sv_states(nav: xr.Dataset, prns, t_gps) -> xr.Dataset:
     nav : xarray.Dataset
         From :func:`gnss.read_nav`.
     prns : array_like
-        GPS PRNs as integers or "Gnn" strings, shape (n_sv,).
+        Satellites, shape (n_sv,): GPS PRNs as integers, or names "G05", "R07", "E11", "C06";
+        a satellite of a system not modelled ("S36", "J02", "I05") gets NaN and one
+        :class:`UnmodelledSatelliteWarning` names them.
     t_gps : array_like of numpy.datetime64
         Evaluation times in GPST, shape (n_epoch,) or scalar.
 
@@ -620,10 +659,11 @@ def sv_states(nav: xr.Dataset, prns, t_gps) -> xr.Dataset:
     t = np.atleast_1d(np.asarray(t_gps, dtype="datetime64[ns]"))
     gt = gpstime.from_datetime64(t)
     st = sv_state_at(nav, prn[None, :], gpstime.GpsTime(gt.week[:, None], gt.sow[:, None]))
-    return _state_dataset(t, prn, st)
+    return _state_dataset(t, prn, st, names=_sv_labels(prns, prn))
 
 
-def _state_dataset(t, prn, st: SvState) -> xr.Dataset:
+def _state_dataset(t, prn, st: SvState, names=None) -> xr.Dataset:
+    names = np.array([sat_label(p) for p in prn], dtype=object) if names is None else names
     return xr.Dataset(
         {
             "sv_position_ecef": (("epoch", "sv", "xyz"), st.position_ecef,
@@ -638,7 +678,7 @@ def _state_dataset(t, prn, st: SvState) -> xr.Dataset:
                                  {"units": "1", "long_name": "index of the nav record used, -1 if none"}),
         },
         coords={"epoch": ("epoch", t, {"long_name": "GPS time (GPST)"}),
-                "sv": ("sv", np.array([sat_label(p) for p in prn], dtype=object), {"long_name": "satellite identifier"}),
+                "sv": ("sv", names, {"long_name": "satellite identifier"}),
                 "prn": ("sv", prn, {"long_name": "satellite key: GPS PRN, Galileo 200 + PRN, BeiDou 300 + PRN",
                                     "units": "1"}),
                 "xyz": ("xyz", ["x", "y", "z"])},

@@ -102,7 +102,10 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
     t_gps : array_like of numpy.datetime64, shape (n_epoch,) or scalar
         True reception times, GPST.
     prns : array_like, optional
-        GPS PRNs (int or "Gnn"); all PRNs in ``nav`` when omitted.
+        Satellites: GPS PRNs (int) or names ("G05", "E11", ...); every satellite in ``nav`` when
+        omitted. Satellites of systems not modelled (SBAS "S36", QZSS "J02", IRNSS "I05", as
+        real RINEX 3 files list them) are not visible: NaN terms, one
+        :class:`gnss.orbit.UnmodelledSatelliteWarning` naming them.
     rng : numpy.random.Generator, optional, keyword-only
         Source of every random term.  ``None`` makes the model deterministic: ephemeris error,
         satellite clock error, receiver clock random walk and noise are all zero (the receiver
@@ -191,7 +194,9 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
 
     t = np.atleast_1d(np.asarray(t_gps, dtype="datetime64[ns]"))
     n_epoch = t.size
-    prn = orbit._prn_array(np.unique(orbit._sat_keys(nav)) if prns is None else prns).ravel()
+    sats = np.unique(orbit._sat_keys(nav)) if prns is None else prns
+    prn = orbit._prn_array(sats).ravel()
+    sv_names = orbit._sv_labels(sats, prn)
     n_sv = prn.size
     rx = np.asarray(receiver_ecef, dtype=float)
     if rx.shape == (3,):
@@ -311,8 +316,7 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
         coords={"epoch": ("epoch", t, {"long_name": "true reception time (GPST)"}),
                 "time_tag": ("epoch", t + np.round(rcv_clock / c * 1e9).astype(np.int64).astype("timedelta64[ns]"),
                              {"long_name": "receiver clock reading at reception (epoch + receiver clock offset)"}),
-                "sv": ("sv", np.array([orbit.sat_label(p) for p in prn], dtype=object),
-                       {"long_name": "satellite identifier"}),
+                "sv": ("sv", sv_names, {"long_name": "satellite identifier"}),
                 "prn": ("sv", prn, {"long_name": "satellite key (GPS PRN; Galileo 200 + PRN; BeiDou 300 + PRN)",
                                     "units": "1"}),
                 "xyz": ("xyz", np.array(["x", "y", "z"]), {"long_name": "ECEF axis"})},

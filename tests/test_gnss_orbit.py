@@ -104,8 +104,10 @@ def test_sv_states_shapes_and_attrs(brdc):
     assert st["sv_position_ecef"].shape == (2, 3, 3)
     for v in st.data_vars.values():
         assert "units" in v.attrs and "long_name" in v.attrs
-    with pytest.raises(ValueError, match="prns"):
-        gnss.sv_states(brdc, ["J01"], T0)                 # QZSS: not a supported system
+    # QZSS: a system without a model here, listed by real RINEX 3 files: NaN and one warning
+    with pytest.warns(orbit.UnmodelledSatelliteWarning, match="J01"):
+        qzss = gnss.sv_states(brdc, ["J01"], T0)
+    assert list(qzss["sv"].values) == ["J01"] and np.isnan(qzss["sv_position_ecef"].values).all()
     # a GLONASS satellite the file has no record of: masked, not raised
     glo = gnss.sv_states(brdc, ["R01"], T0)
     assert glo["ephemeris_record"].values[0, 0] == -1 and np.all(np.isnan(glo["sv_position_ecef"].values))
@@ -201,7 +203,9 @@ def test_satellite_keys_and_labels():
     assert orbit._prn_array(["R07"]).tolist() == [107] and orbit.sat_label(107) == "R07"
     assert [orbit.sat_label(k) for k in (5, 211, 306)] == ["G05", "E11", "C06"]
     with pytest.raises(ValueError, match="Enn"):
-        orbit._prn_array(["J05"])
+        orbit._prn_array(["X05"])                                    # no RINEX system letter
+    with pytest.warns(orbit.UnmodelledSatelliteWarning, match="J05"):
+        assert orbit._prn_array(["J05"]).tolist() == [orbit.UNMODELLED_KEY]   # QZSS: masked
 
 
 def test_galileo_and_gps_broadcast_vs_cod_precise_orbits(mixed_nav, test_data):

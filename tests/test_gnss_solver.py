@@ -232,3 +232,45 @@ def test_read_nav_default_is_every_system_and_solve_uses_it(test_data):
     # geocentre (published semi-major axes 26560, 25510, 29600, 42160 km)
     r = np.linalg.norm(st["sv_position_ecef"].values, axis=-1)
     assert np.all((2.5e7 < r) & (r < 4.3e7)), r
+
+
+def test_satellites_of_unmodelled_systems_are_nan_with_one_warning(test_data):
+    # Real RINEX 3 observation files list SBAS, QZSS and IRNSS satellites beside G, R, E, C. The
+    # vendored ESBC00DNK cut had its J and S lines removed (tests/data/gnss/README.md), so this
+    # test crafts them: S36, J02 and I05 are added to the real file's Dataset, their code a copy
+    # of G05's observations (any finite value). The public functions give NaN for them, warn once naming
+    # them, and leave the modelled satellites as they were (equal to the run without them).
+    import warnings
+
+    from gnss.orbit import UnmodelledSatelliteWarning
+    obs = gnss.read_obs(test_data(ESBC_OBS)).isel(epoch=slice(0, 3))
+    nav = gnss.read_nav(test_data(ESBC_NAV))
+    extra = ["S36", "J02", "I05"]
+    crafted = obs.reindex(sv=[*obs["sv"].values, *extra])
+    for name, v in obs.data_vars.items():
+        if "sv" in v.dims:
+            crafted[name].loc[{"sv": extra}] = v.sel(sv="G05").values[..., None]
+    pos = obs["approx_position_ecef"].values
+    t = obs["epoch"].values
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pred = gnss.model_pseudoranges(nav, pos, t, crafted["sv"].values)
+    ours = [w for w in caught if issubclass(w.category, UnmodelledSatelliteWarning)]
+    assert len(ours) == 1 and all(x in str(ours[0].message) for x in extra)
+    assert list(pred["sv"].values[-3:]) == extra
+    assert np.isnan(pred["pseudorange"].sel(sv=extra).values).all()
+    assert not pred["visible"].sel(sv=extra).values.any()
+    alone = gnss.model_pseudoranges(nav, pos, t, obs["sv"].values)
+    np.testing.assert_array_equal(pred["pseudorange"].sel(sv=obs["sv"].values).values,
+                                  alone["pseudorange"].values)          # regression: unchanged
+    with pytest.warns(UnmodelledSatelliteWarning, match="S36"):
+        st = gnss.sv_states(nav, ["G05", "S36"], t)
+    assert np.isfinite(st["sv_position_ecef"].sel(sv="G05").values).all()
+    assert np.isnan(st["sv_position_ecef"].sel(sv="S36").values).all()
+    # solve: the systems of constellations are used, the others ignored, never an exception
+    sol = gnss.solve(crafted, nav, constellations=("G", "E", "C", "R"))
+    ref = gnss.solve(obs, nav, constellations=("G", "E", "C", "R"))
+    np.testing.assert_allclose(sol["position_ecef"].values, ref["position_ecef"].values, atol=1e-6)  # 1 um
+    # a letter that is no RINEX system is a bad parameter, not a data point
+    with pytest.raises(ValueError, match="X05"):
+        gnss.sv_states(nav, ["X05"], t)
