@@ -11,7 +11,9 @@
 - a pose time series (``position`` / ``orientation`` over ``frame``, the ``pose`` sensor):
   plan-view track beside position, orientation and velocity against time;
 - ``motion.nc`` (``position`` over ``body``): every body's plan-view track beside the speeds;
-- any model registered in the entry-point group ``hifi.plots`` (camera, GPS receiver).
+- any model registered in the entry-point group ``hifi.plots``: the camera, the IMU, the GPS and
+  multi-GNSS receivers (``gps_l1``, ``gnss_receiver``), the INS, the go/no-go planner, a driven
+  body (``vehicle``) and the ``waypoint_driver`` (:mod:`hifi.vehicle_plot`).
 
 Object ids are drawn as categories named after ``[[objects]]`` (:func:`object_names`), at most
 :data:`MAX_LEGEND_ENTRIES` legend entries (the least frequent objects grouped as "other").

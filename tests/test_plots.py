@@ -1,12 +1,18 @@
 """``hifi plot``: every plot kind writes a PNG whose texts stay inside the figure; object legends
-named after ``[[objects]]``; colour choices with units; camera white balance; the pose plot.
+named after ``[[objects]]``; colour choices with units; camera white balance; the pose plot;
+every dataset of short runs of ``examples/patrol.toml`` and ``examples/multi_gnss_canyon.toml``
+has a plot (the ``gnss_receiver``, the driven ``vehicle``), as has the ``waypoint_driver``'s.
 
 Expected values: object names and per-object point counts are taken from the test's own
 scenario dict and the dataset's ``object_id`` (counted here with numpy, not by the plot code);
 the white-balance gains of a synthetic image are analytic; a grey Lambertian ground under the
 simulated sun is neutral under the ``daylight`` balance because both come from the same
 per-channel irradiance (Lambert: signal_c = rho E_c / pi times factors common to all channels).
+The receiver's and the vehicles' plotted data are compared with the datasets' own variables
+(positions, speeds, ``n_sv_used``), the constellations with the example's ``constellations``.
 """
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -325,3 +331,99 @@ def test_plots_keep_a_backend_chosen_before(env, setup, expected):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**clean, **env},
                          timeout=120, check=True)
     assert res.stdout.strip().splitlines()[-1] == expected
+
+
+# -- datasets of example runs: gnss_receiver, a driven vehicle, a waypoint driver --------------
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _example_run(tmp_path_factory, name, duration_s):
+    """``hifi run examples/NAME.toml --duration D`` into a fresh directory; returns it."""
+    out = tmp_path_factory.mktemp(name) / "run"
+    assert main(["run", str(EXAMPLES / f"{name}.toml"), "--out", str(out), "--duration", str(duration_s),
+                 "--no-progress"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def patrol(tmp_path_factory):
+    return _example_run(tmp_path_factory, "patrol", 1.0)            # 50 vehicle steps
+
+
+@pytest.fixture(scope="module")
+def canyon(tmp_path_factory):
+    return _example_run(tmp_path_factory, "multi_gnss_canyon", 4.0)   # 4 epochs at 1 Hz
+
+
+def _assert_png_drawn(path):
+    """A PNG of the quick-look size (as above) that is not blank: many non-white pixels."""
+    import matplotlib.image
+    width, height = png_size(path)
+    assert 1000 <= width <= 1750 and 250 <= height <= width, (width, height)
+    rgb = matplotlib.image.imread(path)[..., :3]
+    inked = np.any(rgb < 0.9, axis=-1).mean()
+    assert inked > 0.02, inked             # axes, lines and text cover a few % of the figure at least
+    assert np.unique(rgb.reshape(-1, 3), axis=0).shape[0] > 20        # more than a frame and black text
+
+
+@pytest.mark.parametrize("example", ["patrol", "canyon"])
+def test_every_dataset_of_an_example_run_has_a_plot(example, request):
+    run_dir = request.getfixturevalue(example)
+    files = sorted(run_dir.glob("*.nc"))
+    assert len(files) >= 2
+    for f in files:
+        with xr.open_dataset(f) as ds:
+            make_figure(ds)                 # raises "no plot for dataset ..." when none covers it
+
+
+def test_gnss_receiver_plot_has_a_sky_per_constellation(canyon, tmp_path):
+    out = tmp_path / "gnss.png"
+    assert main(["plot", str(canyon / "gnss.nc"), "--frame", "2", "--out", str(out)]) == 0
+    _assert_png_drawn(out)
+    with xr.open_dataset(canyon / "gnss.nc") as ds:
+        fig = make_figure(ds, frame=2)
+        assert outside_figure(fig) == []
+        polar = [ax for ax in fig.axes if ax.name == "polar"]
+        # constellations = ["G", "E", "C"] in examples/multi_gnss_canyon.toml
+        assert [ax.get_title().split(" ")[0] for ax in polar] == ["GPS", "Galileo", "BeiDou"]
+        err, cn0, count = [ax for ax in fig.axes if ax.name != "polar"]
+        assert err.get_ylabel() == "position error [m]" and cn0.get_ylabel() == "C/N0 [dB-Hz]"
+        # the total used in the fix is the dataset's n_sv_used
+        total = [ln for ln in count.get_lines() if ln.get_label() == "all used in the fix"][0]
+        np.testing.assert_array_equal(total.get_ydata(), ds["n_sv_used"].values)
+        assert [t.get_text() for t in cn0.get_legend().get_texts()] == list(ds["signal"].values)
+
+
+def test_vehicle_plot_of_the_patrol_robot(patrol, tmp_path):
+    out = tmp_path / "robot.png"
+    assert main(["plot", str(patrol / "robot.nc"), "--out", str(out)]) == 0
+    _assert_png_drawn(out)
+    with xr.open_dataset(patrol / "robot.nc") as ds:
+        assert ds.attrs["sensor_model"] == "vehicle"
+        fig = make_figure(ds, frame=-1)
+        assert outside_figure(fig) == []
+        plan, speed, heading, steer = fig.axes[:4]
+        assert plan.get_aspect() == 1.0
+        track = plan.get_lines()[0]
+        np.testing.assert_array_equal(track.get_xdata(), ds["position"].values[:, 0])
+        np.testing.assert_array_equal(track.get_ydata(), ds["position"].values[:, 1])
+        assert speed.get_ylabel() == "speed [m/s]" and heading.get_ylabel() == "heading [deg]"
+        assert steer.get_ylabel() == "steering [deg]" and steer.get_xlabel() == "time [s]"
+        np.testing.assert_array_equal(speed.get_lines()[0].get_ydata(), ds["speed"].values)
+        np.testing.assert_allclose(heading.get_lines()[0].get_ydata(), np.degrees(ds["yaw"].values),
+                                   atol=1e-9)          # 1e-9 deg: the yaw stays within +-180 deg here
+
+
+def test_waypoint_driver_plot_shows_the_true_and_the_perceived_track(tmp_path):
+    d = {"simulation": {"duration_s": 3.0, "seed": 3},
+         "objects": [{"name": "ground", "mesh": "plane", "size_m": [100, 100]},
+                     {"name": "car", "mesh": "car", "vehicle": {}}],
+         "models": [{"name": "driver", "model": "waypoint_driver",
+                     "params": {"body": "car", "waypoints_m": [[5.0, 0.0], [5.0, 5.0]], "speed_m_s": 2.0}}]}
+    out = hifi.Simulation.from_dict(d).run(out=None, progress=False)
+    _assert_png_drawn(plot_dataset(out["driver"], tmp_path / "driver.png"))
+    fig = make_figure(out["driver"])
+    assert outside_figure(fig) == []
+    labels = [ln.get_label() for ln in fig.axes[0].get_lines()]
+    assert labels[:2] == ["track (true)", "track (perceived)"]
+    np.testing.assert_array_equal(fig.axes[0].get_lines()[0].get_xdata(), out["driver"]["position_true"].values[:, 0])
