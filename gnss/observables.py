@@ -194,7 +194,8 @@ def model_observables(nav: xr.Dataset, receiver_ecef, receiver_velocity_ecef, t_
     xarray.Dataset
         (epoch, sv, signal): ``code`` [m], ``phase`` [cycles], ``doppler`` [Hz], ``cn0``
         [dB-Hz], ``lli`` (RINEX loss-of-lock indicator, 1 at the first epoch of an arc),
-        ``ambiguity`` [cycles], ``iono_delay`` [m, on the code of that signal] and the
+        ``ambiguity`` [cycles], ``iono_delay`` [m, on the code of that signal], ``code_noise``
+        [m, the tracking noise in ``code``] and the
         noise-free ``geometric_range`` (epoch, sv) [m]; NaN where not tracked or where the
         satellite's system lacks the signal.
     """
@@ -239,7 +240,8 @@ def model_observables(nav: xr.Dataset, receiver_ecef, receiver_velocity_ecef, t_
     arc = np.cumsum(start, axis=0)                                # arc number per (epoch, sv)
     sys_of = np.array([s[:1] for s in svs])
     shape = (n_epoch, n_sv, n_sig)
-    out = {k: np.full(shape, np.nan) for k in ("code", "phase", "doppler", "cn0", "ambiguity", "iono_delay")}
+    out = {k: np.full(shape, np.nan) for k in ("code", "phase", "doppler", "cn0", "ambiguity", "iono_delay",
+                                               "code_noise")}
     lli = np.zeros(shape, dtype=np.int8)
     el = np.asarray(elevation_rad, dtype=float)
     iono_l1 = np.asarray(iono_l1_m, dtype=float)
@@ -272,7 +274,7 @@ def model_observables(nav: xr.Dataset, receiver_ecef, receiver_velocity_ecef, t_
         phase = (geom - i_f) / lam + n_amb + s_phase * z_phase
         dop = -(rho_dot[:, cols] + bdot - ddt_sv[:, cols]) / lam
         for name, val in (("code", code), ("phase", phase), ("doppler", dop), ("cn0", cn0),
-                          ("ambiguity", n_amb), ("iono_delay", i_f)):
+                          ("ambiguity", n_amb), ("iono_delay", i_f), ("code_noise", s_code * z_code)):
             out[name][:, cols, j] = np.where(m, val, np.nan)
         lli[:, cols, j] = np.where(start[:, cols], 1, 0)
     attrs = {
@@ -280,6 +282,7 @@ def model_observables(nav: xr.Dataset, receiver_ecef, receiver_velocity_ecef, t_
         "doppler": ("Hz", "Doppler shift, positive for an approaching satellite"),
         "cn0": ("dB-Hz", "carrier-to-noise density ratio"), "ambiguity": ("cycle", "integer ambiguity of the arc"),
         "iono_delay": ("m", "first-order ionospheric code delay of the signal (phase advance of the same size)"),
+        "code_noise": ("m", "code tracking noise (DLL thermal jitter at the C/N0) in the code"),
     }
     ds = xr.Dataset({k: (("epoch", "sv", "signal"), out[k], {"units": u, "long_name": ln}) for k, (u, ln) in attrs.items()},
                     coords={"epoch": t, "sv": svs, "signal": np.array(list(signals))})

@@ -21,6 +21,8 @@ import xarray as xr
 KINDS = (("C", "code"), ("L", "phase"), ("D", "doppler"), ("S", "cn0"))
 #: RINEX's F14.3 holds |x| < 1e10 (9 integer digits, sign, point, 3 decimals).
 F14_MAX = 9.999999999e9
+#: Decimals of an observation in the file (F14.3, RINEX 3.04 Table A3): 1 mm of code.
+OBSERVATION_DECIMALS = 3
 
 
 #: Resolution of a RINEX time tag: F11.7 seconds in an epoch record, F13.7 in TIME OF FIRST OBS
@@ -48,6 +50,26 @@ def round_time_tag(t):
     ns = np.asarray(t, dtype="datetime64[ns]").astype(np.int64)
     q = TIME_TAG_RESOLUTION_NS
     return ((ns + q // 2) // q * q).astype("datetime64[ns]")
+
+
+def round_observation(value):
+    """Observations as a RINEX file holds them: rounded to :data:`OBSERVATION_DECIMALS`, NaN
+    where F14.3 cannot hold them (written blank).
+
+    Parameters
+    ----------
+    value : array_like
+        Observations [m, cycles, Hz or dB-Hz].
+
+    Returns
+    -------
+    numpy.ndarray
+        The values a reader of the file gets (to within one unit in the last place of the
+        decimal text).
+    """
+    v = np.asarray(value, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(v) <= F14_MAX, np.round(v, OBSERVATION_DECIMALS), np.nan)
 
 
 def split_time_tag(t):

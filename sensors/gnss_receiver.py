@@ -12,13 +12,16 @@ same ephemeris error, troposphere, multipath excess path and (at L1) ionosphere 
 ``pseudorange`` (the ephemeris error and a reflected-only signal's excess path lengthen the
 phase too; the ionosphere advances it), the ionosphere scaled by 1/f^2 to each signal; their
 noise is the tracking loops' thermal jitter at the signal's C/N0
-(:func:`gnss.observables.tracking_sigmas`), where ``pseudorange`` keeps ``gps_l1``'s
-elevation-scaled ``noise_sigma_m``.
+(:func:`gnss.observables.tracking_sigmas`); ``noise_sigma_m`` of ``gps_l1`` is not used.
 
-``pseudorange`` is the code the fix uses: GPS L1 C/A, Galileo E1, BeiDou B1I and GLONASS L1
-C/A, so a BeiDou satellite's carries the L1 ionospheric delay times (f_L1 / f_B1I)^2 = 1.0184
-(a GLONASS satellite's, (f_L1 / f_k)^2 at its channel's carrier), as
-:func:`gnss.solve` corrects it. ``error_budget_enu`` solves with one clock per system as the fix
+The fix is computed from the observations the receiver logs, as a real receiver's: the code of
+:data:`FIX_SIGNALS` (GPS L1 C/A, Galileo E1, BeiDou B1I, GLONASS L1 C/A; every constellation
+must track its one) as the RINEX file holds it (1 mm, time tags to 0.1 us), with the solver
+settings recorded in the ``solver_settings`` attribute, so :func:`gnss.solve` on the exported
+files gives the same fix. ``pseudorange`` is that code before rounding: the CONTRACTS terms
+with the code's tracking noise as ``noise``, so a BeiDou satellite's carries the L1 ionospheric
+delay times (f_L1 / f_B1I)^2 = 1.0184 (a GLONASS satellite's, (f_L1 / f_k)^2 at its channel's
+carrier), as :func:`gnss.solve` corrects it. ``error_budget_enu`` solves with one clock per system as the fix
 does (:func:`gnss.solver.position_error_budget` with ``clock_index``): what is common to one
 system's satellites moves no position, and the terms add up to the fix's error.
 """
@@ -35,6 +38,9 @@ from .gps import GpsL1, _read_nav_checked
 
 #: Systems the receiver handles (RINEX letters) and the signals it can track.
 SYSTEMS = ("G", "R", "E", "C")
+#: The signal whose code the fix uses, per system: the single-frequency code :func:`gnss.solve`
+#: takes first from a RINEX file (:data:`gnss.solver.SYSTEM_PSEUDORANGES`: C1C, C1C, C2I, C1C).
+FIX_SIGNALS = {"G": "G1C", "E": "E1C", "C": "C2I", "R": "R1C"}
 
 
 def _signal_keys():
@@ -82,6 +88,11 @@ class GnssReceiver(GpsL1):
         if silent:
             raise ValueError(f"constellations: {silent} have no signal in signals {s}; add one (e.g. "
                              f"{[k for k in known if k[0] in silent][0]})")
+        no_fix = [FIX_SIGNALS[x] for x in c if FIX_SIGNALS[x] not in s]
+        if no_fix:
+            raise ValueError(f"signals: {s} lacks {no_fix}, the code the fix of each constellation uses "
+                             f"(gnss.solve takes C1C, E1C, C2I, R1C from a RINEX file); allowed: signals that "
+                             f"include {[FIX_SIGNALS[x] for x in c]}")
         p = super().check_params(p)
         have = set(str(x) for x in cls._checked_nav(p)["system"].values)
         missing = [x for x in c if x not in have]
@@ -95,6 +106,9 @@ class GnssReceiver(GpsL1):
         super().setup(ctx)
         self._signals = list(self.params["signals"])
         n_sv = self._prn.size
+        # per satellite: the signal whose code the fix uses (every constellation has it: check_params)
+        self._fix_signal_index = np.array([self._signals.index(FIX_SIGNALS[str(x)[:1]]) for x in out_sv(self)],
+                                          dtype=np.int64)
         self._prev_tracked = np.zeros(n_sv, dtype=bool)
         self._amb = np.zeros((n_sv, len(self._signals)))
 
@@ -114,11 +128,17 @@ class GnssReceiver(GpsL1):
         a.update({"constellations": ",".join(self._solver_constellations), "signals": ",".join(self._signals)})
         return a
 
-    def _compute(self, ks):
+    def _logged_code(self, ks):
+        """Code, phase, Doppler and C/N0 of every signal (the variables), and the code of the
+        fix's signal of each satellite (:data:`FIX_SIGNALS`) as the RINEX file holds it: rounded
+        to 1 mm, at time tags rounded to 0.1 us (:func:`gnss.rinex_out.round_observation`,
+        :func:`gnss.rinex_out.round_time_tag`). Its tracking noise is the ``noise`` term."""
         from gnss.constants import SPEED_OF_LIGHT
         from gnss.observables import model_observables
+        from gnss.rinex_out import round_observation, round_time_tag
 
-        out = super()._compute(ks)
+        from .gps import LoggedCode
+
         last = self._last
         n_e, n_sv, n_sig = ks.size, self._prn.size, len(self._signals)
         ts = last["ts"]
@@ -153,11 +173,21 @@ class GnssReceiver(GpsL1):
             tracked=tracked, reflected_only=last["reflected"], elevation_rad=last["elevation"],
             new_arc=new_arc, ambiguities=amb, noise_draws=noise)
         ess = ("sv", "signal")
+        out = {}
         for name in ("code", "phase", "doppler", "cn0", "ambiguity", "iono_delay"):
             v = obs[name]
             out[name] = Var(ess, v.values, v.attrs["units"], v.attrs["long_name"])
         out["lli"] = Var(ess, obs["lli"].values.astype(np.int8), "1", "RINEX loss of lock indicator (bit 0)")
-        out["clock_bias_system"] = Var(("system",), last["clock_bias_system"], "m",
+        # the fix's signal of each satellite: its system's entry of FIX_SIGNALS
+        fix = self._fix_signal_index
+        cols = np.arange(n_sv)
+        code_fix = obs["code"].values[:, cols, fix]
+        noise_fix = np.where(tracked, obs["code_noise"].values[:, cols, fix], np.nan)
+        return LoggedCode(noise_fix, round_observation(code_fix), round_time_tag(last["time_tag"]), out)
+
+    def _compute(self, ks):
+        out = super()._compute(ks)
+        out["clock_bias_system"] = Var(("system",), self._last["clock_bias_system"], "m",
                                        "estimated receiver clock offset times c, per system")
         return out
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from typing import NamedTuple
 
 import numpy as np
@@ -350,6 +351,28 @@ def _read_nav_cached(path, size, mtime_ns, systems):
         raise ValueError(f"nav_file: {exc}") from None
 
 
+class LoggedCode(NamedTuple):
+    """What a receiver logs and computes its fix from (:meth:`GpsL1._logged_code`).
+
+    Attributes
+    ----------
+    noise_m : numpy.ndarray or None, shape (n_epoch, n_sv)
+        Code noise of the fix's signal [m], the ``noise`` term; None: ``gps_l1``'s own.
+    code_m : numpy.ndarray or None, shape (n_epoch, n_sv)
+        Code pseudoranges of the fix's signals as logged [m] (NaN: not tracked); None: the fix
+        uses ``pseudorange``.
+    time_tag : numpy.ndarray of datetime64[ns] or None, shape (n_epoch,)
+        Time tags of those observations as logged (GPST + receiver clock).
+    variables : dict of str to hifi.model.Var
+        Further output variables of the epochs.
+    """
+
+    noise_m: np.ndarray | None
+    code_m: np.ndarray | None
+    time_tag: np.ndarray | None
+    variables: dict
+
+
 class GpsL1(Sensor):
     """GPS L1 C/A code receiver: pseudoranges term by term, blockage and multipath, fixes.
 
@@ -367,7 +390,8 @@ class GpsL1(Sensor):
     summed in this order by :func:`gnss.receiver.pseudorange_sum` (the terms come from
     :func:`gnss.model_pseudoranges`, the code noise scaled there from this model's per-epoch
     draws; ``multipath_error`` is added here).  The fix is :func:`gnss.solve` on these
-    pseudoranges (elevation weights, broadcast Klobuchar and Saastamoinen-Niell corrections as
+    pseudoranges (a subclass that logs observations solves from them instead:
+    :meth:`_logged_code`; the keywords are the ``solver_settings`` attribute, JSON) (elevation weights, broadcast Klobuchar and Saastamoinen-Niell corrections as
     set by ``solver_iono_model`` / ``solver_tropo_model``, started at the scenario origin);
     epochs with fewer than four satellites are NaN.  ``error_budget_enu`` is each error term's
     share of the position error (:func:`gnss.solver.position_error_budget`, the residuals after
@@ -510,7 +534,6 @@ class GpsL1(Sensor):
 
     # -- setup ---------------------------------------------------------------------------------
     def setup(self, ctx):
-        import gnss
         from gnss import errors
 
         super().setup(ctx)
@@ -560,6 +583,29 @@ class GpsL1(Sensor):
         return ("simulated code pseudorange of the fix: GPS L1 C/A, Galileo E1, BeiDou B1I, GLONASS L1 C/A "
                 "(NaN where not tracked)")
 
+    def solver_settings(self) -> dict:
+        """Keyword arguments of :func:`gnss.solve` that give this receiver's fix.
+
+        Recorded in the dataset as the JSON attribute ``solver_settings``, so that
+        ``gnss.solve(obs, nav, **json.loads(ds.attrs["solver_settings"]))`` recomputes the fix
+        from the observations (for ``gnss_receiver``: from its exported RINEX files).
+        """
+        p = self.params
+        return {"constellations": list(self._solver_constellations),
+                "elevation_mask_deg": float(p["elevation_mask_deg"]),
+                "iono_model": p["solver_iono_model"], "tropo_model": p["solver_tropo_model"],
+                "relative_humidity": float(p["relative_humidity"]), "weighting": "elevation",
+                "initial_position_ecef": [float(v) for v in self._origin_ecef]}
+
+    def _logged_code(self, ks) -> LoggedCode:
+        """Hook: the observations a receiver logs, which its fix is computed from.
+
+        ``gps_l1`` logs nothing beside ``pseudorange``: its fix uses ``pseudorange`` (all
+        fields None, no variables). :class:`sensors.gnss_receiver.GnssReceiver` returns its code
+        observables (``self._last`` holds the epoch block's geometry and terms).
+        """
+        return LoggedCode(None, None, None, {})
+
     def _fix_signal_tables(self):
         """Per satellite: the factor (f_L1 / f)^2 taking the L1 ionospheric delay to the
         carrier of its code in the fix (:func:`gnss.solver.code_frequency_hz`), and its
@@ -607,6 +653,7 @@ class GpsL1(Sensor):
                 "ephemeris_error_model": p["ephemeris_error_model"],
                 "receiver_clock_model": p["receiver_clock_model"],
                 "solver_iono_model": p["solver_iono_model"], "solver_tropo_model": p["solver_tropo_model"],
+                "solver_settings": json.dumps(self.solver_settings()),
                 "dimensions_note": "frame is the epoch; sensors.gps.epoch_view(ds) gives (epoch, sv)",
                 "ion_alpha": self._nav["ion_alpha"].values.astype(float),
                 "ion_beta": self._nav["ion_beta"].values.astype(float)}
@@ -626,6 +673,8 @@ class GpsL1(Sensor):
 
     def _compute(self, ks) -> dict[str, Var]:
         """Every variable of epochs ``ks`` (one block), vectorised over epochs and satellites."""
+        import xarray as xr
+
         import gnss
         from gnss import geometry, gpstime
         from gnss.constants import SPEED_OF_LIGHT
@@ -667,21 +716,25 @@ class GpsL1(Sensor):
         terms = {name: np.asarray(pred[name].values, dtype=float) for name in PSEUDORANGE_TERMS}
         terms["multipath_error"] = np.where(reflected, mp.excess_m, 0.0)
         tracked = visible & (~blocked | reflected)
+        # what a subclass adds observables from
+        self._last = {"tracked": tracked, "reflected": reflected, "terms": terms, "elevation": el,
+                      "antenna": antenna, "rx_ecef": rx_ecef, "clock_m": clock_m, "t_gps": t_gps,
+                      "time_tag": pred["time_tag"].values, "ts": ts}
+        logged = self._logged_code(ks)
+        if logged.noise_m is not None:
+            terms["noise"] = logged.noise_m
         # the fix's code of each system (GPS and Galileo L1/E1, BeiDou B1I): the L1 ionosphere
         # scaled to its frequency, as gnss.solve corrects it
         iono_scale, clock_index = self._fix_tables
         pr = pseudorange_sum(**{**terms, "iono_delay": terms["iono_delay"] * iono_scale}, valid=tracked)
-        # the fix
-        obs = pred[["pseudorange", "true_position_ecef"]].assign(pseudorange=(("epoch", "sv"), pr))
-        sol = gnss.solve(obs, self._nav, elevation_mask_deg=p["elevation_mask_deg"],
-                         iono_model=p["solver_iono_model"], tropo_model=p["solver_tropo_model"],
-                         relative_humidity=p["relative_humidity"], initial_position_ecef=self._origin_ecef,
-                         constellations=self._solver_constellations)
-        # what a subclass adds observables from
-        self._last = {"tracked": tracked, "reflected": reflected, "terms": terms, "elevation": el,
-                      "antenna": antenna, "rx_ecef": rx_ecef, "clock_m": clock_m, "t_gps": t_gps,
-                      "time_tag": pred["time_tag"].values, "ts": ts,
-                      "clock_bias_system": sol["clock_bias_system"].values}
+        # the fix: from the code as logged (a receiver that logs observations solves from them)
+        if logged.code_m is None:
+            obs = pred[["pseudorange"]].assign(pseudorange=(("epoch", "sv"), pr))
+        else:
+            obs = xr.Dataset({"pseudorange": (("epoch", "sv"), logged.code_m)},
+                             coords={"epoch": logged.time_tag, "sv": pred["sv"].values})
+        sol = gnss.solve(obs, self._nav, true_position_ecef=rx_ecef, **self.solver_settings())
+        self._last["clock_bias_system"] = sol["clock_bias_system"].values
         used = sol["used"].values
         # error budget: residual of each term after the receiver's corrections (at the truth)
         geo = geometry.ecef_to_geodetic(rx_ecef)
@@ -738,4 +791,5 @@ class GpsL1(Sensor):
             "error_budget_enu": Var(("term", "enu"), budget, "m",
                                     "position error caused by each error term alone (linearised solver)"),
         })
+        out.update(logged.variables)
         return out
