@@ -9,6 +9,9 @@ objects involved:
   sensor in a room should see, hence a warning and not an error);
 - triangles of zero area (:func:`degenerate_faces`), among them every box with a zero extent in
   ``size_m``: the caster cannot hit them reliably;
+- a sensor that casts rays and whose mount point at t = 0 lies on a mesh surface (within
+  :data:`hifi.constants.MOUNT_ON_SURFACE_M`, :func:`distance_to_surface`): the rays that leave
+  into the surface hit it at distance 0, which the range sensors mask (no return);
 - a ``[weather]`` value outside the range its model is valid for
   (:data:`hifi.scenario.WEATHER_VALID`).
 """
@@ -19,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from .constants import DEGENERATE_TRIANGLE_REL
+from .constants import DEGENERATE_TRIANGLE_REL, MOUNT_ON_SURFACE_M
 from .errors import ScenarioWarning
 
 #: Faces examined at once by :func:`degenerate_faces`: bounds its temporaries to about 15 MB,
@@ -62,6 +65,29 @@ def degenerate_faces(vertices, faces, *, rel=DEGENERATE_TRIANGLE_REL) -> np.ndar
         doubled = np.linalg.norm(np.cross(a, b), axis=1)
         out[start:start + len(tri)] = doubled <= rel * longest * longest
     return out
+
+
+def distance_to_surface(vertices, faces, point, *, within=MOUNT_ON_SURFACE_M) -> float:
+    """Distance from ``point`` (3,) [m] to the nearest of the triangles that come within
+    ``within`` [m] of it; ``inf`` when none does.
+
+    Triangles are screened by their bounding boxes grown by ``within``, :data:`_FACE_BLOCK` at
+    a time (so a mesh of millions of triangles costs no more memory than a block), and the
+    exact point-triangle distance (``trimesh.triangles.closest_point``) is taken of those left.
+    """
+    from trimesh.triangles import closest_point
+    v = np.asarray(vertices, dtype=float)
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    p = np.asarray(point, dtype=float).reshape(3)
+    best = np.inf
+    for start in range(0, len(f), _FACE_BLOCK):
+        tri = v[f[start:start + _FACE_BLOCK]]
+        near = np.all((tri.min(axis=1) - within <= p) & (p <= tri.max(axis=1) + within), axis=1)
+        if near.any():
+            cand = tri[near]
+            d = np.linalg.norm(closest_point(cand, np.broadcast_to(p, (len(cand), 3))) - p, axis=1)
+            best = min(best, float(d.min()))
+    return best
 
 
 def inside_closed_mesh(mesh, points, bounds=None) -> np.ndarray:
@@ -110,7 +136,20 @@ def warn_scene(sc, scene, models) -> None:
         mount = scene.pose_at(spec.name, 0.0).translation
         for ospec, obj in zip(sc.objects, scene.objects):
             local = scene.pose_at(obj.name, 0.0).inverse_apply(np.asarray(mount, dtype=float)[None, :])
-            if obj.bounds is not None and inside_closed_mesh(obj.mesh, local, obj.bounds)[0]:
+            if obj.bounds is None:
+                continue
+            lo, hi = obj.bounds
+            if (np.all((local[0] >= lo - MOUNT_ON_SURFACE_M) & (local[0] <= hi + MOUNT_ON_SURFACE_M))
+                    and distance_to_surface(obj.vertices, obj.faces, local[0]) <= MOUNT_ON_SURFACE_M):
+                pos = ", ".join(f"{x:.3g}" for x in mount)
+                warnings.warn(f"{where(sc, f'sensors[{spec.index}].position_m')} = {list(spec.position_m)!r}: sensor "
+                              f"{spec.name!r} is on the surface of objects[{ospec.index}] {obj.name!r} at t = 0 "
+                              f"(within {MOUNT_ON_SURFACE_M * 1e3:g} mm; scene position [{pos}] m): its rays leave "
+                              f"from that surface and can hit it at distance 0, which is no "
+                              f"return; move the mount off the surface (a real sensor's housing sits on it)",
+                              ScenarioWarning, stacklevel=3)
+                continue
+            if inside_closed_mesh(obj.mesh, local, obj.bounds)[0]:
                 where_key = where(sc, f"sensors[{spec.index}].position_m")
                 pos = ", ".join(f"{x:.3g}" for x in mount)
                 warnings.warn(f"{where_key} = {list(spec.position_m)!r}: sensor {spec.name!r} is mounted inside "

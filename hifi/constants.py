@@ -35,6 +35,13 @@ DEGENERATE_LENGTH = 1e-12
 #: (degenerate, a line or a point): float32, in which Embree works, resolves 2**-23 relative.
 DEGENERATE_TRIANGLE_REL = 2.0**-23
 
+#: A ray-casting sensor whose origin lies within this distance of a mesh surface is mounted on
+#: that surface (hifi.checks.warn_scene warns): its rays leave from the surface, and those that
+#: leave into it hit it at distance 0 (1 mm: far below any real sensor housing, centimetres,
+#: and far above float32 rounding at a few hundred metres from the scene origin, 2**-23 x 300 m
+#: = 36 um) [m].
+MOUNT_ON_SURFACE_M = 1e-3
+
 # --- WGS 84 Earth model (NIMA TR8350.2, 3rd ed., amendment 1, 2000) -------------------------------
 # Used where the scene's local ENU frame meets the rotating Earth (inertial sensors).
 

@@ -51,6 +51,9 @@ class GenericGrid(Sensor):
         "los_sigma_m": Param("float", default=0.0, minimum=0.0, doc="line-of-sight noise sigma [m]"),
         "orthogonal_sigma_m": Param("float", default=0.0, minimum=0.0, doc="orthogonal noise sigma per axis [m]"),
         "max_range_m": Param("float", default=300.0, minimum=0.0, exclusive_minimum=True, doc="maximum range [m]"),
+        "min_range_m": Param("float", default=0.0, minimum=0.0,
+                             doc="a return needs a distance > this [m]: the scanner's housing (a surface through "
+                                 "the sensor's origin, distance 0, is never a return)"),
     }
 
     SIZE_PARAMS = {"n_theta": "lower", "n_phi": "lower"}
@@ -106,11 +109,14 @@ class GenericGrid(Sensor):
         rng = stream(self.ctx.seed, self.name, k)
         d_noisy = gaussian_range_noise(hits.distance, p["los_sigma_m"], rng)
         ortho = orthogonal_point_noise(dirs, p["orthogonal_sigma_m"], rng)
-        detected = hits.hit
+        # A hit inside the housing (distance <= min_range_m; 0 for a sensor on a surface) is
+        # not a return: masked, with no intensity.
+        detected = hits.hit & (hits.distance > p["min_range_m"])
         ghost = origins + dirs * d_noisy[:, None] + ortho          # on the emitted ray (mirror ghosts)
         oid = hits.object_id
         intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
                                       roughness_rad=self._rough[oid])
+        intensity = np.where(detected, intensity, np.nan)
         shape = (p["n_theta"], p["n_phi"])
         extra = {"annotation": annotation_var(("theta", "phi"), self._class[oid].reshape(shape),
                                               self.ctx.scene.class_names),

@@ -77,7 +77,8 @@ def lambertian_return(reflectivity, cos_incidence, distance_m, mirror=0.0, *, ro
     ndarray
         ``(1 - mirror) * reflectivity * f(i) * (reference_distance_m / distance_m)**2`` with
         ``f = cos(i)`` for a Lambertian surface (:func:`oren_nayar_backscatter` otherwise);
-        NaN where the distance is NaN.
+        NaN where the distance is NaN or not positive (a surface through the sensor's origin
+        gives distance 0: no finite return, not an infinite one).
 
     Notes
     -----
@@ -91,6 +92,7 @@ def lambertian_return(reflectivity, cos_incidence, distance_m, mirror=0.0, *, ro
     rho = np.asarray(reflectivity, dtype=float)
     f = oren_nayar_backscatter(cos_incidence, roughness_rad)
     r = np.asarray(distance_m, dtype=float)
+    r = np.where(r > 0.0, r, np.nan)
     return (1.0 - np.asarray(mirror, dtype=float)) * rho * f * (reference_distance_m / r) ** 2
 
 

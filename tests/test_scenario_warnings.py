@@ -128,3 +128,50 @@ def test_cli_run_prints_each_warning_once(tmp_path):
                            str(tmp_path / "out"), "--no-progress"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert [ln for ln in proc.stderr.splitlines() if ln.strip()] == [_expected(tmp_path / "s.toml")], proc.stderr
+
+
+ROOF = {"simulation": {"duration_s": 0.1},
+        "objects": [{"name": "ground", "mesh": "plane", "size_m": [50, 50]}, {"name": "car", "mesh": "car"}],
+        "sensors": [{"name": "grid", "model": "generic_grid", "position_m": [-0.5, 0, 1.5], "rate_hz": 10.0,
+                     "params": {"n_theta": 10, "n_phi": 6}}]}
+
+
+def test_a_sensor_on_a_surface_warns_and_reports_no_return():
+    # Regression: a generic_grid at exactly the car's roof height (1.5 m: the default car's
+    # height, its roof the top of the side profile) gave distance 0 and infinite intensity on
+    # every ray, with two raw numpy RuntimeWarnings and no scenario warning.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sim = hifi.Simulation.from_dict(ROOF)
+        ds = sim.run(out=None, progress=False)["grid"]
+    msgs = [str(w.message) for w in caught if issubclass(w.category, hifi.ScenarioWarning)]
+    assert [w for w in caught if issubclass(w.category, RuntimeWarning)] == [], [str(w.message) for w in caught]
+    assert len(msgs) == 1 and msgs[0].startswith(
+        "<dict>: sensors[0].position_m = [-0.5, 0.0, 1.5]: sensor 'grid' is on the surface of objects[1] 'car' "
+        "at t = 0 (within 1 mm"), msgs
+    hit_at_zero = (ds.distance == 0).values
+    assert hit_at_zero.any()
+    assert not ds.detected.values[hit_at_zero].any()               # masked: no return
+    assert not np.isinf(ds.intensity.values).any()
+    assert np.isnan(ds.intensity.values[~ds.detected.values]).all()
+    assert np.isnan(ds.distance_noisy.values[hit_at_zero]).all()
+    # 1 cm above the roof: no warning, and every ray is a return with a finite intensity
+    # (straight down: 1 cm to the roof)
+    above = {**ROOF, "sensors": [{**ROOF["sensors"][0], "position_m": [-0.5, 0, 1.51]}]}
+    assert _load(above) == []
+
+
+def test_min_range_masks_close_returns_of_the_generic_grid():
+    # A wall 2 m ahead: with min_range_m = 5 nothing is reported, with the default everything is.
+    d = {"simulation": {"duration_s": 0.1},
+         "objects": [{"name": "wall", "mesh": "plane", "size_m": [50, 50], "position_m": [2, 0, 0],
+                      "rpy_deg": [0, -90, 0]}],
+         "sensors": [{"name": "g", "model": "generic_grid", "rate_hz": 10.0,
+                      "params": {"n_theta": 3, "n_phi": 3, "theta_min_deg": -10, "theta_max_deg": 10,
+                                 "phi_min_deg": -10, "phi_max_deg": 10}}]}
+    ds = hifi.Simulation.from_dict(d).run(out=None, progress=False)["g"]
+    assert ds.detected.values.all() and np.isfinite(ds.intensity.values).all()
+    d["sensors"][0]["params"]["min_range_m"] = 5.0
+    ds = hifi.Simulation.from_dict(d).run(out=None, progress=False)["g"]
+    assert not ds.detected.values.any() and np.isnan(ds.intensity.values).all()
+    assert (ds.distance.values >= 2.0).all()          # the true geometry stays: a wall 2 m ahead, hit obliquely
