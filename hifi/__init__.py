@@ -5,7 +5,8 @@
     results = sim.run(out=None)                  # dict: sensor name -> xarray.Dataset
     pts = results["velodyne"].hifi.points(noisy=True)
 
-Importing hifi builds nothing and starts nothing (no BVH, no MPI, no threads).
+Importing hifi builds nothing and starts nothing (no BVH, no MPI, no threads), and imports
+nothing heavy: each public name loads its submodule when first used.
 """
 
 from __future__ import annotations
@@ -13,16 +14,46 @@ from __future__ import annotations
 import sys as _sys
 
 from ._version import __version__
-from .bus import Command, LogMessage, Message, MessageBus, PoseMessage, SensorData
-from .caster import Hits, RayCaster
-from .errors import ModelError, OutputError, ScenarioError, ScenarioWarning
-from .model import Model, RunContext, Sensor, Var
-from .motion import Pose, Track
-from .params import Param
-from .registry import available_models, load_model, register_model
-from .scene import Material, Scene
-from .simulation import Simulation
-from .timemanager import TimeManager
+
+#: Public names and the submodule each comes from. They are imported on first use (PEP 562
+#: module ``__getattr__``): ``import hifi`` takes milliseconds, so ``hifi run`` has its signal
+#: handlers in place before numpy, scipy and trimesh load (:mod:`hifi.interrupt`), and
+#: ``hifi.Simulation`` costs the imports it needs when it is first named.
+_LAZY = {
+    "Command": "bus", "LogMessage": "bus", "Message": "bus", "MessageBus": "bus",
+    "PoseMessage": "bus", "SensorData": "bus",
+    "Hits": "caster", "RayCaster": "caster",
+    "ModelError": "errors", "OutputError": "errors", "ScenarioError": "errors",
+    "ScenarioWarning": "errors",
+    "Model": "model", "RunContext": "model", "Sensor": "model", "Var": "model",
+    "Pose": "motion", "Track": "motion",
+    "Param": "params",
+    "available_models": "registry", "load_model": "registry", "register_model": "registry",
+    "Material": "scene", "Scene": "scene",
+    "Simulation": "simulation",
+    "TimeManager": "timemanager",
+}
+
+
+def __getattr__(name: str):
+    """A public name of :data:`_LAZY`, or a submodule (``hifi.kernels`` after a bare ``import
+    hifi``, which worked when this module imported everything), imported now."""
+    from importlib import import_module
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value                     # the next lookup is a plain attribute
+        return value
+    if not name.startswith("__"):
+        try:
+            return import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":    # the submodule exists; something it needs does not
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_LAZY})
 
 
 class _AccessorOnXarrayImport:
@@ -59,8 +90,10 @@ elif _AccessorOnXarrayImport not in _sys.meta_path:
     _sys.meta_path.insert(0, _AccessorOnXarrayImport)
 
 
-def load(path) -> Simulation:
-    """Load and validate a scenario file; raises :class:`ScenarioError` on any bad value."""
+def load(path):
+    """Load and validate a scenario file into a :class:`Simulation`; raises
+    :class:`ScenarioError` on any bad value."""
+    from .simulation import Simulation
     return Simulation.from_file(path)
 
 

@@ -33,6 +33,9 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     r.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     r.add_argument("--no-progress", action="store_true",
                    help="no progress bar or progress lines (the summary on stdout stays)")
+    r.add_argument("--ignore-disk-space", action="store_true",
+                   help="run even when the estimated output (before compression) exceeds the free space "
+                        "of the file system holding --out")
     r.add_argument("--partition", choices=("facets", "time"), default=None,
                    help="MPI run (under mpirun): split the scene's facets or the simulated time "
                         "over the ranks (default under mpirun with more than one rank: time)")
@@ -131,26 +134,81 @@ def _print_scenario_warnings() -> None:
 
 
 def main(argv=None) -> int:
-    from .errors import OutputError, ScenarioError
-    _print_scenario_warnings()
-    from .interrupt import check, exit_status, message, signal_handlers
-    with signal_handlers():               # SIGINT, SIGTERM -> hifi.interrupt.Interrupted
-        args = _parser(argv).parse_args(argv)
-        try:
+    """The ``hifi`` command; returns its exit status.
+
+    Every way it ends, serial or on any rank of an MPI launch, is one of: 0; an error, one line
+    ``hifi: error: ...`` and the status of its kind (:func:`hifi.interrupt.error_status`: 2 bad
+    input, 1 a file that cannot be written); a stop signal, one line ``hifi: interrupted ...``
+    and 128 + the signal. The signal handlers come first, before anything heavy is imported
+    (:mod:`hifi.interrupt`). Under a launcher of several processes only rank 0 prints, and the
+    job ends through :func:`mpi.control.end_job` (which never returns), so that no rank waits
+    forever for one that has stopped.
+    """
+    try:                                  # Python's own SIGINT handler, until ours are in place
+        from .interrupt import signal_handlers
+        with signal_handlers():           # SIGINT, SIGTERM -> hifi.interrupt.Interrupted
             try:
-                return _command(args)
-            except Exception:
-                check()                   # an error that is a stop signal's exception, wrapped
-                raise
-        except KeyboardInterrupt as exc:  # every finally has run: nothing is left behind
-            print(message(exc), file=sys.stderr, flush=True)
-            return exit_status(exc)
-        except OutputError as exc:        # the disk or the file system, not the input: status 1
-            return _fail(str(exc), status=1)
-        except ScenarioError as exc:
-            return _fail(str(exc))
-        except (FileNotFoundError, FileExistsError, ValueError, ImportError) as exc:
-            return _fail(str(exc))
+                return _ended(None, _main(argv))
+            except KeyboardInterrupt as exc:        # every finally has run: nothing is left behind
+                return _ended(exc)
+            except Exception as exc:
+                return _ended(exc)
+            except BaseException as exc:
+                if getattr(exc, "exit_status", None) is None:     # SystemExit and the like
+                    raise
+                return _ended(exc)                  # another MPI rank's error (mpi.control)
+    except KeyboardInterrupt as exc:      # before the handlers, or while an error was reported
+        return _ended(exc)
+
+
+def _main(argv) -> int:
+    from .interrupt import check
+    _print_scenario_warnings()
+    args = _parser(argv).parse_args(argv)
+    status = _command(args)
+    check()                               # a stop signal whose exception was swallowed
+    return status
+
+
+def _ended(exc: BaseException | None, status: int = 0) -> int:
+    """Report how the command ended (``exc`` None: with ``status``) and give its exit status;
+    under a launcher of several processes, end the job instead (does not return)."""
+    from .interrupt import check, error_status, exit_status, message, signal_number
+    line = None
+    if exc is not None and not isinstance(exc, KeyboardInterrupt):
+        check()                           # an error that is a stop signal's exception, wrapped
+        status = error_status(exc)
+        if status is None:                # a bug: its traceback, as Python shows it
+            if _launcher_size() <= 1:
+                raise exc
+            import traceback
+            traceback.print_exc()
+            status = 1
+        else:
+            line = f"hifi: error: {exc}"
+    elif exc is not None:                 # KeyboardInterrupt: a stop signal
+        line, status = message(exc), exit_status(exc)
+    launched = _launcher_size() > 1
+    if launched and exc is not None:
+        try:
+            from mpi.control import end_job
+        except ImportError:               # hifi without its mpi package: no MPI job to end
+            end_job = None
+        if end_job is not None:
+            own_signal = isinstance(exc, KeyboardInterrupt) and not getattr(exc, "remote", False)
+            end_job(status, line, signum=signal_number(exc) if own_signal else None)
+    if line is not None and not (launched and _launch_rank() != 0):
+        print(line, file=sys.stderr, flush=True)
+    return status
+
+
+def _launch_rank() -> int:
+    """This process's rank in an MPI launch, from the launcher's environment (0 outside one)."""
+    import os
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
 
 
 def _command(args) -> int:
@@ -172,14 +230,14 @@ def _plot(args) -> int:
     into place (:func:`hifi.safety.write_file`); never over the dataset it shows."""
     from .safety import check_new_file, check_not_input, write_file
     out = args.out or args.dataset.with_suffix(".png")
+    check_not_input(out, [args.dataset])
     if not out.suffix:
         raise ValueError(f"--out {out}: give the image format as the file's suffix (.png, .pdf, .svg)")
-    check_not_input(out, [args.dataset])
-    check_new_file(out, args.overwrite)
     from .plot import plot_dataset
     ds = _open(args.dataset)
     try:
         _check_frame(ds, args.frame, args.dataset)
+        check_new_file(out, args.overwrite)
         written = write_file(out, lambda tmp: plot_dataset(ds, tmp, frame=args.frame, color=args.color,
                                                            white_balance=args.white_balance),
                              overwrite=args.overwrite)
@@ -291,7 +349,8 @@ def _override(text, key: str, name: str):
 def _run_partitioned(args, partition: str, seed, duration, start: float) -> int:
     runner = _partition_runner(partition)
     results = runner(args.scenario, out=args.out, seed=seed, duration_s=duration,
-                     overwrite=args.overwrite, progress=False if args.no_progress else None)
+                     overwrite=args.overwrite, progress=False if args.no_progress else None,
+                     ignore_disk_space=args.ignore_disk_space)
     if results is not None:                        # None on ranks other than 0
         if duration is None:
             from .scenario import load
@@ -315,7 +374,7 @@ def _run(args) -> int:
     from .output import check_output_dir
     check_output_dir(args.out, args.overwrite)
     sim.run_to_files(args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
-                     progress=False if args.no_progress else None)
+                     progress=False if args.no_progress else None, ignore_disk_space=args.ignore_disk_space)
     _summary(args.out, sim.scenario.duration_s if duration is None else duration, start)
     return 0
 
@@ -385,7 +444,7 @@ def _info(args) -> int:
 def _print_estimate(sim) -> None:
     """The cost of a run (hifi.estimate): per model and in total, and whether hifi run would refuse it."""
     from .errors import ScenarioError
-    from .estimate import check_memory, format_bytes, memory_budget_bytes
+    from .estimate import check_memory, disk_line, format_bytes, memory_budget_bytes
     est = sim.estimate()
     print("estimate  per file: frames, rays per frame, memory it adds at the peak, output before compression")
     for m in est.models:
@@ -397,6 +456,7 @@ def _print_estimate(sim) -> None:
     print(f"  total: peak memory about {format_bytes(est.peak_bytes)} (process {format_bytes(est.base_bytes)}, "
           f"compiled kernels {format_bytes(est.kernel_bytes)}, scene {format_bytes(est.scene_bytes)}, models), {avail}; output {format_bytes(est.output_bytes)} "
           f"before compression")
+    print(f"  disk: {disk_line(est)}")
     try:
         check_memory(sim, est, budget)
     except ScenarioError as exc:

@@ -1,12 +1,24 @@
-"""A clean stop on Ctrl-C (SIGINT) and SIGTERM.
+"""A clean stop on Ctrl-C (SIGINT) and SIGTERM, and the exit status of every way a command ends.
 
-The command line installs :func:`signal_handlers` around a command. The first SIGINT or SIGTERM
-raises :class:`Interrupted` in the main thread: a ``KeyboardInterrupt``, so ``except Exception``
+The command line installs :func:`signal_handlers` in the first lines of
+:func:`hifi.cli.main`, before anything heavy is imported (``import hifi`` itself imports
+nothing heavy). A signal that comes earlier, while Python itself starts and imports the
+``hifi`` script (some 20-30 ms, before any code of hifi's runs, nothing written yet), meets
+Python's defaults: SIGTERM ends the process at once, silently (status 143 in a shell); SIGINT
+ends it by the signal, or with a ``KeyboardInterrupt`` traceback and status 1 (inside ``site``),
+and once in 50 tries at 2 ms it was lost inside the interpreter's start-up and the run went on.
+Under ``mpirun`` a signal that reaches ``mpiexec`` before it has started the ranks ends it with
+status 15 (SIGTERM) and no line.
+
+From then on the first SIGINT or SIGTERM raises :class:`Interrupted` in the main thread: a ``KeyboardInterrupt``, so ``except Exception``
 never swallows it and every ``finally`` runs on the way out (a run's temporary directory is
 deleted, its files closed). Later signals are ignored while hifi cleans up; SIGKILL still ends
 the process at once (then a run leaves ``.DIR.partial-*`` holding its ``INCOMPLETE`` file).
 The command line prints :func:`message` and exits with :func:`exit_status`, ``128 + signal``
-(130 for SIGINT, 143 for SIGTERM), the shell's convention.
+(130 for SIGINT, 143 for SIGTERM), the shell's convention. Where the exception is swallowed
+(by code that catches everything, or a finaliser), the signal stays pending and :func:`check`
+raises it: between two events of a run, in every wait of an MPI run, and when the command
+returns, so a signal is never lost.
 
 The time manager notes on the exception the simulated time of the last event it started
 (:func:`note_time`), so the message says how far the run got. Nothing here is installed by
@@ -85,6 +97,8 @@ def signal_handlers(signals=STOP_SIGNALS):
             return
         _stopping[0] = True
         _pending[0] = signum         # for check(), should the exception below be swallowed
+        if _deferring[0] or _swallowed_in(frame):      # raised later, by check()
+            return
         raise Interrupted(signum)
 
     _stopping[0] = False
@@ -106,6 +120,42 @@ _stopping = [False]
 #: The signal a handler of :func:`signal_handlers` received, until :func:`check` raises it.
 _pending = [None]
 
+#: Modules whose Python functions run as C callbacks, where Python prints an exception as
+#: "Exception ignored on calling ctypes callback function" and drops it: llvmlite's object cache
+#: notifications while numba compiles (seen under mpirun, a SIGTERM 0.83 s after the start).
+_CALLBACK_MODULES = ("llvmlite.",)
+
+
+def _swallowed_in(frame) -> bool:
+    """Whether an exception raised in ``frame`` would be printed and dropped by Python (a C
+    callback, a finaliser): then the handler only notes the signal for :func:`check`."""
+    if frame is None:
+        return False
+    module = frame.f_globals.get("__name__", "")
+    return module.startswith(_CALLBACK_MODULES) or frame.f_code.co_name == "__del__"
+
+
+#: How many :func:`deferred` blocks the main thread is in.
+_deferring = [0]
+
+
+@contextmanager
+def deferred():
+    """Within the block a stop signal is only noted; it is raised when the block ends.
+
+    For code that an exception must not break off half-way and that gives Python's handlers
+    no chance to run anyway: importing mpi4py initialises MPI (``MPI_Init``, which waits for
+    every rank); an exception raised inside that import leaves MPI initialised but the module
+    half-imported.
+    """
+    _deferring[0] += 1
+    try:
+        yield
+    finally:
+        _deferring[0] -= 1
+    if not _deferring[0]:
+        check()
+
 
 def check() -> None:
     """Raise :class:`Interrupted` if a stop signal arrived whose exception did not get through.
@@ -119,6 +169,26 @@ def check() -> None:
     if _pending[0] is not None:
         signum, _pending[0] = _pending[0], None
         raise Interrupted(signum)
+
+
+def error_status(exc: BaseException) -> int | None:
+    """Exit status of a command ended by the error ``exc``, serial or under MPI.
+
+    1 for a file that cannot be written (:class:`hifi.errors.OutputError`); 2 for bad input (a
+    bad scenario or argument, a missing input file, an existing output directory, a missing
+    optional package); an ``exit_status`` attribute where the exception carries one (an error
+    another MPI rank reported); None for anything else (a bug: the command line shows the
+    traceback, and Python exits with 1).
+    """
+    from .errors import OutputError
+    status = getattr(exc, "exit_status", None)
+    if status is not None:
+        return int(status)
+    if isinstance(exc, OutputError):
+        return 1
+    if isinstance(exc, (FileNotFoundError, FileExistsError, ValueError, ImportError)):
+        return 2
+    return None
 
 
 def mark_stopping() -> None:

@@ -14,12 +14,26 @@ file). Rank 0 prints the one line of :func:`hifi.interrupt.message` and leaves a
 ``128 + signal``, without ``MPI_Finalize`` (whose pending operations would hang or complain);
 the launcher then stops the other ranks, which wait for it (at most :data:`STOP_WAIT_S`) so
 that no rank ends the job before rank 0 has cleaned up.
+
+Errors end a job the same way (:func:`end_job`): rank 0 prints the one line a serial run
+prints (``hifi: error: ...``) and leaves with the same status (2 bad input, 1 a file that
+cannot be written); a rank other than 0 that fails during the run sends its error to rank 0
+(:func:`report_error`), which reports it as ``hifi: error: rank 1 of 2: ...``.
+
+Start-up (measured with MPICH 5.0.2's Hydra): a process that exits before ``MPI_Init`` with a
+non-zero status does *not* end the job; a rank still in ``MPI_Init`` waits for it forever (the
+initialisation needs every rank). A process that exits after ``MPI_Init`` without
+``MPI_Finalize`` does: Hydra kills every other rank and ``mpiexec`` exits with that process's
+status. So a process of a launch that stops before its runner started MPI (a signal during
+the imports, a bad ``--seed``) initialises MPI first (:func:`end_job`), bounded by
+:data:`INIT_WAIT_S` in case another rank never gets there.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 
 #: Tag of the point-to-point message telling a rank to stop (payload: the signal number).
@@ -35,6 +49,16 @@ POLL_MAX_S = 0.001
 #: (wall clock) [s]; then it leaves by itself.
 STOP_WAIT_S = 30.0
 
+#: How long a process ending the job waits in ``MPI_Init`` for the other ranks (wall clock)
+#: [s]. Every rank that stops goes through ``MPI_Init`` (:func:`end_job`), so the wait ends as
+#: soon as the slowest rank has imported mpi4py; the limit is for a rank that died before it
+#: could (then this process leaves without MPI, and the launcher may wait for the rest).
+INIT_WAIT_S = 60.0
+
+#: Environment variables giving this process's rank in an MPI launch (MPICH's Hydra and
+#: Intel MPI, Open MPI), read before MPI is initialised.
+RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
+
 #: Requests of the stop messages sent (kept referenced until the process ends).
 _sent: list = []
 
@@ -44,11 +68,34 @@ def check_stop(comm) -> None:
     from mpi4py import MPI
 
     from hifi.interrupt import Interrupted, mark_stopping
+    from hifi.interrupt import check as check_interrupt
     status = MPI.Status()
     if comm.Iprobe(source=MPI.ANY_SOURCE, tag=STOP_TAG, status=status):
-        signum = comm.recv(source=status.Get_source(), tag=STOP_TAG)
+        source = status.Get_source()
+        payload = comm.recv(source=source, tag=STOP_TAG)
         mark_stopping()              # this rank's own copy of the signal must not break the cleanup
-        raise Interrupted(signum, remote=True)
+        if isinstance(payload, tuple):                    # (exit status, message): report_error
+            raise RankError(payload[1], payload[0], source, comm.Get_size())
+        raise Interrupted(payload, remote=True)
+    check_interrupt()                # a signal of this rank's whose exception was swallowed
+
+
+class RankError(BaseException):
+    """Another rank failed during the run; rank 0 reports it (:func:`report_error`).
+
+    Like ``KeyboardInterrupt`` (what this rank receives is a request to stop) it is not an
+    ``Exception``: it passes the handlers that wrap a model's errors (a ``ModelError`` of the
+    model whose cast was waiting) and every ``finally`` runs on its way to the command line.
+
+    Attributes
+    ----------
+    exit_status : int
+        Status the job exits with: that of a serial run failing the same way.
+    """
+
+    def __init__(self, message: str, exit_status: int, rank: int, size: int):
+        super().__init__(f"rank {rank} of {size}: {message}")
+        self.exit_status = int(exit_status)
 
 
 def poll(comm, test) -> None:
@@ -80,19 +127,81 @@ def announce_stop(comm, signum: int) -> None:
 
 def end_interrupted(comm, exc: BaseException):
     """End this rank after an interrupt (``exc``); does not return (see the module notes)."""
-    from hifi.interrupt import exit_status, ignore_signals, message, signal_number
+    from hifi.interrupt import exit_status, message, signal_number
+    end_job(exit_status(exc), message(exc), comm=comm,
+            signum=None if getattr(exc, "remote", False) else signal_number(exc))
+
+
+def report_error(comm, exc: BaseException, status: int) -> None:
+    """A rank other than 0 failed with ``exc`` during the run: send rank 0 the message (it
+    prints it and ends the job with ``status``) and wait to be ended; does not return."""
+    from hifi.interrupt import ignore_signals
+    ignore_signals()
+    detail = f"{type(exc).__name__}: {exc}"
+    _sent.append(comm.isend((int(status), detail), dest=0, tag=STOP_TAG))
+    end_job(status, None, comm=comm)
+
+
+def launch_rank() -> int:
+    """This process's rank in the MPI launch, read from the launcher's environment (0 when not
+    launched); needs no MPI."""
+    for var in RANK_VARS:
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def end_job(status: int, line: str | None, *, comm=None, signum: int | None = None):
+    """End this process of a job of several MPI processes; does not return.
+
+    Rank 0 prints ``line`` (if any) on stderr and leaves at once with ``status``, without
+    ``MPI_Finalize``: the launcher then kills the other ranks, which wait for that (at most
+    :data:`STOP_WAIT_S`, then leave by themselves), so that none ends the job before rank 0 has
+    cleaned up. Where MPI is not yet initialised (``comm`` None and mpi4py not imported: a stop
+    during the imports), it is now, or the other ranks would wait in ``MPI_Init`` forever (see
+    the module notes); at most :data:`INIT_WAIT_S`.
+
+    Parameters
+    ----------
+    status : int
+        Exit status (128 + signal after an interrupt, 1 or 2 after an error).
+    line : str or None
+        The one line rank 0 prints.
+    comm : mpi4py communicator, optional
+        The job's communicator (default: ``MPI.COMM_WORLD``, initialising MPI if needed).
+    signum : int, optional
+        A signal this process received: the other ranks are told to stop
+        (:func:`announce_stop`).
+    """
+    from hifi.interrupt import ignore_signals
     ignore_signals()                    # a repeated signal must not end a rank half-way
-    if not getattr(exc, "remote", False):
-        announce_stop(comm, signal_number(exc))
-    status = exit_status(exc)
-    if comm.Get_rank() == 0:
-        print(message(exc), file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(status)
+    rank = launch_rank() if comm is None else comm.Get_rank()
+    if comm is None:
+        watchdog = threading.Timer(INIT_WAIT_S, _leave, (rank, status, line, 0.0))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            from mpi4py import MPI
+            comm = MPI.COMM_WORLD
+        except ImportError:             # no MPI at all: nobody waits in MPI_Init
+            comm = None
+        watchdog.cancel()
+        rank = launch_rank() if comm is None else comm.Get_rank()
+    if comm is not None and signum is not None:
+        announce_stop(comm, signum)
+    _leave(rank, status, line, STOP_WAIT_S)
+
+
+def _leave(rank: int, status: int, line: str | None, wait_s: float):
+    """Rank 0: print ``line`` and exit with ``status`` now; other ranks: wait ``wait_s`` [s]
+    for the launcher to end them, then exit with ``status``."""
+    if rank == 0 and line:
+        print(line, file=sys.stderr, flush=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    # MPICH's launcher kills (SIGKILL) the other ranks once rank 0 has left without finalizing.
-    deadline = time.monotonic() + STOP_WAIT_S
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
+    if rank != 0:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
     os._exit(status)

@@ -3,14 +3,17 @@
 ``hifi run SCENARIO --out DIR --partition facets|time`` calls :func:`run_facets` or
 :func:`run_time` on every rank. Rank 0 writes; the other ranks return None.
 
-Failures: an error before the run (a bad scenario, an existing output directory, a mesh that
-does not load on one rank) is agreed on by every rank in one collective, and rank 0 raises it
-(the CLI prints one message, exit status 2) while the others exit with status 2 silently. An
-error during the run (an exception in a sensor on one rank) is printed by the failing rank with
-its rank number, and that rank calls ``MPI_Abort``: every rank stops, none waits forever in a
-collective, and the job exits non-zero. Rank 0 writes into ``.DIR.partial-*`` beside ``DIR``
-(holding an ``INCOMPLETE`` file) and renames it only at the very end, so an aborted run never
-leaves a ``DIR`` that looks finished.
+Failures read as in a serial run: one line ``hifi: error: ...`` from rank 0 and the serial
+exit status (2 bad input, 1 a file that cannot be written). An error before the run (a bad
+scenario, an existing output directory, a mesh that does not load on one rank) is agreed on by
+every rank in one collective; rank 0 raises it (its own, else the first failing rank's as
+``rank R of N: ...``) and the others wait to be ended. An error during the run on rank 0 (its
+output cannot be written) leaves the runner on rank 0 as it would a serial run; on another rank
+(a sensor's bug) it goes to rank 0 (:func:`mpi.control.report_error`), which raises it as
+``rank R of N: ...``. Either way the command line ends the job from rank 0
+(:func:`mpi.control.end_job`: no ``MPI_Abort``, no other rank left waiting) once rank 0's
+``finally`` blocks have deleted its ``.DIR.partial-*``. Only a job killed outright (SIGKILL)
+leaves that directory, holding an ``INCOMPLETE`` file, and never a ``DIR`` that looks finished.
 
 Interrupts: ``mpiexec`` passes SIGINT and SIGTERM on to every rank. No rank ever waits in a
 blocking MPI call (:mod:`mpi.control`), so every rank stops within moments, and a signal that
@@ -26,21 +29,14 @@ of the other ranks' frames (:class:`hifi.progress.Progress`). Reports change not
 
 from __future__ import annotations
 
-import sys
 import time
-import traceback
 
 import numpy as np
 
 from hifi.interrupt import check as check_interrupt
+from hifi.interrupt import deferred, error_status
 
-from .control import check_stop, end_interrupted, poll, wait, wait_message
-
-#: Wall-clock pause before ``MPI_Abort`` so the failing rank's message reaches mpiexec [s].
-ABORT_GRACE_S = 0.5
-
-#: Exit status of ``MPI_Abort`` after a rank failed during the run.
-ABORT_STATUS = 3
+from .control import check_stop, end_interrupted, end_job, poll, report_error, wait, wait_message
 
 #: Tag of the point-to-point messages carrying frames to rank 0 in time mode.
 _FRAME_TAG = 77
@@ -68,7 +64,8 @@ def world():
         With the install command, if mpi4py or an MPI library is missing.
     """
     try:
-        from mpi4py import MPI
+        with deferred():              # a signal now is raised after MPI_Init, not inside mpi4py's import
+            from mpi4py import MPI
     except ImportError as exc:
         raise ImportError(f"--partition needs mpi4py and an MPI library ({exc}); install them with "
                           f"{INSTALL_HINT}") from None
@@ -79,7 +76,8 @@ def _agree(comm, fn):
     """Run ``fn()`` on every rank; if any rank raised, every rank stops (one collective).
 
     Rank 0 raises the error (its own, else the first failing rank's as :class:`PartitionError`);
-    the other ranks exit with status 2 without printing, so the job reports it once.
+    the other ranks wait, silent, for the command line on rank 0 to end the job
+    (:func:`mpi.control.end_job`), so the job reports it once.
     """
     from mpi4py import MPI
     try:
@@ -87,6 +85,7 @@ def _agree(comm, fn):
     except Exception as exc:          # reported below, by rank 0, never swallowed
         check_interrupt()             # unless it is a stop signal's exception, wrapped
         value, error = None, exc
+    check_interrupt()                 # a signal whose exception fn's code swallowed
     failed = np.array([error is not None], dtype=np.int32)
     any_failed = np.zeros(1, dtype=np.int32)
     wait(comm, comm.Iallreduce(failed, any_failed, op=MPI.MAX))   # a signal can stop the wait
@@ -94,26 +93,27 @@ def _agree(comm, fn):
         return value
     failures = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
     if comm.Get_rank() != 0:
-        raise SystemExit(2)
+        end_job(2, None, comm=comm)
     if error is not None:
         raise error
     first = next(r for r, f in enumerate(failures) if f)
     raise PartitionError(f"rank {first} of {comm.Get_size()}: {failures[first]}")
 
 
-def _abort(comm, exc: BaseException) -> None:
-    """Print this rank's error and abort every rank of ``comm`` (does not return)."""
-    rank, size = comm.Get_rank(), comm.Get_size()
-    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    print(f"hifi: error: rank {rank} of {size}: {detail}", file=sys.stderr, flush=True)
-    # Give mpiexec's output forwarding a moment to pass the message on before the abort tears
-    # the job down (without it the message was lost once in a loaded test run).
-    time.sleep(ABORT_GRACE_S)
-    comm.Abort(ABORT_STATUS)
+def _failed(comm, exc: BaseException) -> None:
+    """An error during the run (after :func:`hifi.interrupt.check`): rank 0 raises it again (the
+    command line reports it as a serial run would and ends the job); another rank sends it to
+    rank 0 and waits to be ended (:func:`mpi.control.report_error`)."""
+    check_interrupt()                  # a stop signal's exception, wrapped: the stop
+    if comm.Get_rank() == 0:
+        raise exc
+    status = error_status(exc)
+    report_error(comm, exc, 1 if status is None else status)
 
 
-def _prepare(comm, scenario, out, overwrite):
-    """Load the scenario on every rank and check the output directory on rank 0 (agreed)."""
+def _prepare(comm, scenario, out, overwrite, duration_s=None, ignore_disk_space=False):
+    """Load the scenario on every rank and check the output directory and its free space on
+    rank 0 (agreed)."""
     import hifi
     from hifi.output import check_output_dir
 
@@ -121,12 +121,14 @@ def _prepare(comm, scenario, out, overwrite):
         sim = hifi.load(scenario)
         if comm.Get_rank() == 0:
             check_output_dir(out, overwrite)
+            sim.check_disk(out, duration_s, ignore_disk_space=ignore_disk_space)
         return sim
 
     return _agree(comm, load)
 
 
-def run_facets(scenario, *, out, seed=None, duration_s=None, overwrite=False, progress=None):
+def run_facets(scenario, *, out, seed=None, duration_s=None, overwrite=False, progress=None,
+               ignore_disk_space=False):
     """``--partition facets``: every rank holds 1/N of the facets and runs every model.
 
     All ranks generate the same rays; :class:`mpi.caster.FacetCaster` finds each ray's global
@@ -138,7 +140,7 @@ def run_facets(scenario, *, out, seed=None, duration_s=None, overwrite=False, pr
         Scenario file.
     out : path-like
         Output directory (rank 0 writes it).
-    seed, duration_s, overwrite, progress
+    seed, duration_s, overwrite, progress, ignore_disk_space
         As :meth:`hifi.Simulation.run` (``duration_s`` [s]); the progress bar shows on rank 0 only.
 
     Returns
@@ -150,16 +152,15 @@ def run_facets(scenario, *, out, seed=None, duration_s=None, overwrite=False, pr
 
     comm = world()
     try:
-        sim = _prepare(comm, scenario, out, overwrite)
+        sim = _prepare(comm, scenario, out, overwrite, duration_s, ignore_disk_space)
         caster = _agree(comm, lambda: FacetCaster(sim.scene, comm).build())
         root = comm.Get_rank() == 0
         try:
             results = sim.run(out=out if root else None, seed=seed, duration_s=duration_s,
                               overwrite=overwrite, progress=progress if root else False,
-                              caster=caster, write=root)
+                              caster=caster, write=root, ignore_disk_space=True)   # checked in _prepare
         except Exception as exc:
-            check_interrupt()                  # a stop signal's exception, wrapped: the stop
-            _abort(comm, exc)
+            _failed(comm, exc)
         wait(comm, comm.Ibarrier())
     except KeyboardInterrupt as exc:           # SIGINT, SIGTERM, or another rank's stop message
         end_interrupted(comm, exc)
@@ -283,7 +284,8 @@ def _refuse_closed_loop(sim, scenario) -> None:
                              f"instead and gives the same bytes as a serial run")
 
 
-def run_time(scenario, *, out, seed=None, duration_s=None, overwrite=False, progress=None):
+def run_time(scenario, *, out, seed=None, duration_s=None, overwrite=False, progress=None,
+             ignore_disk_space=False):
     """``--partition time``: every rank holds the whole scene and computes a contiguous
     sub-interval of the simulated time; rank 0 writes every frame in order.
 
@@ -291,17 +293,17 @@ def run_time(scenario, *, out, seed=None, duration_s=None, overwrite=False, prog
     """
     comm = world()
     try:
-        sim = _prepare(comm, scenario, out, overwrite)
+        sim = _prepare(comm, scenario, out, overwrite, duration_s, ignore_disk_space)
         _agree(comm, lambda: _refuse_closed_loop(sim, scenario))
         root = comm.Get_rank() == 0
         duration = sim.scenario.duration_s if duration_s is None else float(duration_s)
         try:
             results = sim.run(out=out if root else None, seed=seed, duration_s=duration_s,
                               overwrite=overwrite, progress=progress if root else False,
-                              partition=TimePartition(comm, duration), write=root)
+                              partition=TimePartition(comm, duration), write=root,
+                              ignore_disk_space=True)                                 # checked in _prepare
         except Exception as exc:
-            check_interrupt()                  # a stop signal's exception, wrapped: the stop
-            _abort(comm, exc)
+            _failed(comm, exc)
         wait(comm, comm.Ibarrier())
     except KeyboardInterrupt as exc:           # SIGINT, SIGTERM, or another rank's stop message
         end_interrupted(comm, exc)
