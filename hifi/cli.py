@@ -178,7 +178,10 @@ def _ended(exc: BaseException | None, status: int = 0) -> int:
     if exc is not None and not isinstance(exc, KeyboardInterrupt):
         check()                           # an error that is a stop signal's exception, wrapped
         status = error_status(exc)
-        if status is None:                # a bug: its traceback, as Python shows it
+        if isinstance(exc, MemoryError):  # numpy's message is the array asked for; often none
+            line = (f"hifi: error: out of memory ({str(exc) or 'MemoryError'}): the scenario asks for more "
+                    f"memory than this machine has; hifi info estimates what it needs")
+        elif status is None:              # a bug: its traceback, as Python shows it
             if _launcher_size() <= 1:
                 raise exc
             import traceback
@@ -190,16 +193,26 @@ def _ended(exc: BaseException | None, status: int = 0) -> int:
         line, status = message(exc), exit_status(exc)
     launched = _launcher_size() > 1
     if launched and exc is not None:
-        try:
-            from mpi.control import end_job
-        except ImportError:               # hifi without its mpi package: no MPI job to end
-            end_job = None
+        end_job = _end_job()
         if end_job is not None:
             own_signal = isinstance(exc, KeyboardInterrupt) and not getattr(exc, "remote", False)
             end_job(status, line, signum=signal_number(exc) if own_signal else None)
     if line is not None and not (launched and _launch_rank() != 0):
         print(line, file=sys.stderr, flush=True)
     return status
+
+
+def _end_job():
+    """The function that ends a job of several MPI processes (``end_job`` of the entry-point
+    group ``hifi.launch``, the ``mpi`` package's), or None where none is installed."""
+    from .registry import entry_points
+    for ep in entry_points(group="hifi.launch"):
+        if ep.name == "end_job":
+            try:
+                return ep.load()
+            except ImportError:           # mpi4py missing: no MPI job to end
+                return None
+    return None
 
 
 def _launch_rank() -> int:

@@ -175,10 +175,11 @@ def error_status(exc: BaseException) -> int | None:
     """Exit status of a command ended by the error ``exc``, serial or under MPI.
 
     1 for a file that cannot be written (:class:`hifi.errors.OutputError`); 2 for bad input (a
-    bad scenario or argument, a missing input file, an existing output directory, a missing
-    optional package); an ``exit_status`` attribute where the exception carries one (an error
-    another MPI rank reported); None for anything else (a bug: the command line shows the
-    traceback, and Python exits with 1).
+    bad scenario or argument, a missing or unreadable input file, an existing output directory,
+    a missing optional package, a scenario that needs more memory than there is); an
+    ``exit_status`` attribute where the exception carries one (an error another MPI rank
+    reported); None for anything else (a bug: the command line shows the traceback, and Python
+    exits with 1).
     """
     from .errors import OutputError
     status = getattr(exc, "exit_status", None)
@@ -186,8 +187,8 @@ def error_status(exc: BaseException) -> int | None:
         return int(status)
     if isinstance(exc, OutputError):
         return 1
-    if isinstance(exc, (FileNotFoundError, FileExistsError, ValueError, ImportError)):
-        return 2
+    if isinstance(exc, (OSError, ValueError, ImportError, MemoryError)):
+        return 2        # an input that cannot be read, a missing file, more memory than there is
     return None
 
 

@@ -283,3 +283,22 @@ def test_velodyne_pcap_warning_is_one_hifi_line(inputs, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "hifi: warning: Velodyne pcap: 1 detected returns lie outside" in err
     assert "UserWarning" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("exc, status, text", [
+    (MemoryError("Unable to allocate 12.0 GiB for an array with shape (40000, 40000, 2)"), 2,
+     "hifi: error: out of memory (Unable to allocate 12.0 GiB"),
+    (MemoryError(), 2, "hifi: error: out of memory (MemoryError)"),
+    (PermissionError(13, "Permission denied", "in.nc"), 2, "hifi: error: [Errno 13] Permission denied: 'in.nc'"),
+])
+def test_errors_of_every_kind_are_one_line(exc, status, text, monkeypatch, capsys):
+    # wherever in a command they come from, these end in one line and the status of their kind,
+    # not a traceback (before: numpy's MemoryError and an unreadable input printed tracebacks)
+    import hifi.cli
+
+    def fail(args):
+        raise exc
+    monkeypatch.setattr(hifi.cli, "_command", fail)
+    assert main(["info", "x.toml"]) == status
+    err = capsys.readouterr().err
+    assert err.startswith(text) and err.count("\n") == 1, err
