@@ -190,12 +190,19 @@ def end_job(status: int, line: str | None, *, comm=None, signum: int | None = No
         rank = launch_rank() if comm is None else comm.Get_rank()
     if comm is not None and signum is not None:
         announce_stop(comm, signum)
-    _leave(rank, status, line, STOP_WAIT_S)
+    _leave(rank, status, line, STOP_WAIT_S, comm)
 
 
-def _leave(rank: int, status: int, line: str | None, wait_s: float):
-    """Rank 0: print ``line`` and exit with ``status`` now; other ranks: wait ``wait_s`` [s]
-    for the launcher to end them, then exit with ``status``."""
+def _leave(rank: int, status: int, line: str | None, wait_s: float, comm=None):
+    """Rank 0: print ``line`` and end the job with ``status`` now; other ranks: wait ``wait_s``
+    [s] for the launcher to end them, then exit with ``status``.
+
+    Rank 0 ends the job with ``MPI_Abort(status)``, its standard output and error closed first
+    (MPICH prints an ``Abort(...)`` line of its own). Hydra's ``mpiexec`` returns the bitwise OR
+    of every process's wait status (``mpiexec.c``), so a plain exit of rank 0, after which
+    the launcher kills the other ranks, gave 2 | SIGKILL, reported as 9, in 2 of 8 tries with
+    three ranks; after ``MPI_Abort`` it returned ``status`` in 8 of 8 (measured with MPICH 5.0.2).
+    """
     if rank == 0 and line:
         print(line, file=sys.stderr, flush=True)
     sys.stdout.flush()
@@ -204,4 +211,12 @@ def _leave(rank: int, status: int, line: str | None, wait_s: float):
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             time.sleep(0.05)
+    elif comm is not None:
+        try:
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            comm.Abort(status)
+        except Exception:               # noqa: BLE001  (whatever happened, the process ends below)
+            pass
     os._exit(status)

@@ -189,7 +189,9 @@ def test_pcd_organised_round_trip_one_file_per_frame(grid, tmp_path):
     paths = export(grid, "pcd", tmp_path / "scan.pcd")
     # file-per-frame naming: <stem>_<frame:06d>.pcd, and not `out` itself
     assert [p.name for p in paths] == ["scan_000000.pcd", "scan_000001.pcd"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["scan_000000.pcd", "scan_000001.pcd"]
+    # beside them, the manifest that lists them (hifi.exporters.manifest_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".scan.pcd.hifi-export", "scan_000000.pcd",
+                                                          "scan_000001.pcd"]
     for f, p in enumerate(paths):
         cloud = read_pcd(p)
         h = cloud.header
@@ -570,7 +572,7 @@ def test_cli_export(run_dir, tmp_path, fmt, capsys):
     written = sorted(p.name for p in tmp_path.iterdir())
     if fmt in ("pcd", "kitti"):                                   # two frames: one file per frame
         ext = ".pcd" if fmt == "pcd" else ".bin"
-        assert written == [f"grid_000000{ext}", f"grid_000001{ext}"]
+        assert written == [f".grid.{fmt}.hifi-export", f"grid_000000{ext}", f"grid_000001{ext}"]   # + manifest
     else:
         assert written == [out.name]
     assert "grid" in capsys.readouterr().out

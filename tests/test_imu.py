@@ -403,7 +403,7 @@ parent = "cart"
         hifi.load(path)
     msg = str(err.value)
     assert err.value.key == "objects[0].interpolation" and "spline" in msg and str(path) in msg
-    assert err.value.line == 6          # first line of that [[objects]] table (no interpolation key to point at)
+    assert err.value.line == 5          # the [[objects]] header of that table (no interpolation key to point at)
 
 
 def test_interpolation_needs_a_track():
