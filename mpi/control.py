@@ -10,10 +10,10 @@ stops them all.
 
 On an interrupt (:func:`end_interrupted`): the rank tells the others to stop; its ``finally``
 blocks have already run (rank 0's ``.DIR.partial-*`` is deleted; the other ranks write no
-file). Rank 0 prints the one line of :func:`hifi.interrupt.message` and leaves at once with
-``128 + signal``, without ``MPI_Finalize`` (whose pending operations would hang or complain);
-the launcher then stops the other ranks, which wait for it (at most :data:`STOP_WAIT_S`) so
-that no rank ends the job before rank 0 has cleaned up.
+file). Rank 0 prints the one line of :func:`hifi.interrupt.message` and ends the job at once
+with ``MPI_Abort(128 + signal)``, not ``MPI_Finalize`` (whose pending operations would hang or
+complain); the launcher then stops the other ranks, which wait for it (at most
+:data:`STOP_WAIT_S`) so that no rank ends the job before rank 0 has cleaned up.
 
 Errors end a job the same way (:func:`end_job`): rank 0 prints the one line a serial run
 prints (``hifi: error: ...``) and leaves with the same status (2 bad input, 1 a file that
