@@ -50,7 +50,7 @@ class SickLMS291(Sensor):
     ``detection_threshold`` 1.1e-4, the return of a 10 % Lambertian target at 30 m
     (0.1 / 30^2), the data sheet's range at 10 % reflectivity; ``cutoff_m`` 3 m.
 
-    Dataset (``frame``, ``step``, ``return``): the range-sensor variables of CONTRACTS per
+    Dataset (``frame``, ``step``, ``return``): the range-sensor variables of :mod:`hifi.dataset` per
     return slot (1, or 2 for ``dual``). The true variables (``distance``, ``x y z``,
     ``object_id``) describe the beam axis, what a pencil-beam lidar would see, repeated over
     ``return``; the reported ones (``distance_noisy``, ``x_noisy ...``, ``detected``,
@@ -176,7 +176,9 @@ class SickLMS291(Sensor):
                                       self._mirror[oid], roughness_rad=self._rough[oid]))
         if self._extinction > 0.0:
             energy = energy * np.exp(-2.0 * self._extinction * np.nan_to_num(hits.distance))
-        energy = np.where(hits.hit, energy, 0.0).reshape(n_steps, n_sub)
+        # a sub-ray that meets a surface through the emitter (distance 0: a scanner mounted on
+        # it) brings back no energy: no echo at range 0
+        energy = np.where(hits.hit & (np.nan_to_num(hits.distance) > 0.0), energy, 0.0).reshape(n_steps, n_sub)
         rng_sub = hits.distance.reshape(n_steps, n_sub)
         echoes = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
                              mode=p["return_mode"], detection_threshold=p["detection_threshold"],

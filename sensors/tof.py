@@ -136,7 +136,8 @@ class ToFSR4000(Sensor):
             measured = phase_wrap(measured, p["modulation_frequency_hz"])
         elif p["backfolding"]:
             measured = backfold(measured, p["max_range_m"])
-        det = hits.hit & np.isfinite(measured)
+        # a surface through the emitter (distance 0: a camera mounted on it) returns nothing
+        det = hits.hit & np.isfinite(measured) & (hits.distance > 0.0)
         reported = origins + dirs * measured[:, None]
         oid = hits.object_id
         intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],

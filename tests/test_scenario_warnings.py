@@ -175,3 +175,18 @@ def test_min_range_masks_close_returns_of_the_generic_grid():
     ds = hifi.Simulation.from_dict(d).run(out=None, progress=False)["g"]
     assert not ds.detected.values.any() and np.isnan(ds.intensity.values).all()
     assert (ds.distance.values >= 2.0).all()          # the true geometry stays: a wall 2 m ahead, hit obliquely
+
+
+@pytest.mark.parametrize("model, params", [("tof_sr4000", {"resolution_x": 16, "resolution_y": 12}),
+                                           ("vlp16", {"azimuth_stride": 8})])
+def test_other_range_sensors_on_a_surface_report_no_return_at_distance_zero(model, params):
+    # Regression: the ToF camera at the roof's height reported every ray that met the roof at
+    # distance 0 as a detected return (the rotating lidars' min_range_m already masked them).
+    sensor = {"name": "s", "model": model, "position_m": [-0.5, 0, 1.5], "rpy_deg": [0, 60, 0], "params": params}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hifi.ScenarioWarning)           # the warning is tested above
+        ds = hifi.Simulation.from_dict({**ROOF, "sensors": [sensor]}).run(out=None, progress=False)["s"]
+    at_zero = (ds.distance == 0).values
+    assert at_zero.any()
+    assert not ds.detected.values[at_zero].any()
+    assert np.isfinite(ds.intensity.values[ds.detected.values]).all()
