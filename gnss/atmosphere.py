@@ -126,7 +126,8 @@ def vane_iono_delay(elevation_rad, *, zenith_delay_m=1.5, earth_radius_m=6371e3,
     -----
     What is implemented: the mapping of a zenith delay with the single-layer mapping function of
     Montenbruck & Gill (2000, sec. 6.4.2), nothing else (no diurnal or geographic variation).
-    Issue 6 describes the VANE paper's ionosphere as a zenith delay mapped after Montenbruck.
+    The VANE paper's ionosphere is described (in secondary accounts) as a zenith delay mapped
+    after Montenbruck.
     We could not obtain the paper's text (searched, not found), so its exact equation and
     parameter values are not reproduced here; this is the textbook form of that description.
     """

@@ -73,7 +73,7 @@ GPS_EPOCH = _hifi_timebase.GPS_EPOCH
 WEEK_ROLLOVER = 1024
 """The legacy navigation message broadcasts the week number modulo 1024 (10 bits, IS-GPS-200 20.3.3.3.1.1)."""
 
-# --- Numerical tolerances (house style 6: named, documented, in one place) ---
+# --- Numerical tolerances (named and documented here, in one place) ---
 KEPLER_TOLERANCE_RAD = 1e-13
 """Newton iteration on Kepler's equation stops when the step in E is below this [rad]."""
 KEPLER_MAX_ITERATIONS = 30

@@ -1,6 +1,6 @@
 """GPS time: numpy.datetime64 (GPST) at the API, week + seconds-of-week inside.
 
-House style 6: no kernel holds GPS time as one float of seconds since 1980.  Public functions
+No kernel holds GPS time as one float of seconds since 1980 (it would keep only ~0.2 us).  Public functions
 take and return ``numpy.datetime64`` values on the GPS time scale (GPST, no leap seconds).
 Internally a time is a :class:`GpsTime` pair of an integer week and a float seconds-of-week
 (0 <= sow < 604800, so a float64 resolves it to ~1e-10 s).  Differences of two times are formed

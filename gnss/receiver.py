@@ -1,4 +1,4 @@
-"""Pseudorange model: every error term separately, summed as CONTRACTS writes it.
+"""Pseudorange model: every error term separately, summed in one documented order.
 
 :func:`pseudorange_sum` is the one place where the terms are added up; :func:`model_pseudoranges`
 computes the terms and calls it, and so does a caller that adds terms of its own (the ``gps_l1``
@@ -31,12 +31,12 @@ _TERMS = {
 
 
 PSEUDORANGE_TERMS = tuple(_TERMS)
-"""Names of the pseudorange terms in the order :func:`pseudorange_sum` adds them (CONTRACTS)."""
+"""Names of the pseudorange terms in the order :func:`pseudorange_sum` adds them."""
 
 
 def pseudorange_sum(*, geometric_range, receiver_clock_bias, sv_clock_error, ephemeris_error, iono_delay,
                     tropo_delay_dry, tropo_delay_wet, multipath_error, noise, valid=None) -> np.ndarray:
-    """Pseudorange from its terms: the CONTRACTS sum, in its order.
+    """Pseudorange from its terms, added in the order of :data:`PSEUDORANGE_TERMS`.
 
     Parameters
     ----------
@@ -155,7 +155,7 @@ def model_pseudoranges(nav: xr.Dataset, receiver_ecef, t_gps, prns=None, *, rng:
     Returns
     -------
     xarray.Dataset
-        Dimensions (epoch, sv[, xyz]) with the CONTRACTS variables ``pseudorange``,
+        Dimensions (epoch, sv[, xyz]) with the variables ``pseudorange``,
         ``geometric_range``, ``receiver_clock_bias``, ``sv_clock_error``, ``ephemeris_error``,
         ``iono_delay``, ``tropo_delay_dry``, ``tropo_delay_wet``, ``multipath_error`` (zeros
         unless ``multipath_error_m`` is given),

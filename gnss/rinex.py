@@ -2,7 +2,8 @@
 
 Own fixed-column parser (no georinex).  Fortran ``D`` exponents are accepted.  Times are returned
 as numpy.datetime64[ns] on the GPS time scale; ephemeris reference times are additionally kept as
-integer week + seconds of week (house style 6).  Compressed files (gzip, Unix compress ``.Z``,
+integer week + seconds of week (one float of seconds since 1980 loses sub-microsecond
+precision).  Compressed files (gzip, Unix compress ``.Z``,
 zip, bzip2, Hatanaka CRINEX and their combinations) are read transparently, see
 :func:`read_text`.
 

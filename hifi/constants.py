@@ -1,6 +1,6 @@
 """Physical constants and numerical tolerances, each with its source.
 
-Tolerances are named here and nowhere else (house style 6); kernels import them.
+Tolerances are named here and nowhere else, so each is documented once; kernels import them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ SECONDARY_RAY_OFFSET_REL = 2.0**-16
 #: Floor of the secondary-ray offset [m] for scenes whose coordinates are all tiny.
 SECONDARY_RAY_OFFSET_MIN_M = 1e-9
 
-#: Default bound on mirror bounces per ray (issue 2: bounded depth, default 8).
+#: Default bound on mirror bounces per ray (a fixed bound keeps the cost of a frame known; 8 by default).
 MAX_MIRROR_BOUNCES = 8
 
 #: Mirror fraction at or above which a surface reflects the ray geometrically (perfect mirror).

@@ -1,7 +1,7 @@
 """The dataset schema: names, units and long names of the variables sensors write, and builders.
 
 Sensors, exporters, the ``ds.hifi`` accessor and third-party models use these, so a variable
-means the same thing in every file (CONTRACTS "Datasets"):
+means the same thing in every file (docs/datasets.md):
 
 - :data:`RANGE_VARIABLES` and :func:`range_frame`: the range-sensor variables of one frame
   (rotating and line lidars, ToF, generic grid, divergent LADAR);
@@ -34,7 +34,7 @@ POINTS_NOISY = ("x_noisy", "y_noisy", "z_noisy")
 #: True hit point variables, scene frame, in x, y, z order.
 POINTS_TRUE = ("x", "y", "z")
 #: ``object_id`` of a ray that hit nothing, and of a return from the atmosphere (fog, rain,
-#: snow; CONTRACTS, second wave).
+#: snow).
 NO_HIT_ID = -1
 ATMOSPHERE_ID = -2
 #: Per-frame sensor pose variables (frame start): position (xyz) and quaternion (x, y, z, w).
@@ -51,7 +51,7 @@ OBJECT_ID_VARIABLES = ("object_id", "return_object_id")
 #: long_name of the ``annotation`` variable.
 ANNOTATION_LONG_NAME = "semantic class id of the surface hit (0: none/unlabelled)"
 
-#: units and long_name of every range-sensor variable (CONTRACTS "Datasets").
+#: units and long_name of every range-sensor variable.
 RANGE_VARIABLES = {
     "timestamp": ("s", "time of the measurement since simulation start"),
     "yaw": ("rad", "ray azimuth about the sensor z axis from x toward y at emission"),
@@ -73,7 +73,7 @@ RANGE_VARIABLES = {
                           "perfect range and gain calibration reports; NaN: no hit"),
 }
 
-#: The signal variables of the second wave (CONTRACTS "Additions of the second wave"), written by
+#: The signal variables, written by
 #: sensors that model the received signal (pulsed lidars, ToF, divergent LADAR).
 SIGNAL_VARIABLES = ("received_power", "snr", "reflectivity")
 
@@ -144,7 +144,10 @@ def encode(data, encoding, name: str = "") -> np.ndarray:
 
 
 def yaw_pitch(directions_sensor):
-    """Yaw and pitch [rad] of unit direction vectors given in the sensor frame (CONTRACTS)."""
+    """Yaw and pitch [rad] of unit direction vectors in the sensor frame.
+
+    Yaw turns about z from x toward y; pitch rises from the xy plane toward z.
+    """
     d = np.asarray(directions_sensor, dtype=float)
     yaw = np.arctan2(d[..., 1], d[..., 0])
     pitch = np.arctan2(d[..., 2], np.hypot(d[..., 0], d[..., 1]))
@@ -163,7 +166,7 @@ def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_
                 points_noisy, intensity, extra=None, intensity_long_name=None, intensity_valid_max=None,
                 received_power=None, snr=None,
                 reflectivity=None) -> dict:
-    """The CONTRACTS range-sensor variables of one frame, reshaped to ``shape`` over ``dims``.
+    """The range-sensor variables of one frame, reshaped to ``shape`` over ``dims``.
 
     ``distance_noisy`` and ``points_noisy`` are set to NaN where not ``detected``.
     ``intensity_long_name`` replaces the generic long_name of ``intensity`` (say the sensor's
@@ -400,7 +403,7 @@ def utc_times(ds, name: str | None = "timestamp") -> np.ndarray:
     return np.where(np.isnan(s), np.datetime64("NaT", "ns"), out)
 
 
-#: dtype of every variable :func:`range_frame` writes (the CONTRACTS range-sensor variables).
+#: dtype of every variable :func:`range_frame` writes (the range-sensor variables).
 RANGE_DTYPES = {name: np.dtype(np.float64) for name in RANGE_VARIABLES}
 RANGE_DTYPES.update(detected=np.dtype(bool), object_id=np.dtype(np.int32))
 

@@ -2,7 +2,7 @@
 
 A bad scenario raises :class:`ScenarioError`, a ``ValueError`` whose message names the file
 (and line where it can be found), the key path (``objects[2].material``), the value received
-and what is allowed (house style 7).
+and what is allowed, so that the user can find and fix the mistake.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a run will cost before it starts: peak memory and output size, and the memory check.
 
-A run that cannot fit is refused before anything is allocated (issue 11, 5: a 20000 x 20000
+A run that cannot fit is refused before anything is allocated (a 20000 x 20000
 depth map used all 24 GiB of a machine and was killed by the kernel). Every model states what
 one frame costs (:meth:`hifi.model.Model.estimate`): its number of frames from its rate and the
 duration, its rays per frame, the shape and dtype of every output variable of a frame, the
@@ -71,7 +71,8 @@ KERNEL_RSS_BYTES = 100 * 2**20
 #: Resident bytes per triangle of a static object at the run's peak (the mesh's float64 vertices
 #: and int64 faces, the edge-tie tables, Embree's float32 copies and its BVH build), measured
 #: with terrains of 0.5 to 4 million triangles (benchmarks/calibrate_memory.py --scene,
-#: 2026-11-27, after issue 19's memory changes: 169 B per triangle between 0.5 and 4.1 M
+#: 2026-11-27, after the memory work in benchmarks/README.md, "Memory per triangle and facets":
+#: 169 B per triangle between 0.5 and 4.1 M
 #: triangles; 2 M: 489 MiB measured, 4.1 M: 818 MiB).
 SCENE_BYTES_PER_FACE = 170
 

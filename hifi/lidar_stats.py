@@ -8,7 +8,7 @@ ranges are ``|points_sensor|`` [m]. Nothing here reads files or runs a simulatio
 ``validation/lidar_real.py`` builds the grids from the recordings and the simulated datasets;
 :func:`hifi.metrics.road_noise_statistics` takes a dataset.
 
-Statistics (issue 12, "Lidar that looks like a real recording"):
+Statistics (those published for real Velodyne recordings, so a simulation can be compared with them):
 
 (a) :func:`fit_ground_plane`      road plane and the sensor height above it
 (b) :func:`fit_ring_cones`        per-ring elevation and vertical beam offset, z = h_i + r tan e_i
@@ -33,7 +33,7 @@ import numpy as np
 
 #: Median absolute deviation -> sigma of a normal distribution, 1 / Phi^-1(3/4).
 MAD_TO_SIGMA = 1.482602218505602
-#: Default range bins of the noise statistic [m] (the issue's table quotes 7-40 m).
+#: Default range bins of the noise statistic [m] (the published HDL-64E figure is for 7-40 m).
 NOISE_BINS_M = (3.0, 7.0, 10.0, 15.0, 20.0, 30.0, 40.0)
 #: Range window of the headline noise figure [m].
 NOISE_HEADLINE_M = (7.0, 40.0)

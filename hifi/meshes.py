@@ -1,7 +1,7 @@
 """Built-in mesh generators and mesh-file loading.
 
 Every generator returns a :class:`trimesh.Trimesh` centred on the object's origin in its own
-frame (CONTRACTS, "Built-in meshes"). Parameters are declared in :data:`GENERATORS` so the
+frame (docs/scenario.md, "Built-in meshes"). Parameters are declared in :data:`GENERATORS` so the
 scenario loader validates them like any other key.
 """
 
@@ -16,7 +16,7 @@ from scipy import ndimage
 
 from .params import Param
 
-#: Mesh file suffixes read through trimesh (CONTRACTS: OBJ, PLY, STL, OFF, GLB).
+#: Mesh file suffixes read through trimesh (OBJ, PLY, STL, OFF, GLB/glTF).
 MESH_FILE_SUFFIXES = (".obj", ".ply", ".stl", ".off", ".glb", ".gltf")
 
 
@@ -210,7 +210,8 @@ def tree(height_m=8.0, trunk_radius_m=0.15, crown_radius_m=2.5, crown_height_m=4
     return trimesh.util.concatenate([trunk, leaves])
 
 
-#: Generator name -> (function, parameter spec). Parameter names are fixed by CONTRACTS.
+#: Generator name -> (function, parameter spec). Parameter names are part of the scenario
+#: format: renaming one breaks scenarios.
 GENERATORS = {
     "plane": (plane, {"size_m": Param("vec2", minimum=0.0, doc="extent in x and y [m]")}),
     "box": (box, {"size_m": Param("vec3", minimum=0.0, doc="extent in x, y, z [m]")}),

@@ -112,7 +112,7 @@ class Model:
     #: largest of them, so an uncalibrated model is not underestimated.
     WORKING_BYTES_PER_RAY: ClassVar[float] = 400.0
     #: Output bytes per ray of a model that gives :meth:`rays_per_frame` but no
-    #: :meth:`frame_layout`: the CONTRACTS range-sensor variables (12 float64, a bool, an int32).
+    #: :meth:`frame_layout`: the range-sensor variables of docs/datasets.md (12 float64, a bool, an int32).
     RANGE_BYTES_PER_RAY: ClassVar[int] = 101
 
     def __init__(self, name: str, params: Mapping[str, Any] | None = None, *,

@@ -9,7 +9,7 @@ acceleration, angular rate and angular acceleration exist everywhere between the
 an inertial sensor needs). :class:`Kinematics` holds a pose with those derivatives and
 :func:`compose_kinematics` carries them up a parent chain.
 
-Rotations follow CONTRACTS: ``rpy_deg`` are rotations about the parent's x, y, z axes applied
+Rotations (the scenario format's): ``rpy_deg`` are rotations about the parent's x, y, z axes applied
 in that order, i.e. ``scipy.spatial.transform.Rotation.from_euler("xyz", rpy, degrees=True)``.
 """
 
@@ -193,7 +193,7 @@ class Track:
     positions_m : (k, 3) float
         Positions at the keyframes [m].
     rpy_deg : (k, 3) float
-        Roll, pitch, yaw at the keyframes [deg] (CONTRACTS convention).
+        Roll, pitch, yaw at the keyframes [deg] (about the parent's x, y, z axes, in that order).
     interpolation : {"linear", "spline"}
         ``"linear"``: linear in position, slerp in rotation (continuous pose, velocity steps at
         every keyframe). ``"spline"``: twice differentiable between the first and the last

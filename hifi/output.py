@@ -1,9 +1,9 @@
-"""netCDF output written frame by frame, and the dataset conventions of CONTRACTS.
+"""netCDF output written frame by frame, and the dataset conventions (docs/datasets.md).
 
 Each model's file has an unlimited ``frame`` dimension; a frame is written as soon as it is
 computed, so a long run never holds all frames in memory. Every variable carries ``units`` and
 ``long_name``; global attributes carry ``sensor_name``, ``sensor_model``, ``hifi_version``,
-``seed`` and ``scenario`` (the TOML text), so one file reproduces itself (house style 11).
+``seed`` and ``scenario`` (the TOML text), so one file reproduces itself.
 """
 
 from __future__ import annotations
@@ -333,7 +333,7 @@ def check_output_dir(out_dir, overwrite: bool) -> None:
 
 
 def base_attrs(sensor_name: str, sensor_model: str, seed: int, scenario_text: str, **extra) -> dict:
-    """The global attributes CONTRACTS requires of every dataset."""
+    """The global attributes every dataset carries, so that one file reproduces itself."""
     attrs = {"sensor_name": sensor_name, "sensor_model": sensor_model,
              "hifi_version": __version__, "seed": int(seed), "scenario": scenario_text,
              "Conventions": "CF-1.10"}

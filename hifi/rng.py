@@ -1,4 +1,4 @@
-"""Random streams derived from the scenario seed (house style 12).
+"""Random streams derived from the scenario seed.
 
 A stream is keyed by the seed, the model's name, the frame index and a purpose, through
 ``numpy.random.SeedSequence(seed, spawn_key=...)``, so a frame's random numbers do not depend

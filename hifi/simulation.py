@@ -47,7 +47,7 @@ class MotionRecorder(Model):
     """Ground truth of every object and sensor at a fixed rate (``motion.nc``).
 
     BlenSor's motion-data export: per time step, each body's position [m] and orientation
-    (quaternion x, y, z, w and roll/pitch/yaw [deg], CONTRACTS convention) in the scene frame,
+    (quaternion x, y, z, w and roll/pitch/yaw [deg] about the parent's x, y, z axes) in the scene frame,
     its velocity [m/s] and angular velocity [rad/s], and per object an oriented 3-D bounding
     box (``box_center``, ``box_size``, ``box_yaw``; :func:`hifi.motion.oriented_boxes`) from
     the mesh's own bounds in its body frame, whose semantic class is ``object_class``. The

@@ -5,7 +5,7 @@ numpy hands every matrix product, even the (n, 3) x (3, 3) rotations of rays and
 numpy wheels). OpenBLAS wakes its own pool of threads for it, and they spin waiting for more
 work after the product returns, taking a core from the caster's threads (:class:`hifi.caster.
 ChunkPool`): an HDL-64E step took 148-196 ms instead of 43-53 ms on a busy 2-core machine
-(issue 19). A run therefore limits BLAS to one thread while its models step, with
+(measured 2026-11-23). A run therefore limits BLAS to one thread while its models step, with
 threadpoolctl (the library scikit-learn and joblib use for this). The products keep their bits:
 OpenBLAS splits a product over threads by rows and columns of the result, never along the
 3-long inner sum, so one thread computes every element with the same kernel.

@@ -128,7 +128,7 @@ class Epoch:
         -----
         GPST = UTC + (GPST - UTC), the leap-second count taken at each instant. The epoch is
         split into integer seconds and a fraction so that no step holds GPS time as one float
-        of seconds since 1980 (house style 6).
+        of seconds since 1980 (a float64 of ~1.4e9 s keeps only ~0.2 us).
         """
         t_s = np.asarray(t_s, dtype=float)
         ns0 = int((self.utc - GPS_EPOCH).astype(np.int64))

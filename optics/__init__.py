@@ -1,6 +1,7 @@
 """CCD camera optics: radiance, spectral response, Seidel aberrations, vignetting, EMVA 1288 sensor.
 
-Works on plain numpy arrays and does not import ``hifi`` (house style rule 1; CONTRACTS.md).
+Works on plain numpy arrays and does not import ``hifi``: the camera physics is
+usable and testable without the simulator.
 Importing is cheap and has no side effects.
 
 Modules

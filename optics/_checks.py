@@ -1,8 +1,8 @@
 """Parameter checks shared by the optics package.
 
 Each check raises ``ValueError`` naming the parameter, the value received (``!r``) and what is
-allowed (house style rule 7). Checks are for configuration values, not for data arrays: bad data
-points are masked or clipped by the kernels, never raised.
+allowed, so the user can fix the configuration. Checks are for configuration values, not for
+data arrays: bad data points are masked or clipped by the kernels, never raised.
 """
 
 from __future__ import annotations

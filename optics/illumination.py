@@ -1,6 +1,6 @@
 """Illumination of scene facets by the sun and a clear sky, per camera channel, in photon units.
 
-Plain functions over numpy arrays (house style rule 1): no scene, no caster, no time manager.
+Plain functions over numpy arrays, testable on their own: no scene, no caster, no time manager.
 The caller (e.g. :class:`sensors.ccd.CCDCamera`) finds the facets, casts the shadow rays and
 passes the results in as arrays:
 

@@ -1,6 +1,6 @@
 """EMVA 1288 linear camera model: photons -> electrons -> digital numbers.
 
-Three layers (house style rule 1): the physics is in small vectorised functions
+Three layers, so each can be tested alone: the physics is in small vectorised functions
 (:func:`collect_electrons`, :func:`dark_current_mean_e`, :func:`clip_full_well`, :func:`read_out`,
 :func:`fixed_pattern_maps`, :func:`default_black_level_dn`, and the closed forms
 :func:`emva_mean_dn`, :func:`emva_temporal_variance_dn2`, :func:`emva_figures`);
@@ -48,7 +48,7 @@ QUANTISATION_VARIANCE_DN2 = 1.0 / 12.0
 # dark signal above 0 DN (see default_black_level_dn). A Gaussian falls below -6 sigma with
 # probability Phi(-6) = 9.9e-10, so fewer than 1e-9 of the dark pixel values are clipped.
 BLACK_LEVEL_SIGMAS = 6.0
-# Number of vertical spill passes of the blooming model (a fixed bound, house style rule 6):
+# Number of vertical spill passes of the blooming model (a fixed bound, so the cost of a frame is known):
 # charge can travel at most this many pixels from a saturated pixel before it is drained.
 BLOOMING_PASSES = 64
 
@@ -203,7 +203,8 @@ def clip_full_well(electrons, full_well_e: float, *, blooming: bool = False) -> 
 
     Notes
     -----
-    Saturation is a clip, never an error (house style rule 7). The blooming model is a
+    Saturation is a clip, never an error: it is a property of the data, not a configuration
+    mistake. The blooming model is a
     deliberately simple, vectorised stand-in for charge spilling along CCD columns (vertical
     blooming streaks); it conserves charge except at the array edges and after the last pass.
     """
@@ -478,7 +479,7 @@ def full_well_for_saturation_capacity(saturation_e: float) -> float:
 
 # Black level: none of the data sheets quoted below states one, so the presets use the default
 # rule (default_black_level_dn: 6 sigma of the dark noise, whole DN): 40 DN (Basler), 30 DN
-# (GS3-PGE-50S5M), 6 DN (IMX174). Until issue 10 they carried unsourced 64, 32 and 16 DN.
+# (GS3-PGE-50S5M), 6 DN (IMX174). Before 2026-11-23 they carried unsourced 64, 32 and 16 DN.
 PRESETS: dict[str, dict] = {
     # Basler pilot piA2400-17gm, Sony ICX625 CCD, 5 MP, 3.45 um pixels.
     # Published EMVA 1288 figures (Basler piA2400-17gm EMVA 1288 data sheet, as tabulated in
@@ -557,7 +558,7 @@ class SensorModel:
         Offset added before quantisation [DN]. Default None: the smallest whole DN that keeps
         the dark signal 6 standard deviations of the total dark noise (read noise, DSNU,
         quantisation; not the exposure-dependent dark-current shot noise) above the 0 DN clip,
-        :func:`default_black_level_dn`; for the CONTRACTS.md example (K = 0.1 DN/e-,
+        :func:`default_black_level_dn`; for the default camera, ``SensorModel()`` (K = 0.1 DN/e-,
         sigma_d0 = 8 e-) that is 6 DN. An explicit value, 0 included, is used as given (a
         value below that rule clips part of the dark noise and biases the EMVA dark-noise
         measurement low).

@@ -1,6 +1,7 @@
 """Sun: position from UTC time and geodetic position, clear-sky broadband and spectral irradiance.
 
-Plain functions over numpy arrays (house style rule 1). Angles in radians inside; the geodetic
+Plain functions over numpy arrays, free of scenes and simulations so they are tested on their
+own. Angles in radians inside; the geodetic
 position is taken in degrees at this boundary because that is how scenarios state it
 (``lat_deg``, ``lon_deg``).
 """

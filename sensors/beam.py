@@ -1,6 +1,6 @@
 """Divergent laser beams as bundles of sub-rays, and the return waveform they produce.
 
-Plain functions over arrays (house style 1): the sub-ray pattern and weights of a Gaussian beam,
+Plain functions over arrays, testable without a scene: the sub-ray pattern and weights of a Gaussian beam,
 the sub-rays of a pulse, the return waveform and the receiver's signal processing. The VANE
 scanning-LADAR model (C. Goodin, R. Kala, A. Carrillo, L. Y. Liu, "Sensor modeling for the
 Virtual Autonomous Navigation Environment", IEEE Sensors 2009, sec. 4) samples the diverging

@@ -1,6 +1,6 @@
 """CCD / CMOS camera under the sun (VANE, Durst et al., section 3): ray-cast ideal image, then optics and sensor.
 
-The chain of one frame, each step a plain function or an :mod:`optics` kernel (house style 1):
+The chain of one frame, each step a plain function or an :mod:`optics` kernel, each testable on its own:
 
 1. **Rays.** A pinhole camera looking along sensor +x (image right = sensor -y, image up =
    sensor +z, as :mod:`sensors.depthmap`), ``samples_per_pixel`` deterministic rays per pixel
@@ -70,7 +70,7 @@ __all__ = [
     "GENERIC_SENSOR",
 ]
 
-#: The sensor behind ``preset = "generic"``: the example of CONTRACTS.md
+#: The sensor behind ``preset = "generic"``: the default camera
 #: (``optics.SensorModel()``'s defaults: QE 0.5, 8 e- dark noise, 6000 e- full well,
 #: 0.1 DN/e-, 12 bit) with its QE taken at 545 nm and SensorModel's default black level
 #: (:func:`optics.sensor.default_black_level_dn`: 6 DN, 6 sigma of the dark noise, so the dark

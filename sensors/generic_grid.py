@@ -28,7 +28,7 @@ class GenericGrid(Sensor):
     N(0, ``orthogonal_sigma_m``) on each of two axes perpendicular to the ray (Doria's
     "LOS" and "orthogonal" noise, expressed as displacements in metres).
 
-    Dataset dims: (``frame``, ``theta``, ``phi``) with the CONTRACTS range-sensor variables;
+    Dataset dims: (``frame``, ``theta``, ``phi``) with the range-sensor variables of :mod:`hifi.dataset`;
     ``theta`` and ``phi`` both increase along their dimensions (so ``ds.sel(theta=slice(a, b))``
     works), which stores the columns in the reverse of their acquisition order: the column at
     ``theta_max`` is acquired first, and ``timestamp`` tells each ray's instant. ``hifi export

@@ -18,7 +18,7 @@ The fix is computed from the observations the receiver logs, as a real receiver'
 :data:`FIX_SIGNALS` (GPS L1 C/A, Galileo E1, BeiDou B1I, GLONASS L1 C/A; every constellation
 must track its one) as the RINEX file holds it (1 mm, time tags to 0.1 us), with the solver
 settings recorded in the ``solver_settings`` attribute, so :func:`gnss.solve` on the exported
-files gives the same fix. ``pseudorange`` is that code before rounding: the CONTRACTS terms
+files gives the same fix. ``pseudorange`` is that code before rounding: the pseudorange terms
 with the code's tracking noise as ``noise``, so a BeiDou satellite's carries the L1 ionospheric
 delay times (f_L1 / f_B1I)^2 = 1.0184 (a GLONASS satellite's, (f_L1 / f_k)^2 at its channel's
 carrier), as :func:`gnss.solve` corrects it. ``error_budget_enu`` solves with one clock per system as the fix

@@ -1198,7 +1198,7 @@ _VELODYNE = dict(
     dropout_source="fit to the nuScenes HDL-32E sweep: 0.475 % isolated misses on its road, 0.30 % within 7 m "
                    "where the SNR is far above threshold, 0.8-0.9 % at 7-20 m; with the SNR drop-outs of the "
                    "simulated road (validation/lidar_real.py)",
-    laser_gain_sigma=0.25, gain_source="fit to issue 12: per-laser gain spread of intensity 17-33 %",
+    laser_gain_sigma=0.25, gain_source="fit to published Velodyne recordings: per-laser gain spread of intensity 17-33 %",
 )
 
 
@@ -1230,8 +1230,8 @@ class HDL64E_S2(RotatingLidar):
         receiver_aperture_m=0.05, aperture_source="assumed from the unit's receiver lens size, no data-sheet value",
         detection_points=((0.10, 50.0), (0.80, 120.0)), detection_source="HDL-64E S2 data sheet",
         range_noise_floor_m=0.006, range_noise_snr1_m=0.05,
-        noise_source="fit to issue 12: HDL-64E per-shot sigma ~7 mm median on a road at 7-40 m, ring-to-ring "
-                     "offsets 2.5-4 cm",
+        noise_source="fit to published HDL-64E recordings: per-shot sigma ~7 mm median on a road at 7-40 m, "
+                     "ring-to-ring offsets 2.5-4 cm",
         intensity_full_scale=255.0, intensity_max=255, intensity_source="HDL-64E S2 manual: intensity byte 0..255"),
         divergence_rad=0.002, source="assumed 2 mrad: the HDL-64E S2 documents give no figure", dual=True)
 
@@ -1295,7 +1295,7 @@ class VLP16(RotatingLidar):
         detection_points=((0.80, 100.0),),
         detection_source="VLP-16 data sheet range 100 m, taken as the 80 % target's as for the HDL-64E",
         range_noise_floor_m=0.004, range_noise_snr1_m=0.12,
-        noise_source="as the HDL-32E (same generation; issue 12 gives no VLP-16 figure); data sheet: +-3 cm "
+        noise_source="as the HDL-32E (same generation; the published recordings used for those give no VLP-16 figure); data sheet: +-3 cm "
                      "typical accuracy",
         intensity_full_scale=100.0, intensity_max=255,
         intensity_source="VLP-16 manual: 0..100 diffuse, 101..255 retroreflective"),

@@ -246,7 +246,7 @@ def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max
     Point Calibration", intensity byte 0..255; HDL-32E and VLP-16 manuals: 0..100 diffuse
     reflectors, 101..255 retroreflectors), linear in reflectivity (``exponent`` 1, the
     default). Incidence is not compensated. Reported intensity on a uniform road falls with
-    range with a log-log slope of -0.2 to -0.7 in real recordings (issue 12's table) where a
+    range with a log-log slope of -0.2 to -0.7 in published figures for real Velodyne recordings where a
     Lambertian road (cos(i) = h / R) would give -1: roads are rough, and a rough surface's
     backscatter falls more slowly than cos(i) toward grazing incidence
     (:func:`oren_nayar_backscatter`; the nuScenes road is fitted with a roughness of 11 deg).

@@ -8,7 +8,7 @@ package can add a format without touching hifi; :func:`register_exporter` adds o
 
 Layout decisions shared by the built-in formats
 -----------------------------------------------
-* Input is a range-sensor dataset (CONTRACTS "Datasets", :mod:`hifi.dataset`): a ``frame``
+* Input is a range-sensor dataset (:mod:`hifi.dataset`, docs/datasets.md): a ``frame``
   dimension followed by the sensor's own dimensions, in the order of ``x_noisy``'s dimensions.
   A dataset without ``frame`` is treated as one frame. "Frame index" is the 0-based position
   along ``frame``.

@@ -214,7 +214,7 @@ def scan_grid_order(ds) -> tuple[np.ndarray, np.ndarray]:
 #: File of a run directory holding the ground truth (:class:`hifi.simulation.MotionRecorder`).
 MOTION_FILE = "motion.nc"
 
-#: Variables that make a dataset a range sensor's (CONTRACTS "Datasets").
+#: Variables that make a dataset a range sensor's (:mod:`hifi.dataset`).
 RANGE_REQUIRED = ("x_noisy", "y_noisy", "z_noisy", "detected", "object_id", "timestamp")
 
 
