@@ -1,5 +1,5 @@
 """Divergent-beam echo pipeline: memory bounded by the echoes, results independent of chunking
-(issue 10, defect 3)."""
+(the receiver's window, fixed on 2026-11-23)."""
 
 import tracemalloc
 
@@ -17,7 +17,7 @@ MODES = ("first", "last", "strongest", "average", "dual")
 
 
 # --- regression reference: the pre-fix single-window implementation -----------------------------
-# sensors/beam.py before issue 10 (commit e0645a0): one window length, the widest of any pulse,
+# sensors/beam.py before 2026-11-23 (commit e0645a0): one window length, the widest of any pulse,
 # for every pulse, then the windowed waveforms placed in the range gate. Kept here ONLY as the
 # reference of the bit-for-bit regression test below; return_waveform and process_returns are
 # the unchanged library functions.
@@ -153,7 +153,7 @@ def _tight_pulses(p=10_000, n=4, seed=4):
 
 def test_one_wide_pulse_does_not_set_the_memory_of_all():
     # 10,000 tight pulses (one echo each: windows of 84 bins) plus one pulse with echoes at
-    # 1 m and 120 m (a window of about 1,680 bins). Before issue 10 that pulse set the window
+    # 1 m and 120 m (a window of about 1,680 bins). Before 2026-11-23 that pulse set the window
     # of all 10,001 pulses: about 19x the memory of the tight pulses alone (measured: 23 MiB
     # -> 431 MiB). The bound: the wide pulse may at most double the peak of the tight pulses
     # alone, the pencil-like case of the same sweep.
@@ -173,7 +173,7 @@ def test_peak_memory_follows_the_budget():
     # per pulse the window, bucket and report arrays (about 100 B), plus the requested range-gate
     # waveform (8 B per gate bin). Bound: 32 B per sub-ray and 128 B per pulse on top of the
     # budget and the gate. The working arrays alone would be 25.6 MiB in one chunk (10,001
-    # pulses x 84 bins x 32 B), or 431 MiB as one window before issue 10.
+    # pulses x 84 bins x 32 B), or 431 MiB as one window before 2026-11-23.
     r, e = _tight_pulses()
     r, e = np.vstack([r, [[1.0, 120.0, 1.05, 119.9]]]), np.vstack([e, np.full((1, 4), 1e-3)])
     p, n = r.shape

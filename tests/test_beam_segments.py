@@ -1,4 +1,4 @@
-"""Echo segments without whole waveforms (issue 19): sensors.beam.echo_segments groups the sub-ray
+"""Echo segments without whole waveforms (memory and speed): sensors.beam.echo_segments groups the sub-ray
 returns exactly as the waveform receiver (return_waveform + waveform_segments) does."""
 
 import numpy as np
@@ -69,7 +69,7 @@ def _reference_segments(local, e, n_bins):
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 @pytest.mark.parametrize("seed, n", [(0, 7), (1, 7), (2, 7), (3, 100)])
 def test_echo_segments_group_the_returns_as_the_waveform_does(seed, n, impl):
-    # Reference: return_waveform + waveform_segments (the receiver before issue 19) on the
+    # Reference: return_waveform + waveform_segments (the receiver before 2026-11-24) on the
     # window every pulse needs; the grouping and its order must agree (numbers compacted).
     # n = 100: many non-zero impulses within a kernel half-width (the kernel's dense branch).
     r, e = _pulses(seed, p=800 if n < 50 else 300, n=n)
@@ -122,7 +122,7 @@ def test_compact_segments_keeps_order_and_missing():
 
 @pytest.mark.parametrize("mode", ["first", "last", "strongest", "dual", "strongest_last", "average"])
 def test_segment_report_kernel_equals_the_numpy_reference_bit_for_bit(mode):
-    # Reference: segment_report_reference (numpy bincount / argmax, the receiver before issue 19).
+    # Reference: segment_report_reference (numpy bincount / argmax, the receiver before 2026-11-24).
     # Random segments with empty ones in between, ties of energy, infinite and zero energies,
     # NaN energies, pulses without returns; thresholds that detect all, some and none.
     rng = np.random.default_rng(5)

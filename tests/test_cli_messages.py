@@ -1,4 +1,4 @@
-"""Issue 11 (6): errors are one-line messages, not tracebacks.
+"""Errors are one-line messages, not tracebacks.
 
 Write errors (disk full, a netCDF/HDF5 error, no permission, a file where a directory must be)
 exit with status 1 and name the file as the user knows it (``out/cam.nc``, not the temporary
@@ -73,7 +73,7 @@ def test_disk_full_is_a_message_naming_the_file(tmp_path, capsys, monkeypatch, m
 
 
 def test_disk_full_on_the_netcdf_thread_is_a_message_naming_the_file(tmp_path, capsys, monkeypatch):
-    # A block of frames is written by the netCDF thread while the run goes on (issue 19); its
+    # A block of frames is written by the netCDF thread while the run goes on (so models need not wait); its
     # error reaches the run at the writer's next wait, as the same one-line message. Blocks of
     # one frame here, so the failing block is written mid-run, not at close.
     import threading

@@ -1,4 +1,4 @@
-"""Closed loop (issue 14, first part): a drivable body (kinematic bicycle) commanded over the bus,
+"""Closed loop: a drivable body (kinematic bicycle) commanded over the bus,
 the waypoint driver, [[models]], and what the loop forbids (time partitions).
 
 Expected values: the kinematic bicycle's closed forms (Rajamani 2012, sec. 2.2): constant
@@ -236,7 +236,7 @@ def _ins_scene(duration, *, preset, gnss=True, navigation="nav", ins_params=None
 
 def test_ins_mechanisation_follows_an_ideal_imu_through_a_turn():
     # Free inertial, ideal IMU (no errors), no initial errors, no motion constraint: the
-    # strapdown integration of hifi.ins reproduces the driven path from the imu model's
+    # strapdown integration of autonomy.ins reproduces the driven path from the imu model's
     # readings (gravity, Earth rate and Coriolis as the imu model puts them in): within 5 cm
     # and 0.1 deg after 10 s through a turn (an independent integrator of the same physics;
     # exact but for rounding, since the vehicle's motion is piecewise constant in steering and

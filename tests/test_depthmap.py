@@ -1,4 +1,4 @@
-"""Depth map against analytic geometry (house style 9: analytic results)."""
+"""Depth map against analytic geometry (expected values are analytic results)."""
 
 import numpy as np
 import pytest
@@ -46,7 +46,7 @@ def test_misses_are_nan_and_minus_one():
     ([-5, 0, 0], [0, 0, 0], "-x"),
     ([0, 5, 0], [0, 0, -90], "+y"),
     ([0, -5, 0], [0, 0, 90], "-y"),
-    ([0, 0, 5], [0, 90, 0], "+z"),       # positive pitch tips x down (CONTRACTS, REP 103)
+    ([0, 0, 5], [0, 90, 0], "+z"),       # positive pitch tips x down (REP 103)
     ([0, 0, -5], [0, -90, 0], "-z"),
 ])
 def test_box_faces(position, rpy, face):

@@ -1,4 +1,4 @@
-"""Issue 11 (5): a run that cannot fit is refused before it starts; hifi info shows the costs.
+"""A run that cannot fit is refused before it starts; hifi info shows the costs.
 
 The estimate (hifi.estimate, Model.estimate) is checked three ways: the frame layout each model
 states before running is exactly what its step returns (shapes and dtypes, every shipped

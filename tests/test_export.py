@@ -1,4 +1,4 @@
-"""Exporters (issue 3, "Exporters"): every format read back equals the dataset.
+"""Exporters: every format read back equals the dataset.
 
 Sources of expected values: the dataset itself (round trips, to the precision each format
 stores), the format specifications cited in ``hifi/export.py`` (record sizes, header fields,
@@ -63,7 +63,7 @@ def grid(run_dir):
 
 
 def _synthetic(shape=(3, 4), n_frames=2, *, p_detect=0.6, seed=0, pose=True, frame_dim=True):
-    """A range-sensor dataset built by hand with the CONTRACTS variables (random values)."""
+    """A range-sensor dataset built by hand with the range-sensor variables (random values)."""
     rng = np.random.default_rng(seed)
     dims = ("frame",) + tuple(f"d{i}" for i in range(len(shape)))
     full = (n_frames, *shape)
@@ -114,7 +114,7 @@ def _frame_of_detected(ds):
 
 
 def test_formats_are_the_contract_list(capsys):
-    # CONTRACTS "Command line": hifi export ... --format pcd|ply|las|ptx|evd|kitti, found through
+    # The command line: hifi export ... --format pcd|ply|las|ptx|evd|kitti, found through
     # the entry-point group hifi.exporters (pyproject.toml), each an Exporter named like its entry.
     from importlib.metadata import entry_points
     contract = {"pcd", "ply", "las", "ptx", "evd", "kitti"}
@@ -134,7 +134,7 @@ def test_formats_are_the_contract_list(capsys):
 
 def test_only_the_export_command_loads_the_exporters():
     """The formats' modules are imported for ``hifi export`` (its ``--format`` choices and help)
-    and not for ``hifi run``, whose start-up they cost 0.3 s (issue 19); a bad format is
+    and not for ``hifi run``, whose start-up they cost 0.3 s; a bad format is
     still argparse's usage error (exit status 2)."""
     import subprocess
     import sys

@@ -1,4 +1,4 @@
-"""ROS 2 bag (MCAP) export of a whole run (issue 16), read back with two independent clients.
+"""ROS 2 bag (MCAP) export of a whole run, read back with two independent clients.
 
 Sources of expected values:
 - ``rosbags`` (a real ROS 2 bag reader in the test extra, with its own CDR decoder and its own
@@ -54,7 +54,7 @@ DEPTH = {"name": "depth", "model": "depthmap", "rate_hz": 10.0, "parent": "ego",
 GPS = {"name": "gps", "model": "gps_l1", "rate_hz": 10.0, "parent": "ego", "position_m": [0.0, 0.0, 2.0],
        "params": {"nav_file": "data/07590920.05n"}}
 #: A pose sensor named imu gives the IMU its mount; its dataset is then replaced by a synthetic
-#: IMU dataset (CONTRACTS: angular_rate, specific_force over (frame, axis)).
+#: IMU dataset (docs/datasets.md: angular_rate, specific_force over (frame, axis)).
 IMU_MOUNT = {"name": "imu", "model": "pose", "rate_hz": 100.0, "parent": "ego", "position_m": [0.5, 0.2, 0.4]}
 
 

@@ -87,7 +87,7 @@ def test_ouster_sdk_decodes_the_dataset(tmp_path, profile):
         rng = fr.field("RANGE").T                                    # ouster-sdk images are (beam, column)
         np.testing.assert_array_equal(rng > 0, det)                  # misses are range 0
         # the point cloud: within the field's half step + 0.05 mm of the stored points; 2 mm for
-        # the mm profiles (issue 13), 4 mm for RNG15's 8 mm steps
+        # the mm profiles, 4 mm for RNG15's 8 mm steps
         pts = lut(fr).transpose(1, 0, 2)
         tol = RESOLUTION_M[profile] / 2 + 1e-4
         assert tol <= 2e-3 or profile == "RNG15_RFL8_NIR8"

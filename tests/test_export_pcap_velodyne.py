@@ -1,4 +1,4 @@
-"""Velodyne pcap export (issue 13): packets the real client ``velodyne_decoder`` decodes back to
+"""Velodyne pcap export: packets the real client ``velodyne_decoder`` decodes back to
 the dataset's points.
 
 Expected values and where they come from:

@@ -1,4 +1,4 @@
-"""SemanticKITTI export (issue 16) and the ground-truth boxes of motion.nc.
+"""SemanticKITTI export and the ground-truth boxes of motion.nc.
 
 Sources of expected values:
 - the file conventions of semantic-kitti-api (github.com/PRBonn/semantic-kitti-api, commit
@@ -119,7 +119,7 @@ def _lidar_pose(t):
 
 
 def test_label_map_is_the_published_one():
-    # config/semantic-kitti.yaml: the ids the issue names, and every name maps back to its id
+    # config/semantic-kitti.yaml: the ids of the classes hifi uses, and every name maps back to its id
     for name, i in {"car": 10, "road": 40, "sidewalk": 48, "building": 50, "vegetation": 70, "pole": 80,
                     "unlabeled": 0, "outlier": 1, "traffic-sign": 81, "moving-car": 252}.items():
         assert SEMANTIC_KITTI_LABELS[i] == name and semantic_id(name) == i

@@ -1,5 +1,5 @@
 """GLONASS broadcast ephemerides: RINEX 3/4 records, the ICD's state-vector integration, and
-the orbits against CODE's precise orbits (issue 18, "GLONASS if you find the time")."""
+the orbits against CODE's precise orbits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Raw observables (issue 18): code, carrier phase, Doppler, C/N0 per signal; RINEX 3 out."""
+"""Raw observables: code, carrier phase, Doppler, C/N0 per signal; RINEX 3 out."""
 
 import numpy as np
 import pytest
@@ -110,7 +110,7 @@ def test_rinex_304_written_reads_back_in_georinex_and_solves(nav, tmp_path):
     # The written file is RINEX 3.04 that georinex (an independent reader, test extra) parses:
     # every C, L, D, S value equals the dataset's to RINEX's 1e-3 rounding. Our own reader
     # reads it too, and gnss.solve on it (G + E + C, one clock each, no atmosphere) gives the
-    # fixes of the unrounded observables to 1 cm (the issue's target; RINEX rounds to 1 mm).
+    # fixes of the unrounded observables to 1 cm (the acceptance target; RINEX rounds to 1 mm).
     georinex = pytest.importorskip("georinex", reason="georinex (test extra) reads the written RINEX")
     import gnss
     from gnss.rinex_out import write_obs

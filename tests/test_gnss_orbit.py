@@ -153,7 +153,7 @@ def test_epoch_gps_at_has_no_leap_seconds():
 
 
 # --------------------------------------------------------------------------------------------
-# Galileo and BeiDou (issue 18): DLR/GSOC's merged broadcast file and CODE's rapid orbits of
+# Galileo and BeiDou: DLR/GSOC's merged broadcast file and CODE's rapid orbits of
 # 2023-03-14 (tests/data/gnss/README.md)
 # --------------------------------------------------------------------------------------------
 
@@ -248,7 +248,7 @@ def test_beidou_geo_orbit(mixed_nav):
 
 def test_broadcast_vs_grgs_mgex_orbits_median_per_satellite(test_data):
     # GRGS MGEX final orbits (centre of mass) 2020-06-25 00:00-02:00 against ESBC00DNK's mixed
-    # broadcast file of that day (tests/data/gnss/README.md). Issue 18: the median per-satellite
+    # broadcast file of that day (tests/data/gnss/README.md). Target: the median per-satellite
     # 3-D RMS within the published signal-in-space accuracy: GPS SPS PS (2020) 2.0 m (95 % URE),
     # Galileo OS SDD (2019) 7 m (95 % SISE). Measured (2 h, 9 epochs): GPS 1.44 m over 23
     # satellites, Galileo 0.90 m over 19 (both with the antenna phase-centre offset, which the

@@ -1,4 +1,4 @@
-"""Pseudorange model: the CONTRACTS identity, determinism, configuration errors, solver round trip."""
+"""Pseudorange model: the sum of its terms, determinism, configuration errors, solver round trip."""
 
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ def test_terms_sum_to_pseudorange(nav):
     total = sum(ds[k] for k in TERMS) - ds["sv_clock_error"]
     vis = ds["visible"].values
     assert vis.sum() > 50
-    # CONTRACTS identity (analytic), floating-point tolerance 1 um
+    # pseudorange = sum of its terms (analytic), floating-point tolerance 1 um
     np.testing.assert_allclose(ds["pseudorange"].values[vis], total.values[vis], rtol=0, atol=1e-6)
     assert np.all(np.isnan(ds["pseudorange"].values[~vis]))
     assert not ds["blocked"].values.any() and np.all(ds["multipath_error"].values == 0)
@@ -114,14 +114,14 @@ def test_moving_receiver_and_per_epoch_calls(nav):
 
 # --- the pseudorange sum kernel and externally computed terms ------------------------------------
 
-def test_pseudorange_sum_is_the_contracts_identity():
+def test_pseudorange_sum_adds_the_terms_in_order():
     from gnss.receiver import PSEUDORANGE_TERMS, pseudorange_sum
     assert PSEUDORANGE_TERMS == ("geometric_range", "receiver_clock_bias", "sv_clock_error", "ephemeris_error",
                                  "iono_delay", "tropo_delay_dry", "tropo_delay_wet", "multipath_error", "noise")
     rng = np.random.default_rng(5)
     terms = {k: rng.normal(size=(3, 4)) for k in PSEUDORANGE_TERMS}
     terms["geometric_range"] = 2.2e7 + terms["geometric_range"]
-    # expected: CONTRACTS written out, left to right (analytic; same order, so same bits)
+    # expected: the sum written out, left to right (analytic; same order, so same bits)
     expected = (terms["geometric_range"] + terms["receiver_clock_bias"] - terms["sv_clock_error"]
                 + terms["ephemeris_error"] + terms["iono_delay"] + terms["tropo_delay_dry"]
                 + terms["tropo_delay_wet"] + terms["multipath_error"] + terms["noise"])

@@ -1,4 +1,4 @@
-"""gnss_receiver (issue 18): GPS, Galileo and BeiDou raw observables per signal in a scene."""
+"""gnss_receiver: GPS, Galileo and BeiDou raw observables per signal in a scene."""
 
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ def test_station_0759_accuracy(station):
     err = sol["position_error_enu"].values
     assert np.all(sol["n_sv_used"].values >= 4) and sol["converged"].values.all()
     horiz = np.hypot(err[:, 0], err[:, 1])
-    # issue 6 acceptance bounds (header good to 1-2 m): 95 % horizontal < 5 m, vertical < 8 m
+    # acceptance bounds of a single-frequency fix (header good to 1-2 m): 95 % horizontal < 5 m,
+    # vertical < 8 m
     assert np.percentile(horiz, 95) < 5.0
     assert np.percentile(np.abs(err[:, 2]), 95) < 8.0
     assert sol.attrs["observable"] == "C1"
@@ -149,7 +150,7 @@ def test_iono_free_solution_on_a_real_station():
     # GEONET 0759 (RTKLIB's RINEX 2.10 test data; header position good to 1-2 m), C1 and P2:
     # the L1/L2 ionosphere-free combination needs no Klobuchar model. Measured: single frequency
     # with Klobuchar H95 0.8 m, V95 1.7 m; iono-free H95 1.9 m, V95 5.6 m (the combination
-    # triples the code noise: (f1^2 + f2^2)^0.5 / (f1^2 - f2^2) * f1^2 ~ 3). Bounds: the issue's
+    # triples the code noise: (f1^2 + f2^2)^0.5 / (f1^2 - f2^2) * f1^2 ~ 3). Bounds: the
     # combined-fix target H95 < 2 m taken at 3 m for the noisier combination, V95 < 8 m.
     from conftest import test_data_path
     obs = gnss.read_obs(test_data_path("gnss/07590920.05o"))

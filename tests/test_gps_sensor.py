@@ -190,7 +190,7 @@ def test_open_sky_fix_within_a_few_metres():
     assert np.all(np.hypot(err[:, 0], err[:, 1]) < 5.0)   # m; 0.7 m SISRE, 0.3 m noise, PDOP ~2
     assert np.all(np.abs(err[:, 2]) < 10.0)                # m
     assert np.all(ds["pdop"].values > 1) and np.all(ds["gdop"].values >= ds["pdop"].values)
-    # the public solver on the written dataset gives the same fix (CONTRACTS layout via epoch_view)
+    # the public solver on the written dataset gives the same fix (the solver's layout via epoch_view)
     import pymap3d
     origin_ecef = pymap3d.geodetic2ecef(ORIGIN["lat_deg"], ORIGIN["lon_deg"], ORIGIN["height_m"])
     sol = gnss.solve(gps.epoch_view(ds), gnss.read_nav(NAV), initial_position_ecef=origin_ecef)

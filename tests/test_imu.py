@@ -1,4 +1,4 @@
-"""The ``imu`` model (issue 14): physics against analytic results and published constants,
+"""The ``imu`` model: physics against analytic results and published constants,
 a strapdown integration of its output, the error model's statistics, Allan recovery, bad
 parameters and determinism; and the spline tracks it rides on."""
 

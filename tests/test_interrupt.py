@@ -1,4 +1,4 @@
-"""Issue 11 (4): Ctrl-C or SIGTERM stops ``hifi run`` cleanly, serial and under ``mpirun``.
+"""Ctrl-C or SIGTERM stops ``hifi run`` cleanly, serial and under ``mpirun``.
 
 A real signal goes to a real subprocess once the run is under way. Then: exit status 128 +
 signal (130, 143), one line ``hifi: interrupted at t = ... s`` on stderr and no traceback, and

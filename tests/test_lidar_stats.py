@@ -208,10 +208,10 @@ def test_ouster_real_statistics_plausible(test_data):
     assert 1.0 < h["sensor_height_m"] < 3.0                   # a car roof mount
     # OS1 data sheet (rev 6/7): range precision about 1-3 cm at 1-50 m; plus 8 mm quantisation
     assert 5.0 < h["noise_sigma_7_40m_mm"] < 30.0
-    # issue 12 table (Velodyne): isolated misses 0.4-1 %, floating 4-9 % of edge returns; bounds widened 2x
+    # published Velodyne figures: isolated misses 0.4-1 %, floating 4-9 % of edge returns; bounds widened 2x
     assert 0.1 < h["isolated_miss_pct"] < 2.0
     assert 2.0 < h["edge_floating_pct"] < 18.0
-    assert h["ring_to_ring_offset_cm"] < 5.0                  # issue 12 table: 2.5-4 cm (Velodyne)
+    assert h["ring_to_ring_offset_cm"] < 5.0                  # published Velodyne: 2.5-4 cm
 
 
 def test_nuscenes_real_statistics_plausible():
@@ -224,12 +224,12 @@ def test_nuscenes_real_statistics_plausible():
     # lowest rings come out up to 0.63 deg lower (measured; they see mostly road, where h_i and e_i
     # trade off), the others within 0.2 deg; 0.75 deg
     np.testing.assert_allclose(np.degrees(m["cones"].elevation_rad), np.linspace(-30.67, 10.67, 32), atol=0.75)
-    # issue 12 table, HDL-32E: ~4 mm growing to 8-12 mm past 15 m
+    # published HDL-32E figures: ~4 mm growing to 8-12 mm past 15 m
     assert 2.0 < h["noise_sigma_7_10m_mm"] < 8.0
-    assert 0.3 < h["isolated_miss_pct"] < 1.5                 # issue 12 table: 0.4-1 %
-    assert 3.0 < h["edge_floating_pct"] < 12.0                # issue 12 table: 4-9 %
-    assert -0.8 < h["intensity_loglog_slope"] < -0.15         # issue 12 table: -0.2 to -0.7
-    assert 0.3 < h["ring_to_ring_offset_cm"] < 5.0            # issue 12 table: 2.5-4 cm
+    assert 0.3 < h["isolated_miss_pct"] < 1.5                 # published: 0.4-1 %
+    assert 3.0 < h["edge_floating_pct"] < 12.0                # published: 4-9 %
+    assert -0.8 < h["intensity_loglog_slope"] < -0.15         # published: -0.2 to -0.7
+    assert 0.3 < h["ring_to_ring_offset_cm"] < 5.0            # published: 2.5-4 cm
 
 
 # statistics the lidar models do not reproduce yet (validation/lidar_real.md, "Not yet"); strict:
@@ -250,7 +250,7 @@ def test_nuscenes_sim_matches_real_within_factor_1_5(key, request):
     res = _nuscenes_comparison(lr, path)
     real, sim = res["real"]["headline"][key], res["sim"]["headline"][key]
     ratio = lr.ratio(real, sim)
-    assert 1 / 1.5 <= ratio <= 1.5, f"{key}: real {real:.4g}, sim {sim:.4g}, ratio {ratio:.3g}"   # issue 12 target
+    assert 1 / 1.5 <= ratio <= 1.5, f"{key}: real {real:.4g}, sim {sim:.4g}, ratio {ratio:.3g}"   # acceptance: within 1.5x
 
 
 _CACHE = {}

@@ -1,4 +1,4 @@
-"""MPI runs (issue 5): ``mpirun -n 2`` and ``-n 3`` with ``--partition facets`` and ``time``
+"""MPI runs: ``mpirun -n 2`` and ``-n 3`` with ``--partition facets`` and ``time``
 give files whose every variable is byte-identical to the serial run; a failing rank aborts the
 job; a rank holds about 1/N of the triangles.
 
@@ -472,7 +472,7 @@ def test_import_and_serial_run_do_not_touch_mpi(tmp_path):
 @needs_mpi
 @pytest.mark.parametrize("mode", ["facets", "time"])
 def test_fog_run_is_byte_identical_across_partitions(tmp_path, mode):
-    # Weather (issue 15): the fog echo's and the snowflakes' draws are keyed by sensor and frame,
+    # Weather: the fog echo's and the snowflakes' draws are keyed by sensor and frame,
     # so a run in fog (V = 40 m) and snow (1 mm/h), with hundreds of atmospheric returns per
     # sweep, is partition-independent.
     scenario = tmp_path / "fog.toml"
@@ -529,7 +529,7 @@ speed_m_s = 4.0
 
 @needs_mpi
 def test_closed_loop_refuses_time_partition_and_is_identical_on_facets(tmp_path):
-    # Issue 14: a vehicle and a driver cannot be split in time (exit 2, the message says why
+    # Closed loop: a vehicle and a driver cannot be split in time (exit 2, the message says why
     # and what to use); facets give the serial run's bytes.
     scenario = tmp_path / "loop.toml"
     scenario.write_text(LOOP_SCENARIO)

@@ -1,4 +1,4 @@
-"""Issue 11 (7): GNSS inputs that cannot serve the run are refused at load.
+"""GNSS inputs that cannot serve the run are refused at load.
 
 A nav file cut short, one without ephemerides, and one whose ephemerides do not cover
 ``start_utc`` .. ``start_utc + duration_s`` all ran silently with no fix. Each is now a

@@ -21,7 +21,7 @@ def _load():
 
 def test_photon_transfer_recovers_configured_parameters():
     # Expected values are the configured parameters (the simulator's input); the EMVA 1288
-    # photon-transfer method must recover them (issue 7: within 2 %). Small series (128 x 128
+    # photon-transfer method must recover them (acceptance: within 2 %). Small series (128 x 128
     # pixels, 120 steps) so the test runs in ~1 s; the relative standard error of each variance
     # is sqrt(2 / 16384) = 1.1 %, averaged by the fits over ~70 steps.
     v = _load()
@@ -38,8 +38,8 @@ def test_photon_transfer_recovers_configured_parameters():
 
 
 def test_photon_transfer_with_the_documented_arguments_only():
-    # Issue 10: the CONTRACTS.md example camera, no black level given (the default rule), must
-    # come out of the same analysis with its configured K, QE and sigma_d (same 2 % bound and
+    # The default camera (SensorModel()'s parameters), no black level given (the default rule),
+    # must come out of the same analysis with its configured K, QE and sigma_d (same 2 % bound and
     # series size as above). With the old 0 DN default the dark noise came out at 4.3 e- for a
     # set 8 e- (-46 %), and K and QE were about 2 % off.
     v = _load()

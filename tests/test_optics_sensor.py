@@ -61,7 +61,7 @@ def _flat_pair(sensor, mu_p, shape=(256, 256), exposure_s=0.01, seed=1):
 
 
 def test_contract_signature_and_output_type():
-    # CONTRACTS.md: keyword construction and expose(mean_photons, exposure_s=, rng=).
+    # The documented API: keyword construction and expose(mean_photons, exposure_s=, rng=).
     s = optics.SensorModel(quantum_efficiency=0.5, dark_noise_e=8.0, full_well_e=6000.0,
                            gain_dn_per_e=0.1, bit_depth=12)
     mean_photons = np.full((4, 5), 1000.0)
@@ -178,11 +178,11 @@ def test_temporal_variance_above_full_well_is_read_noise_only():
 
 
 @pytest.mark.parametrize("dark_noise_e", [
-    8.0,   # CONTRACTS.md example
-    9.0,   # issue 10's report: 5.1 e- recovered for a set 9 e- with the old 0 DN default
+    8.0,   # SensorModel()'s default
+    9.0,   # reported 2026-11-23: 5.1 e- recovered for a set 9 e- with the old 0 DN default
 ])
 def test_default_black_level_keeps_the_emva_dark_noise_measurement_unbiased(dark_noise_e):
-    # Regression (issue 10): a sensor built with the documented arguments only. The EMVA 1288
+    # Regression (2026-11-23): a sensor built with the documented arguments only. The EMVA 1288
     # dark-noise measurement -- two dark frames, temporal variance from their difference,
     # sigma_d = sqrt(sigma_y.dark^2 - 1/12) / K (validation/emva1288.py) -- must recover the set
     # sigma_d0. With the old default offset of 0 DN half of the read noise was clipped at 0 DN
@@ -207,9 +207,9 @@ def test_default_black_level_keeps_the_emva_dark_noise_measurement_unbiased(dark
 
 def test_default_black_level_rule_and_explicit_values():
     # Rule: b = ceil(6 sqrt(K^2 (sigma_d0^2 + DSNU^2) + 1/12)) [DN], written out.
-    contracts = optics.SensorModel(quantum_efficiency=0.5, dark_noise_e=8.0, full_well_e=6000.0,
-                                   gain_dn_per_e=0.1, bit_depth=12)
-    assert contracts.black_level_dn == 6.0                 # ceil(6 x 0.8505) = ceil(5.10)
+    default_camera = optics.SensorModel(quantum_efficiency=0.5, dark_noise_e=8.0, full_well_e=6000.0,
+                                        gain_dn_per_e=0.1, bit_depth=12)
+    assert default_camera.black_level_dn == 6.0            # ceil(6 x 0.8505) = ceil(5.10)
     with_dsnu = SensorModel(dark_noise_e=8.0, gain_dn_per_e=0.1, dsnu_e=6.0)
     assert with_dsnu.black_level_dn == 7.0        # ceil(6 x sqrt(1.0 + 1/12)) = ceil(6.25)
     assert SensorModel(dark_noise_e=0.0).black_level_dn == 2.0   # ceil(6 / sqrt(12)) = ceil(1.73)

@@ -128,7 +128,7 @@ def _sdk_points(c, path_or_text, range_m):
 
 @pytest.mark.parametrize("preset", sorted(osr.PRESETS))
 def test_beams_equal_ouster_sdk_xyzlut(preset):
-    # issue 13: ray origins and directions equal ouster-sdk's XYZLut to 1 mm at 10 m
+    # ray origins and directions equal ouster-sdk's XYZLut to 1 mm at 10 m
     c = _sdk()
     m = osr.read_metadata(osr.PRESETS[preset])
     b = osr.ouster_beams(m.beam_altitude_deg, m.beam_azimuth_deg, m.beam_to_lidar_mm, m.lidar_to_sensor_mm,
@@ -284,7 +284,7 @@ def test_dataset_layout_and_metadata_attribute():
         assert v in ds and "long_name" in ds[v].attrs
         assert "units" in ds[v].attrs or "units" in ds[v].encoding          # times: CF units, decoded
     refl = ds["reflectivity"].values
-    assert np.nanmin(refl) >= 0 and np.nanmax(refl) <= 1                  # CONTRACTS: calibrated 0..1
+    assert np.nanmin(refl) >= 0 and np.nanmax(refl) <= 1                  # reflectivity is calibrated, 0..1
     meta = json.loads(ds.attrs["ouster_metadata"])
     # the written metadata is the file's own nested layout, with the mode and profile simulated
     assert meta["config_params"]["lidar_mode"] == "1024x20"
@@ -365,7 +365,7 @@ def test_rate_must_be_the_modes():
 def test_ground_radii_match_the_real_capture(test_data):
     # The OS1-128 simulated from the capture's own metadata, mounted at the road plane fitted to
     # the capture (1.97 m, 0.79 deg tilt), over a flat bright road; ring radii as medians over the
-    # pixels that are road in both. Within 3 % out to 15 m (the issue's 3 %); 15-20 m within
+    # pixels that are road in both. Within 3 % out to 15 m (the acceptance bound); 15-20 m within
     # 5 %: there the capture's road rises above the fitted plane (its per-ring range offsets trend
     # by 16 cm std over rings), bringing its rings 3-4.5 % closer.
     test_data("lidar/ouster_os1_128.pcap")
@@ -391,7 +391,7 @@ def test_ground_radii_match_the_real_capture(test_data):
 @pytest.mark.validation
 def test_real_capture_statistics_within_a_factor_1_5(test_data):
     # validation/lidar_real.md, Ouster column: what the model reproduces of the capture (factor
-    # 1.5, issue 12's target) with the cars and poles of the HDL-32E comparison over a road whose
+    # 1.5, the acceptance bound) with the cars and poles of the HDL-32E comparison over a road whose
     # reflectivity is fitted from the capture's bytes at the asphalt's roughness
     # (lidar_real.ouster_road). Isolated misses (about 2x) and the road's low bytes are the known
     # gaps (lidar_real.md "Not yet"): not asserted here.

@@ -1,4 +1,4 @@
-"""Outputs ready for analysis (issue 11, points 9, 10, 11 and 14).
+"""Outputs ready for analysis.
 
 Expected values come from the CF conventions (time units, section 4.4), ASPRS LAS 1.4 R15
 (Table 17, classification codes), the run's own motion.nc (sensor poses, an independent output

@@ -130,7 +130,7 @@ def test_failed_run_leaves_nothing(tmp_path):
 
 @pytest.mark.parametrize("order", ["hifi first", "xarray first"])
 def test_accessor_registered_whichever_is_imported_first(order):
-    # import hifi leaves xarray (and pandas) unimported (start-up, issue 19); the ds.hifi
+    # import hifi leaves xarray (and pandas) unimported (start-up time); the ds.hifi
     # accessor is registered when xarray loads, in either order of imports.
     imports = "import hifi, sys; lazy = 'xarray' not in sys.modules and 'pandas' not in sys.modules; import xarray as xr"
     if order == "xarray first":
@@ -144,7 +144,7 @@ def test_accessor_registered_whichever_is_imported_first(order):
 
 
 def test_hifi_run_does_not_import_xarray(tmp_path):
-    # Start-up (issue 19): hifi run writes with netCDF4 and prints its summary from the files;
+    # Start-up: hifi run writes with netCDF4 and prints its summary from the files;
     # xarray and pandas (0.5-0.7 s to import) are left out. Python's own check, in a fresh
     # interpreter: sys.modules after the run.
     from _scenes import depth_camera_toml

@@ -1,4 +1,4 @@
-"""Issue 11 (12): progress and the run summary.
+"""Progress and the run summary.
 
 The bar (a terminal) and the plain periodic line (anything else) reach 100 % and show the
 writing phase; under ``mpirun`` rank 0 alone reports, for the whole job; the run ends with a

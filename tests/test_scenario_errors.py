@@ -74,7 +74,7 @@ CASES = {
     "start_utc": ("seed = 3", 'seed = 3\nstart_utc = "yesterday"', ["simulation.start_utc = 'yesterday'", "ISO 8601"]),
     "vector_length": ("size_m = [20, 20]", "size_m = [20, 20, 1]", ["objects[0].size_m = [20, 20, 1]", "2 numbers"]),
     "negative_seed": ("seed = 3", "seed = -1", ["simulation.seed = -1", ">= 0"]),
-    # issue 11 (2): a sensor's name is its file name DIR/<name>.nc; it must not leave DIR
+    # a sensor's name is its file name DIR/<name>.nc; it must not leave DIR
     "sensor_name_parent": ('name = "cam"', 'name = "../evil"', ["sensors[0].name = '../evil'", "letters, digits"]),
     "sensor_name_absolute": ('name = "cam"', 'name = "/abs/path"', ["sensors[0].name = '/abs/path'", "letters, digits"]),
     "sensor_name_slash": ('name = "cam"', 'name = "a/b"', ["sensors[0].name = 'a/b'", "letters, digits"]),
@@ -150,7 +150,7 @@ def test_existing_output_refused_then_overwritten(tmp_path, capsys):
 
 
 def test_overwrite_never_deletes_what_hifi_did_not_write(tmp_path, capsys, monkeypatch):
-    # Regression (issue 11, 1): --out . --overwrite emptied the working directory. --overwrite
+    # Regression (2026-11-23): --out . --overwrite emptied the working directory. --overwrite
     # replaces only a directory hifi wrote (its .hifi-run lists every file in it).
     path = _write(tmp_path, GOOD)
     work = tmp_path / "work"
@@ -181,7 +181,7 @@ def test_overwrite_never_deletes_what_hifi_did_not_write(tmp_path, capsys, monke
 
 
 def test_export_refuses_an_existing_file_like_run(tmp_path, capsys):
-    # Regression (issue 11, 3): hifi export --out EXISTING_FILE overwrote silently.
+    # Regression (2026-11-23): hifi export --out EXISTING_FILE overwrote silently.
     path = _write(tmp_path, GOOD.replace('model = "depthmap"', 'model = "generic_grid"').replace(
         "resolution_x = 16\nresolution_y = 12", "n_theta = 5\nn_phi = 3"))
     run = tmp_path / "run"

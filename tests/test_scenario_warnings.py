@@ -1,4 +1,4 @@
-"""Issue 11 (8): load-time warnings (hifi.ScenarioWarning) for scenes that run but mislead.
+"""Load-time warnings (hifi.ScenarioWarning) for scenes that run but mislead.
 
 A sensor mounted inside a closed mesh (the crossing example's Ibeo LUX sat at x = 2.2 m inside
 its car, whose front face is at 2.25 m: every return was its own bumper), triangles of zero

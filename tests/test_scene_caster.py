@@ -61,7 +61,7 @@ def test_mesh_file_loading_matches_trimesh_load(tmp_path, suffix):
     """load_mesh_file skips trimesh.load's copies but must give the same arrays, bit for bit.
 
     Expected values: an independent implementation, ``trimesh.load(path, force="mesh",
-    process=False)`` (what load_mesh_file called before issue 19), including scenes of several
+    process=False)`` (what load_mesh_file called before 2026-11-24), including scenes of several
     placed meshes and a terrain with -0.0 coordinates.
     """
     path = tmp_path / f"m{suffix}"
@@ -84,7 +84,7 @@ def test_mesh_file_loading_matches_trimesh_load(tmp_path, suffix):
 
 
 def test_mesh_file_is_read_once_per_scenario(tmp_path, monkeypatch):
-    """Validation reads the file and hands the mesh to the scene (issue 19: it was read twice)."""
+    """Validation reads the file and hands the mesh to the scene (it used to be read twice)."""
     meshes.terrain([4.0, 4.0], 0.5, 0.2).export(tmp_path / "t.ply")
     reads = []
     real = meshes.load_mesh_file
@@ -98,7 +98,7 @@ def test_mesh_file_is_read_once_per_scenario(tmp_path, monkeypatch):
 @pytest.mark.parametrize("n", [0, 1, 2, 1000, 50_000])
 def test_merge_vertices_matches_numpy_unique(n):
     """Expected values: an independent implementation, ``np.unique(v, axis=0, return_inverse=True)``
-    (what the edge-tie topology used before issue 19). Rows drawn from a small set of values,
+    (what the edge-tie topology used before 2026-11-24). Rows drawn from a small set of values,
     so many repeat and many differ in one column only; -0.0 and 0.0 both occur."""
     rng = np.random.default_rng(n)
     values = np.array([-1.5, -0.0, 0.0, 1e-300, 0.25, 3.0])
@@ -129,7 +129,7 @@ def test_edge_tie_topology_lists_the_faces_of_each_vertex():
 def test_face_subset_keeps_only_its_vertices():
     """A face subset's Embree arrays: the vertices its faces use, ascending, and the faces
     renumbered into them. Expected values: an independent implementation,
-    ``np.unique(faces, return_inverse=True)`` (what the backend used before issue 19)."""
+    ``np.unique(faces, return_inverse=True)`` (what the backend used before 2026-11-24)."""
     mesh = meshes.terrain([3.0, 2.0], 0.25, 0.1, seed=5)
     scene = Scene()
     obj = scene.add_object("t", mesh)
@@ -290,7 +290,7 @@ def test_vertex_order_shares_deal_every_face_once():
 def test_static_world_vertices_share_the_mesh_only_where_exact():
     """An object at the origin without rotation shares its vertex array with the caster; the
     shared array must equal ``pose.apply(vertices)`` bit for bit (the independent computation
-    used before issue 19). Checked on a terrain, on random coordinates from 1e-310 (subnormal)
+    used before 2026-11-24). Checked on a terrain, on random coordinates from 1e-310 (subnormal)
     to 1e300 of both signs, and the fallbacks: a -0.0 coordinate, an offset, a rotation."""
     rng = np.random.default_rng(8)
     wild = rng.choice([-1.0, 1.0], (500, 3)) * 10.0 ** rng.uniform(-310, 300, (500, 3))
@@ -347,7 +347,7 @@ def test_poses_compose_down_the_parent_chain():
     # Analytic: the car's yaw of 90 deg turns the mount offset (1, 0, 2) into (0, 1, 2).
     np.testing.assert_allclose(p.translation, [10, 1, 2], atol=1e-12)
     np.testing.assert_allclose(p.apply_vectors([1, 0, 0]), [0, 1, 0], atol=1e-12)
-    # rpy convention: positive pitch tips the x axis down (CONTRACTS, REP 103).
+    # rpy convention: positive pitch tips the x axis down (REP 103).
     tipped = Pose.from_position_rpy([0, 0, 0], [0, 10, 0]).apply_vectors([1, 0, 0])
     assert tipped[2] < 0
 

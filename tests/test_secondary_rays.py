@@ -1,7 +1,8 @@
 """Secondary rays (mirror bounces, camera shadow rays) and the float32 scale they are offset by.
 
-Issue 10: the offset of a secondary ray used to scale with ``Scene.extent_m``, which summed the
-offsets of all bodies, so 400 small posts 100 m away lifted shadow rays 0.41 m off the ground.
+Until 2026-11-23 (commit 0f560a9) the offset of a secondary ray scaled with ``Scene.extent_m``,
+which summed the offsets of all bodies, so 400 small posts 100 m away lifted shadow rays 0.41 m
+off the ground.
 Expected values: the extent is hand-computed from the pose tree; the near-scene results with
 and without far posts must be the same (a regression property: far objects must not change
 near results), up to float32 rounding where the posts move the static BVH's float32 frame.

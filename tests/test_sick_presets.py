@@ -1,4 +1,4 @@
-"""SICK presets (issue 13): sick_lms1xx (LMS111), sick_lms5xx (LMS511), sick_tim7xx (TiM781); the
+"""SICK presets: sick_lms1xx (LMS111), sick_lms5xx (LMS511), sick_tim7xx (TiM781); the
 CoLa-B decoder of validation/sick_cola.py on the real telegrams; validation/sick_real.py.
 
 Where expected values come from:

@@ -158,7 +158,7 @@ def _vlp16_wall(tmp_path, listener=None, out="run"):
 
 
 def test_subscriber_cannot_rewrite_the_output(tmp_path):
-    # Regression (issue 10, defect 2): SensorData shared its arrays with the writer's unflushed
+    # Regression (2026-11-23): SensorData shared its arrays with the writer's unflushed
     # buffer, so a subscriber's fill(-1) changed the file. Arrays are read-only now.
     errors = []
 

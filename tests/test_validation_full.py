@@ -29,7 +29,7 @@ def _script(name):
 
 def test_gnss_station_with_precise_products(capsys):
     # validation/gnss.md: broadcast vs IGS final orbits and clocks, and station 0759 (RTKLIB's
-    # files, vendored in tests/data/gnss). Bounds: issue 6 (orbits "about 1-2 m" RMS 3D after
+    # files, vendored in tests/data/gnss). Bounds: orbits "about 1-2 m" RMS 3D (after
     # Montenbruck et al. 2015; solution within 5 m horizontal / 8 m vertical at 95 %).
     v = _script("gnss_station")
     assert v.main(["--obs", str(GNSS_DATA / "07590920.05o"), "--nav", str(GNSS_DATA / "07590920.05n"),
@@ -45,7 +45,7 @@ def test_gnss_station_with_precise_products(capsys):
 
 def test_emva1288_presets_against_their_data_sheets():
     # validation/emva1288.md: the EMVA 1288 photon-transfer method at full size (256 x 256
-    # pixels, 150 steps) recovers each preset's gain, QE and dark noise (issue 7: within 2 %)
+    # pixels, 150 steps) recovers each preset's gain, QE and dark noise (acceptance: within 2 %)
     # and its SNRmax within 0.1 dB of the data sheet's published value.
     from optics.sensor import PRESETS, SensorModel
     v = _script("emva1288")

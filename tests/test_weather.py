@@ -1,4 +1,4 @@
-"""Weather (issue 15, first part): extinction of fog, rain and snow; the fog's own echo in the
+"""Weather: extinction of fog, rain and snow; the fog's own echo in the
 lidar signal chain (``object_id`` -2); Koschmieder's airlight in the camera.
 
 Expected values: hand calculations of the published laws (Koschmieder / Kim et al. 2001,
