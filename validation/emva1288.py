@@ -233,7 +233,7 @@ def _package_results(Data1288, Results1288, series, logging):
             "snr_max_db": float(res.SNR_max_dB()), "dynamic_range_db": float(res.DR_dB())}
 
 
-# A generic configuration with every noise source on (CONTRACTS.md example + extras).
+# A generic configuration with every noise source on (SensorModel()'s defaults + extras).
 GENERIC = dict(quantum_efficiency=0.5, dark_noise_e=8.0, full_well_e=6000.0, gain_dn_per_e=0.1,
                bit_depth=12, black_level_dn=20.0, dark_current_e_per_s=2000.0,
                dsnu_e=2.0, prnu=0.005, pattern_seed=3)
@@ -246,7 +246,7 @@ def _rel(a, b):
 def run(pixels: int, steps: int) -> str:
     """Run all configurations and return the Markdown report."""
     lines = []
-    configs = [("generic (CONTRACTS example + dark current, DSNU, PRNU)", SensorModel(**GENERIC),
+    configs = [("generic (SensorModel() defaults + dark current, DSNU, PRNU)", SensorModel(**GENERIC),
                 None)]
     for name in PRESETS:
         configs.append((name, SensorModel.from_preset(name), PRESETS[name]["datasheet"]))

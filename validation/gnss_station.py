@@ -147,12 +147,12 @@ def station_checks(obs, nav, elevation_mask_deg=10.0, visibility_mask_deg=5.0) -
     }
 
 
-#: Multi-GNSS station (issue 18): ESBC00DNK (Esbjerg, Denmark; Septentrio PolarX5, ASH701945E_M
+#: Multi-GNSS station: ESBC00DNK (Esbjerg, Denmark; Septentrio PolarX5, ASH701945E_M
 #: SCIS, antenna 0.216 m above the marker), 2020-06-25 00:00-02:00 every 5 min, and the mixed
 #: broadcast file of the same day (tests/data/gnss/README.md).
 MULTI_OBS = "ESBC00DNK_R_20201770000_02H_05M_MO.rnx.gz"
 MULTI_NAV = "ESBC00DNK_R_20201770000_04H_MN.rnx.gz"
-#: Issue 18 targets: per-constellation residual RMS, combined fix 95 % horizontal.
+#: Acceptance targets: per-constellation residual RMS, combined fix 95 % horizontal.
 MULTI_RESIDUAL_TARGET_M = 1.5
 MULTI_H95_TARGET_M = 2.0
 
@@ -225,7 +225,7 @@ def main(argv=None) -> int:
                     help="mask of the visibility prediction (0759's lowest logged elevation is 5.0 deg)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--multi", action="store_true",
-                    help=f"multi-GNSS station instead: DATA_DIR/{MULTI_OBS} with {MULTI_NAV} (issue 18)")
+                    help=f"multi-GNSS station instead: DATA_DIR/{MULTI_OBS} with {MULTI_NAV} (Galileo, BeiDou, GLONASS)")
     args = ap.parse_args(argv)
     if args.multi:
         from gnss.rinex import read_nav

@@ -195,7 +195,7 @@ def bag_scans(folder: Path, topic: str):
 
 
 def markdown(results: dict, duration_s: float) -> str:
-    lines = ["# KISS-ICP on the crossing example's lidar exports (issue 16)", "",
+    lines = ["# KISS-ICP on the crossing example's lidar exports", "",
              f"`python validation/kiss_icp_crossing.py --duration {duration_s:g}`. Scenario, settings and "
              "metric: the script's docstring (the crossing's HDL-64E on car_2, 10 m/s, one scan per 0.1 s; "
              "RPE over consecutive scans against motion.nc).", "",

@@ -1,4 +1,4 @@
-"""Real lidar recordings against hifi's lidar models: the statistics of issue 12.
+"""Real lidar recordings against hifi's lidar models: statistics that tell a real sweep from a simulated one.
 
 Measures the statistics of :mod:`hifi.lidar_stats` (road plane and sensor height, ring
 cones, ground-ring radii, per-shot range noise, ring-to-ring range offsets, intensity against
@@ -399,7 +399,7 @@ def ouster_sim_grid(ds, meta: dict) -> dict:
             "near_ir": f["near_ir"].values.T, "elevation_rad": f["beam_altitude"].values}
 
 
-#: Horizontal range out to which ground-ring radii are compared [m] (the issue's 3 % check), and
+#: Horizontal range out to which ground-ring radii are compared [m] (the 3 % acceptance check), and
 #: the range out to which the capture's road is planar enough for it: beyond about 15 m its
 #: rings come 3-4.5 % closer than a plane puts them (the road rises; its per-ring range offsets
 #: show the trend, 16 cm std over rings).
@@ -475,31 +475,31 @@ def ouster_rows(real: dict, sim: dict | None) -> list:
 #: Rows of the table: (headline key, label, published range (lo, hi) or None, source of the range).
 ROWS = (
     ("sensor_height_m", "sensor height above the road [m]", None, ""),
-    ("noise_sigma_7_40m_mm", "per-shot range noise, 7-40 m [mm]", (3.0, 12.0), "issue 12 table: HDL-64E ~7 mm, HDL-32E 4-12 mm"),
+    ("noise_sigma_7_40m_mm", "per-shot range noise, 7-40 m [mm]", (3.0, 12.0), "Velodyne recordings: HDL-64E ~7 mm, HDL-32E 4-12 mm"),
     ("noise_sigma_3_7m_mm", "  noise 3-7 m [mm]", None, ""),
     ("noise_sigma_7_10m_mm", "  noise 7-10 m [mm]", None, ""),
     ("noise_sigma_10_15m_mm", "  noise 10-15 m [mm]", None, ""),
     ("noise_sigma_15_20m_mm", "  noise 15-20 m [mm]", None, ""),
     ("noise_sigma_20_30m_mm", "  noise 20-30 m [mm]", None, ""),
     ("ring_to_ring_offset_cm", "ring-to-ring range offset, neighbour differences / sqrt 2 (<= 15 m) [cm]", (0.5, 5.0),
-     "issue 12 table: 2.5-4 cm"),
+     "Velodyne recordings: 2.5-4 cm"),
     ("ring_offset_spread_cm", "  per-ring offset, std over rings [cm]", None, ""),
     ("ring_offset_p2p_cm", "  peak to peak [cm]", None, ""),
-    ("intensity_loglog_slope", "road intensity vs range, log-log slope", (-0.7, -0.2), "issue 12 table: -0.2 to -0.7"),
-    ("ring_gain_spread_pct", "per-ring gain spread (std/mean) [%]", (17.0, 45.0), "issue 12 table: 17-33 %"),
+    ("intensity_loglog_slope", "road intensity vs range, log-log slope", (-0.7, -0.2), "Velodyne recordings: -0.2 to -0.7"),
+    ("ring_gain_spread_pct", "per-ring gain spread (std/mean) [%]", (17.0, 45.0), "Velodyne recordings: 17-33 %"),
     ("road_reflectivity", "road reflectivity, Oren-Nayar fit (sim: the real fit's value as input)", None, ""),
     ("road_roughness_deg", "road roughness, Oren-Nayar fit [deg]", None, ""),
-    ("isolated_miss_pct", "isolated misses inside the road [%]", (0.2, 1.5), "issue 12 table: 0.4-1 %"),
+    ("isolated_miss_pct", "isolated misses inside the road [%]", (0.2, 1.5), "Velodyne recordings: 0.4-1 %"),
     ("isolated_miss_range_matched_pct", "  sim's rate per range bin on the real road's ranges [%]", None, ""),
     *((f"isolated_miss_{lo:g}_{hi:g}m_pct", f"  isolated misses {lo:g}-{hi:g} m [%]", None, "")
       for lo, hi in zip(ls.MISS_RANGE_EDGES_M[1:-1], ls.MISS_RANGE_EDGES_M[2:])),
-    ("edge_floating_pct", "floating returns / edge returns [%]", (2.0, 12.0), "issue 12 table: 4-9 %"),
+    ("edge_floating_pct", "floating returns / edge returns [%]", (2.0, 12.0), "Velodyne recordings: 4-9 %"),
     ("edge_floating_isolated_pct", "  of them isolated: no ring neighbour at their range [%]", None, ""),
     ("edges_with_floating_pct", "  edges with a floating return [%]", None, ""),
     ("n_edges", "  edges found", None, ""),
 )
 
-#: Statistics compared real vs simulated within a factor 1.5 (issue 12's target).
+#: Statistics compared real vs simulated within a factor 1.5 (the acceptance target).
 COMPARED = ("noise_sigma_7_40m_mm", "ring_to_ring_offset_cm", "intensity_loglog_slope", "ring_gain_spread_pct",
             "isolated_miss_pct", "edge_floating_pct")
 
