@@ -8,9 +8,9 @@ the library that holds the BVH and runs the rays differs. ``bench_caster.py``,
 ``bench_sensors.py --ray-caster open3d`` and ``bench_memory.py --modes caster_open3d`` cast
 through it where open3d is installed (``pip install ".[bench]"``).
 
-It is not offered to runs (no scenario key): issue 19 asked for a backend that is faster than
+It is not offered to runs (no scenario key): a backend is worth offering only if it is faster than
 the default on identical hits, and through hifi this one is not (``benchmarks/README.md``,
-"Open3D backend (issue 19)"): its hits are the default's, its casts take 1.00-1.10x the time,
+"Open3D backend"): its hits are the default's, its casts take 1.00-1.10x the time,
 and importing open3d costs a run about 2 s and 200 MB.
 
 References
@@ -146,7 +146,7 @@ class Open3DBackend(EmbreeBackend):
     -----
     Open3D casts with Embree like embreex, but batches the rays (``rtcIntersect1M`` over 1024-ray
     blocks on a TBB ``parallel_for``) instead of embreex's one ``rtcIntersect1`` per ray, and
-    builds its scene with ``RTC_SCENE_FLAG_ROBUST``. On the benchmark scan (issue 2: 133,312
+    builds its scene with ``RTC_SCENE_FLAG_ROBUST``. On the benchmark scan (the HDL-64E scan of the BlenSor acre: 133,312
     rays, 472,000 triangles) its hits are those of embreex bit for bit: same hit mask, same
     float32 distances, same geometry, primitive and barycentrics (``benchmarks/README.md``).
 
@@ -160,7 +160,7 @@ class Open3DBackend(EmbreeBackend):
     :class:`~hifi.caster.RayCaster` passes all rays of a cast step to one :meth:`nearest`
     call instead of splitting them over its :class:`~hifi.caster.ChunkPool`.
 
-    Speed (``benchmarks/README.md``, "Open3D backend (issue 19)"): Open3D's own ``cast_rays``
+    Speed (``benchmarks/README.md``, "Open3D backend"): Open3D's own ``cast_rays``
     is about 0.86-0.90x of raw embreex's time on two threads, but through hifi this backend is
     1.00-1.10x of the embreex backend's time for a static scan and slower with a moving object
     at per-ray times: around the one GIL-holding call, the float32 packing and hifi's per-ray

@@ -1,4 +1,4 @@
-"""Benchmark scene and rays of issue 2: the BlenSor paper's displaced acre with four cars.
+"""Benchmark scene and rays of the caster benchmark: the BlenSor paper's displaced acre with four cars.
 
 The BlenSor paper times one Velodyne HDL-64E scan of a displaced terrain of about 237,000
 vertices. Here: ``hifi.meshes.terrain([63.6, 63.6], 63.6 / 486, 0.5, seed=1)`` (487 x 487 =
@@ -12,7 +12,7 @@ M. Gschwandtner, R. Kwitt, A. Uhl, W. Pree, "BlenSor: Blender Sensor Simulation 
 ISVC 2011, LNCS 6939, pp. 199-208.
 Velodyne HDL-64E: 64 lasers in two blocks of 32, about 1/3 deg apart in the upper block
 (+2.0 to -8.33 deg) and 1/2 deg in the lower one; the lower block is spread here down to
--24.9 deg, the field of view quoted in issue 2 (the real per-laser calibration differs).
+-24.9 deg, the HDL-64E's data-sheet field of view (the real per-laser calibration differs).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Divergent-beam memory (issue 10, defect 3): peak memory and time of one HDL-64E S2 frame.
+"""Divergent-beam memory: peak memory and time of one HDL-64E S2 frame.
 
 Scenes (scenario dict API): a 200 x 200 m ground plane, a wall 40 m wide and 20 m high at
 x = 30 m facing the sensor, and in the ``pole`` scene a 5 cm diameter, 4 m high pole 1 m in

@@ -1,4 +1,4 @@
-"""Benchmark of hifi's ray caster against raw embreex on one HDL-64E scan (issue 2).
+"""Benchmark of hifi's ray caster against raw embreex on one HDL-64E scan.
 
 Run from the repository root::
 
@@ -41,7 +41,7 @@ from hifi.caster import RayCaster  # noqa: E402
 #: Maximum range of the scan [m] (HDL-64E: 120 m).
 MAX_RANGE_M = 120.0
 
-#: Target of issue 2: hifi within this factor of raw embreex on two threads.
+#: Target set for the caster: hifi within this factor of raw embreex on two threads.
 TARGET_RATIO = 1.15
 
 #: Distance tolerance when hifi's float32 frame differs from raw embreex's [m]: the static
@@ -291,7 +291,7 @@ def _main(argv=None) -> int:
 
     rs = open3d_scene(scene, centre)
     rays_o3d = open3d_rays(o32, d32) if rs is not None else None
-    if rs is not None:                     # hifi with the Open3D backend (issue 19)
+    if rs is not None:                     # hifi with the Open3D backend
         from _open3d_backend import Open3DBackend
         ocaster = RayCaster(scene, n_threads=2, backend=Open3DBackend(scene, n_threads=2))
         t0 = time.perf_counter()
@@ -376,9 +376,9 @@ def _main(argv=None) -> int:
               f"({'faster' if r_o3d < 1.0 else 'not faster'}; hits checked above)")
     ratio = results[2]["ratio"]
     r19 = np.median(paired["hifi"]) / np.median(paired["raw"])
-    print(f"target (issue 19): hifi cast within 1.10x of raw embreex, paired: {r19:.2f}x -> "
+    print(f"target (paired rounds): hifi cast within 1.10x of raw embreex, paired: {r19:.2f}x -> "
           f"{'met' if r19 <= 1.10 else 'NOT met'}")
-    print(f"target (issue 2): hifi within {TARGET_RATIO:.2f}x of raw embreex on 2 threads: "
+    print(f"target (2 threads): hifi within {TARGET_RATIO:.2f}x of raw embreex on 2 threads: "
           f"{ratio:.2f}x -> {'met' if ratio <= TARGET_RATIO else 'NOT met'}")
 
     if args.json is not None:

@@ -1,4 +1,4 @@
-"""Benchmark of the ccd_camera: one 1920 x 1080 RGB frame of the crossing scene (issue 7).
+"""Benchmark of the ccd_camera: one 1920 x 1080 RGB frame of the crossing scene.
 
 The camera of ``examples/crossing.toml`` (on car_1, 1.0 m ahead of its centre, 1.4 m up) at
 1920 x 1080 pixels of 5.86 um behind an 8 mm f/8 lens (70 deg across), IMX174 sensor with a

@@ -1,4 +1,4 @@
-"""Benchmark of the gps_l1 receiver: one hour at 1 Hz in the crossing scene (issue 6).
+"""Benchmark of the gps_l1 receiver: one hour at 1 Hz in the crossing scene.
 
 Run from the repository root::
 

@@ -4,7 +4,7 @@ One sweep of the ``sick_lms291`` (361 pulses over 180 deg) from 1.8 m above the 
 237,000-vertex scene (benchmarks/_scene.py), pitched 5 deg down so every pulse meets terrain or
 cars. For each N: the whole model step (sub-ray generation, cast, returns, waveform, signal
 processing, dataset variables) against raw embreex casting exactly the same sub-rays on two
-threads in the same run. Issue 4's target: hifi's sub-rays per second at least 0.8x raw
+threads in the same run. The target: hifi's sub-rays per second at least 0.8x raw
 embreex's.
 
     python benchmarks/bench_ladar.py [--repeat N] [--json FILE]
@@ -75,7 +75,7 @@ def main(argv=None) -> int:
               f"{row['cast_ratio']:.2f} | {row['ratio']:.2f} |")
     worst = min(row["ratio"] for row in rows if row["n_subrays"] in (19, 100))
     print()
-    print(f"target (issue 4): sub-rays per second >= {TARGET}x raw embreex at N = 19 and 100: "
+    print(f"target: sub-rays per second >= {TARGET}x raw embreex at N = 19 and 100: "
           f"worst {worst:.2f}x -> {'met' if worst >= TARGET else 'NOT met'}")
     if args.json:
         with open(args.json, "w") as fh:

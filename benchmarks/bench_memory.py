@@ -1,4 +1,4 @@
-"""Peak memory per triangle and load / cast times of hifi against a raw embreex process (issue 19).
+"""Peak memory per triangle and load / cast times of hifi against a raw embreex process.
 
 Run from the repository root::
 

@@ -1,4 +1,4 @@
-"""Strong scaling of the MPI partitions (issue 5) on the 237,000-vertex benchmark scene.
+"""Strong scaling of the MPI partitions on the 237,000-vertex benchmark scene.
 
 Run from the repository root (it launches ``mpirun`` itself)::
 

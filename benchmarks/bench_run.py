@@ -1,4 +1,4 @@
-"""A whole ``hifi run`` of a scenario, in phases: start-up, models, writing (issue 19).
+"""A whole ``hifi run`` of a scenario, in phases: start-up, models, writing.
 
     python benchmarks/bench_run.py                              # examples/crossing.toml, 5 rounds
     python benchmarks/bench_run.py --repeat 7 --tree /path/to/older/checkout

@@ -43,12 +43,12 @@ from hifi.threads import single_threaded_blas  # noqa: E402
 
 #: BlenSor paper, Table 1: seconds per scan on the 237,000-vertex scene.
 BLENSOR_S = {"hdl64e_s2": 8.462, "ibeo_lux": 4.943, "tof_sr4000": 5.290, "depthmap": 11.721}
-#: Target of issue 3: every sensor within this ratio of raw embreex on two threads.
+#: Target set for the sensors: every sensor within this ratio of raw embreex on two threads.
 TARGET_RATIO = 1.25
 
 #: Rows: label -> (model, parameters). The HDL-64E three times: its defaults (beam footprint at
-#: depth edges, signal chain), pencil beams (``edge_subrays = 0``), the issue-12 comparison, and
-#: a divergent beam of 4 sub-rays per pulse (issue 19; its first cast, the one raw embreex
+#: depth edges, signal chain), pencil beams (``edge_subrays = 0``), the real-recording comparison's settings, and
+#: a divergent beam of 4 sub-rays per pulse (its first cast, the one raw embreex
 #: replays, is every sub-ray: 4 x 133,312 rays).
 SENSORS = {
     "hdl64e_s2": ("hdl64e_s2", {}),
@@ -207,7 +207,7 @@ def main(argv=None) -> int:
               f"{row['blensor_s']:.3f} |")
     worst = max(row["model_ratio"] for row in rows)
     print()
-    print(f"target (issue 3): every sensor within {TARGET_RATIO}x of raw embreex on 2 threads: "
+    print(f"target: every sensor within {TARGET_RATIO}x of raw embreex on 2 threads: "
           f"worst whole-step ratio {worst:.2f}x -> {'met' if worst <= TARGET_RATIO else 'NOT met'}")
     if args.json:
         with open(args.json, "w") as fh:
