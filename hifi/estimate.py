@@ -22,7 +22,7 @@ Memory model (peak resident set size of the process)::
   a moving object has its own BVH in its body frame).
 - setup: the arrays a model keeps from ``setup`` on (ray directions, per-ray times), analytic.
 - writer (:func:`writer_bytes`): the frames :class:`hifi.output.FrameWriter` buffers before it
-  writes (at most ``_BUFFER_MAX_FRAMES`` frames or ``_BUFFER_MAX_BYTES``), the copy its flush
+  writes (at most ``BUFFER_MAX_FRAMES`` frames or ``BUFFER_MAX_BYTES``), the copy its flush
   makes of one variable, and the HDF5 chunk cache netCDF keeps per variable (64 MiB each with
   netCDF-C 4.9+, ``netCDF4.get_chunk_cache()``), which stays filled until the file is closed.
 - working: ``WORKING_BYTES_PER_RAY`` of the model times its rays per frame: the hits of the
@@ -82,6 +82,13 @@ MOVING_SCENE_BYTES_PER_FACE = 205
 #: Bytes written per frame besides the variables: ``frame`` (int32) and ``frame_time`` (float64).
 FRAME_INDEX_BYTES = 12
 
+#: :class:`hifi.output.FrameWriter` writes frames in blocks: a block closes at this many frames
+#: or bytes, so memory stays bounded in long runs while small frames (a GNSS epoch, a pose) do
+#: not pay one netCDF call per variable per frame. The limits depend only on the frames' sizes, so the blocks, and the bytes
+#: of the file, are the same in every run of a scenario.
+BUFFER_MAX_FRAMES = 256
+BUFFER_MAX_BYTES = 8 * 2**20
+
 #: HDF5 chunk cache per variable when netCDF4 cannot be asked [B] (netCDF-C 4.9+ default).
 DEFAULT_CHUNK_CACHE_BYTES = 64 * 2**20
 
@@ -113,7 +120,7 @@ def writer_bytes(var_bytes: Mapping[str, int], frames: int, *, chunk_cache: int 
     Notes
     -----
     ``blocks + write copy + chunk caches``: a block closes at
-    ``n = min(frames, _BUFFER_MAX_FRAMES, ceil(_BUFFER_MAX_BYTES / frame))`` frames and is
+    ``n = min(frames, BUFFER_MAX_FRAMES, ceil(BUFFER_MAX_BYTES / frame))`` frames and is
     written by the netCDF thread while the next block fills, so up to ``min(frames, 2 n)``
     frames are held; the write stacks a block one variable at a time (a copy of ``n`` frames of
     the largest variable), and HDF5 keeps up to ``chunk_cache`` of every variable's written
@@ -121,14 +128,12 @@ def writer_bytes(var_bytes: Mapping[str, int], frames: int, *, chunk_cache: int 
     (benchmarks/calibrate_memory.py --writer): within 15 % up to 16 MB per variable, an
     overestimate of 34 % at 64 MB.
     """
-    from .output import _BUFFER_MAX_BYTES, _BUFFER_MAX_FRAMES
-
     sizes = [int(b) for b in var_bytes.values()]
     frame = sum(sizes)
     if frames <= 0 or frame <= 0:
         return 0
     cache = chunk_cache_bytes() if chunk_cache is None else int(chunk_cache)
-    n = min(int(frames), _BUFFER_MAX_FRAMES, max(1, math.ceil(_BUFFER_MAX_BYTES / frame)))
+    n = min(int(frames), BUFFER_MAX_FRAMES, max(1, math.ceil(BUFFER_MAX_BYTES / frame)))
     return min(int(frames), 2 * n) * frame + n * max(sizes) + sum(min(cache, frames * b) for b in sizes)
 
 
@@ -486,14 +491,14 @@ def check_memory(sim, est: RunEstimate, budget: int | None = None) -> None:
         the largest mesh), the memory it needs, the run's peak, the memory available and what
         to change.
     """
-    from .scenario import _Validator
+    from .params import Validator
 
     budget = memory_budget_bytes() if budget is None else budget
     peak = est.peak_bytes
     if budget is None or peak <= budget:
         return
     sc = sim.scenario
-    v = _Validator(sc.source, sc.text)
+    v = Validator(sc.source, sc.text)
     tail = (f"the run needs about {format_bytes(peak)} at its peak, more than the "
             f"{format_bytes(budget)} available")
     big = est.largest()
@@ -646,7 +651,7 @@ def check_scene_memory(sc, budget: int | None = None) -> None:
     1 cm or a tree of leaf area density 1e6 likewise ended in a traceback.
     """
     from . import meshes
-    from .scenario import _Validator
+    from .params import Validator
 
     budget = memory_budget_bytes() if budget is None else budget
     if budget is None:
@@ -655,7 +660,7 @@ def check_scene_memory(sc, budget: int | None = None) -> None:
     if peak <= budget or not rows:
         return
     spec, n, held, build = max(rows, key=lambda r: r[2] + r[3])
-    v = _Validator(sc.source, sc.text)
+    v = Validator(sc.source, sc.text)
     reason = (f"{spec.mesh} {spec.name!r} would have {n:,} triangles, about {format_bytes(held + build)} to build "
               f"and hold; the scene needs about {format_bytes(peak)}, more than the {format_bytes(budget)} available")
     size_params = meshes.SIZE_PARAMS.get(spec.mesh)

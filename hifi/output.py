@@ -22,14 +22,11 @@ from .dataset import (
     encode,
     object_id_attrs,
 )
+# Frames are written in blocks of at most BUFFER_MAX_FRAMES frames or BUFFER_MAX_BYTES. The
+# limits are defined beside the memory model that counts them (hifi.estimate.writer_bytes):
+# hifi.estimate is below hifi.model, which this module imports, so it cannot import this one.
+from .estimate import BUFFER_MAX_BYTES, BUFFER_MAX_FRAMES
 from .model import Var
-
-#: Frames are written in blocks: a block closes at this many frames or bytes, so memory stays
-#: bounded in long runs while small frames (a GNSS epoch, a pose) do not pay one netCDF call per
-#: variable per frame. The limits depend only on the frames' sizes, so the blocks, and the bytes
-#: of the file, are the same in every run of a scenario.
-_BUFFER_MAX_FRAMES = 256
-_BUFFER_MAX_BYTES = 8 * 2**20
 
 #: netCDF4 compression of every variable: zlib level 1 with byte shuffle (deterministic bytes);
 #: frame variables are chunked one frame per chunk (README "Size" has the measurements).
@@ -168,7 +165,7 @@ class FrameWriter:
                 self._nc.createDimension(dim, size)
 
     def write(self, k: int, t: float, frame: Mapping[str, Var]) -> None:
-        """Append frame ``k`` at event time ``t`` [s] (buffered; see :data:`_BUFFER_MAX_BYTES`).
+        """Append frame ``k`` at event time ``t`` [s] (buffered; see :data:`hifi.estimate.BUFFER_MAX_BYTES`).
 
         A full block is handed to the netCDF thread and written while the run goes on; an error
         writing it (disk full) is raised by the next call of this writer that waits for it."""
@@ -179,7 +176,7 @@ class FrameWriter:
         self._buffer.append((k, t, {name: _prepare(np.asarray(v.data), v.encoding, name)
                                     for name, v in frame.items()}))
         self._buffered_bytes += sum(v.data.nbytes for v in frame.values())
-        if len(self._buffer) >= _BUFFER_MAX_FRAMES or self._buffered_bytes >= _BUFFER_MAX_BYTES:
+        if len(self._buffer) >= BUFFER_MAX_FRAMES or self._buffered_bytes >= BUFFER_MAX_BYTES:
             self._start_block()
 
     def _define(self, frame: Mapping[str, Var]) -> None:

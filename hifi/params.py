@@ -2,12 +2,14 @@
 
 A :class:`Param` states a parameter's type, default, bounds and unit; :func:`check_params`
 validates a whole table against a dict of them and raises :class:`~hifi.errors.ScenarioError`
-naming the key path, the value and what is allowed.
+naming the key path, the value and what is allowed. :class:`Validator` makes those errors
+name the scenario file and the line of the key (:class:`Locator`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -161,3 +163,75 @@ def check_params(table: Mapping[str, Any], spec: Mapping[str, Param],
                             key=path)
             out[key] = p.default
     return out
+
+
+class Locator:
+    """Best-effort line numbers for key paths in TOML text (tomllib gives none)."""
+
+    _header = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+    def __init__(self, text: str | None):
+        self.lines = text.splitlines() if text else []
+
+    def find(self, parts: list) -> int | None:
+        if not self.lines:
+            return None
+        table: list = []
+        counts: dict[str, int] = {}
+        # A key the file does not give (a default) is placed at the header of the deepest table
+        # that holds it (``[[sensors]]`` for ``sensors[0].params.azimuth_stride``), never at
+        # the first line of the file.
+        best, best_depth = None, 0
+        # Which table path does the key live in, and which key names it?
+        for lineno, line in enumerate(self.lines, start=1):
+            m = self._header.match(line)
+            if m:
+                name = m.group(2).strip()
+                if m.group(1) == "[[":
+                    counts[name] = counts.get(name, -1) + 1
+                    table = name.split(".")[:-1] + [name.split(".")[-1], counts[name]]
+                else:
+                    table = self._expand(name.split("."), counts)
+                if table == parts[:len(table)] and len(table) > best_depth:
+                    best, best_depth = lineno, len(table)
+                continue
+            km = re.match(r"^\s*([A-Za-z0-9_\-\"']+)\s*=", line)
+            if km:
+                key = km.group(1).strip("\"'")
+                full = table + [key]
+                if full == parts[:len(full)]:
+                    return lineno
+        return best
+
+    @staticmethod
+    def _expand(names, counts):
+        out = []
+        prefix = ""
+        for n in names:
+            prefix = f"{prefix}.{n}" if prefix else n
+            out.append(n)
+            if prefix in counts:
+                out.append(counts[prefix])
+        return out
+
+
+def parse_key(key: str) -> list:
+    """``"sensors[0].params.rate_hz"`` as ``["sensors", 0, "params", "rate_hz"]``."""
+    parts: list = []
+    for tok in re.finditer(r"([^.\[\]]+)|\[(\d+)\]", key):
+        parts.append(int(tok.group(2)) if tok.group(2) is not None else tok.group(1))
+    return parts
+
+
+class Validator:
+    """Makes the :class:`~hifi.errors.ScenarioError` of one scenario text: its file, and the
+    line of the key at fault (:class:`Locator`). Used by the scenario loader and by the memory
+    checks of :mod:`hifi.estimate`, which report against the same file."""
+
+    def __init__(self, source: str, text: str | None):
+        self.source = source
+        self.locator = Locator(text)
+
+    def error(self, reason: str, *, key: str | None = None, value: Any = ScenarioError._MISSING) -> ScenarioError:
+        line = self.locator.find(parse_key(key)) if key else None
+        return ScenarioError(reason, file=self.source, key=key, value=value, line=line)

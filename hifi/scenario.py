@@ -18,7 +18,7 @@ from typing import Any
 
 from . import meshes
 from .errors import ScenarioError
-from .params import Param, check_params
+from .params import Locator, Param, Validator, check_params, parse_key
 from .registry import available_models, load_model
 from .timebase import parse_utc
 
@@ -174,56 +174,6 @@ class Scenario:
                                                    "snowfall_rate_mm_h": 0.0})
 
 
-class _Locator:
-    """Best-effort line numbers for key paths in TOML text (tomllib gives none)."""
-
-    _header = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-
-    def __init__(self, text: str | None):
-        self.lines = text.splitlines() if text else []
-
-    def find(self, parts: list) -> int | None:
-        if not self.lines:
-            return None
-        table: list = []
-        counts: dict[str, int] = {}
-        # A key the file does not give (a default) is placed at the header of the deepest table
-        # that holds it (``[[sensors]]`` for ``sensors[0].params.azimuth_stride``), never at
-        # the first line of the file.
-        best, best_depth = None, 0
-        # Which table path does the key live in, and which key names it?
-        for lineno, line in enumerate(self.lines, start=1):
-            m = self._header.match(line)
-            if m:
-                name = m.group(2).strip()
-                if m.group(1) == "[[":
-                    counts[name] = counts.get(name, -1) + 1
-                    table = name.split(".")[:-1] + [name.split(".")[-1], counts[name]]
-                else:
-                    table = self._expand(name.split("."), counts)
-                if table == parts[:len(table)] and len(table) > best_depth:
-                    best, best_depth = lineno, len(table)
-                continue
-            km = re.match(r"^\s*([A-Za-z0-9_\-\"']+)\s*=", line)
-            if km:
-                key = km.group(1).strip("\"'")
-                full = table + [key]
-                if full == parts[:len(full)]:
-                    return lineno
-        return best
-
-    @staticmethod
-    def _expand(names, counts):
-        out = []
-        prefix = ""
-        for n in names:
-            prefix = f"{prefix}.{n}" if prefix else n
-            out.append(n)
-            if prefix in counts:
-                out.append(counts[prefix])
-        return out
-
-
 def _path_str(parts) -> str:
     s = ""
     for p in parts:
@@ -231,33 +181,16 @@ def _path_str(parts) -> str:
     return s
 
 
-def _parse_key(key: str) -> list:
-    parts: list = []
-    for tok in re.finditer(r"([^.\[\]]+)|\[(\d+)\]", key):
-        parts.append(int(tok.group(2)) if tok.group(2) is not None else tok.group(1))
-    return parts
-
-
-class _Validator:
-    def __init__(self, source: str, text: str | None):
-        self.source = source
-        self.locator = _Locator(text)
-
-    def error(self, reason: str, *, key: str | None = None, value: Any = ScenarioError._MISSING) -> ScenarioError:
-        line = self.locator.find(_parse_key(key)) if key else None
-        return ScenarioError(reason, file=self.source, key=key, value=value, line=line)
-
-
 def where(sc: Scenario, key: str) -> str:
     """``file:line: key`` of a key of a validated scenario (as errors name it), for warnings."""
-    line = _Locator(sc.text).find(_parse_key(key))
+    line = Locator(sc.text).find(parse_key(key))
     return f"{sc.source}:{line}: {key}" if line is not None else f"{sc.source}: {key}"
 
 
 def located(sc: Scenario, exc: ScenarioError) -> ScenarioError:
     """``exc`` (raised without a file, e.g. by a model's scene check) with the scenario's file and
     the line of its key."""
-    line = _Locator(sc.text).find(_parse_key(exc.key)) if exc.key else None
+    line = Locator(sc.text).find(parse_key(exc.key)) if exc.key else None
     return ScenarioError(exc.reason, file=sc.source, key=exc.key, value=exc.value, line=line)
 
 
@@ -280,7 +213,7 @@ def load(path) -> Scenario:
 
 def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None = None) -> Scenario:
     """Validate a scenario given as nested dicts (as parsed from TOML)."""
-    v = _Validator(source, text)
+    v = Validator(source, text)
     base_dir = Path(base_dir)
     if not isinstance(data, dict):
         raise v.error("a scenario must be a table (dict)", value=data)
@@ -348,7 +281,7 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
                     materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models)
 
 
-def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path) -> ObjectSpec:
+def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path) -> ObjectSpec:
     key = f"objects[{i}]"
     if not isinstance(raw, dict):
         raise v.error("expected a table", key=key, value=raw)
@@ -430,7 +363,7 @@ def _object(v: _Validator, i: int, raw: Any, materials: dict, names: dict, base_
                       vehicle, loaded)
 
 
-def _unique_name(v: _Validator, key: str, name: str, names: dict) -> str:
+def _unique_name(v: Validator, key: str, name: str, names: dict) -> str:
     """A non-empty name not yet used by an object or a sensor (they share one namespace)."""
     if not name:
         raise v.error("expected a non-empty name", key=f"{key}.name", value=name)
@@ -440,7 +373,7 @@ def _unique_name(v: _Validator, key: str, name: str, names: dict) -> str:
     return name
 
 
-def _track(v: _Validator, key: str, raw: Any) -> list:
+def _track(v: Validator, key: str, raw: Any) -> list:
     if not isinstance(raw, list) or not raw:
         raise v.error("expected a non-empty list of { t_s, position_m, rpy_deg } keyframes", key=key, value=raw)
     frames = []
@@ -460,7 +393,7 @@ SENSOR_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 RESERVED_SENSOR_NAMES = ("motion", "scenario")
 
 
-def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path, span: dict) -> SensorSpec:
+def _sensor(v: Validator, i: int, raw: Any, names: dict, base_dir: Path, span: dict) -> SensorSpec:
     """One ``[[sensors]]`` table; ``span`` holds the run's ``start_utc`` and ``duration_s``.
 
     After the model's parameters pass their :class:`~hifi.params.Param` checks, two optional
@@ -501,7 +434,7 @@ def _sensor(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path, span: 
                       spec["rpy_deg"], params)
 
 
-def _model_params(v: _Validator, key: str, cls: type, raw: Any, base_dir: Path) -> dict:
+def _model_params(v: Validator, key: str, cls: type, raw: Any, base_dir: Path) -> dict:
     """A model's ``params`` table (of a sensor or a ``[[models]]`` entry): each checked against
     ``cls.PARAMS``, files resolved against the scenario's folder, then the model's own
     ``check_params`` (cross-parameter checks, may return converted params)."""
@@ -519,7 +452,7 @@ def _model_params(v: _Validator, key: str, cls: type, raw: Any, base_dir: Path) 
     return params
 
 
-def _model(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path) -> ModelSpec:
+def _model(v: Validator, i: int, raw: Any, names: dict, base_dir: Path) -> ModelSpec:
     """One ``[[models]]`` table: a model that is not a sensor (a driver, a planner, a filter)."""
     from .model import Sensor
     key = f"models[{i}]"
@@ -545,7 +478,7 @@ def _model(v: _Validator, i: int, raw: Any, names: dict, base_dir: Path) -> Mode
     return ModelSpec(i, name, spec["model"], cls, spec["rate_hz"], params)
 
 
-def _model_check(v: _Validator, key: str, params: dict, call):
+def _model_check(v: Validator, key: str, params: dict, call):
     """Run a model's check; its ``ValueError("name: reason")`` becomes a ScenarioError at that key."""
     try:
         return call()

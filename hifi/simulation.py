@@ -33,7 +33,7 @@ from .threads import single_threaded_blas
 from .timemanager import TimeManager
 
 #: A netCDF error while the file system holding the output has less free space than this is
-#: reported with the free space (a frame block of :data:`hifi.output._BUFFER_MAX_BYTES` may not
+#: reported with the free space (a frame block of :data:`hifi.estimate.BUFFER_MAX_BYTES` may not
 #: fit) [bytes].
 LOW_DISK_BYTES = 64 * 2**20
 

@@ -223,8 +223,8 @@ def _shrink(a, max_width: int = IMAGE_MAX_WIDTH_PX):
 
 def _camera_display(ds, j: int) -> np.ndarray:
     """Frame ``j`` of a camera as display values 0..1 (gray-world white balance, gamma 1/2.2),
-    as ``hifi plot`` shows it (:func:`sensors.ccd_plot.plot_camera`)."""
-    from sensors.ccd_plot import _display, white_balance_gains
+    as ``hifi plot`` shows it (:mod:`hifi.imaging`, shared with :func:`sensors.ccd_plot.plot_camera`)."""
+    from .imaging import display, white_balance_gains
     img = ds["image"].isel(frame=j)
     img = img.transpose("row", "col", *[d for d in img.dims if d not in ("row", "col")])
     image = np.asarray(img.values, dtype=float)
@@ -233,7 +233,7 @@ def _camera_display(ds, j: int) -> np.ndarray:
     black = float(ds.attrs.get("black_level_dn", 0.0))
     max_dn = float(ds.attrs.get("max_dn", np.nanmax(image) if np.isfinite(image).any() else 1.0))
     gains = white_balance_gains(image, "gray-world", black_level_dn=black, saturation_dn=max_dn)
-    return _display((image - black) * gains, max_dn - black, np.any(image >= max_dn, axis=-1))
+    return display((image - black) * gains, max_dn - black, np.any(image >= max_dn, axis=-1))
 
 
 def _colour_lut(scale_name: str = "Viridis") -> np.ndarray:

@@ -78,7 +78,7 @@ def test_disk_full_on_the_netcdf_thread_is_a_message_naming_the_file(tmp_path, c
     # one frame here, so the failing block is written mid-run, not at close.
     import threading
     from hifi import output
-    monkeypatch.setattr(output, "_BUFFER_MAX_FRAMES", 1)
+    monkeypatch.setattr(output, "BUFFER_MAX_FRAMES", 1)
     threads = set()
     original = FrameWriter._write_block
 

@@ -198,7 +198,7 @@ def test_writer_model_analytic():
     # One frame of one 100-byte variable: the buffered frame, the flush copy, the chunk cache.
     assert est_mod.writer_bytes({"a": 100}, 1, chunk_cache=2**20) == 300
     # 300 frames of 40 kB: a block closes at ceil(8 MiB / 40 kB) = 210 frames
-    # (_BUFFER_MAX_BYTES); one block is written while the rest (90 frames) fill the next, so all
+    # (hifi.estimate.BUFFER_MAX_BYTES); one block is written while the rest (90 frames) fill the next, so all
     # 300 frames can be held, plus the stacked copy of one block; the chunk cache (1 MiB) is full.
     assert est_mod.writer_bytes({"a": 40_000}, 300, chunk_cache=2**20) == (300 + 210) * 40_000 + 2**20
     # 1000 such frames: two blocks at most (2 x 210 frames) and the copy of one.

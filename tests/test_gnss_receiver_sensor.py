@@ -137,7 +137,7 @@ def test_export_rinex_read_by_gnss_lib_py(tmp_path):
     # extra: skipped, by name, where it is not installed (checked by hand: passes with it).
     glp = pytest.importorskip("gnss_lib_py", reason="gnss-lib-py (pip install '.[gnsslib]') reads the RINEX")
     import xarray as xr
-    from hifi.exporters.rinex import write_rinex
+    from sensors.gnss_receiver_rinex import write_rinex
     run = tmp_path / "run"
     hifi.Simulation.from_dict(_scenario(STEADY_CLOCK, duration_s=3.0), base_dir=DATA).run(out=run, progress=False)
     with xr.open_dataset(run / "rx.nc") as ds:

@@ -1,6 +1,10 @@
 """RINEX 3.04: a ``gnss_receiver`` dataset as the observation file a real receiver would log,
 with the navigation file the simulation used beside it (``hifi export DIR/NAME.nc --format
-rinex --out DIR``)."""
+rinex --out DIR``).
+
+The exporter lives beside the ``gnss_receiver`` model, not in :mod:`hifi.exporters`: it writes
+through :mod:`gnss`, which the core does not import. ``hifi export`` finds it by its entry point
+(group ``hifi.exporters``, name ``rinex``) like every other format."""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import Exporter, ExportError, require
+from hifi.exporters import Exporter, ExportError
+from hifi.exporters._common import require
 
 
 def write_rinex(ds, path: Path) -> Path:
