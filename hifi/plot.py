@@ -13,7 +13,7 @@
 - ``motion.nc`` (``position`` over ``body``): every body's plan-view track beside the speeds;
 - any model registered in the entry-point group ``hifi.plots``: the camera, the IMU, the GPS and
   multi-GNSS receivers (``gps_l1``, ``gnss_receiver``), the INS, the go/no-go planner, a driven
-  body (``vehicle``) and the ``waypoint_driver`` (:mod:`hifi.vehicle_plot`).
+  body (``vehicle``) and the ``waypoint_driver`` (:mod:`autonomy.vehicle_plot`).
 
 Object ids are drawn as categories named after ``[[objects]]`` (:func:`object_names`), at most
 :data:`MAX_LEGEND_ENTRIES` legend entries (the least frequent objects grouped as "other").

@@ -264,6 +264,21 @@ class Scene:
             body = self.bodies[body.parent] if body.parent is not None else None
         return False
 
+    def rides_on_driven_body(self, name: str) -> bool:
+        """True if body ``name`` or a body it rides on is driven during the run.
+
+        A driven body's motion (a :class:`hifi.vehicle.VehicleTrack`, whose ``driven`` is true)
+        is made step by step from the commands on the bus, so its poses after the current time
+        do not exist yet: a model on it must compute each frame at its own time, never a block
+        of frames ahead.
+        """
+        body = self.bodies[name]
+        while body is not None:
+            if getattr(body.local, "driven", False):
+                return True
+            body = self.bodies[body.parent] if body.parent is not None else None
+        return False
+
     def pose_at(self, name: str, t_s) -> Pose:
         """Pose of body ``name`` in the scene frame at time(s) ``t_s`` [s].
 

@@ -49,17 +49,6 @@ GROUND_PROBE_UP_M = 0.15
 GROUND_PROBE_DOWN_M = 5.0
 
 
-def rides_on_driven_body(scene, name: str) -> bool:
-    """Whether body ``name`` or a body it rides on is driven (a :class:`VehicleTrack`), so that
-    its future is made during the run: a model must not compute its poses ahead of time."""
-    body = scene.bodies[name]
-    while body is not None:
-        if getattr(body.local, "driven", False):
-            return True
-        body = scene.bodies[body.parent] if body.parent is not None else None
-    return False
-
-
 def bicycle_step(x, y, yaw, v, steer_rad, dt, wheelbase_m):
     """Exact pose after ``dt`` [s] at constant speed ``v`` [m/s] and steering angle [rad].
 
@@ -92,7 +81,8 @@ class VehicleTrack(Track):
 
     #: The arc is smooth within a step (an IMU may ride on a vehicle; see :meth:`kinematics`).
     twice_differentiable = True
-    #: Its future is made during the run: models that look ahead (the IMU's blocks) must not.
+    #: Its future is made during the run: models that look ahead (the IMU's blocks) must not
+    #: (:meth:`hifi.scene.Scene.rides_on_driven_body` reads this).
     driven = True
     interpolation = "vehicle"
 

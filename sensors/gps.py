@@ -41,7 +41,6 @@ import numpy as np
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
-from hifi.vehicle import rides_on_driven_body
 
 #: Epochs computed together (vectorised) when the first of them is asked for.
 BLOCK_EPOCHS = 128
@@ -661,7 +660,7 @@ class GpsL1(Sensor):
     # -- stepping --------------------------------------------------------------------------------
     def step(self, k, t):
         b = k // BLOCK_EPOCHS
-        if rides_on_driven_body(self.ctx.scene, self.name):   # a driven antenna: epoch by epoch
+        if self.ctx.scene.rides_on_driven_body(self.name):   # a driven antenna: epoch by epoch
             data, i = self._compute(np.array([k])), 0
             return {name: Var(v.dims, v.data[i], v.units, v.long_name, v.extra) for name, v in data.items()}
         if self._block is None or self._block[0] != b:

@@ -47,21 +47,12 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from hifi.constants import (
-    STANDARD_GRAVITY_M_S2,
-    WGS84_A_M,
-    WGS84_E2,
-    WGS84_F,
-    WGS84_GAMMA_EQUATOR_M_S2,
-    WGS84_M,
-    WGS84_OMEGA_RAD_S,
-    WGS84_SOMIGLIANA_K,
-)
+from hifi.constants import STANDARD_GRAVITY_M_S2, WGS84_OMEGA_RAD_S
+from hifi.earth import earth_rate_enu, normal_gravity
 from hifi.errors import ScenarioError
 from hifi.model import Sensor, Var
 from hifi.params import Param
 from hifi.rng import stream
-from hifi.vehicle import rides_on_driven_body
 
 __all__ = [
     "normal_gravity", "earth_rate_enu", "ideal_imu", "ImuTruth",
@@ -94,56 +85,9 @@ _G = STANDARD_GRAVITY_M_S2
 
 
 # ------------------------------------------------------------------------------------------------
-# Earth and gravity
+# Earth and gravity: :func:`normal_gravity` and :func:`earth_rate_enu` are defined in
+# :mod:`hifi.earth`, where the ins model finds them too, and re-exported here (``__all__``).
 # ------------------------------------------------------------------------------------------------
-def normal_gravity(latitude_rad, height_m=0.0):
-    """Magnitude of WGS 84 normal gravity [m/s^2] at geodetic latitude and ellipsoidal height.
-
-    Parameters
-    ----------
-    latitude_rad : array_like
-        Geodetic latitude [rad].
-    height_m : array_like
-        Height above the ellipsoid [m].
-
-    Returns
-    -------
-    ndarray
-        gamma_h [m/s^2], broadcast shape of the inputs.
-
-    Notes
-    -----
-    Somigliana's closed formula on the ellipsoid (NIMA TR8350.2, 3rd ed., eq. 4-1)
-
-        gamma = gamma_e (1 + k sin^2 phi) / sqrt(1 - e^2 sin^2 phi)
-
-    and the free-air correction above it to second order in h (eq. 4-3)
-
-        gamma_h = gamma [1 - 2/a (1 + f + m - 2 f sin^2 phi) h + 3 h^2 / a^2].
-
-    Normal gravity is the gradient of the normal potential, gravitation plus the centrifugal
-    potential of the Earth's rotation, so the centrifugal acceleration is included. Valid for
-    heights of a few tens of kilometres (TR8350.2 recommends the ellipsoidal-harmonic form
-    above that).
-    """
-    phi = np.asarray(latitude_rad, dtype=float)
-    h = np.asarray(height_m, dtype=float)
-    s2 = np.sin(phi) ** 2
-    gamma = WGS84_GAMMA_EQUATOR_M_S2 * (1.0 + WGS84_SOMIGLIANA_K * s2) / np.sqrt(1.0 - WGS84_E2 * s2)
-    return gamma * (1.0 - 2.0 / WGS84_A_M * (1.0 + WGS84_F + WGS84_M - 2.0 * WGS84_F * s2) * h
-                    + 3.0 * h * h / (WGS84_A_M * WGS84_A_M))
-
-
-def earth_rate_enu(latitude_rad, *, omega_rad_s: float = WGS84_OMEGA_RAD_S) -> np.ndarray:
-    """The Earth's angular velocity in a local east-north-up frame [rad/s], shape (..., 3).
-
-    ``omega_ie = omega (0, cos phi, sin phi)`` (Groves 2013, eq. 2.123, in ENU order), with the
-    WGS 84 rate (NIMA TR8350.2 Table 3.1).
-    """
-    phi = np.asarray(latitude_rad, dtype=float)
-    return omega_rad_s * np.stack([np.zeros_like(phi), np.cos(phi), np.sin(phi)], axis=-1)
-
-
 class ImuTruth(NamedTuple):
     """Error-free IMU outputs in the sensor axes."""
 
@@ -733,7 +677,7 @@ class IMU(Sensor):
     def step(self, k, t):
         b = k // BLOCK_FRAMES
         i = k - b * BLOCK_FRAMES
-        if rides_on_driven_body(self.ctx.scene, self.name):    # its future is made as the run goes
+        if self.ctx.scene.rides_on_driven_body(self.name):    # its future is made as the run goes
             data = self._compute_block(b, frames=np.array([k]))
             i = 0
         else:

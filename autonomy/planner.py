@@ -15,10 +15,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from .bus import Command, SensorData
+from hifi.bus import Command, SensorData
+from hifi.model import Model, Var
+from hifi.params import Param
+
 from .drivers import pure_pursuit_steer
-from .model import Model, Var
-from .params import Param
 
 #: Cell states of the map.
 UNKNOWN, GO, NOGO = -1, 0, 1
@@ -252,7 +253,7 @@ def plot_gonogo(ds, frame: int = -1):
     ax.legend(handles=handles, fontsize=8, loc="upper left")
     ax.set_xlabel("x (east) [m]")
     ax.set_ylabel("y (north) [m]")
-    from .dataset import seconds_since_start
+    from hifi.dataset import seconds_since_start
     t = float(seconds_since_start(ds, "frame_time")[f])
     ax.set_title(f"{ds.attrs.get('sensor_name', 'planner')} (gonogo_planner): frame {f}, t = {t:g} s")
     fig.tight_layout()

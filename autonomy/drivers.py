@@ -16,9 +16,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from .bus import Command, SensorData
-from .model import Model, Var
-from .params import Param
+from hifi.bus import Command, SensorData
+from hifi.model import Model, Var
+from hifi.params import Param
 
 
 def pure_pursuit_steer(x, y, yaw, target_xy, wheelbase_m):
@@ -107,7 +107,7 @@ class WaypointDriver(Model):
         """A navigation message: an INS estimate (``position``, ``yaw``, scene frame) or a GPS
         receiver's solution (``position_ecef`` to the scene frame, ENU at the origin)."""
         import pymap3d
-        if "yaw" in msg.data and "position" in msg.data:              # an INS (hifi.ins)
+        if "yaw" in msg.data and "position" in msg.data:              # an INS (autonomy.ins)
             pos = np.asarray(msg.data["position"], dtype=float)
             if np.all(np.isfinite(pos[:2])) and np.isfinite(msg.data["yaw"]):
                 self._last_fix = pos[:2].copy()
