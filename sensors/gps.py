@@ -13,7 +13,7 @@ hifi writes every model's frames along the unlimited ``frame`` dimension; for th
 frame is one epoch.  The per-epoch variables therefore have dimensions ``(frame, sv)``,
 ``(frame, sv, xyz)``, ``(frame, xyz)`` ..., and the variable ``epoch (frame)`` holds the true
 reception time (GPST, decoded by xarray as ``datetime64``).  :func:`epoch_view` turns a written
-dataset into the CONTRACTS layout ``(epoch, sv)`` (``ds.set_coords(...).swap_dims(frame="epoch")``),
+dataset into the solver's layout ``(epoch, sv)`` (``ds.set_coords(...).swap_dims(frame="epoch")``),
 on which :func:`gnss.solve` runs directly.
 
 Randomness and partitions
@@ -317,7 +317,7 @@ def find_reflections(caster, antenna_scene, times_s, sv_scene, blocked, *, searc
 
 
 def epoch_view(ds):
-    """A written ``gps_l1`` dataset in the CONTRACTS layout: dimension ``epoch`` instead of ``frame``.
+    """A written ``gps_l1`` dataset in the solver's layout: dimension ``epoch`` instead of ``frame``.
 
     ``epoch`` and ``time_tag`` become coordinates, so :func:`gnss.solve` can run on the result.
     """
@@ -376,7 +376,7 @@ class GpsL1(Sensor):
     """GPS L1 C/A code receiver: pseudoranges term by term, blockage and multipath, fixes.
 
     Per epoch (one frame at ``rate_hz``, default 1 Hz) and satellite of the nav file: the
-    CONTRACTS terms of :func:`gnss.model_pseudoranges` at the antenna's true position and the
+    pseudorange terms of :func:`gnss.model_pseudoranges` at the antenna's true position and the
     true reception time ``start_utc + t`` (UTC -> GPST with :func:`gnss.utc_to_gpst`), a ray cast
     from the antenna toward each satellite above the mask (``blocked`` when any surface is hit),
     and for each blocked satellite the shortest valid reflection (:func:`find_reflections`), whose

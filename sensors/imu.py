@@ -126,7 +126,7 @@ def ideal_imu(rotation_sensor_to_scene: Rotation, velocity_scene, acceleration_s
     at ``omega_ie`` (:func:`earth_rate_enu`, the same vector everywhere in the scene); the
     accelerometer equation is the Earth-frame navigation equation (Groves 2013, eq. 5.36;
     Titterton & Weston, Strapdown Inertial Navigation Technology, 2nd ed., 2004, eq. 3.27)
-    with ``v``, ``a`` relative to the Earth. Deviations, as the issue specifies: gravity is the
+    with ``v``, ``a`` relative to the Earth. Deviations, deliberate simplifications whose size follows: gravity is the
     normal gravity at the *origin*, along the origin's ellipsoid normal (-z), for every point
     of the scene. A body at height z above the origin really feels about 3.1e-6 z m/s^2 less,
     and d metres away horizontally its plumb line tilts by about d / 6.4e6 rad (a 1 km scene:
@@ -444,7 +444,7 @@ PRESETS: dict[str, dict[str, float]] = {
         # 0.04 deg/s per LSB (25 LSB per deg/s; also Linux drivers/iio/imu/adis16400.c).
         gyro_resolution_rad_s=0.04 * _DEG,
         # Velocity random walk 0.11 m/s/sqrt(h) (as quoted from the data sheet in
-        # ethz-asl/kalibr issue 63; noise density 0.23 mg/sqrt(Hz) there too).
+        # ethz-asl/kalibr issue #63; noise density 0.23 mg/sqrt(Hz) there too).
         accel_noise_density_m_s2_rthz=0.11 / 60.0,
         # In-run bias stability 0.25 mg (1 sigma). UNVERIFIED: recalled from Table 1, the table
         # itself could not be re-read when this preset was written.
