@@ -25,8 +25,9 @@ non-zero status does *not* end the job; a rank still in ``MPI_Init`` waits for i
 initialisation needs every rank). A process that exits after ``MPI_Init`` without
 ``MPI_Finalize`` does: Hydra kills every other rank and ``mpiexec`` exits with that process's
 status. So a process of a launch that stops before its runner started MPI (a signal during
-the imports, a bad ``--seed``) initialises MPI first (:func:`end_job`), bounded by
-:data:`INIT_WAIT_S` in case another rank never gets there.
+the imports, a bad ``--seed``) initialises MPI first (:func:`end_job`). Every ``MPI_Init`` of
+hifi is bounded by :data:`INIT_WAIT_S` (:func:`import_mpi`) in case another rank died before it
+got there, in Python's own start-up, where no hifi code can handle a signal.
 """
 
 from __future__ import annotations
@@ -49,11 +50,12 @@ POLL_MAX_S = 0.001
 #: (wall clock) [s]; then it leaves by itself.
 STOP_WAIT_S = 30.0
 
-#: How long a process ending the job waits in ``MPI_Init`` for the other ranks (wall clock)
-#: [s]. Every rank that stops goes through ``MPI_Init`` (:func:`end_job`), so the wait ends as
-#: soon as the slowest rank has imported mpi4py; the limit is for a rank that died before it
-#: could (then this process leaves without MPI, and the launcher may wait for the rest).
-INIT_WAIT_S = 60.0
+#: How long a process waits in ``MPI_Init`` for the other ranks (wall clock) [s], unless the
+#: environment variable ``HIFI_MPI_INIT_TIMEOUT_S`` says otherwise (:func:`import_mpi`). The
+#: initialisation ends as soon as the slowest rank has imported mpi4py (well under a second on
+#: one machine); the limit is for a rank that died before it could: then the others would wait
+#: in ``MPI_Init`` forever (see the module notes).
+INIT_WAIT_S = 30.0
 
 #: Environment variables giving this process's rank in an MPI launch (MPICH's Hydra and
 #: Intel MPI, Open MPI), read before MPI is initialised.
@@ -160,7 +162,7 @@ def end_job(status: int, line: str | None, *, comm=None, signum: int | None = No
     :data:`STOP_WAIT_S`, then leave by themselves), so that none ends the job before rank 0 has
     cleaned up. Where MPI is not yet initialised (``comm`` None and mpi4py not imported: a stop
     during the imports), it is now, or the other ranks would wait in ``MPI_Init`` forever (see
-    the module notes); at most :data:`INIT_WAIT_S`.
+    the module notes); at most :data:`INIT_WAIT_S` (:func:`import_mpi`).
 
     Parameters
     ----------
@@ -178,19 +180,46 @@ def end_job(status: int, line: str | None, *, comm=None, signum: int | None = No
     ignore_signals()                    # a repeated signal must not end a rank half-way
     rank = launch_rank() if comm is None else comm.Get_rank()
     if comm is None:
-        watchdog = threading.Timer(INIT_WAIT_S, _leave, (rank, status, line, 0.0))
-        watchdog.daemon = True
-        watchdog.start()
         try:
-            from mpi4py import MPI
-            comm = MPI.COMM_WORLD
+            comm = import_mpi().COMM_WORLD
         except ImportError:             # no MPI at all: nobody waits in MPI_Init
             comm = None
-        watchdog.cancel()
         rank = launch_rank() if comm is None else comm.Get_rank()
     if comm is not None and signum is not None:
         announce_stop(comm, signum)
     _leave(rank, status, line, STOP_WAIT_S, comm)
+
+
+def import_mpi():
+    """``from mpi4py import MPI`` (which runs ``MPI_Init``), bounded in time.
+
+    ``MPI_Init`` waits for every rank of the job; a rank that died before it (a stop signal
+    during Python's own start-up, before any hifi code could handle it) leaves the others
+    waiting forever, and they cannot run Python meanwhile (not even a timer thread: mpi4py
+    holds the interpreter during the call, measured). So the wait is bounded by the kernel:
+    ``SIGALRM`` with its default action ends the process after :data:`INIT_WAIT_S` (or
+    ``HIFI_MPI_INIT_TIMEOUT_S``) seconds, and the launcher then ends the job (``mpiexec``
+    reports signal 14) instead of hanging. Outside the main thread, or where ``SIGALRM`` does
+    not exist, the import is not bounded.
+    """
+    import signal
+    try:
+        limit = float(os.environ.get("HIFI_MPI_INIT_TIMEOUT_S", INIT_WAIT_S))
+    except ValueError:
+        limit = INIT_WAIT_S
+    bounded = (hasattr(signal, "SIGALRM") and limit > 0
+               and threading.current_thread() is threading.main_thread())
+    if not bounded:
+        from mpi4py import MPI
+        return MPI
+    previous = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(max(1, int(round(limit))))
+    try:
+        from mpi4py import MPI
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    return MPI
 
 
 def _leave(rank: int, status: int, line: str | None, wait_s: float, comm=None):

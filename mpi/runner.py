@@ -36,7 +36,7 @@ import numpy as np
 from hifi.interrupt import check as check_interrupt
 from hifi.interrupt import deferred, error_status
 
-from .control import check_stop, end_interrupted, end_job, poll, report_error, wait, wait_message
+from .control import check_stop, end_interrupted, end_job, import_mpi, poll, report_error, wait, wait_message
 
 #: Tag of the point-to-point messages carrying frames to rank 0 in time mode.
 _FRAME_TAG = 77
@@ -65,7 +65,7 @@ def world():
     """
     try:
         with deferred():              # a signal now is raised after MPI_Init, not inside mpi4py's import
-            from mpi4py import MPI
+            MPI = import_mpi()        # bounded: a rank that died before MPI_Init cannot hang the job
     except ImportError as exc:
         raise ImportError(f"--partition needs mpi4py and an MPI library ({exc}); install them with "
                           f"{INSTALL_HINT}") from None

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -559,3 +560,24 @@ def test_compiled_kernels_give_the_serial_bytes_on_every_partition(serial_run, t
     r = _mpi(2, "-m", "hifi.cli", "run", scenario, "--out", out, "--partition", "facets", "--no-progress")
     assert r.returncode == 0, r.stderr
     _assert_identical(serial, out)
+
+
+@needs_mpi
+def test_a_rank_dead_before_mpi_init_does_not_hang_the_job(tmp_path):
+    # Regression: a rank that dies before MPI_Init (a Ctrl-C in Python's own start-up, before any
+    # hifi code runs) left the other rank waiting in MPI_Init forever; Hydra does not end a job
+    # for a process that never initialised (measured with MPICH 5.0.2). hifi bounds its MPI_Init
+    # (mpi.control.import_mpi), here at 2 s: the job ends, with a failure status, within seconds.
+    script = tmp_path / "dies_early.py"
+    script.write_text("import os, sys\n"
+                      "if os.environ.get('PMI_RANK') == '1':\n"
+                      "    os._exit(1)\n"
+                      "from mpi.runner import world\n"
+                      "world()\n"
+                      "print('initialised', file=sys.stderr)\n")
+    env = dict(_env(), HIFI_MPI_INIT_TIMEOUT_S="2")
+    start = time.monotonic()
+    r = subprocess.run([_mpirun(), "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
+                       timeout=MPI_TIMEOUT_S, env=env)
+    assert time.monotonic() - start < 30.0
+    assert r.returncode != 0 and "initialised" not in r.stderr
