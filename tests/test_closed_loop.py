@@ -351,7 +351,7 @@ def test_hifi_plot_of_the_planner_shows_map_and_path(tmp_path):
 def test_patrol_example_runs_its_first_seconds():
     # examples/patrol.toml, cut to 6 s: the scanners on the nodding mount see the town, the
     # planner maps no-go cells and drives, the INS uses the GPS fixes. (The whole 40 s run
-    # reaches the goal: README "Closed loop".)
+    # reaches the goal: docs/closed_loop.md.)
     from pathlib import Path
     example = Path(__file__).resolve().parents[1] / "examples" / "patrol.toml"
     out = hifi.load(example).run(out=None, duration_s=6.0, progress=False)

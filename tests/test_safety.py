@@ -4,7 +4,7 @@ The table runs every command that writes files (``run``, ``export`` to every for
 ``plot``) and ``info`` against the output locations a user gets wrong: the output equal to the
 input, the output containing or inside the input, an existing file without ``--overwrite``, a
 read-only file system and a full one. Each case checks the exit status of its kind (2 bad
-input, 1 a file that cannot be written: the README's "What a run writes"), exactly one
+input, 1 a file that cannot be written: docs/outputs.md ("What a run writes")), exactly one
 ``hifi: error:`` line, that every input file keeps its bytes and that nothing is left in the
 output location.
 
