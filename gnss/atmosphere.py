@@ -56,7 +56,7 @@ def klobuchar_delay(latitude_rad, longitude_rad, azimuth_rad, elevation_rad, gps
     lambda_i = lambda_u + psi sin A / cos(phi_i); phi_m = phi_i + 0.064 cos(lambda_i - 1.617);
     t = 43200 lambda_i + t_GPS modulo 86400; F = 1 + 16 (0.53 - E)^3;
     AMP = sum alpha_n phi_m^n (>= 0), PER = sum beta_n phi_m^n (>= 72000), x = 2 pi (t - 50400)/PER;
-    T_iono = F [5e-9 + AMP (1 - x^2/2 + x^4/24)] if |x| < 1.57 else F 5e-9.
+    T_iono = F [5e-9 + AMP (1 - x^2/2 + x^4/24)] if ``|x|`` < 1.57 else F 5e-9.
     RTKLIB's ``ionmodel`` follows the same conventions (radians in, semicircles inside, pi for
     the conversion, the clipped phi_i used in cos(phi_i)); we reproduce its published values to
     1e-8 m.  RTKLIB substitutes default coefficients when all eight are zero; we do not.
@@ -294,7 +294,7 @@ def niell_mapping(elevation_rad, latitude_rad, height_m, day_of_year):
 
     Notes
     -----
-    Coefficients (Niell 1996, Table 3) are linearly interpolated in |latitude| between 15 and 75
+    Coefficients (Niell 1996, Table 3) are linearly interpolated in ``|latitude|`` between 15 and 75
     degrees and held constant outside.  Hydrostatic: a = a_avg - a_amp cos(2 pi (doy - 28) /
     365.25), half a year added in the southern hemisphere, plus the height correction
     (1/sin e - m(e; a_ht, b_ht, c_ht)) H[km].  Wet: a, b, c interpolated, no seasonal term.

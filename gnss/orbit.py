@@ -182,12 +182,12 @@ def glonass_orbit(dt_s, position_m, velocity_m_s, acceleration_m_s2, *, mu=MU_GL
 
     Notes
     -----
-    The ICD's equations of motion in the rotating frame, with r = |x|:
+    The ICD's equations of motion in the rotating frame, with r = ``|x|``:
 
     dv/dt = -mu x / r^3 - 3/2 J2 mu a_e^2 / r^5 (x, y, z) * (1 - 5 z^2/r^2, 1 - 5 z^2/r^2,
     3 - 5 z^2/r^2) + w^2 (x, y, 0) + 2 w (v_y, -v_x, 0) + a_lunisolar,
 
-    integrated by the classical 4th-order Runge-Kutta method with n = ceil(max |dt| / max_step)
+    integrated by the classical 4th-order Runge-Kutta method with n = ceil(max ``|dt|`` / max_step)
     equal steps dt / n for every query (vectorised; each query its own step length). A query
     with NaN dt or state gives NaN.
     """
@@ -376,7 +376,7 @@ def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
     t : GpsTime
         Query times (week, sow).
     max_age_s : float, keyword-only
-        Largest allowed |t - toe| [s] (default 2 h; GLONASS records at most
+        Largest allowed ``|t - toe|`` [s] (default 2 h; GLONASS records at most
         :data:`gnss.constants.GLONASS_EPHEMERIS_MAX_AGE_S`, 30 min).
 
     Returns
@@ -693,7 +693,7 @@ class Transmission(NamedTuple):
     sv_position_ecef : numpy.ndarray, (..., 3)
         Satellite position at transmission, expressed in the ECEF frame of reception [m].
     geometric_range : numpy.ndarray
-        |sv_position_ecef - receiver| [m], which includes the Earth-rotation correction.
+        ``|sv_position_ecef - receiver|`` [m], which includes the Earth-rotation correction.
     travel_time_s : numpy.ndarray
         Signal travel time [s].
     state : SvState
@@ -723,7 +723,7 @@ def light_time(nav: xr.Dataset, prn, t_rx: gpstime.GpsTime, receiver_ecef, *,
 
     Notes
     -----
-    Iterates tau <- |R3(OmegaE tau) x_sv(t_rx - tau) - x_rx| / c from tau = 0.075 s (Sanz
+    Iterates ``tau <- |R3(OmegaE tau) x_sv(t_rx - tau) - x_rx| / c`` from tau = 0.075 s (Sanz
     Subirana et al. 2013, sec. 5.1.1.1-2).  The rotation expresses the transmit-time position in
     the reception-time ECEF frame, which is the exact form of the Sagnac correction.  The
     ephemeris record is chosen once at the reception time so the iteration is smooth.

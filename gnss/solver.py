@@ -143,7 +143,7 @@ def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weightin
     gives none either; a clock whose system has no used satellite at an epoch is not
     estimated there, as in the solver.  The terms add up to the
     linearised total error.  The real fix differs from that sum by the non-linearity
-    (|dx|^2 / range, negligible) and because the receiver evaluates its troposphere and
+    (``|dx|^2 / range``, negligible) and because the receiver evaluates its troposphere and
     ionosphere corrections at its estimate, not at the truth (the tropospheric delay falls by
     about 0.3 mm per metre of height at the zenith, more at low elevation): in the urban canyon
     example 9 cm for a 55 m vertical error.  Unlike :func:`solve`, the weights are not floored

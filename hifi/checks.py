@@ -49,8 +49,8 @@ def degenerate_faces(vertices, faces, *, rel=DEGENERATE_TRIANGLE_REL) -> np.ndar
 
     Notes
     -----
-    With edges a = v1 - v0, b = v2 - v0 the doubled area is |a x b| and the height over the
-    longest edge L is |a x b| / L; a triangle is degenerate when that is <= ``rel`` L (which
+    With edges a = v1 - v0, b = v2 - v0 the doubled area is ``|a x b|`` and the height over the
+    longest edge L is ``|a x b| / L``; a triangle is degenerate when that is <= ``rel`` L (which
     includes L = 0, all three vertices equal). Scale-free: the same mesh at 1e-3 m and at
     1e4 m gives the same answer.
     """

@@ -44,7 +44,7 @@ NOISE_HEADLINE_M = (7.0, 40.0)
 # --------------------------------------------------------------------------------------------
 
 class Plane(NamedTuple):
-    """Plane ``normal . p + offset_m = 0`` in the sensor frame, normal unit and pointing up."""
+    """Plane ``dot(normal, p) + offset_m = 0`` in the sensor frame, normal unit and pointing up."""
 
     normal: np.ndarray        #: (3,) unit normal, sensor frame, normal[2] > 0
     offset_m: float           #: [m]; the sensor origin is ``offset_m`` above the plane

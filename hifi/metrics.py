@@ -117,7 +117,7 @@ def ring_statistics(range_m, detected=None) -> RingStatistics:
 
 class RangeImageErrors(NamedTuple):
     rmse: float               #: root mean square of (a - b) over cells where both have a return [m]
-    median_abs: float         #: median of |a - b| over those cells [m]
+    median_abs: float         #: median of ``|a - b|`` over those cells [m]
     mean: float               #: mean of (a - b) (bias) [m]
     n: int                    #: cells compared
 
@@ -154,8 +154,8 @@ def ray_drop_scores(detected_predicted, detected_reference) -> RayDropScores:
     """Precision, recall and F1 of the dropped rays of a predicted (simulated) scan.
 
     A ray is *dropped* where its cell has no return. Positives are the drops: precision =
-    |dropped in both| / |dropped in the prediction|, recall = |dropped in both| / |dropped in
-    the reference|, F1 = 2 P R / (P + R) (the ray-drop metrics of LiDARsim, Manivasagam et al.
+    ``|dropped in both| / |dropped in the prediction|``, recall = ``|dropped in both| / |dropped in
+    the reference|``, F1 = 2 P R / (P + R) (the ray-drop metrics of LiDARsim, Manivasagam et al.
     2020, and LiDAR-NeRF). NaN where a denominator is 0.
     """
     p = ~np.asarray(detected_predicted, dtype=bool)

@@ -30,7 +30,7 @@ def field_angle(image_position_m, focal_length_m: float):
     Returns
     -------
     numpy.ndarray, shape (...)
-        theta = arctan(|r| / f) [rad].
+        theta = arctan(``|r|`` / f) [rad].
     """
     f = _checks.positive("focal_length_m", focal_length_m)
     p = np.asarray(image_position_m, dtype=float)
@@ -123,18 +123,18 @@ def image_irradiance(radiance, f_number: float, *, field_angle_rad=0.0,
     transmittance : float, optional
         Lens transmittance T [1], 0..1.
     magnification : float, optional
-        |m|, lateral magnification magnitude [1]; 0 for objects at infinity.
+        ``|m|``, lateral magnification magnitude [1]; 0 for objects at infinity.
 
     Returns
     -------
     numpy.ndarray
-        E = pi L T cos^4(theta) / (4 N^2 (1 + |m|)^2) [W m^-2] (or the matching spectral unit).
+        ``E = pi L T cos^4(theta) / (4 N^2 (1 + |m|)^2)`` [W m^-2] (or the matching spectral unit).
 
     Notes
     -----
     The camera equation for a Lambertian source imaged by an aplanatic lens with a small
-    aperture (paraxial working f-number N (1 + |m|)); exact form pi L T sin^2(u'), with
-    sin u' = 1 / (2 N (1 + |m|)), differs by < 1 % for N >= 2.8. Natural vignetting cos^4 per
+    aperture (paraxial working f-number ``N (1 + |m|)``); exact form pi L T sin^2(u'), with
+    ``sin u' = 1 / (2 N (1 + |m|))``, differs by < 1 % for N >= 2.8. Natural vignetting cos^4 per
     :func:`natural_vignetting`; mechanical vignetting is a separate factor
     (:func:`mechanical_vignetting`).
 

@@ -89,7 +89,7 @@ def subray_pattern(n: int):
     Returns
     -------
     uv : ndarray, shape (n, 2)
-        Positions in units of the beam radius (|uv| <= 1); sub-ray 0 is the beam axis.
+        Positions in units of the beam radius (``|uv| <= 1``); sub-ray 0 is the beam axis.
     weights : ndarray, shape (n,)
         Share of the pulse energy carried by each sub-ray; they sum to 1.
 
@@ -828,7 +828,7 @@ def _convolution_taps(bin_width_s, pulse_width_s):
 
 
 def sampled_waveform(impulses, taps, symmetric, n_out):
-    """``convolve1d(impulses, kernel, mode="constant")`` at bins ``half .. half + n_out - 1``,
+    """``convolve1d(impulses, kernel, mode="constant")`` at bins ``half`` to ``half + n_out - 1``,
     with scipy's operations in scipy's order, so every sample has the same bits.
 
     Parameters

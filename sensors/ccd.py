@@ -169,9 +169,9 @@ def optics_margin_px(coefficients: SeidelCoefficients, *, wavelength_m: float, f
     distortion remap samples the ideal image outside the array at the corners; rendering only
     the array would darken a rim. Bound, at H = 1.25 (the padded corner, for a margin below
     1/6 of the image half-diagonal): the
-    largest transverse aberration 2 N lambda (4 |W040| + 3 |W131| H + 2 (|W222| + |W220|) H^2)
+    largest transverse aberration ``2 N lambda (4 |W040| + 3 |W131| H + 2 (|W222| + |W220|) H^2)``
     (:func:`optics.aberrations.transverse_ray_aberration` at rho = 1) plus the distortion shift
-    2 N lambda |W311| H^3, in pixels, plus 2 pixels for the bilinear weights; capped at
+    ``2 N lambda |W311| H^3``, in pixels, plus 2 pixels for the bilinear weights; capped at
     ``MAX_KERNEL_SIZE`` (the PSF kernel's own cap).
     """
     w = coefficients

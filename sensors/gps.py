@@ -149,11 +149,11 @@ def image_reflection(antenna, source, plane_point, plane_normal) -> Reflection:
     Image method (e.g. Rappaport, "Wireless Communications", 2nd ed., sec. 4.6; Born & Wolf,
     specular reflection): with n turned toward the antenna and h = (A - P) . n > 0 the antenna's
     height over the plane, the image of the antenna is A' = A - 2 h n.  The reflected path
-    X -> S -> A has the length |X - A'| and its specular point S is where the segment X A'
+    X -> S -> A has the length ``|X - A'|`` and its specular point S is where the segment X A'
     crosses the plane: S = A' + s (X - A'), s = h / ((X - P) . n + h).  A reflection exists
     when both X and A are in front of the plane, (X - P) . n > 0 and h > 0.  With D = X - A,
-    |X - A'|^2 - |X - A|^2 = 4 h ((X - P) . n), so the excess path is evaluated without
-    cancellation as
+    ``|X - A'|^2 - |X - A|^2 = 4 h ((X - P) . n)``, so the excess path is evaluated without
+    cancellation as::
 
         excess = 4 h ((X - P) . n) / (|D + 2 h n| + |D|).
 

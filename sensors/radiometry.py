@@ -41,8 +41,8 @@ def oren_nayar_backscatter(cos_incidence, roughness_rad=0.0):
 
     References
     ----------
-    M. Oren and S. K. Nayar, "Generalization of Lambert's reflectance model", SIGGRAPH 1994,
-    pp. 239-246.
+    - M. Oren and S. K. Nayar, "Generalization of Lambert's reflectance model", SIGGRAPH 1994,
+      pp. 239-246.
     """
     cos_i = np.clip(np.asarray(cos_incidence, dtype=float), 0.0, 1.0)
     s2 = np.asarray(roughness_rad, dtype=float) ** 2
@@ -124,9 +124,10 @@ def extinction_from_visibility(visibility_m, wavelength_m=905e-9):
 
     References
     ----------
-    H. Koschmieder, "Theorie der horizontalen Sichtweite", Beitr. Phys. freien Atm. 12, 1924.
-    I. I. Kim, B. McArthur, E. Korevaar, "Comparison of laser beam propagation at 785 nm and
-    1550 nm in fog and haze for optical wireless communications", Proc. SPIE 4214, 2001, Eq. (3).
+    - H. Koschmieder, "Theorie der horizontalen Sichtweite", Beitr. Phys. freien Atm. 12, 1924.
+    - I. I. Kim, B. McArthur, E. Korevaar, "Comparison of laser beam propagation at 785 nm and
+      1550 nm in fog and haze for optical wireless communications", Proc. SPIE 4214, 2001,
+      Eq. (3).
     """
     v = np.asarray(visibility_m, dtype=float)
     v_km = v / 1000.0
@@ -199,9 +200,9 @@ def lidar_received_power(peak_power_w, reflectivity, cos_incidence, distance_m, 
 
     References
     ----------
-    A. V. Jelalian, *Laser Radar Systems*, Artech House, 1992.
-    B. Höfle, N. Pfeifer, "Correction of laser scanning intensity data: data and model-driven
-    approaches", ISPRS J. Photogramm. Remote Sens. 62(6), 2007, Eq. 4.
+    - A. V. Jelalian, *Laser Radar Systems*, Artech House, 1992.
+    - B. Höfle, N. Pfeifer, "Correction of laser scanning intensity data: data and model-driven
+      approaches", ISPRS J. Photogramm. Remote Sens. 62(6), 2007, Eq. 4.
     """
     rho = np.asarray(reflectivity, dtype=float)
     cos_i = np.clip(np.asarray(cos_incidence, dtype=float), 0.0, 1.0)

@@ -6,17 +6,17 @@ listed in the README section "Weather".
 
 References
 ----------
-H. Koschmieder, "Theorie der horizontalen Sichtweite", Beitr. Phys. freien Atm. 12, 1924.
-I. I. Kim, B. McArthur, E. Korevaar, "Comparison of laser beam propagation at 785 nm and
-1550 nm in fog and haze for optical wireless communications", Proc. SPIE 4214, 2001.
-J. S. Marshall and W. McK. Palmer, "The distribution of raindrops with size", J. Meteor. 5,
-1948, 165-166.
-K. L. S. Gunn and J. S. Marshall, "The distribution with size of aggregate snowflakes",
-J. Meteor. 15, 1958, 452-461.
-M. Hahner, C. Sakaridis, D. Dai, L. Van Gool, "Fog Simulation on Real LiDAR Point Clouds for
-3D Object Detection in Adverse Weather", ICCV 2021 (soft-target impulse response, Eq. 7-10).
-R. H. Rasshofer, M. Spies, H. Spies, "Influences of weather phenomena on automotive laser radar
-systems", Adv. Radio Sci. 9, 2011, 49-60 (fog backscatter-to-extinction).
+- H. Koschmieder, "Theorie der horizontalen Sichtweite", Beitr. Phys. freien Atm. 12, 1924.
+- I. I. Kim, B. McArthur, E. Korevaar, "Comparison of laser beam propagation at 785 nm and
+  1550 nm in fog and haze for optical wireless communications", Proc. SPIE 4214, 2001.
+- J. S. Marshall and W. McK. Palmer, "The distribution of raindrops with size", J. Meteor. 5,
+  1948, 165-166.
+- K. L. S. Gunn and J. S. Marshall, "The distribution with size of aggregate snowflakes",
+  J. Meteor. 15, 1958, 452-461.
+- M. Hahner, C. Sakaridis, D. Dai, L. Van Gool, "Fog Simulation on Real LiDAR Point Clouds for
+  3D Object Detection in Adverse Weather", ICCV 2021 (soft-target impulse response, Eq. 7-10).
+- R. H. Rasshofer, M. Spies, H. Spies, "Influences of weather phenomena on automotive laser radar
+  systems", Adv. Radio Sci. 9, 2011, 49-60 (fog backscatter-to-extinction).
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ check rosbags against itself).
 Topics (``NAME`` a sensor, ``BODY`` an object or sensor; names made ROS-legal by
 :func:`ros_name`):
 
-============================ ============================== ==========================================
-topic                        type                           from
-============================ ============================== ==========================================
+============================ =============================== ==========================================
+topic                        type                            from
+============================ =============================== ==========================================
 ``/NAME/points``             ``sensor_msgs/msg/PointCloud2`` every range sensor (lidar, ToF, LADAR, grid)
 ``/NAME/image_raw``          ``sensor_msgs/msg/Image``       ``ccd_camera`` (``image``), ``depthmap`` (``depth``, 32FC1)
 ``/NAME/camera_info``        ``sensor_msgs/msg/CameraInfo``  the same cameras
@@ -26,7 +26,7 @@ topic                        type                           from
 ``/tf_static``               ``tf2_msgs/msg/TFMessage``      transforms that never change (mounts)
 ``/tf``                      ``tf2_msgs/msg/TFMessage``      the others, every ``motion.nc`` sample
 ``/ground_truth/BODY/odom``  ``nav_msgs/msg/Odometry``       every body of ``motion.nc``, every sample
-============================ ============================== ==========================================
+============================ =============================== ==========================================
 
 Conventions
 -----------
