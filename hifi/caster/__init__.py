@@ -25,15 +25,15 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from . import kernels
-from .constants import (
+from .. import kernels
+from ..constants import (
     MAX_MIRROR_BOUNCES,
     MIRROR_FOLLOW_THRESHOLD,
     SECONDARY_RAY_OFFSET_MIN_M,
     SECONDARY_RAY_OFFSET_REL,
 )
-from .motion import Pose, Track
-from .scene import Scene
+from ..motion import Pose, Track
+from ..scene import Scene
 
 #: Rays per thread task below which threading costs more than it saves.
 _MIN_RAYS_PER_TASK = 2048
@@ -631,7 +631,7 @@ class EmbreeBackend:
             np.subtract(one.reshape(-1), rows[:3 * n], out=o32.reshape(-1), casting="same_kind")
         r = g.embree.run(o32, directions.astype(np.float32), dists=tfar32, output=1)
         if kernels.enabled():
-            from ._cast_kernel import static_hits          # numba: loaded by the first cast
+            from .._cast_kernel import static_hits          # numba: loaded by the first cast
             out = NearestHits(np.empty(n), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
                               np.empty((n, 3)), np.empty(n, dtype=bool))
             lookup = (_NO_LOOKUP if g.face_lookup is None else
@@ -920,7 +920,7 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
         o = scene.objects[int(index)]
         vid, indptr, vertex_face = _object_topology(scene, int(index), cache)
         if kernels.enabled() and o.share is None and not scene.is_moving(o.name):
-            from ._cast_kernel import settle_static          # numba: the same bits, one pass
+            from .._cast_kernel import settle_static          # numba: the same bits, one pass
             settle_static(r.astype(np.int64), best, face, normal, origins, directions, o.faces,
                           _static_world_vertices(scene, int(index), cache), vid, indptr, vertex_face,
                           float(plane_tol_m), _EDGE_BARY)
@@ -1104,7 +1104,7 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     d_in = directions_in[a:b]
     use_kernels = kernels.enabled()
     if use_kernels:
-        from ._cast_kernel import finish_hits, unit_rows          # numba: loaded by the first cast
+        from .._cast_kernel import finish_hits, unit_rows          # numba: loaded by the first cast
         unit_rows(np.ascontiguousarray(d_in), d)
     else:
         _divide_rows(d_in, _row_norm(d_in), out=d)
@@ -1370,7 +1370,7 @@ class RayCaster:
                     _object_topology(self.scene, obj.index, self._tie_cache)
             self._tables_built = True
             self.backend.build()
-            from .estimate import trim_heap
+            from ..estimate import trim_heap
             trim_heap()              # the transients' pages, before Embree allocates its BVHs
         self.backend.build()
         return self
