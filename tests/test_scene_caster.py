@@ -315,7 +315,7 @@ def test_offset_size_terms_by_blocks_match_the_whole_mesh(monkeypatch):
     """The size term of the secondary-ray offsets, computed by blocks of faces, equals the
     whole-mesh formula (longest triangle edge for a static object, largest vertex distance for
     a moving one), computed here in one piece as an independent check."""
-    import hifi.caster as caster_mod
+    import hifi.caster.embree as caster_mod          # the module whose _frame_tables reads it
     monkeypatch.setattr(caster_mod, "_FACE_BLOCK", 7)          # many blocks, a ragged last one
     scene = Scene()
     ground = scene.add_object("g", meshes.terrain([3.0, 2.0], 0.25, 0.4, seed=6))

@@ -1,0 +1,201 @@
+""":class:`RayCaster`, the facade the sensors call (``ctx.caster.cast(...)``): it holds the
+scene, a backend (by default :class:`~hifi.caster.embree.EmbreeBackend`), a
+:class:`~hifi.caster.pool.ChunkPool` and the tie tables, and binds :func:`~hifi.caster.tracing.trace`
+and :func:`~hifi.caster.ties.settle_ties` to them. It sits on top of every other module of the
+caster, which it alone wires together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..constants import MAX_MIRROR_BOUNCES, MIRROR_FOLLOW_THRESHOLD
+from ..scene import Scene
+from .embree import EmbreeBackend
+from .hits import Hits, NearestHitBackend, NearestHits
+from .pool import ChunkPool
+from .ties import object_topology, settle_ties
+from .tracing import nearest_step, trace
+
+#: Distance of a hit point from a neighbouring triangle's plane within which that triangle is
+#: taken to contain the point too, relative to the scene extent (2**-20: a few float32 ulp).
+_TIE_PLANE_REL = 2.0**-20
+
+
+class RayCaster:
+    """Nearest-hit ray casting against a :class:`~hifi.scene.Scene`, through mirrors.
+
+    A thin facade: a :class:`NearestHitBackend` casts (default :class:`EmbreeBackend` over the
+    whole scene), :func:`trace` follows mirrors, :func:`settle_ties` settles shared-edge ties,
+    and a :class:`ChunkPool` splits the rays over threads.
+
+    Parameters
+    ----------
+    scene : Scene
+        Objects, materials and motion.
+    max_bounces : int
+        Bound on mirror reflections per ray (default 8); a ray still on a mirror after that many
+        reflections reports no hit.
+    n_threads : int, optional
+        Threads casting in parallel; default: every core (``os.cpu_count()``).
+    face_subset : callable, optional
+        ``face_subset(object_index, n_faces) -> indices`` of the faces the default backend
+        holds; default all faces.
+    backend : NearestHitBackend, optional
+        Cast through this backend instead (e.g. :class:`mpi.caster.FacetBackend`); not with
+        ``face_subset``.
+
+    Notes
+    -----
+    BVHs are built on first use, not at construction, so creating a caster is cheap.
+    Secondary rays leave a mirror from a point on the reflected line that clears the surface by
+    :meth:`secondary_offset_m` of the reflection point: ``SECONDARY_RAY_OFFSET_REL`` times the
+    float32 magnitude of that hit in its Embree frame (float32 safe at any scale, and
+    independent of the rest of the scene); the path length is measured from the true
+    reflection point, so the offset does not bias the distance, and the reflected line itself
+    is exact. The scene is frozen during a ray's flight (< 1 us at 300 m).
+    """
+
+    def __init__(self, scene: Scene, *, max_bounces: int = MAX_MIRROR_BOUNCES,
+                 n_threads: int | None = None, face_subset=None,
+                 backend: NearestHitBackend | None = None):
+        if backend is not None and face_subset is not None:
+            raise ValueError("face_subset is for the default backend; got both face_subset and "
+                             f"backend={backend!r}")
+        self.scene = scene
+        self.max_bounces = int(max_bounces)
+        self.threads = ChunkPool(n_threads)
+        self.n_threads = self.threads.n_threads
+        shared = [o.name for o in scene.objects if o.share is not None]
+        if backend is None and shared:
+            raise ValueError(f"objects {shared} keep one rank's share of their faces (a facet-partitioned "
+                             "caster reduced them); load the scene again to cast it serially")
+        self.backend = backend if backend is not None else EmbreeBackend(scene, face_subset=face_subset)
+        # Per object id (and -1, last entry, NaN -> False): does a ray follow its reflection?
+        self._mirror_object = scene.object_table("mirror") >= MIRROR_FOLLOW_THRESHOLD
+        self._tie_cache: dict = {}
+        self._tables_built = False
+        self._tie_plane_m = _TIE_PLANE_REL * max(scene.extent_m(), 1.0)
+
+    @property
+    def collective_nearest(self) -> bool:
+        """Whether the backend's nearest hit is a collective over processes."""
+        return self.backend.collective
+
+    @property
+    def n_triangles(self) -> int:
+        """Triangles handed to Embree by :meth:`build` (all of the scene's, or this share)."""
+        return self.backend.n_triangles
+
+    def build(self) -> RayCaster:
+        """Build the edge-tie tables and every BVH now (otherwise done on the first cast).
+
+        The tie tables (:func:`object_topology`) come first: their transients are then freed
+        before Embree builds its BVHs on the first cast, instead of adding to the BVHs' memory
+        (and the threads of the first cast do not build them twice at once).
+        """
+        if not self._tables_built:
+            for obj in self.scene.objects:
+                if len(obj.faces):
+                    object_topology(self.scene, obj.index, self._tie_cache)
+            self._tables_built = True
+            self.backend.build()
+            from ..estimate import trim_heap
+            trim_heap()              # the transients' pages, before Embree allocates its BVHs
+        self.backend.build()
+        return self
+
+    def close(self) -> None:
+        """Release the threads (the caster stays usable)."""
+        self.threads.close()
+        self.backend.close()
+
+    def secondary_offset_m(self, points_scene, object_id) -> np.ndarray:
+        """Clearance [m] a secondary ray (mirror bounce, shadow ray) leaving each hit needs.
+
+        Parameters
+        ----------
+        points_scene : (n, 3) array_like
+            Hit points, scene frame [m] (``Hits.point``).
+        object_id : (n,) array_like of int
+            Object hit (``Hits.object_id``); -1 gives NaN.
+
+        Returns
+        -------
+        (n,) float64
+            Offset [m] along the surface normal: :func:`secondary_ray_offset_m` of the hit's
+            float32 magnitude in the Embree frame it was computed in (the static BVH's frame or
+            the moving object's body frame) plus the size of the object's triangles. It does
+            not depend on the other objects in the scene.
+        """
+        return self.backend.secondary_offset_m(points_scene, object_id)
+
+    def _map_chunks(self):
+        """How the rays of a cast step are split over threads: :meth:`ChunkPool.map`, or None
+        (one :meth:`NearestHitBackend.nearest` call for all of them) for a backend that runs
+        its own threads (``threads_inside``: the benchmarks' ``Open3DBackend``)."""
+        return None if getattr(self.backend, "threads_inside", False) else self.threads.map
+
+    def _settle(self, origins, directions, times, hits: NearestHits) -> None:
+        # A backend whose processes keep shares of the faces settles ties over them.
+        rule = getattr(self.backend, "settle_ties", settle_ties)
+        rule(self.scene, origins, directions, times, hits, plane_tol_m=self._tie_plane_m, cache=self._tie_cache)
+
+    def nearest(self, origins: np.ndarray, directions: np.ndarray, times: np.ndarray,
+                max_distance: np.ndarray):
+        """One segment: nearest facet of any material along each ray within ``max_distance``.
+
+        Parameters
+        ----------
+        origins, directions : (n, 3) float64
+            Scene frame; directions of unit length.
+        times : (n,) float64
+            Emission time of each ray [s] (poses of moving objects are taken there).
+        max_distance : (n,) float64
+            Search limit per ray [m] (``inf`` for none).
+
+        Returns
+        -------
+        distance : (n,) float64
+            Segment length [m], ``inf`` on a miss.
+        object_id, face_index : (n,) int32
+            -1 on a miss.
+        normal : (n, 3) float64
+            Unit facet normal, scene frame, not turned toward the ray; NaN on a miss.
+        """
+        self.build()
+        origins = np.asarray(origins, dtype=float)
+        directions = np.asarray(directions, dtype=float)
+        n = origins.shape[0]
+        times = np.broadcast_to(np.asarray(times, dtype=float), (n,))
+        hits = nearest_step(self.backend, origins, directions, times,
+                            np.broadcast_to(np.asarray(max_distance, dtype=float), (n,)),
+                            settle=self._settle, map_chunks=self._map_chunks())
+        return hits.distance, hits.object_id, hits.face_index, hits.normal
+
+    def cast(self, origins, directions, times=0.0, max_range_m=np.inf) -> Hits:
+        """Cast rays and follow them through mirrors to the first diffuse surface.
+
+        Parameters
+        ----------
+        origins : (n, 3) array_like
+            Ray origins, scene frame [m].
+        directions : (n, 3) array_like
+            Ray directions, scene frame (normalised here).
+        times : float or (n,) array_like
+            Emission time of each ray [s].
+        max_range_m : float or (n,) array_like
+            Maximum total path length [m]; a surface beyond it is a miss.
+
+        Returns
+        -------
+        Hits
+
+        Notes
+        -----
+        :func:`trace` over this caster's backend, threads and scene.
+        """
+        self.build()
+        return trace(self.backend, origins, directions, times, max_range_m,
+                     mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
+                     map_chunks=self._map_chunks())

@@ -1,0 +1,278 @@
+"""Tracing over any nearest-hit backend: :func:`nearest_step` (one cast step, split over
+threads, with the edge-tie rule) and :func:`trace` (the first segment of every ray finished in
+place, then the bounded mirror bounce loop with its secondary-ray offsets). Plain functions
+over the backend protocol, kept apart from the backends they drive and from the facade that
+binds them to a scene.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import kernels
+from ..constants import MAX_MIRROR_BOUNCES
+from ._rows import divide_rows, multiply_rows, row_dot, row_norm, rows_or_shared
+from .hits import Hits, NearestHitBackend, NearestHits
+
+#: Smallest cosine used to turn the normal clearance of a secondary ray into a distance along
+#: it; grazing reflections (cos < 0.05, 87 deg) step at most 20 offsets along the ray.
+_MIN_COS_OFFSET = 0.05
+
+
+def _concat_hits(parts: list) -> NearestHits:
+    """One :class:`NearestHits` from the chunks' results, in order."""
+    if len(parts) == 1:
+        return parts[0]
+    return NearestHits(*(np.concatenate(f) for f in zip(*parts)))
+
+
+def _slice(x, a: int, b: int):
+    """``x[a:b]`` for an array of per-ray values, ``x`` itself for a scalar (one for all rays)."""
+    return x if np.ndim(x) == 0 else x[a:b]
+
+
+def _one_time(times):
+    """``times`` as one float when every ray has the same time (one pose per moving object)."""
+    if np.ndim(times) == 0:
+        return float(times)
+    if times.size and times.strides == (0,):      # a broadcast of one time (a camera's frame)
+        return times[0]
+    return times[0] if times.size and bool(np.all(times == times[0])) else times
+
+
+def _settled(backend: NearestHitBackend, settle, origins, directions, times, max_distance):
+    """``backend.nearest`` on these rays, then the tie rule ``settle`` (if any), in this thread."""
+    hits = backend.nearest(origins, directions, times, max_distance)
+    if settle is not None:
+        settle(origins, directions, times, hits)
+    return hits
+
+
+def nearest_step(backend: NearestHitBackend, origins, directions, times, max_distance, *,
+                 settle=None, map_chunks=None) -> NearestHits:
+    """One cast step: ``backend.nearest`` and the edge-tie rule, split over threads.
+
+    Parameters
+    ----------
+    backend : NearestHitBackend
+    origins, directions : (n, 3) float64
+        Scene frame [m]; directions of unit length.
+    times : float or (n,) float64
+        Emission times [s].
+    max_distance : float or (n,) float64
+        Search limit per ray [m].
+    settle : callable, optional
+        ``settle(origins, directions, times, hits)``: the tie rule in place
+        (:func:`settle_ties` bound to the scene); default none.
+    map_chunks : callable, optional
+        ``map_chunks(fn, n)`` (:meth:`ChunkPool.map`) to split the rays over threads; used only
+        if the backend is not collective.
+
+    Returns
+    -------
+    NearestHits
+    """
+    times = _one_time(times)
+    n = origins.shape[0]
+
+    def step(a, b):
+        return _settled(backend, settle, origins[a:b], directions[a:b], _slice(times, a, b),
+                        _slice(max_distance, a, b))
+
+    if backend.collective or map_chunks is None:
+        return step(0, n)
+    return _concat_hits(map_chunks(step, n))
+
+
+def _first_segment(backend, settle, a, b, origins, directions_in, times, max_range, out,
+                   mirror_object):
+    """First segment of rays ``a:b``, written straight into the slices of the outputs.
+
+    Normalises the directions, casts them (backend, then tie rule) and finishes every ray that
+    reaches a diffuse surface or misses: normal turned toward the ray, misses NaN / -1, hit
+    point. Rays on a mirror (``mirror_object``, None if the scene has none) are left NaN / -1
+    and returned as ``(index, segment, point, normal, direction, object id)`` for the bounce
+    loop (None if there are none).
+    """
+    distance, point, normal, direction, object_id, face_index = out
+    o = origins[a:b]
+    d = direction[a:b]
+    d_in = directions_in[a:b]
+    use_kernels = kernels.enabled()
+    if use_kernels:
+        from .._cast_kernel import finish_hits, unit_rows          # numba: loaded by the first cast
+        unit_rows(np.ascontiguousarray(d_in), d)
+    else:
+        divide_rows(d_in, row_norm(d_in), out=d)
+    seg, obj_g, face_g, nrm_g, _ = _settled(backend, settle, o, d, _slice(times, a, b),
+                                            _slice(max_range, a, b))
+    dist, pt, nrm = distance[a:b], point[a:b], normal[a:b]
+    obj, face = object_id[a:b], face_index[a:b]
+    if use_kernels:
+        if finish_hits(rows_or_shared(o), d, seg, obj_g, face_g, np.ascontiguousarray(nrm_g), dist, pt, nrm,
+                       obj, face) == 0 or mirror_object is None:
+            return None
+        return _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d)
+    hit = obj_g >= 0
+    if not np.any(hit):
+        dist.fill(np.nan)
+        pt.fill(np.nan)
+        nrm.fill(np.nan)
+        obj.fill(-1)
+        face.fill(-1)
+        return None
+    np.copyto(obj, obj_g)
+    np.copyto(face, face_g)
+    # Misses NaN (their normal is NaN already).
+    np.copyto(dist, seg)
+    np.copyto(dist, np.nan, where=~hit)
+    # Normals turned toward the arriving ray (x -1.0 is exact).
+    facing = row_dot(nrm_g, d)
+    multiply_rows(nrm_g, np.where(facing > 0, -1.0, 1.0), out=nrm)
+    # Hit point o + d t.
+    multiply_rows(d, dist, out=pt)
+    np.add(o, pt, out=pt)
+    if mirror_object is None:
+        return None
+    return _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d)
+
+
+def _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d):
+    """The rays of a finished first segment that hit a mirror: ``(index, segment, point,
+    normal, direction, object id)`` for the bounce loop, their outputs reset to NaN / -1; None
+    if there are none."""
+    on_mirror = mirror_object[obj]
+    if not np.any(on_mirror):
+        return None
+    m = np.nonzero(on_mirror)[0]
+    state = (m + a, dist[m], pt[m], nrm[m], d[m], obj[m])
+    dist[m] = np.nan
+    pt[m] = np.nan
+    nrm[m] = np.nan
+    obj[m] = -1
+    face[m] = -1
+    return state
+
+
+def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_m=np.inf, *,
+          mirror_object: np.ndarray, max_bounces: int = MAX_MIRROR_BOUNCES,
+          settle=None, map_chunks=None) -> Hits:
+    """Cast rays and follow them through mirrors to the first diffuse surface.
+
+    Parameters
+    ----------
+    backend : NearestHitBackend
+        Nearest-hit casting (serial or partitioned).
+    origins : (n, 3) array_like
+        Ray origins, scene frame [m].
+    directions : (n, 3) array_like
+        Ray directions, scene frame (normalised here).
+    times : float or (n,) array_like
+        Emission time of each ray [s].
+    max_range_m : float or (n,) array_like
+        Maximum total path length [m]; a surface beyond it is a miss.
+    mirror_object : (n_objects + 1,) bool
+        Per object id, and -1 last: does a ray follow its reflection off that object?
+    max_bounces : int
+        Bound on mirror reflections per ray; a ray still on a mirror after that many
+        reflections reports no hit.
+    settle : callable, optional
+        Edge-tie rule (see :func:`nearest_step`).
+    map_chunks : callable, optional
+        Thread splitter (:meth:`ChunkPool.map`) for a backend that is not collective.
+
+    Returns
+    -------
+    Hits
+
+    Notes
+    -----
+    The first segment of every ray is cast and finished chunk by chunk on the threads of
+    ``map_chunks``, writing into the preallocated outputs (numpy and Embree release the GIL);
+    with a collective backend it is one step over all rays. Only rays that hit a mirror go on
+    to the bounce loop, one step per reflection, at most ``max_bounces``.
+    A secondary ray leaves the mirror from a point on the reflected line that clears the
+    surface by ``backend.secondary_offset_m`` of that reflection point (float32-safe for that
+    hit, whatever else the scene holds: :func:`secondary_ray_offset_m`), stepping along the
+    line offset / cos (cos clamped at ``_MIN_COS_OFFSET`` for grazing reflections); the path
+    length is measured from the true reflection point, so the offset does not bias the
+    distance, and the reflected line itself is exact. The scene is frozen during a ray's
+    flight (< 1 us at 300 m).
+    """
+    origins = np.asarray(origins, dtype=float).reshape(-1, 3)
+    directions_in = np.asarray(directions, dtype=float).reshape(-1, 3)
+    n = origins.shape[0]
+    if directions_in.shape[0] != n:
+        raise ValueError(f"origins has {n} rays but directions has {directions_in.shape[0]}")
+    times = np.asarray(times, dtype=float)
+    times = float(times) if times.ndim == 0 else np.broadcast_to(times, (n,))
+    max_range = np.asarray(max_range_m, dtype=float)
+    max_range = float(max_range) if max_range.ndim == 0 else np.broadcast_to(max_range, (n,))
+
+    distance = np.empty(n)
+    point = np.empty((n, 3))
+    normal = np.empty((n, 3))
+    out_dir = np.empty((n, 3))
+    object_id = np.empty(n, dtype=np.int32)
+    face_index = np.empty(n, dtype=np.int32)
+    bounces = np.zeros(n, dtype=np.int8)
+    hits = Hits(distance, point, normal, out_dir, object_id, face_index, bounces)
+    if n == 0:
+        return hits
+    backend.build()
+    times = _one_time(times)
+    mirrors = mirror_object if np.any(mirror_object) else None
+    out = (distance, point, normal, out_dir, object_id, face_index)
+
+    def first(a, b):
+        return _first_segment(backend, settle, a, b, origins, directions_in, times, max_range,
+                              out, mirrors)
+
+    if backend.collective or map_chunks is None:
+        states = [first(0, n)]
+    else:
+        states = map_chunks(first, n)
+    states = [s for s in states if s is not None]
+    if not states or max_bounces == 0:
+        return hits
+
+    # Rays on a mirror: reflect and follow, up to max_bounces reflections.
+    active = np.concatenate([s[0] for s in states])
+    seg, p, nrm, d, mirror = (np.concatenate([s[i] for s in states]) for i in range(1, 6))
+    all_times = np.broadcast_to(times, (n,))
+    remaining = np.broadcast_to(max_range, (n,))[active] - seg
+    travelled = seg
+    for bounce in range(1, max_bounces + 1):
+        reflected = d - 2.0 * np.einsum("ij,ij->i", d, nrm)[:, None] * nrm
+        start = p
+        # Leave along the reflected line itself, far enough to clear the mirror by the
+        # offset (clamped at grazing reflection), so the path stays exact.
+        cos_out = np.maximum(np.einsum("ij,ij->i", reflected, nrm), _MIN_COS_OFFSET)
+        offset_m = backend.secondary_offset_m(start, mirror)
+        o = start + reflected * (offset_m / cos_out)[:, None]
+        d = reflected
+        seg, obj, face, nrm, _ = nearest_step(backend, o, d, all_times[active], remaining,
+                                              settle=settle, map_chunks=map_chunks)
+        hit = obj >= 0
+        p = o + d * np.where(hit, seg, np.nan)[:, None]
+        # Measure from the true reflection point, not the offset origin.
+        seg = np.where(hit, np.linalg.norm(p - start, axis=1), seg)
+        facing = np.einsum("ij,ij->i", nrm, d)
+        nrm = np.where((facing > 0)[:, None], -nrm, nrm)
+        total = travelled + seg
+        is_mirror = hit & mirror_object[obj]
+        final = hit & ~is_mirror
+        fi = active[final]
+        distance[fi] = total[final]
+        point[fi] = p[final]
+        normal[fi] = nrm[final]
+        out_dir[fi] = d[final]
+        object_id[fi] = obj[final]
+        face_index[fi] = face[final]
+        bounces[fi] = bounce
+        if bounce == max_bounces or not np.any(is_mirror):
+            break
+        m = is_mirror
+        active, travelled, remaining = active[m], total[m], remaining[m] - seg[m]
+        seg, p, nrm, d, mirror = seg[m], p[m], nrm[m], d[m], obj[m]
+    return hits
