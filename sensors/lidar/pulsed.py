@@ -1,0 +1,441 @@
+"""The pulsed-lidar base :class:`PulsedLidar`: weather set-up, beam casting (pencil rays, edge
+footprints, divergent beams) and the measurement of every pulse through
+:func:`sensors.lidar.signal.lidar_signal_chain`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hifi import kernels
+from hifi.caster import Hits
+from hifi.constants import SPEED_OF_LIGHT_M_S
+from hifi.dataset import ATMOSPHERE_ID, annotation_var, axis_coords, range_frame, sensor_pose_vars
+from hifi.model import Sensor, Var
+from hifi.rng import stream
+
+from ..beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
+from ..radiometry import extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor
+from ..weather import Particles, fog_echo_table, particle_window, precipitation, sample_particles, weather_of
+from .footprint import depth_edge_pulses, probe_leaves
+from .signal import FOG_BLIND_MIN_M, SignalChain, lidar_signal_chain
+
+
+#: Position (beam radii) of the probe sub-ray that tests whether the footprint of a pulse
+#: flagged across rings reaches the edge: the bottom (bit 1) or top (bit 2) of the spot.
+_PROBE_UV = {1: np.array([[0.0, -0.9]]), 2: np.array([[0.0, 0.9]])}
+
+
+def _row_sums(x):
+    """``np.sum(x, axis=1)``, the same bits: numpy sums fewer than 8 elements one after the other
+    (from -0.0), which column-by-column additions repeat faster than its reduction over a short
+    axis; 8 or more: numpy's pairwise sum itself."""
+    if x.shape[1] >= 8 or x.shape[1] == 0:
+        return np.sum(x, axis=1)
+    s = x[:, 0].copy()
+    for j in range(1, x.shape[1]):
+        s += x[:, j]
+    return s
+
+
+def take_hits(hits, rows):
+    return Hits(*(getattr(hits, f)[rows] for f in Hits.__dataclass_fields__))
+
+
+class PulsedLidar(Sensor):
+    """Shared measurement chain (:func:`lidar_signal_chain`): received power, SNR, detection,
+    SNR-dependent range noise, reported intensity; ghost points behind mirrors."""
+
+    #: long_name of the ``intensity`` variable: what the sensor reports, in its own scale.
+    intensity_long_name = "reported intensity, integer code 0..intensity_max (intensity_full_scale: white target)"
+    #: Start of the range grid before each ray's origin [m] (:func:`lidar_signal_chain`
+    #: ``range_offset_m``): 0, or an Ouster's beam-origin offset.
+    range_offset_m = 0.0
+
+    @classmethod
+    def check_params(cls, p):
+        if p["distance_upper_m"] <= p["distance_lower_m"]:
+            raise ValueError(f"distance_upper_m: must be > distance_lower_m ({p['distance_lower_m']})")
+        return p
+
+    def setup(self, ctx):
+        super().setup(ctx)
+        scene = ctx.scene
+        self._refl = scene.object_table("reflectivity")
+        self._mirror = scene.object_table("mirror")
+        self._rough = scene.object_table("roughness_rad")
+        self._class = scene.object_table("class_id")
+        self._class_names = list(scene.class_names)
+        self._setup_weather(ctx)
+
+    def _setup_weather(self, ctx):
+        """Extinction and the fog echo of the run's ``[weather]`` (:mod:`sensors.weather`).
+
+        Clear air (no ``[weather]``): the ``visibility_m`` parameter's extinction and no fog
+        echo, exactly as without weather. Fog: the fog's extinction replaces the clear air's;
+        its echo (:func:`sensors.weather.fog_echo_table`) uses the pulse of ``pulse_width_s``,
+        the overlap of ``full_overlap_m`` and the blind zone ``min_range_m`` (0.1 m if that
+        is 0: :data:`FOG_BLIND_MIN_M`).
+        """
+        p = self.params
+        w = weather_of(ctx)
+        self._weather = w
+        self._extinction = None if w.clear else w.extinction(
+            p["wavelength_m"], float(extinction_from_visibility(p["visibility_m"], p["wavelength_m"])))
+        self._fog = None
+        if w.fog_visibility_m is not None:
+            lo = max(float(p["min_range_m"]), FOG_BLIND_MIN_M)
+            scale = p["peak_power_w"] * p["optical_efficiency"] * np.pi * p["receiver_aperture_m"] ** 2 / 4.0
+            table = fog_echo_table(
+                extinction_per_m=self._extinction, backscatter_per_m_sr=w.fog_backscatter(p["wavelength_m"]),
+                pulse_fwhm_s=p["pulse_width_s"], full_overlap_m=p["full_overlap_m"], blind_m=lo,
+                max_range_m=min(float(p["max_range_m"]), lo + float(p["full_overlap_m"]) + 10.0),
+                noise=p["noise_power_w"] / scale)
+            self._fog = table._replace(height=scale * table.height)
+        # Rain drops and snowflakes: the sizes and ranges whose echo can be detected (P_d >=
+        # 1e-3 at SNR = snr_threshold - 3.09) for this lidar's beam, overlap and extinction.
+        self._precip = []
+        div_h, div_v = self._divergence()
+        self._half_div = 0.25 * (div_h + div_v)
+        area = np.pi * p["receiver_aperture_m"] ** 2 / 4.0
+        alpha = self._extinction if self._extinction is not None else 0.0
+
+        def power_per_rho(r):
+            return lidar_received_power(p["peak_power_w"], 1.0, 1.0, r, receiver_area_m2=area,
+                                        system_efficiency=p["optical_efficiency"], extinction_per_m=alpha,
+                                        overlap=overlap_factor(r, p["full_overlap_m"]))
+        for kind in precipitation(w):
+            window = particle_window(kind, power_per_rho_fn=power_per_rho,
+                                     min_power_w=p["noise_power_w"] * max(p["snr_threshold"] - 3.09, 0.1),
+                                     aperture_radius_m=p["aperture_radius_m"], half_divergence_rad=self._half_div,
+                                     r_min_m=max(float(p["min_range_m"]), FOG_BLIND_MIN_M),
+                                     r_max_m=float(p["max_range_m"]))
+            if window is not None:
+                self._precip.append((kind, window))
+
+    def _particles(self, k, n_pulses):
+        """Rain drops and snowflakes in the beams of frame ``k`` (None without precipitation)."""
+        if not self._precip:
+            return None
+        rng = stream(self.ctx.seed, self.name, k, "precipitation")
+        parts = [sample_particles(rng, n_pulses, kind, window, aperture_radius_m=self.params["aperture_radius_m"],
+                                  half_divergence_rad=self._half_div) for kind, window in self._precip]
+        return Particles(*(np.concatenate([getattr(q, f) for q in parts]) for f in Particles._fields))
+
+    def _laser_bias(self, n_lasers: int) -> np.ndarray:
+        """Per-laser range bias [m], drawn once per run (stream keyed by sensor, not frame)."""
+        rng = stream(self.ctx.seed, self.name, -1, "laser_bias")
+        return self.params["bias_sigma_m"] * rng.standard_normal(n_lasers)
+
+    def _subrays(self, directions, origins_sensor, uv):
+        """Origins and directions (sensor frame, (pulses x sub-rays, 3)) of the divergent beams
+        of ``directions`` (:func:`sensors.beam.footprint_directions`). Kept for the next frame
+        when they are the model's own fixed beams (``self._dirs``, ``self._origins``): the
+        same every frame (an HDL-64E with 4 sub-rays: 115 ms a frame saved, 26 MB held,
+        counted in :meth:`setup_bytes`)."""
+        p = self.params
+        div_h, div_v = self._divergence()
+        fixed = directions is getattr(self, "_dirs", None) and (
+            origins_sensor is None or origins_sensor is getattr(self, "_origins", None))
+        cache = getattr(self, "_subray_cache", None)
+        if fixed and cache is not None and cache[0] is directions and cache[1] is origins_sensor:
+            return cache[2], cache[3]
+        off, d = footprint_directions(directions, uv, div_h, div_v, p["aperture_radius_m"])
+        o = off if origins_sensor is None else off + np.asarray(origins_sensor)[:, None, :]
+        out = o.reshape(-1, 3), d.reshape(-1, 3)
+        if fixed:
+            self._subray_cache = (directions, origins_sensor, *out)
+        return out
+
+    def _subray_bytes(self) -> int:
+        """Bytes per pulse of the sub-rays :meth:`_subrays` keeps from frame to frame (origin and
+        direction, float64, of each of ``n_subrays`` > 1)."""
+        n = self.params.get("n_subrays", 1)
+        return 48 * n if n > 1 else 0
+
+    def uses_beam_kernel(self) -> bool:
+        """``n_subrays`` > 1, or ``average`` mode with edge footprints: the waveform receiver
+        (:func:`sensors.beam.beam_echoes`) runs."""
+        p = self.params
+        return p.get("n_subrays", 1) > 1 or (p.get("return_mode") == "average" and p.get("edge_subrays", 0) > 1)
+
+    def _beam_mode(self):
+        """:func:`sensors.beam.process_returns` mode of ``return_mode`` (dual: Velodyne's)."""
+        mode = self.params["return_mode"]
+        return "strongest_last" if mode == "dual" else mode
+
+    def _divergence(self):
+        p = self.params
+        v = p.get("divergence_v_rad")
+        return p["divergence_rad"], (p["divergence_rad"] if v is None else v)
+
+    def _cast_beams(self, directions, times, origins_sensor=None, grid=None, ring_order=None):
+        """Cast every pulse: pencil rays with footprints at edges, or with ``n_subrays`` > 1 a
+        divergent beam.
+
+        Returns ``(hits, origins, dirs, echoes)``: per return slot (2 for ``return_mode =
+        "dual"``, else 1) a :class:`hifi.caster.Hits` and an echo, and the origins and
+        directions of the beam axes (scene frame).
+
+        With ``n_subrays`` > 1, the divergent beam of every pulse: the VANE model of
+        :mod:`sensors.beam`: sub-rays with Gaussian weights over the elliptical footprint
+        (:func:`sensors.beam.footprint_directions`), Lambertian returns summed into a waveform,
+        echoes chosen by ``return_mode``; the echo is ``(range_m, reflectivity, energy)`` of
+        the echo the receiver reports and its reflectivity for the detection threshold (Eq. 1)
+        is the spot-weighted reflectivity of the surfaces in it, ``sum_i w_i rho_i (1 -
+        mirror_i)`` over its sub-rays, so a half-covered spot counts half. The hits are those
+        of the beam axes.
+
+        With ``n_subrays`` = 1 (default) the edge-aware footprint: every pulse casts its pencil
+        ray; pulses at a depth edge (:func:`depth_edge_pulses` over the scan ``grid``, rings
+        in ``ring_order``) cast ``edge_subrays`` - 1 more sub-rays of the same footprint (the
+        pencil ray is sub-ray 0 of :func:`sensors.beam.subray_pattern`); their returns are
+        grouped into echoes at the pulse's range resolution (:func:`sensors.beam.bundle_echoes`;
+        ``average`` mode: the waveform receiver :func:`sensors.beam.beam_echoes`) and
+        ``return_mode`` picks the echo. That pulse's hit
+        becomes the hit of the echo's dominant sub-ray (surface, normal, object, point) with
+        the echo's range as ``distance``, so the measurement chain sees a pencil hit and
+        echoes are None: an edge pulse reports one of the two surfaces (or, for steps below the
+        0.75 m range resolution, a range between them), never the pencil's choice by default.
+        Its power is that of the dominant surface (the partial coverage of the spot is not
+        applied). ``edge_subrays`` = 0 is the pencil beam everywhere.
+        """
+        p = self.params
+        n = p["n_subrays"]
+        m = 2 if p["return_mode"] == "dual" else 1
+        div_h, div_v = self._divergence()
+        if n == 1:
+            hits, origins, dirs = self.cast(directions, times, p["max_range_m"], origins_sensor)
+            k = p["edge_subrays"]
+            if k <= 1 or grid is None:
+                return [hits] * m, origins, dirs, [None] * m
+            along, across = depth_edge_pulses(hits.point, hits.normal, hits.hit, grid, ring_order)
+            # Rings are far apart compared with the footprint (HDL-64E: 7 mrad vs 2): a pulse
+            # flagged only across rings casts a probe at the bottom and/or top of its spot,
+            # toward the ring that left its surface, and gets the full bundle only if a probe
+            # leaves its surface too.
+            cands = [np.flatnonzero(((across & bit) > 0) & ~along) for bit in _PROBE_UV]
+            cand = np.concatenate(cands)
+            if cand.size:
+                parts = [footprint_directions(np.asarray(directions)[c], uv, div_h, div_v, p["aperture_radius_m"])
+                         for c, uv in zip(cands, _PROBE_UV.values())]
+                off = np.concatenate([q[0] for q in parts])[:, 0]
+                d = np.concatenate([q[1] for q in parts])[:, 0]
+                o = off if origins_sensor is None else off + np.asarray(origins_sensor)[cand]
+                probe, _, _ = self.cast(d, np.asarray(times)[cand], p["max_range_m"], o)   # one cast for all
+                cand = cand[probe_leaves(hits, cand, probe)]
+            edge = np.union1d(np.flatnonzero(along), cand)
+            if edge.size == 0:
+                return [hits] * m, origins, dirs, [None] * m
+            uv, w = subray_pattern(k)
+            off, d = footprint_directions(np.asarray(directions)[edge], uv[1:], div_h, div_v, p["aperture_radius_m"])
+            o = off if origins_sensor is None else off + np.asarray(origins_sensor)[edge][:, None, :]
+            sub, _, _ = self.cast(d.reshape(-1, 3), np.repeat(np.asarray(times)[edge], k - 1), p["max_range_m"],
+                                  o.reshape(-1, 3))
+            axis = take_hits(hits, edge)
+            both = Hits(*(np.concatenate([getattr(axis, f)[:, None], getattr(sub, f).reshape(
+                (edge.size, k - 1) + getattr(sub, f).shape[1:])], axis=1).reshape((-1,) + getattr(sub, f).shape[1:])
+                for f in Hits.__dataclass_fields__))
+            oid = both.object_id
+            energy = np.where(both.hit, np.broadcast_to(w, (edge.size, k)).ravel() * lambertian_return(
+                self._refl[oid], both.cos_incidence, both.distance, self._mirror[oid],
+                roughness_rad=self._rough[oid]), 0.0).reshape(edge.size, k)
+            if p["return_mode"] == "average":
+                report = beam_echoes(both.distance.reshape(edge.size, k), energy, bin_width_s=p["bin_width_s"],
+                                     pulse_width_s=p["pulse_width_s"], mode="average", detection_threshold=0.0,
+                                     cutoff_m=p["cutoff_m"]).report
+            else:
+                report = bundle_echoes(both.distance.reshape(edge.size, k), energy, mode=self._beam_mode(),
+                                       resolution_m=SPEED_OF_LIGHT_M_S * p["pulse_width_s"] / 2.0)
+            out = []
+            for j in range(m):
+                dom = report.dominant[:, j]
+                ok = dom >= 0
+                pick = np.flatnonzero(ok) * k + dom[ok]          # row of the dominant sub-ray in `both`
+                # the pencil hits are this step's own: the last slot takes them over
+                slot = hits if j == m - 1 else Hits(*(getattr(hits, f).copy() for f in Hits.__dataclass_fields__))
+                chosen = take_hits(both, pick)
+                for f in Hits.__dataclass_fields__:
+                    getattr(slot, f)[edge[ok]] = getattr(chosen, f)
+                slot.distance[edge[ok]] = report.range_m[ok, j]
+                out.append(slot)
+            return out, origins, dirs, [None] * m
+        count = directions.shape[0]
+        uv, w = subray_pattern(n)
+        o, d = self._subrays(directions, origins_sensor, uv)
+        hits, origins, dirs = self.cast(d, np.repeat(times, n), p["max_range_m"], o)
+        oid = hits.object_id
+        weight = np.broadcast_to(w, (count, n))
+        if kernels.enabled():                  # the same bytes as the numpy expression below
+            from .._lidar_kernel import subray_energy
+            energy = np.empty(count * n)
+            args = (hits.distance, hits.direction, hits.normal, oid, self._refl, self._mirror, self._rough,
+                    np.ascontiguousarray(w, dtype=float), energy)
+            self.run_chunks(subray_energy, count * n, *args)
+            energy = energy.reshape(count, n)
+        else:
+            energy = np.where(hits.hit, weight.ravel() * lambertian_return(
+                self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
+                roughness_rad=self._rough[oid]), 0.0).reshape(count, n)
+        rng_sub = hits.distance.reshape(count, n)
+        echo = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
+                           mode=self._beam_mode(), detection_threshold=0.0, cutoff_m=p["cutoff_m"],
+                           threads=self.threads).report
+        rho_sub = (self._refl[oid] * (1.0 - self._mirror[oid])).reshape(count, n)
+        axis = slice(None, None, n)             # sub-ray 0 of every pulse: strided copies, no index array
+        axis_hits = Hits(*(np.ascontiguousarray(getattr(hits, f)[axis]) for f in Hits.__dataclass_fields__))
+        w_rho = weight * np.nan_to_num(rho_sub)
+        echoes = []
+        for j in range(m):
+            rho_echo = _row_sums(np.where(echo.members[:, j, :], w_rho, 0.0))
+            echoes.append((echo.range_m[:, j], rho_echo, echo.energy[:, j]))
+        return [axis_hits] * m, np.ascontiguousarray(origins[axis]), np.ascontiguousarray(dirs[axis]), echoes
+
+    def _measure_returns(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echoes):
+        """:meth:`_measure` per return slot; two slots are stacked on a trailing ``return`` dim."""
+        mode = self.params["return_mode"]
+        modes = ("strongest", "last") if mode == "dual" else (mode if mode in ("first", "last") else "strongest",)
+        particles = self._particles(k, int(np.prod(shape)))        # the same drops for both slots
+        frames = [self._measure(k, t, h, origins, dirs, bias, dims, shape, times, yaw, pitch, e, mode=m,
+                                particles=particles)
+                  for h, e, m in zip(hits, echoes, modes)]
+        if self.params["return_mode"] != "dual":
+            return frames[0]
+        out = {}
+        for name, var in frames[0].items():
+            if tuple(var.dims[:len(dims)]) == tuple(dims):
+                data = np.stack([np.asarray(f[name].data) for f in frames], axis=len(dims))
+                out[name] = Var(tuple(var.dims) + ("return",), data, var.units, var.long_name, var.extra,
+                                var.encoding)
+            else:
+                out[name] = var
+        return out
+
+    def _laser_gain(self, n_lasers: int) -> np.ndarray:
+        """Per-laser intensity gain, log-normal ``exp(laser_gain_sigma z)``, drawn once per run."""
+        cache = getattr(self, "_gain_cache", None)
+        if cache is None or cache.shape[0] != n_lasers:
+            rng = stream(self.ctx.seed, self.name, -1, "laser_gain")
+            cache = np.exp(self.params["laser_gain_sigma"] * rng.standard_normal(n_lasers))
+            self._gain_cache = cache
+        return cache
+
+    def _measure(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echo=None,
+                 mode="strongest", particles=None):
+        """The signal chain after the cast (:func:`lidar_signal_chain`), then the dataset.
+
+        In weather, pulses whose reported echo is the fog's or a particle's (``atmosphere``) get
+        ``object_id`` -2, their true range and point at that echo on the emitted ray (no normal,
+        no face, annotation 0). Both return slots of a dual return see the same fog and the
+        same particles.
+        """
+        p = self.params
+        oid = hits.object_id
+        n_lasers = shape[-1]
+        if self._kernel_applies(echo, particles):
+            sig, reported = self._kernel_chain(k, hits, origins, dirs, bias, n_lasers, echo)
+            return self._frame(t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch)
+        if echo is None:
+            measured = hits.distance
+            rho = self._refl[oid] * (1.0 - self._mirror[oid])
+            apparent = lambertian_return(self._refl[oid], hits.cos_incidence, measured, self._mirror[oid],
+                                         roughness_rad=self._rough[oid], reference_distance_m=1.0) * measured ** 2
+        else:
+            measured, rho, energy = echo
+            apparent = np.where(np.isfinite(measured), np.nan_to_num(energy) * measured ** 2, np.nan)
+        gain = np.tile(self._laser_gain(n_lasers), int(np.prod(shape[:-1])))
+        sig = lidar_signal_chain(measured, rho, apparent, p, bias_m=bias, gain=gain,
+                                 noise_rng=stream(self.ctx.seed, self.name, k, "noise"),
+                                 detection_rng=stream(self.ctx.seed, self.name, k, "detection"),
+                                 intensity_rng=stream(self.ctx.seed, self.name, k, "intensity"),
+                                 range_offset_m=self.range_offset_m,
+                                 extinction_per_m=self._extinction, fog=self._fog,
+                                 fog_rng=None if self._fog is None else stream(self.ctx.seed, self.name, k, "fog"),
+                                 particles=particles, mode=mode)
+        if sig.atmosphere is not None and sig.atmosphere.any():
+            a = sig.atmosphere
+            hits = Hits(*(getattr(hits, f).copy() for f in Hits.__dataclass_fields__))
+            hits.object_id[a] = ATMOSPHERE_ID
+            hits.face_index[a] = -1
+            hits.distance[a] = sig.atmosphere_range[a]
+            hits.point[a] = origins[a] + dirs[a] * sig.atmosphere_range[a][:, None]
+            hits.normal[a] = np.nan
+            oid = hits.object_id
+        reported = origins + dirs * sig.distance_noisy[:, None]          # on the emitted ray: mirror ghosts
+        return self._frame(t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch)
+
+    def _kernel_applies(self, echo, particles) -> bool:
+        """Whether :meth:`_kernel_chain` computes this slot: the compiled kernels on
+        (:func:`hifi.kernels.enabled`), no fog echo and no particles in the beams, the SNR
+        detection model (pencil hits and divergent-beam echoes alike)."""
+        return (kernels.enabled() and self._fog is None and (particles is None or not particles.pulse.size)
+                and self.params["detection_model"] == "snr")
+
+    def _kernel_chain(self, k, hits, origins, dirs, bias, n_lasers, echo=None):
+        """:func:`lidar_signal_chain` of pencil hits or of a divergent beam's ``echo`` in clear
+        air (or weather without fog or particles in the beams) with the SNR detection model, in
+        the compiled kernel :func:`sensors._lidar_kernel.pencil_chain`, chunks of pulses on the
+        caster's threads.
+
+        The same deviates from the same streams as the numpy chain; returns the
+        :class:`SignalChain` (``distance_noisy`` already NaN where not detected) and the
+        reported points (NaN where not detected).
+        """
+        from .._lidar_kernel import pencil_chain       # numba: loaded by the first lidar step
+
+        p = self.params
+        seed, name = self.ctx.seed, self.name
+        n = hits.distance.shape[0]
+        threads = self.threads
+        draws = [lambda: stream(seed, name, k, "noise").standard_normal(n),      # three streams at once
+                 lambda: stream(seed, name, k, "detection").random((2, n)),
+                 lambda: stream(seed, name, k, "intensity").standard_normal(n)]
+        z, u, zi = [f() for f in draws] if threads is None else threads.run(draws)
+        alpha = (extinction_from_visibility(p["visibility_m"], p["wavelength_m"]) if self._extinction is None
+                 else self._extinction)
+        c = np.array([
+            float(p["peak_power_w"]) * float(p["optical_efficiency"]), np.pi * p["receiver_aperture_m"] ** 2 / 4.0,
+            -2.0 * float(alpha), float(p["full_overlap_m"]), float(p["noise_power_w"]),
+            float(p["range_noise_floor_m"]) ** 2, float(p["range_noise_snr1_m"]),
+            np.nan if p["noise_sigma_m"] is None else float(p["noise_sigma_m"]), float(p["range_resolution_m"]),
+            float(p["min_range_m"]), float(p["max_range_m"]), float(p["snr_threshold"]),
+            float(p["dropout_probability"]), float(p["intensity_full_scale"]), float(p["intensity_max"]),
+            float(p["intensity_exponent"])])
+        power, snr, apparent, d_out, inten = (np.empty(n) for _ in range(5))
+        det = np.empty(n, dtype=bool)
+        pts = np.empty((n, 3))
+        if echo is None:
+            dist, app_in = hits.distance, np.empty(0)
+        else:                                   # as _measure's numpy path makes them
+            dist, _, energy = echo
+            with np.errstate(invalid="ignore"):
+                app_in = np.where(np.isfinite(dist), np.nan_to_num(energy) * dist ** 2, np.nan)
+        args = (np.ascontiguousarray(dist, dtype=float), np.ascontiguousarray(hits.direction, dtype=float),
+                np.ascontiguousarray(hits.normal, dtype=float), np.ascontiguousarray(hits.object_id, dtype=np.int32),
+                self._refl, self._mirror, self._rough, app_in,
+                np.ascontiguousarray(np.broadcast_to(bias, (n,)), dtype=float),
+                np.ascontiguousarray(self._laser_gain(n_lasers), dtype=float), z, u, zi,
+                np.ascontiguousarray(origins, dtype=float), np.ascontiguousarray(dirs, dtype=float),
+                np.atleast_1d(np.asarray(self.range_offset_m, dtype=float)).ravel(), c,
+                power, snr, apparent, det, d_out, pts, inten)
+        self.run_chunks(pencil_chain, n, *args)
+        return SignalChain(power, snr, apparent, det, d_out, inten), pts
+
+    def _frame(self, t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch):
+        """The dataset of a frame from the signal chain's results (:func:`range_frame`)."""
+        p = self.params
+        oid = hits.object_id
+        start = self.pose_at(t)
+        extra = {
+            # -2 (atmosphere) reads the "no hit" entry, -1, of the table: annotation 0
+            "annotation": annotation_var(dims, self._class[np.maximum(oid, -1)].reshape(shape), self._class_names),
+            **sensor_pose_vars(start),
+        }
+        return range_frame(dims, shape, timestamp=times, yaw=yaw, pitch=pitch, hits=hits, detected=sig.detected,
+                           distance_noisy=sig.distance_noisy, points_noisy=reported, intensity=sig.intensity,
+                           intensity_long_name=self.intensity_long_name, intensity_valid_max=p["intensity_max"],
+                           received_power=sig.received_power,
+                           snr=sig.snr, reflectivity=sig.reflectivity, extra=extra)
+
+    def _axis_coords(self):
+        return axis_coords()

@@ -1,0 +1,361 @@
+"""The pulsed lidars' signal chain (:func:`lidar_signal_chain`): received power from the lidar
+equation, SNR, detection, range noise and the reported intensity, with the particle echoes of
+precipitation and the parameters every pulsed lidar shares (:func:`common_params`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from hifi.params import Param
+
+from ..detection import detected as detect, detection_probability
+from ..noise import snr_range_sigma
+from ..radiometry import extinction_from_visibility, lidar_received_power, overlap_factor, reported_intensity
+
+
+def fit_noise_power(points, *, peak_power_w, receiver_aperture_m, optical_efficiency, visibility_m,
+                    wavelength_m, snr_threshold):
+    """Receiver noise power [W] that puts data-sheet detection ranges at the 50 % points.
+
+    Parameters
+    ----------
+    points : sequence of (reflectivity, range_m)
+        Data-sheet detection ranges of Lambertian targets at normal incidence.
+    peak_power_w, receiver_aperture_m, optical_efficiency, visibility_m, wavelength_m : float
+        As the lidar parameters of the same names.
+    snr_threshold : float
+        Threshold-to-noise ratio of the receiver [1].
+
+    Returns
+    -------
+    float
+        ``P_noise = (prod_k P_r(rho_k, R_k)) ** (1 / n) / SNR_threshold`` [W].
+
+    Notes
+    -----
+    With :func:`sensors.detection.detection_probability` the 50 % point is where
+    ``P_r = SNR_threshold * P_noise``. One point fixes it exactly. Two points that do not lie on
+    one contour of the lidar equation (the HDL-64E S2's 10 % at 50 m and 80 % at 120 m:
+    rho / R^2 = 4.0e-5 vs 5.6e-5, ratio 1.39, of which clear-air extinction explains 1.2 %)
+    are fitted in the log: the geometric mean of their received powers, so both ranges are
+    missed by the same factor, ``(P_2 / P_1) ** (1/4)`` = 1.082 for the HDL-64E (50 % points at
+    46 m for 10 % and 130 m for 80 %).
+    """
+    from ..radiometry import extinction_from_visibility, lidar_received_power
+
+    rho, r = (np.asarray(v, dtype=float) for v in zip(*points))
+    alpha = extinction_from_visibility(visibility_m, wavelength_m)
+    p = lidar_received_power(peak_power_w, rho, 1.0, r, receiver_area_m2=np.pi * receiver_aperture_m ** 2 / 4,
+                             system_efficiency=optical_efficiency, extinction_per_m=alpha)
+    return float(np.exp(np.mean(np.log(p)))) / snr_threshold
+
+
+#: Threshold-to-noise ratio of the pulsed lidars' receivers: Q(4.75) = 1e-6 false alarms per
+#: noise sample in Gaussian noise, a common design point (Richmond & Cain, Direct-Detection
+#: LADAR Systems, SPIE 2010, ch. 6). Assumed: Velodyne does not publish its threshold.
+SNR_THRESHOLD = 4.75
+#: Clear-air visibility [m]: the "clear" class of the international visibility code (20-50 km),
+#: 23 km as in MODTRAN's rural aerosol default.
+CLEAR_VISIBILITY_M = 23_000.0
+
+
+def common_params(*, max_range_m, noise_sigma_m=None, bias_sigma_m=0.0, reflectivity_lower=0.10,
+                   reflectivity_upper=0.80, distance_lower_m=50.0, distance_upper_m=120.0, source="",
+                   min_range_m=0.0, min_range_source="", peak_power_w=75.0, receiver_aperture_m=0.05,
+                   aperture_source="assumed", optical_efficiency=0.5, detection_points=((0.10, 50.0),),
+                   detection_source="", range_noise_floor_m=0.01, range_noise_snr1_m=0.05,
+                   noise_source="", range_resolution_m=0.0, resolution_source="", dropout_probability=0.0,
+                   dropout_source="", laser_gain_sigma=0.0, gain_source="", intensity_full_scale=255.0,
+                   intensity_max=255, intensity_exponent=1.0, intensity_source="", full_overlap_m=0.0,
+                   overlap_source="the data sheets give none; min_range_m covers the blind zone"):
+    noise_power = fit_noise_power(detection_points, peak_power_w=peak_power_w,
+                                  receiver_aperture_m=receiver_aperture_m, optical_efficiency=optical_efficiency,
+                                  visibility_m=CLEAR_VISIBILITY_M, wavelength_m=905e-9,
+                                  snr_threshold=SNR_THRESHOLD)
+    points = ", ".join(f"{int(round(r * 100))} % at {d:g} m" for r, d in detection_points)
+    return {
+        "max_range_m": Param("float", default=max_range_m, minimum=0.0, exclusive_minimum=True,
+                             doc=f"maximum range [m] ({source})"),
+        "min_range_m": Param("float", default=min_range_m, minimum=0.0,
+                             doc=f"nothing closer is reported [m] ({min_range_source})"),
+        "detection_model": Param("str", default="snr", choices=("snr", "blensor"),
+                                 doc="'snr': P_d = Phi(SNR - snr_threshold) from the lidar equation; "
+                                     "'blensor': BlenSor Eq. 1 reflectivity/distance threshold"),
+        "wavelength_m": Param("float", default=905e-9, minimum=0.0, exclusive_minimum=True,
+                              doc="laser wavelength [m] (905 nm: Velodyne, Ibeo, SICK data sheets)"),
+        "peak_power_w": Param("float", default=peak_power_w, minimum=0.0, exclusive_minimum=True,
+                              doc="emitted peak power per pulse [W] (assumed: data sheets give only the laser "
+                                  "class; 75 W is the OSRAM SPL PL90_3 905 nm pulsed diode's rating)"),
+        "receiver_aperture_m": Param("float", default=receiver_aperture_m, minimum=0.0, exclusive_minimum=True,
+                                     doc=f"receiver lens diameter [m] ({aperture_source})"),
+        "optical_efficiency": Param("float", default=optical_efficiency, minimum=0.0, exclusive_minimum=True,
+                                    maximum=1.0, doc="transmit x receive optical efficiency (assumed 0.5, typical "
+                                                     "of lens + window + 905 nm filter)"),
+        "visibility_m": Param("float", default=CLEAR_VISIBILITY_M, minimum=0.0, exclusive_minimum=True,
+                              doc="meteorological visibility for the two-way atmospheric transmission [m] "
+                                  "(23 km: clear air; Koschmieder / Kim et al. 2001)"),
+        "full_overlap_m": Param("float", default=full_overlap_m, minimum=0.0,
+                                doc=f"range of full transmitter/receiver overlap [m], quadratic ramp below it; "
+                                    f"0: no near-range loss ({overlap_source}). It also sets how strongly fog "
+                                    f"echoes near the sensor"),
+        "snr_threshold": Param("float", default=SNR_THRESHOLD, minimum=0.0,
+                               doc="detection threshold over the RMS receiver noise [1] (assumed 4.75: "
+                                   "1e-6 false alarms per sample)"),
+        "noise_power_w": Param("float", default=noise_power, minimum=0.0, exclusive_minimum=True,
+                               doc=f"RMS receiver noise as optical power [W] (fitted: the 50 % detection points "
+                                   f"are the data sheet's {points} ({detection_source}), log-mean for two)"),
+        "dropout_probability": Param("float", default=dropout_probability, minimum=0.0, maximum=1.0,
+                                     doc=f"'snr' model: probability of an isolated miss whatever the signal "
+                                         f"({dropout_source})"),
+        "noise_sigma_m": Param("float", default=noise_sigma_m, minimum=0.0,
+                               doc="constant per-ray range noise sigma [m] (BlenSor Eq. 2); unset: the SNR "
+                                   "model sqrt(range_noise_floor_m^2 + (range_noise_snr1_m / SNR)^2)"),
+        "range_noise_floor_m": Param("float", default=range_noise_floor_m, minimum=0.0,
+                                     doc=f"range noise sigma at high SNR [m] ({noise_source})"),
+        "range_noise_snr1_m": Param("float", default=range_noise_snr1_m, minimum=0.0,
+                                    doc=f"noise-limited range sigma at SNR = 1 [m] ({noise_source})"),
+        "bias_sigma_m": Param("float", default=bias_sigma_m, minimum=0.0,
+                              doc=f"sigma of the per-laser range bias drawn once per run [m] (BlenSor Eq. 2; "
+                                  f"{noise_source})"),
+        "range_resolution_m": Param("float", default=range_resolution_m, minimum=0.0,
+                                    doc=f"reported distances are multiples of this [m]; 0: not quantised "
+                                        f"({resolution_source})"),
+        "laser_gain_sigma": Param("float", default=laser_gain_sigma, minimum=0.0,
+                                  doc=f"log-normal sigma of the per-laser intensity gain drawn once per run "
+                                      f"({gain_source})"),
+        "intensity_full_scale": Param("float", default=intensity_full_scale, minimum=0.0, exclusive_minimum=True,
+                                      doc=f"intensity code of a white Lambertian target at normal incidence "
+                                          f"({intensity_source})"),
+        "intensity_max": Param("int", default=intensity_max, minimum=1,
+                               doc=f"largest intensity code ({intensity_source})"),
+        "intensity_exponent": Param("float", default=intensity_exponent, minimum=0.0, exclusive_minimum=True,
+                                    doc="response exponent of the reported intensity: code = gain x "
+                                        "intensity_full_scale x reflectivity ** exponent (1: linear, the "
+                                        "calibrated reflectivity of the Velodyne manuals)"),
+        "reflectivity_lower": Param("float", default=reflectivity_lower, minimum=0.0, maximum=1.0,
+                                    doc="'blensor' model: minimum reflectivity detected at distance_lower_m"),
+        "reflectivity_upper": Param("float", default=reflectivity_upper, minimum=0.0, maximum=1.0,
+                                    doc="'blensor' model: minimum reflectivity detected at distance_upper_m"),
+        "distance_lower_m": Param("float", default=distance_lower_m, minimum=0.0,
+                                  doc="'blensor' model: closer than this every surface with reflectivity > 0 "
+                                      "is detected [m]"),
+        "distance_upper_m": Param("float", default=distance_upper_m, minimum=0.0, exclusive_minimum=True,
+                                  doc="'blensor' model: nothing is detected beyond this distance [m]"),
+        # Optional divergent beam (sensors.beam, the VANE model); n_subrays = 1 is the pencil beam.
+        "n_subrays": Param("int", default=1, minimum=1, maximum=10_000,
+                           doc="sub-rays per pulse; 1: pencil beam (divergence ignored)"),
+        "divergence_rad": Param("float", default=0.003, minimum=0.0, maximum=0.5,
+                                doc="full beam divergence at the 1/e^2 points [rad] (assumed 3 mrad, typical "
+                                    "of 905 nm automotive lidars; set it from your unit's data sheet)"),
+        "aperture_radius_m": Param("float", default=0.005, minimum=0.0, doc="beam radius at the aperture [m]"),
+        "return_mode": Param("str", default="strongest", choices=("first", "last", "strongest", "average"),
+                             doc="echo reported when n_subrays > 1 (Velodyne's default: strongest)"),
+        "pulse_width_s": Param("float", default=5e-9, minimum=0.0, exclusive_minimum=True,
+                               doc="FWHM of the emitted pulse [s] (HDL-64E S2 data sheet: 5 ns)"),
+        "bin_width_s": Param("float", default=0.5e-9, minimum=0.0, exclusive_minimum=True,
+                             doc="receiver sampling interval [s]"),
+        "cutoff_m": Param("float", default=3.0, minimum=0.0, doc="average mode: window behind the first echo [m]"),
+    }
+
+
+class SignalChain(NamedTuple):
+    """Per-ray results of :func:`lidar_signal_chain` (all shape (n,))."""
+
+    received_power: np.ndarray   #: peak received power [W], NaN where nothing hit
+    snr: np.ndarray              #: received power over the RMS receiver noise [1], NaN where nothing hit
+    reflectivity: np.ndarray     #: apparent reflectivity rho cos(i) (1 - mirror), 0..1, NaN where nothing hit
+    detected: np.ndarray         #: bool
+    distance_noisy: np.ndarray   #: reported distance [m] (before masking by ``detected``)
+    intensity: np.ndarray        #: reported intensity code, NaN where nothing hit
+    atmosphere: np.ndarray | None = None   #: bool, the echo reported is the fog's (None: no fog)
+    atmosphere_range: np.ndarray | None = None   #: true range of the fog echo [m] where ``atmosphere``
+
+
+def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bias_m, gain, noise_rng,
+                       detection_rng, intensity_rng, range_offset_m=0.0, extinction_per_m=None, fog=None,
+                       fog_rng=None, particles=None, mode="strongest") -> SignalChain:
+    """Measurement chain of a pulsed lidar after the cast: power, SNR, detection, noise, intensity.
+
+    Parameters
+    ----------
+    distance_m : (n,) float
+        Range of the echo [m]; NaN where nothing hit.
+    reflectivity : (n,) float
+        Diffuse reflectivity of the surface, ``rho (1 - mirror)`` (BlenSor threshold).
+    apparent_reflectivity : (n,) float
+        ``rho cos(i) (1 - mirror)`` of a pencil beam, or the spot-weighted value of an echo.
+    p : mapping
+        The lidar's parameters (:func:`common_params`).
+    bias_m, gain : (n,) float
+        Per-laser range bias [m] and intensity gain of each ray.
+    noise_rng, detection_rng, intensity_rng : numpy.random.Generator
+        Independent streams; ``noise_rng`` gives the range noise first (one normal deviate per
+        ray), as BlenSor Eq. 2 did before this chain existed.
+    extinction_per_m : float, optional
+        Two-way path extinction [1/m] (weather, :meth:`sensors.weather.Weather.extinction`);
+        None: the clear air of ``visibility_m``.
+    fog : sensors.weather.FogEcho, optional
+        The top of the fog's own echo in front of a target at each range
+        (:func:`sensors.weather.fog_echo_table`, ``height`` times ``P_t eta A_r``: a power [W]);
+        None: no fog.
+    fog_rng : numpy.random.Generator
+        With ``fog``: two uniform draws per ray, the fog echo's detection and where on the
+        echo's top its peak is found.
+    particles : sensors.weather.Particles, optional
+        Rain drops and snowflakes in the pulses' beams (:func:`sensors.weather.sample_particles`).
+    mode : {"strongest", "first", "last"}
+        Which of the detected echoes (target, fog, particles) is reported (``average`` counts
+        as strongest).
+    range_offset_m : float or (n,) float
+        Where the sensor's range grid starts, this far before the ray's origin [m]: the
+        reported range ``d + range_offset_m`` is the multiple of ``range_resolution_m`` (0 for
+        the Velodynes; an Ouster measures from its lidar origin, ``n`` behind each beam origin).
+
+    Notes
+    -----
+    1. Received power: :func:`sensors.radiometry.lidar_received_power` with the two-way clear-air
+       transmission (:func:`sensors.radiometry.extinction_from_visibility`) and the overlap
+       factor. SNR = P_r / ``noise_power_w``.
+    2. Detection, ``detection_model = "snr"``:
+       ``P_d = Phi(SNR - snr_threshold) (1 - dropout_probability)``
+       (:func:`sensors.detection.detection_probability`), one uniform draw per ray;
+       ``"blensor"``: BlenSor Eq. 1 (:func:`sensors.detection.detected`). Both: only within
+       ``min_range_m .. max_range_m``.
+    3. Range: ``d + b_laser + sigma z`` with ``sigma = noise_sigma_m`` when set (BlenSor Eq. 2),
+       else :func:`sensors.noise.snr_range_sigma`; then rounded to ``range_resolution_m``
+       on a grid that starts ``range_offset_m`` before the ray's origin.
+    4. Intensity: :func:`sensors.radiometry.reported_intensity` of the apparent reflectivity.
+    5. Weather: the fog's echo (``fog``) and the particles' (``particles``, the one ``mode``
+       prefers per pulse, :func:`_best_particle_echo`) are each detected with
+       ``Phi(SNR - snr_threshold)`` against their own draws, and the reported echo is the one
+       ``mode`` prefers among the detected target, fog and particle echoes: strongest, the
+       largest power; first, the nearest; last, the farthest (so the target wherever it is
+       detected). The fog's echo is the one in front of the pulse's target (only fog nearer
+       than the target echoes, and before the target's echo arrives: Hahner et al. 2021); its
+       true range is uniform over its echo's top (where noise moves the peak). An atmospheric echo gets the range noise of its SNR and the apparent reflectivity
+       ``pi P R^2 / (P_t eta A_r)`` (what a Lambertian target at that range would need).
+       Without weather nothing is drawn, so clear-air results keep their bytes.
+    """
+    d = np.asarray(distance_m, dtype=float)
+    hit = np.isfinite(d)
+    alpha = (extinction_from_visibility(p["visibility_m"], p["wavelength_m"]) if extinction_per_m is None
+             else float(extinction_per_m))
+    power = lidar_received_power(p["peak_power_w"], apparent_reflectivity, 1.0, d,
+                                 receiver_area_m2=np.pi * p["receiver_aperture_m"] ** 2 / 4.0,
+                                 system_efficiency=p["optical_efficiency"], extinction_per_m=alpha,
+                                 overlap=overlap_factor(d, p["full_overlap_m"]))
+    power = np.where(hit, power, np.nan)
+    snr = power / p["noise_power_w"]
+    z = noise_rng.standard_normal(d.shape)
+    if p["noise_sigma_m"] is not None:
+        sigma = float(p["noise_sigma_m"])
+    else:
+        sigma = np.where(hit, snr_range_sigma(snr, floor_m=p["range_noise_floor_m"],
+                                              snr1_m=p["range_noise_snr1_m"]), 0.0)
+    d_noisy = d + np.asarray(bias_m, dtype=float) + sigma * z
+    if p["range_resolution_m"] > 0.0:
+        res = p["range_resolution_m"]
+        d_noisy = np.round((d_noisy + range_offset_m) / res) * res - range_offset_m
+    with np.errstate(invalid="ignore"):
+        in_range = hit & (d >= p["min_range_m"]) & (d <= p["max_range_m"])
+    u = detection_rng.random((2,) + d.shape)
+    if p["detection_model"] == "snr":
+        p_d = detection_probability(snr, p["snr_threshold"])
+        det = in_range & (u[0] < p_d) & (u[1] >= p["dropout_probability"])
+    else:
+        det = in_range & detect(d, reflectivity, reflectivity_lower=p["reflectivity_lower"],
+                                reflectivity_upper=p["reflectivity_upper"], distance_lower_m=p["distance_lower_m"],
+                                distance_upper_m=p["distance_upper_m"])
+    apparent = np.where(hit, apparent_reflectivity, np.nan)
+    atmos = r_atm = None
+    cands = []                                  # atmospheric echoes: (range, power, detected) per pulse
+    if fog is not None:
+        r_lo, r_hi, p_fog = fog.at(d)
+        u_fog = fog_rng.random((2,) + d.shape)
+        r_fog = r_lo + (r_hi - r_lo) * u_fog[1]
+        with np.errstate(invalid="ignore"):
+            fog_det = (u_fog[0] < detection_probability(p_fog / p["noise_power_w"], p["snr_threshold"])) & (
+                r_fog >= p["min_range_m"]) & (p_fog > 0.0)
+        cands.append((r_fog, p_fog, fog_det))
+    if particles is not None and particles.pulse.size:
+        cands.append(_best_particle_echo(particles, d, p, alpha, mode))
+    if cands:
+        r_a, p_a, det_a = cands[0]
+        for r_b, p_b, det_b in cands[1:]:
+            take = det_b & (~det_a | _preferred(mode, r_b, p_b, r_a, p_a))
+            r_a, p_a, det_a = np.where(take, r_b, r_a), np.where(take, p_b, p_a), det_a | det_b
+        with np.errstate(invalid="ignore"):
+            atmos = det_a & ~(det & ~_preferred(mode, r_a, p_a, d, np.nan_to_num(power)))
+        if atmos.any():
+            snr_a = p_a / p["noise_power_w"]
+            sigma_a = (np.full(d.shape, float(p["noise_sigma_m"])) if p["noise_sigma_m"] is not None else
+                       snr_range_sigma(snr_a, floor_m=p["range_noise_floor_m"], snr1_m=p["range_noise_snr1_m"]))
+            r_rep = r_a + np.asarray(bias_m, dtype=float) + sigma_a * z
+            if p["range_resolution_m"] > 0.0:
+                res = p["range_resolution_m"]
+                r_rep = np.round((r_rep + range_offset_m) / res) * res - range_offset_m
+            area_eff = p["peak_power_w"] * p["optical_efficiency"] * np.pi * p["receiver_aperture_m"] ** 2 / 4.0
+            d_noisy = np.where(atmos, r_rep, d_noisy)
+            power = np.where(atmos, p_a, power)
+            snr = np.where(atmos, snr_a, snr)
+            apparent = np.where(atmos, np.pi * p_a * r_a ** 2 / area_eff, apparent)
+            det = det | atmos
+        r_atm = np.where(atmos, r_a, np.nan)
+    intensity = reported_intensity(apparent, snr, gain, intensity_rng, full_scale=p["intensity_full_scale"],
+                                   max_code=p["intensity_max"], exponent=p["intensity_exponent"])
+    return SignalChain(power, snr, apparent, det, d_noisy, intensity, atmos, r_atm)
+
+
+def _preferred(mode, r1, p1, r2, p2):
+    """Whether echo 1 is reported rather than echo 2 by ``mode``: strongest the larger power,
+    first the nearer, last the farther (NaN compares false)."""
+    with np.errstate(invalid="ignore"):
+        if mode == "first":
+            return r1 < r2
+        if mode == "last":
+            return r1 > r2
+        return p1 > p2
+
+
+def _best_particle_echo(particles, d, p, alpha, mode):
+    """Per pulse, the particle echo ``mode`` would report among the detected ones in front of
+    the target: ``(range [m], power [W], detected)``, NaN / 0 / False where there is none.
+
+    A particle's power is the lidar equation of its equivalent reflectivity
+    (:class:`sensors.weather.Particles`) with the pulse's overlap and extinction; it is detected
+    with ``Phi(SNR - snr_threshold)`` against its own draw, and only in front of the pulse's hard
+    target and beyond ``min_range_m``. The target's power is not reduced by what the particles
+    in front of it take (a few % at most for the particles that echo).
+    """
+    r = particles.range_m
+    pw = lidar_received_power(p["peak_power_w"], particles.rho_apparent, 1.0, r,
+                              receiver_area_m2=np.pi * p["receiver_aperture_m"] ** 2 / 4.0,
+                              system_efficiency=p["optical_efficiency"], extinction_per_m=alpha,
+                              overlap=overlap_factor(r, p["full_overlap_m"]))
+    with np.errstate(invalid="ignore"):
+        ok = (particles.u_detect < detection_probability(pw / p["noise_power_w"], p["snr_threshold"])) & (
+            r >= p["min_range_m"]) & ~(r >= d[particles.pulse])
+    sel = np.flatnonzero(ok)
+    r_out = np.full(d.shape, np.nan)
+    p_out = np.zeros(d.shape)
+    det = np.zeros(d.shape, dtype=bool)
+    if sel.size:
+        key = {"first": -r, "last": r}.get(mode, pw)[sel]
+        order = sel[np.lexsort((key, particles.pulse[sel]))]      # by pulse, then key ascending
+        pulse = particles.pulse[order]
+        best = order[np.r_[pulse[1:] != pulse[:-1], True]]         # the largest key of each pulse
+        r_out[particles.pulse[best]] = r[best]
+        p_out[particles.pulse[best]] = pw[best]
+        det[particles.pulse[best]] = True
+    return r_out, p_out, det
+
+
+#: Nearest fog that can echo when a lidar has neither an overlap model nor a blind zone
+#: (``full_overlap_m`` = ``min_range_m`` = 0) [m]: the 1/R^2 of the fog's echo diverges at the
+#: sensor (:func:`sensors.weather.fog_backscatter_waveform`); 0.1 m is about the size of the
+#: optics, inside which no scattering volume is imaged (assumed); a measured overlap
+#: (``full_overlap_m``) replaces it.
+FOG_BLIND_MIN_M = 0.1
