@@ -37,10 +37,8 @@ templates_path = ["_templates"]
 API_PACKAGES = ["hifi", "sensors", "gnss", "optics", "mpi", "autonomy"]
 
 # Modules left out of the reference, by full name (the recursive templates in
-# _templates/autosummary skip them and everything under them). sensors.lidar is being split into
-# a package (sensors/lidar/); it joins the reference once the split is committed (its work in
-# progress already builds without warnings).
-API_EXCLUDED_MODULES: list[str] = ["sensors.lidar"]
+# _templates/autosummary skip them and everything under them). None: every public module is in.
+API_EXCLUDED_MODULES: list[str] = []
 
 autosummary_generate = True
 # The stubs are written afresh at every build: a stub left from an earlier build (a module since
