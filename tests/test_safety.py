@@ -27,7 +27,7 @@ import pytest
 import hifi
 from hifi.cli import main
 
-from _scenes import street_scenario
+from _scenes import depth_camera_toml, street_scenario
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -43,30 +43,8 @@ GNSS_SCENARIO = {
                             "constellations": ["G", "E", "C"], "signals": ["G1C", "E1C", "C2I"]}}],
 }
 
-SCENARIO_TOML = """
-[simulation]
-duration_s = 0.1
-seed = 3
-
-[materials.white]
-reflectivity = 0.8
-
-[[objects]]
-name = "wall"
-mesh = "plane"
-size_m = [40, 40]
-material = "white"
-position_m = [10, 0, 0]
-rpy_deg = [0, -90, 0]
-
-[[sensors]]
-name = "cam"
-model = "depthmap"
-rate_hz = 10.0
-[sensors.params]
-resolution_x = 64
-resolution_y = 48
-"""
+#: A wall and a depth camera: the scenario of the ``run`` and ``info`` rows.
+SCENARIO_TOML = depth_camera_toml(0.1, seed=3, rate_hz=10.0)
 
 
 @pytest.fixture(scope="module")
