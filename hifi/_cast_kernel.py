@@ -3,10 +3,10 @@
 :func:`static_hits` turns Embree's ray-hit arrays into :class:`hifi.caster.NearestHits` (what
 :meth:`hifi.caster.EmbreeBackend._cast_static` did in nine numpy passes), :func:`unit_rows`
 normalises the directions and :func:`finish_hits` finishes the first segment of
-:func:`hifi.caster._first_segment` (normal toward the ray, hit point, misses NaN), one pass
+:func:`hifi.caster.tracing._first_segment` (normal toward the ray, hit point, misses NaN), one pass
 each. The numpy passes they replace stay the reference: ``tests/test_scene_caster.py`` holds
 both to the same bits. Each floating-point operation is numpy's, in numpy's order (no
-``fastmath``): ``sqrt((x^2 + y^2) + z^2)`` as :func:`hifi.caster._row_norm`, dot products left
+``fastmath``): ``sqrt((x^2 + y^2) + z^2)`` as :func:`hifi.caster._rows.row_norm`, dot products left
 to right, float32 comparisons of Embree's barycentrics as numpy makes them with a Python float.
 Imported at the first cast (numba's import takes about 0.5 s); ``cache=True`` keeps the machine
 code in ``__pycache__``; ``nogil``: the caster's threads run them on their chunks.
@@ -152,7 +152,7 @@ def settle_static(rows, best, face, normal, origins, directions, faces, world, v
     world : (v, 3) float64
         Scene-frame vertices.
     vid, indptr, vertex_face
-        :func:`hifi.caster._object_topology`.
+        :func:`hifi.caster.ties.object_topology`.
     plane_tol, edge_bary : float
     """
     for ii in range(rows.shape[0]):
