@@ -16,9 +16,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from hifi.bus import Command, SensorData
-from hifi.model import Model, Var
-from hifi.params import Param
+from hifi.api.bus import Command, SensorData
+from hifi.api.model import Model, Var
+from hifi.api.params import Param
 
 
 def pure_pursuit_steer(x, y, yaw, target_xy, wheelbase_m):
@@ -45,7 +45,7 @@ class WaypointDriver(Model):
     from the last two fixes at least ``min_heading_baseline_m`` apart), advances to the next
     waypoint once within ``tolerance_m`` of the current one, aims at the point ``lookahead_m``
     ahead on the segment to the current waypoint (the waypoint itself when nearer), and
-    publishes a ``drive`` :class:`~hifi.bus.Command` for the body: ``speed_m_s``, slowing to
+    publishes a ``drive`` :class:`~hifi.api.bus.Command` for the body: ``speed_m_s``, slowing to
     stop at the last waypoint (``v <= sqrt(2 a d)`` with the vehicle's ``max_accel_m_s2``), and
     the pure-pursuit steering. Dataset per step: the perceived and the true position and
     heading, the current waypoint, the command.

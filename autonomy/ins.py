@@ -20,11 +20,11 @@ from typing import ClassVar
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from hifi.bus import SensorData
-from hifi.earth import earth_rate_enu, normal_gravity
-from hifi.model import Model, Var
-from hifi.params import Param
-from hifi.rng import stream
+from hifi.api.bus import SensorData
+from hifi.world.earth import earth_rate_enu, normal_gravity
+from hifi.api.model import Model, Var
+from hifi.api.params import Param
+from hifi.api.rng import stream
 
 
 def _skew(v):
@@ -39,8 +39,8 @@ class INS(Model):
     ``specific_force``, sensor axes; the sample at the start of each interval holds over it):
     attitude ``C <- C exp([(w - b_g - C^T w_ie) dt]x)``,
     velocity ``v <- v + (C (f - b_a) - 2 w_ie x v + g) dt`` with the normal gravity of the
-    origin (:func:`hifi.earth.normal_gravity`) and the Earth rate ``w_ie`` in the scene's ENU
-    axes (:func:`hifi.earth.earth_rate_enu`), position by the trapezoid of the velocities.
+    origin (:func:`hifi.world.earth.normal_gravity`) and the Earth rate ``w_ie`` in the scene's ENU
+    axes (:func:`hifi.world.earth.earth_rate_enu`), position by the trapezoid of the velocities.
     The error covariance follows ``Phi = I + F dt`` (Groves Eq. 14.63-14.65: ``dv' = -[f]x dth
     - C db_a``, ``dth' = -C db_g``, biases as random walks) with the process noise of the
     filter's own noise densities (``*_noise_density_*``, ``*_random_walk_*``: what the

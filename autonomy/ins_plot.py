@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi.dataset import seconds_since_start
+from hifi.run.dataset import seconds_since_start
 
 
 def plot_ins(ds, frame: int = 0):

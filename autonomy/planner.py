@@ -15,9 +15,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from hifi.bus import Command, SensorData
-from hifi.model import Model, Var
-from hifi.params import Param
+from hifi.api.bus import Command, SensorData
+from hifi.api.model import Model, Var
+from hifi.api.params import Param
 
 from .drivers import pure_pursuit_steer
 
@@ -115,7 +115,7 @@ class GoNoGoPlanner(Model):
                               "goal; default: their distance plus 20 m on every side"),
         "step_m": Param("float", default=0.3, minimum=0.0,
                         doc="a point this high above the ground is an obstacle [m] (a kerb the vehicle cannot "
-                            "climb; hifi.vehicle climbs 0.15 m)"),
+                            "climb; hifi.world.vehicle climbs 0.15 m)"),
         "clearance_m": Param("float", default=2.5, minimum=0.0, exclusive_minimum=True,
                              doc="points higher than this above the ground pass over the vehicle [m]"),
         "half_width_m": Param("float", default=1.5, minimum=0.0,
@@ -253,7 +253,7 @@ def plot_gonogo(ds, frame: int = -1):
     ax.legend(handles=handles, fontsize=8, loc="upper left")
     ax.set_xlabel("x (east) [m]")
     ax.set_ylabel("y (north) [m]")
-    from hifi.dataset import seconds_since_start
+    from hifi.run.dataset import seconds_since_start
     t = float(seconds_since_start(ds, "frame_time")[f])
     ax.set_title(f"{ds.attrs.get('sensor_name', 'planner')} (gonogo_planner): frame {f}, t = {t:g} s")
     fig.tight_layout()

@@ -46,7 +46,7 @@ def plot_vehicle(ds, frame: int = 0):
     commanded speed [m/s]; heading [deg], unwrapped (and the perceived heading); steering angle
     [deg] (the vehicle's, else the driver's command).
     """
-    from hifi.plot import _plan_limits, _pyplot, _title, seconds
+    from hifi.viz.plot import _plan_limits, _pyplot, _title, seconds
 
     plt = _pyplot()
     t = seconds(ds, "frame_time" if "frame_time" in ds else "timestamp")

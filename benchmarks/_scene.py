@@ -1,8 +1,8 @@
 """Benchmark scene and rays of the caster benchmark: the BlenSor paper's displaced acre with four cars.
 
 The BlenSor paper times one Velodyne HDL-64E scan of a displaced terrain of about 237,000
-vertices. Here: ``hifi.meshes.terrain([63.6, 63.6], 63.6 / 486, 0.5, seed=1)`` (487 x 487 =
-237,169 vertices, 472,392 triangles) plus four ``hifi.meshes.car()`` standing on it, and one
+vertices. Here: ``hifi.api.meshes.terrain([63.6, 63.6], 63.6 / 486, 0.5, seed=1)`` (487 x 487 =
+237,169 vertices, 472,392 triangles) plus four ``hifi.api.meshes.car()`` standing on it, and one
 HDL-64E revolution of 64 lasers x 2083 azimuth steps = 133,312 rays from 1.8 m above the
 terrain centre.
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 
-from hifi.meshes import car, terrain
-from hifi.motion import Pose, Track
-from hifi.scene import Material, Scene
+from hifi.api.meshes import car, terrain
+from hifi.world.motion import Pose, Track
+from hifi.world.scene import Material, Scene
 
 #: Side of a square acre [m] (4046.86 m^2) and the grid spacing giving 487 x 487 vertices.
 TERRAIN_SIDE_M = 63.6
@@ -69,12 +69,12 @@ def build_scene(*, moving: bool = False):
     Parameters
     ----------
     moving : bool
-        Give the first car a :class:`hifi.motion.Track` (straight line at
+        Give the first car a :class:`hifi.world.motion.Track` (straight line at
         ``MOVING_CAR_SPEED_M_S`` over one revolution, 0 to 0.1 s) instead of a fixed pose.
 
     Returns
     -------
-    scene : hifi.scene.Scene
+    scene : hifi.world.scene.Scene
     sensor_position : (3,) float
         Sensor origin, scene frame [m].
     """

@@ -229,7 +229,7 @@ def _check(name, hits, raw, *, strict=True) -> dict:
 
 
 def main(argv=None) -> int:
-    from hifi.estimate import steady_heap
+    from hifi.api.estimate import steady_heap
     with steady_heap():                  # as hifi.Simulation.run casts (the frames' pages kept)
         return _main(argv)
 

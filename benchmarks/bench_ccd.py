@@ -34,9 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_caster import _cpu_model, _raw_embree  # noqa: E402
 
 import hifi  # noqa: E402
-from hifi.bus import MessageBus  # noqa: E402
+from hifi.api.bus import MessageBus  # noqa: E402
 from hifi.caster import RayCaster  # noqa: E402
-from hifi.model import RunContext  # noqa: E402
+from hifi.api.model import RunContext  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "crossing.toml"
 

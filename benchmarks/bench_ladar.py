@@ -26,12 +26,12 @@ from _scene import build_scene  # noqa: E402
 from bench_caster import _cpu_model, _raw_embree  # noqa: E402
 from bench_sensors import _error, _Recorder, time_against_raw  # noqa: E402
 
-from hifi.bus import MessageBus  # noqa: E402
+from hifi.api.bus import MessageBus  # noqa: E402
 from hifi.caster import RayCaster  # noqa: E402
-from hifi.model import RunContext  # noqa: E402
-from hifi.motion import Pose  # noqa: E402
-from hifi.params import check_params  # noqa: E402
-from hifi.registry import load_model  # noqa: E402
+from hifi.api.model import RunContext  # noqa: E402
+from hifi.world.motion import Pose  # noqa: E402
+from hifi.api.params import check_params  # noqa: E402
+from hifi.api.registry import load_model  # noqa: E402
 
 TARGET = 0.8
 

@@ -8,8 +8,8 @@ Run from the repository root::
     python benchmarks/bench_memory.py --plot benchmarks/scaling.png
 
 Every case runs in a fresh interpreter, so its peak RSS (``VmHWM``,
-:func:`hifi.estimate.peak_rss_bytes`) is its own. The scene is a terrain of ``2 c^2``
-triangles (:func:`hifi.meshes.terrain`, the BlenSor acre of side 63.6 m at ``63.6 / c`` m
+:func:`hifi.api.estimate.peak_rss_bytes`) is its own. The scene is a terrain of ``2 c^2``
+triangles (:func:`hifi.api.meshes.terrain`, the BlenSor acre of side 63.6 m at ``63.6 / c`` m
 spacing, amplitude 0.5 m) and one HDL-64E frame is cast from 2.3 m above its centre.
 
 Cases:
@@ -84,7 +84,7 @@ def scenario_dict(cells: int, mesh_file: str | None) -> dict:
 
 
 def _status_bytes(field: str) -> int:
-    """A memory field of ``/proc/self/status`` [B] (read here, not through hifi.estimate, so
+    """A memory field of ``/proc/self/status`` [B] (read here, not through hifi.api.estimate, so
     the raw embreex child imports nothing of hifi)."""
     with open("/proc/self/status", encoding="ascii") as f:
         for line in f:
@@ -145,7 +145,7 @@ def _import_hifi():
     from embreex.mesh_construction import TriangleMesh  # noqa: F401
 
     import hifi  # noqa: F401
-    import hifi.output  # noqa: F401
+    import hifi.run.output  # noqa: F401
     import sensors.lidar  # noqa: F401
 
 
@@ -249,7 +249,7 @@ def _toml(d: dict) -> str:
 
 def write_size(tmp: Path, mtri: float) -> dict:
     """Write the terrain PLY and the two scenarios of one size; mode -> path."""
-    from hifi.meshes import terrain
+    from hifi.api.meshes import terrain
     cells = cells_for(mtri)
     ply = tmp / f"terrain_{cells}.ply"
     if not ply.exists():

@@ -41,7 +41,7 @@ _CHILD = r"""
 import json, sys, time
 t_enter = time.perf_counter()
 marks = {}
-import hifi.timemanager as _tm
+import hifi.run.timemanager as _tm
 _tm_run = _tm.TimeManager.run
 def _timed_run(self, *a, **k):
     marks["events_start"] = time.perf_counter()

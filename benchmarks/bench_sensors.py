@@ -31,15 +31,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _scene import build_scene  # noqa: E402
 from bench_caster import _cpu_model, _raw_embree, raw_two_threads  # noqa: E402
 
-from hifi.bus import MessageBus  # noqa: E402
+from hifi.api.bus import MessageBus  # noqa: E402
 from hifi.errors import ScenarioError  # noqa: E402
-from hifi.model import RunContext  # noqa: E402
-from hifi.motion import Pose  # noqa: E402
-from hifi.params import check_params  # noqa: E402
-from hifi.registry import load_model  # noqa: E402
+from hifi.api.model import RunContext  # noqa: E402
+from hifi.world.motion import Pose  # noqa: E402
+from hifi.api.params import check_params  # noqa: E402
+from hifi.api.registry import load_model  # noqa: E402
 from hifi.caster import RayCaster  # noqa: E402
-from hifi.estimate import steady_heap  # noqa: E402
-from hifi.threads import single_threaded_blas  # noqa: E402
+from hifi.api.estimate import steady_heap  # noqa: E402
+from hifi.runtime.threads import single_threaded_blas  # noqa: E402
 
 #: BlenSor paper, Table 1: seconds per scan on the 237,000-vertex scene.
 BLENSOR_S = {"hdl64e_s2": 8.462, "ibeo_lux": 4.943, "tof_sr4000": 5.290, "depthmap": 11.721}

@@ -1,4 +1,4 @@
-"""Calibrate and check the memory estimate of ``hifi.estimate`` against measured peak RSS.
+"""Calibrate and check the memory estimate of ``hifi.api.estimate`` against measured peak RSS.
 
     python benchmarks/calibrate_memory.py            # every model at three sizes (several minutes)
     python benchmarks/calibrate_memory.py depthmap   # one model
@@ -9,14 +9,14 @@
 Each case runs in its own subprocess (a fresh interpreter, so its peak RSS is its own): a 40 x
 40 m wall 10 m ahead, a 1 m box and a 100 x 100 m ground plane, one sensor, three frames
 written to a temporary directory as ``hifi run`` does. The child reports its peak RSS after the
-run (``hifi.estimate.peak_rss_bytes``: ``VmHWM``, which unlike ``ru_maxrss`` does not inherit
+run (``hifi.api.estimate.peak_rss_bytes``: ``VmHWM``, which unlike ``ru_maxrss`` does not inherit
 the parent's peak across exec) and the estimate
 (``Simulation.estimate``). The model's working memory per ray is then fitted by least squares
 through the origin: ``measured - (estimate without working) = factor x rays``, and the table
 shows the estimate with the fitted factor against the measurement. ``--writer`` measures
-:func:`hifi.estimate.writer_bytes` with synthetic frames, ``--scene`` the per-triangle cost.
+:func:`hifi.api.estimate.writer_bytes` with synthetic frames, ``--scene`` the per-triangle cost.
 
-The numbers in hifi/estimate.py and in the models' ``WORKING_BYTES_PER_RAY`` come from this
+The numbers in hifi/api/estimate.py and in the models' ``WORKING_BYTES_PER_RAY`` come from this
 script (Linux x86-64, Python 3.11, numpy 2.4, netCDF-C 4.10, embreex 4.4); the table of the last
 run is in benchmarks/README.md.
 """
@@ -81,7 +81,7 @@ def _child(case: dict) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for ds in sim.run(out=Path(tmp) / "o", duration_s=duration, progress=False).values():
             ds.close()
-    from hifi.estimate import peak_rss_bytes
+    from hifi.api.estimate import peak_rss_bytes
     peak = peak_rss_bytes()
     m = est.models[0]
     factor = type(sim.models[0]).WORKING_BYTES_PER_RAY
@@ -113,11 +113,11 @@ def fit(model: str, cases: list) -> None:
 
 def _writer_child(nvar: int, side: int, frames: int) -> None:
     import numpy as np
-    from hifi.estimate import writer_bytes
-    from hifi.model import Var
-    from hifi.output import FrameWriter
+    from hifi.api.estimate import writer_bytes
+    from hifi.api.model import Var
+    from hifi.run.output import FrameWriter
     base = np.random.default_rng(0).standard_normal((side, side)).astype(np.float32)
-    from hifi.estimate import peak_rss_bytes
+    from hifi.api.estimate import peak_rss_bytes
     before = peak_rss_bytes()
     with tempfile.TemporaryDirectory() as tmp:
         w = FrameWriter(Path(tmp) / "a.nc", {}, {})
@@ -136,7 +136,7 @@ def main(argv) -> None:
     if argv[:1] == ["--writer-case"]:
         return _writer_child(*(int(a) for a in argv[1:4]))
     if argv[:1] == ["--writer"]:
-        print("FrameWriter: peak RSS growth while writing, against hifi.estimate.writer_bytes")
+        print("FrameWriter: peak RSS growth while writing, against hifi.api.estimate.writer_bytes")
         for a in ("1 1000 1", "1 1000 6", "1 1000 20", "4 1000 6", "4 1000 20", "4 100 300",
                   "4 100 1000", "4 2000 4", "1 4000 3"):
             subprocess.run([sys.executable, __file__, "--writer-case", *a.split()], check=True, cwd=REPO,

@@ -42,18 +42,19 @@ PACKAGES = ("autonomy", "mpi", "sensors", "gnss", "optics", "hifi")
 # Folders that use the packages; nothing imports them.
 USERS = ("tests", "validation", "benchmarks", "notebooks")
 
-# hifi's top-level modules by concern: (group id, title, modules).
+# hifi's rooms (subpackages) and top-level modules, from the top of the layers down (the order
+# in hifi/__init__.py's docstring): (group id, title, modules). One group per room.
 CORE_GROUPS = (
     ("cli", "command line", ("cli",)),
-    ("scenario", "scenario: load and check", ("scenario", "checks", "registry")),
-    ("run", "the run: orchestrator and time", ("simulation", "timemanager", "interrupt", "progress")),
-    ("models", "models and their bus", ("model", "bus", "vehicle")),
-    ("rays", "scene, ray casting and its cost", ("scene", "meshes", "motion", "earth", "caster",
-                                                 "_cast_kernel", "kernels", "threads", "estimate")),
-    ("output", "datasets and netCDF output", ("output", "dataset", "accessor", "safety")),
-    ("tools", "tools on outputs", ("export", "exporters", "plot", "imaging", "view", "metrics",
-                                   "lidar_stats", "reference")),
-    ("base", "foundations", ("constants", "timebase", "errors", "params", "rng", "_version")),
+    ("viz", "hifi.viz: plots and the replay page", ("viz",)),
+    ("exporters", "hifi.exporters: file formats", ("exporters", "export")),
+    ("analysis", "hifi.analysis: measures on outputs", ("analysis",)),
+    ("run", "hifi.run: scenario, simulation, output", ("run",)),
+    ("caster", "hifi.caster: ray casting", ("caster", "_cast_kernel")),
+    ("runtime", "hifi.runtime: threads, interrupts, safety", ("runtime",)),
+    ("world", "hifi.world: the scene and its bodies", ("world",)),
+    ("api", "hifi.api: what a model author uses", ("api",)),
+    ("base", "foundations", ("constants", "errors", "kernels", "_version", "_aliases")),
 )
 
 
@@ -143,7 +144,8 @@ def render(graph=None) -> str:
     out += [f"    {a} -.-> {b}" for a, b in user_edges()]
     out += ["```",
             "",
-            "**The core, `hifi`**, its top-level modules grouped by concern (an arrow: a module of "
+            "**The core, `hifi`**, its rooms (subpackages, one idea each) and top-level modules, in "
+            "the layer order of `hifi/__init__.py` (an arrow: a module of "
             "one group imports a module of the other)",
             "",
             "```mermaid",

@@ -47,7 +47,7 @@ import shutil as _shutil                                           # noqa: E402
 from pathlib import Path as _Path                                  # noqa: E402
 
 _shutil.rmtree(_Path(__file__).resolve().parent / "_autosummary", ignore_errors=True)
-# A name a package re-exports (hifi.Simulation is hifi.simulation.Simulation) is documented once,
+# A name a package re-exports (hifi.Simulation is hifi.run.simulation.Simulation) is documented once,
 # in the module that defines it: documenting it again under the package would describe one object
 # twice (Sphinx's "duplicate object description").
 autosummary_imported_members = False

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from hifi import constants as _hifi_constants
-from hifi import timebase as _hifi_timebase
+from hifi.api import timebase as _hifi_timebase
 
 # --- IS-GPS-200 (IS-GPS-200N, 2022), section 20.3.3.4.3, Table 20-IV and 20.3.3.3.3.1 ---
 MU_GPS = 3.986005e14

@@ -6,7 +6,7 @@ Internally a time is a :class:`GpsTime` pair of an integer week and a float seco
 (0 <= sow < 604800, so a float64 resolves it to ~1e-10 s).  Differences of two times are formed
 as ``(week_a - week_b) * 604800 + (sow_a - sow_b)``, exact to the float resolution of ``sow``.
 
-Leap seconds (UTC -> GPST) come from the project's one table, :mod:`hifi.timebase` (IERS
+Leap seconds (UTC -> GPST) come from the project's one table, :mod:`hifi.api.timebase` (IERS
 Bulletin C, GPST - UTC = (TAI - UTC) - 19 s); :func:`utc_to_gpst`, :func:`gpst_to_utc` and
 :func:`gpst_minus_utc` are its functions.
 """
@@ -17,14 +17,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hifi import timebase as _timebase
+from hifi.api import timebase as _timebase
 
 from .constants import GPS_EPOCH, SECONDS_PER_WEEK, WEEK_ROLLOVER
 
 _NS_PER_S = 1_000_000_000
 _NS_PER_WEEK = SECONDS_PER_WEEK * _NS_PER_S
 
-#: The project's one leap-second table (:mod:`hifi.timebase`), re-exported.
+#: The project's one leap-second table (:mod:`hifi.api.timebase`), re-exported.
 LEAP_SECONDS_GPST_MINUS_UTC = _timebase.LEAP_SECONDS_GPST_MINUS_UTC
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from hifi.timebase import utc_to_gpst
+from hifi.api.timebase import utc_to_gpst
 
 from . import gpstime
 
@@ -349,7 +349,7 @@ def read_nav(path, systems=None) -> xr.Dataset:
         repeats the orbit with a clock referred to E1/E5a). BeiDou: B1I D1/D2 records.
         GLONASS: the state vector at tb (``glo_x`` .. ``glo_az`` in m, m/s, m/s^2, and
         ``glo_frequency_channel``), tb as ``toc`` and as toe (moved from UTC to GPST with the
-        leap seconds of :mod:`hifi.timebase`), ``af0`` = -TauN, ``af1`` = GammaN, ``tgd`` 0; the
+        leap seconds of :mod:`hifi.api.timebase`), ``af0`` = -TauN, ``af1`` = GammaN, ``tgd`` 0; the
         Keplerian fields are NaN.
 
     Returns

@@ -7,31 +7,55 @@
 
 Importing hifi builds nothing and starts nothing (no BVH, no MPI, no threads), and imports
 nothing heavy: each public name loads its submodule when first used.
+
+The modules live in rooms (subpackages), one idea each. From the top down, a room imports only
+the rooms and modules below it (the ``acyclic`` contract of ``pyproject.toml`` checks that no
+two import each other):
+
+- ``hifi.cli`` (the command line) and ``hifi.export`` (the exporters' functions under one name);
+- ``hifi.viz`` (plots, the replay page), ``hifi.exporters`` (file formats) and
+  ``hifi.analysis`` (measures on outputs);
+- ``hifi.run``: scenario, simulation, time manager, output and datasets;
+- ``hifi.caster`` (with ``hifi._cast_kernel``): ray casting against the scene;
+- ``hifi.runtime``: threads, interrupts, progress reports, disk-space safety;
+- ``hifi.world``: the scene, motion, vehicles, the Earth;
+- ``hifi.api``: what a model author uses (model, params, registry, bus, rng, timebase), with
+  the cost estimate (``Model.estimate`` returns its ``ModelEstimate``) and the mesh generators
+  whose faces the estimate counts (in ``hifi.world`` they would close a cycle api -> world ->
+  api, since ``hifi.world.vehicle`` is a model);
+- the foundations: ``hifi.errors``, ``hifi.constants``, ``hifi.kernels``, ``hifi._version``.
+
+The moved modules' old flat names (``scene``, ``plot`` ... directly under ``hifi``) still
+import, as the same module objects (:mod:`hifi._aliases`); those the documentation names stay
+silent, the others warn with a ``DeprecationWarning`` naming the new path.
 """
 
 from __future__ import annotations
 
 import sys as _sys
 
+from . import _aliases
 from ._version import __version__
+
+_aliases.install()
 
 #: Public names and the submodule each comes from. They are imported on first use (PEP 562
 #: module ``__getattr__``): ``import hifi`` takes milliseconds, so ``hifi run`` has its signal
-#: handlers in place before numpy, scipy and trimesh load (:mod:`hifi.interrupt`), and
+#: handlers in place before numpy, scipy and trimesh load (:mod:`hifi.runtime.interrupt`), and
 #: ``hifi.Simulation`` costs the imports it needs when it is first named.
 _LAZY = {
-    "Command": "bus", "LogMessage": "bus", "Message": "bus", "MessageBus": "bus",
-    "PoseMessage": "bus", "SensorData": "bus",
+    "Command": "api.bus", "LogMessage": "api.bus", "Message": "api.bus", "MessageBus": "api.bus",
+    "PoseMessage": "api.bus", "SensorData": "api.bus",
     "Hits": "caster", "RayCaster": "caster",
     "ModelError": "errors", "OutputError": "errors", "ScenarioError": "errors",
     "ScenarioWarning": "errors",
-    "Model": "model", "RunContext": "model", "Sensor": "model", "Var": "model",
-    "Pose": "motion", "Track": "motion",
-    "Param": "params",
-    "available_models": "registry", "load_model": "registry", "register_model": "registry",
-    "Material": "scene", "Scene": "scene",
-    "Simulation": "simulation",
-    "TimeManager": "timemanager",
+    "Model": "api.model", "RunContext": "api.model", "Sensor": "api.model", "Var": "api.model",
+    "Pose": "world.motion", "Track": "world.motion",
+    "Param": "api.params",
+    "available_models": "api.registry", "load_model": "api.registry", "register_model": "api.registry",
+    "Material": "world.scene", "Scene": "world.scene",
+    "Simulation": "run.simulation",
+    "TimeManager": "run.timemanager",
 }
 
 
@@ -78,14 +102,14 @@ class _AccessorOnXarrayImport:
 
         def exec_module(module):
             loader_exec(module)
-            from . import accessor  # noqa: F401  (registers the accessor)
+            from .run import accessor  # noqa: F401  (registers the accessor)
 
         spec.loader.exec_module = exec_module
         return spec
 
 
 if "xarray" in _sys.modules:
-    from . import accessor as _accessor  # noqa: F401  (registers the ds.hifi accessor)
+    from .run import accessor as _accessor  # noqa: F401  (registers the ds.hifi accessor)
 elif _AccessorOnXarrayImport not in _sys.meta_path:
     _sys.meta_path.insert(0, _AccessorOnXarrayImport)
 
@@ -93,7 +117,7 @@ elif _AccessorOnXarrayImport not in _sys.meta_path:
 def load(path):
     """Load and validate a scenario file into a :class:`Simulation`; raises
     :class:`ScenarioError` on any bad value."""
-    from .simulation import Simulation
+    from .run.simulation import Simulation
     return Simulation.from_file(path)
 
 

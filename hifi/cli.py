@@ -6,7 +6,7 @@ where a directory must be, a netCDF error) exits with status 1 and one message n
 (``hifi: error: cannot write out/run/velodyne.nc: No space left on device``); nothing is left
 behind. Ctrl-C (SIGINT) or SIGTERM stops a command with one line on stderr (``hifi:
 interrupted at t = 1.230 s``, the simulated time of the last event started) and exit status
-128 + the signal number (130, 143), and nothing is left behind (:mod:`hifi.interrupt`).
+128 + the signal number (130, 143), and nothing is left behind (:mod:`hifi.runtime.interrupt`).
 """
 
 from __future__ import annotations
@@ -137,16 +137,16 @@ def main(argv=None) -> int:
     """The ``hifi`` command; returns its exit status.
 
     Every way it ends, serial or on any rank of an MPI launch, is one of: 0; an error, one line
-    ``hifi: error: ...`` and the status of its kind (:func:`hifi.interrupt.error_status`: 2 bad
+    ``hifi: error: ...`` and the status of its kind (:func:`hifi.runtime.interrupt.error_status`: 2 bad
     input, 1 a file that cannot be written); a stop signal, one line ``hifi: interrupted ...``
     and 128 + the signal. The signal handlers come first, before anything heavy is imported
-    (:mod:`hifi.interrupt`). Under a launcher of several processes only rank 0 prints, and the
+    (:mod:`hifi.runtime.interrupt`). Under a launcher of several processes only rank 0 prints, and the
     job ends through :func:`mpi.control.end_job` (which never returns), so that no rank waits
     forever for one that has stopped.
     """
     try:                                  # Python's own SIGINT handler, until ours are in place
-        from .interrupt import signal_handlers
-        with signal_handlers():           # SIGINT, SIGTERM -> hifi.interrupt.Interrupted
+        from .runtime.interrupt import signal_handlers
+        with signal_handlers():           # SIGINT, SIGTERM -> hifi.runtime.interrupt.Interrupted
             try:
                 return _ended(None, _main(argv))
             except KeyboardInterrupt as exc:        # every finally has run: nothing is left behind
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
 
 
 def _main(argv) -> int:
-    from .interrupt import check
+    from .runtime.interrupt import check
     _print_scenario_warnings()
     args = _parser(argv).parse_args(argv)
     status = _command(args)
@@ -173,7 +173,7 @@ def _main(argv) -> int:
 def _ended(exc: BaseException | None, status: int = 0) -> int:
     """Report how the command ended (``exc`` None: with ``status``) and give its exit status;
     under a launcher of several processes, end the job instead (does not return)."""
-    from .interrupt import check, error_status, exit_status, message, signal_number
+    from .runtime.interrupt import check, error_status, exit_status, message, signal_number
     line = None
     if exc is not None and not isinstance(exc, KeyboardInterrupt):
         check()                           # an error that is a stop signal's exception, wrapped
@@ -205,7 +205,7 @@ def _ended(exc: BaseException | None, status: int = 0) -> int:
 def _end_job():
     """The function that ends a job of several MPI processes (``end_job`` of the entry-point
     group ``hifi.launch``, the ``mpi`` package's), or None where none is installed."""
-    from .registry import entry_points
+    from .api.registry import entry_points
     for ep in entry_points(group="hifi.launch"):
         if ep.name == "end_job":
             try:
@@ -240,13 +240,13 @@ def _command(args) -> int:
 
 def _plot(args) -> int:
     """``hifi plot``: the figure is drawn, then written whole beside its final name and renamed
-    into place (:func:`hifi.safety.write_file`); never over the dataset it shows."""
-    from .safety import check_new_file, check_not_input, write_file
+    into place (:func:`hifi.runtime.safety.write_file`); never over the dataset it shows."""
+    from .runtime.safety import check_new_file, check_not_input, write_file
     out = args.out or args.dataset.with_suffix(".png")
     check_not_input(out, [args.dataset])
     if not out.suffix:
         raise ValueError(f"--out {out}: give the image format as the file's suffix (.png, .pdf, .svg)")
-    from .plot import plot_dataset
+    from .viz.plot import plot_dataset
     ds = _open(args.dataset)
     try:
         _check_frame(ds, args.frame, args.dataset)
@@ -261,7 +261,7 @@ def _plot(args) -> int:
 
 
 def _view(args) -> int:
-    from . import view
+    from .viz import view
     run_dir = args.run_dir
     if args.out is None:                  # RUN_DIR.html beside the directory (also for "." or "run/")
         full = run_dir.resolve()
@@ -333,7 +333,7 @@ def _launcher_size() -> int:
 
 def _partition_runner(name: str):
     """The runner registered as ``name`` in the entry-point group ``hifi.partitions``."""
-    from .registry import entry_points
+    from .api.registry import entry_points
     found = {ep.name: ep for ep in entry_points(group="hifi.partitions")}
     if name not in found:
         raise ImportError(f"--partition {name!r}: no runner registered in the entry-point group "
@@ -348,7 +348,7 @@ def _override(text, key: str, name: str):
     if text is None:
         return None
     from .errors import ScenarioError
-    from .scenario import SIMULATION_PARAMS
+    from .run.scenario import SIMULATION_PARAMS
     value = text
     for convert in (int, float):
         try:
@@ -366,7 +366,7 @@ def _run_partitioned(args, partition: str, seed, duration, start: float) -> int:
                      ignore_disk_space=args.ignore_disk_space)
     if results is not None:                        # None on ranks other than 0
         if duration is None:
-            from .scenario import load
+            from .run.scenario import load
             duration = load(args.scenario).duration_s
         _summary(args.out, duration, start, results)
     return 0
@@ -378,13 +378,13 @@ def _run(args) -> int:
     seed = _override(args.seed, "--seed", "seed")
     duration = _override(args.duration, "--duration", "duration_s")
     partition = args.partition or (DEFAULT_MPI_PARTITION if _launcher_size() > 1 else None)
-    from .safety import check_not_input
+    from .runtime.safety import check_not_input
     check_not_input(args.out, [args.scenario])    # also under mpirun: every rank refuses alike
     if partition is not None:
         return _run_partitioned(args, partition, seed, duration, start)
     import hifi
     sim = hifi.load(args.scenario)
-    from .output import check_output_dir
+    from .run.output import check_output_dir
     check_output_dir(args.out, args.overwrite)
     sim.run_to_files(args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
                      progress=False if args.no_progress else None, ignore_disk_space=args.ignore_disk_space)
@@ -455,9 +455,9 @@ def _info(args) -> int:
 
 
 def _print_estimate(sim) -> None:
-    """The cost of a run (hifi.estimate): per model and in total, and whether hifi run would refuse it."""
+    """The cost of a run (hifi.api.estimate): per model and in total, and whether hifi run would refuse it."""
     from .errors import ScenarioError
-    from .estimate import check_memory, disk_line, format_bytes, memory_budget_bytes
+    from .api.estimate import check_memory, disk_line, format_bytes, memory_budget_bytes
     est = sim.estimate()
     print("estimate  per file: frames, rays per frame, memory it adds at the peak, output before compression")
     for m in est.models:

@@ -36,7 +36,7 @@ DEGENERATE_LENGTH = 1e-12
 DEGENERATE_TRIANGLE_REL = 2.0**-23
 
 #: A ray-casting sensor whose origin lies within this distance of a mesh surface is mounted on
-#: that surface (hifi.checks.warn_scene warns): its rays leave from the surface, and those that
+#: that surface (hifi.run.checks.warn_scene warns): its rays leave from the surface, and those that
 #: leave into it hit it at distance 0 (1 mm: far below any real sensor housing, centimetres,
 #: and far above float32 rounding at a few hundred metres from the scene origin, 2**-23 x 300 m
 #: = 36 um) [m].

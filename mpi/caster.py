@@ -28,7 +28,7 @@ from hifi.caster import (
     static_world_vertices,
     tie_candidates,
 )
-from hifi.estimate import trim_heap
+from hifi.api.estimate import trim_heap
 
 from .control import wait
 
@@ -46,7 +46,7 @@ def vertex_order_shares(scene, rank: int, size: int) -> list:
 
     Parameters
     ----------
-    scene : hifi.scene.Scene
+    scene : hifi.world.scene.Scene
         The whole scene (every object keeps all its faces).
     rank, size : int
         This rank and the number of ranks.
@@ -55,7 +55,7 @@ def vertex_order_shares(scene, rank: int, size: int) -> list:
     -------
     list of (m,) int64
         Per object, the whole-mesh indices of the faces dealt to ``rank``, ascending: what
-        :meth:`hifi.scene.SceneObject.keep_share` keeps.
+        :meth:`hifi.world.scene.SceneObject.keep_share` keeps.
 
     Notes
     -----
@@ -130,7 +130,7 @@ class FacetBackend:
 
     Parameters
     ----------
-    scene : hifi.scene.Scene
+    scene : hifi.world.scene.Scene
         The whole scene (every rank holds the same scene description).
     comm : mpi4py.MPI.Comm
         Communicator of the ranks sharing the facets; every rank must cast the same rays in
@@ -154,7 +154,7 @@ class FacetBackend:
     waiting forever.
 
     The rank keeps only its share: every object of ``scene`` is reduced to the faces dealt to
-    this rank and the vertices they use (:meth:`hifi.scene.SceneObject.keep_share`), so the
+    this rank and the vertices they use (:meth:`hifi.world.scene.SceneObject.keep_share`), so the
     whole arrays are freed and the Embree arrays and edge-tie tables list this rank's faces
     only. The scene must not be cast serially afterwards. What needs whole meshes is computed
     first: the secondary-ray offsets' size terms (longest edge, reach), the static objects'
@@ -320,7 +320,7 @@ class FacetCaster(RayCaster):
 
     Parameters
     ----------
-    scene : hifi.scene.Scene
+    scene : hifi.world.scene.Scene
         The whole scene (every rank holds the same scene description).
     comm : mpi4py.MPI.Comm
         Communicator of the ranks sharing the facets; every rank must cast the same rays in

@@ -4,13 +4,13 @@ A rank blocked in a blocking MPI call (``recv``, ``Allreduce``, ``Barrier``) nev
 signal handlers, and waits forever for a rank that has stopped. So every wait of a partitioned
 run is a non-blocking operation (``isend``, ``Iallreduce``, ``Ibarrier``, ``Iprobe``) tested
 in a loop that sleeps a little between tests (:func:`wait`, :func:`wait_message`): a signal
-raises :class:`hifi.interrupt.Interrupted` there, and a *stop message* from another rank
+raises :class:`hifi.runtime.interrupt.Interrupted` there, and a *stop message* from another rank
 (:data:`STOP_TAG`, carrying the signal number) raises it too, so a signal that reaches one rank
 stops them all.
 
 On an interrupt (:func:`end_interrupted`): the rank tells the others to stop; its ``finally``
 blocks have already run (rank 0's ``.DIR.partial-*`` is deleted; the other ranks write no
-file). Rank 0 prints the one line of :func:`hifi.interrupt.message` and ends the job at once
+file). Rank 0 prints the one line of :func:`hifi.runtime.interrupt.message` and ends the job at once
 with ``MPI_Abort(128 + signal)``, not ``MPI_Finalize`` (whose pending operations would hang or
 complain); the launcher then stops the other ranks, which wait for it (at most
 :data:`STOP_WAIT_S`) so that no rank ends the job before rank 0 has cleaned up.
@@ -70,11 +70,11 @@ _sent: list = []
 
 
 def check_stop(comm) -> None:
-    """Raise :class:`hifi.interrupt.Interrupted` if another rank asked this one to stop."""
+    """Raise :class:`hifi.runtime.interrupt.Interrupted` if another rank asked this one to stop."""
     from mpi4py import MPI
 
-    from hifi.interrupt import Interrupted, mark_stopping
-    from hifi.interrupt import check as check_interrupt
+    from hifi.runtime.interrupt import Interrupted, mark_stopping
+    from hifi.runtime.interrupt import check as check_interrupt
     status = MPI.Status()
     if comm.Iprobe(source=MPI.ANY_SOURCE, tag=STOP_TAG, status=status):
         source = status.Get_source()
@@ -133,7 +133,7 @@ def announce_stop(comm, signum: int) -> None:
 
 def end_interrupted(comm, exc: BaseException):
     """End this rank after an interrupt (``exc``); does not return (see the module notes)."""
-    from hifi.interrupt import exit_status, message, signal_number
+    from hifi.runtime.interrupt import exit_status, message, signal_number
     end_job(exit_status(exc), message(exc), comm=comm,
             signum=None if getattr(exc, "remote", False) else signal_number(exc))
 
@@ -141,7 +141,7 @@ def end_interrupted(comm, exc: BaseException):
 def report_error(comm, exc: BaseException, status: int) -> None:
     """A rank other than 0 failed with ``exc`` during the run: send rank 0 the message (it
     prints it and ends the job with ``status``) and wait to be ended; does not return."""
-    from hifi.interrupt import ignore_signals
+    from hifi.runtime.interrupt import ignore_signals
     ignore_signals()
     detail = f"{type(exc).__name__}: {exc}"
     _sent.append(comm.isend((int(status), detail), dest=0, tag=STOP_TAG))
@@ -180,7 +180,7 @@ def end_job(status: int, line: str | None, *, comm=None, signum: int | None = No
         A signal this process received: the other ranks are told to stop
         (:func:`announce_stop`).
     """
-    from hifi.interrupt import ignore_signals
+    from hifi.runtime.interrupt import ignore_signals
     ignore_signals()                    # a repeated signal must not end a rank half-way
     rank = launch_rank() if comm is None else comm.Get_rank()
     if comm is None:

@@ -24,7 +24,7 @@ ranks write no file at all (not even a temporary directory).
 Progress (``--partition time``): the ranks other than 0 send rank 0 their simulated progress
 with non-blocking sends at most every :data:`PROGRESS_REPORT_S`, and their last report with the
 number of frames they hold; rank 0 shows the whole job's simulated seconds, then the writing
-of the other ranks' frames (:class:`hifi.progress.Progress`). Reports change nothing computed.
+of the other ranks' frames (:class:`hifi.runtime.progress.Progress`). Reports change nothing computed.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import time
 
 import numpy as np
 
-from hifi.interrupt import check as check_interrupt
-from hifi.interrupt import deferred, error_status
+from hifi.runtime.interrupt import check as check_interrupt
+from hifi.runtime.interrupt import deferred, error_status
 
 from .control import check_stop, end_interrupted, end_job, import_mpi, poll, report_error, wait, wait_message
 
@@ -101,7 +101,7 @@ def _agree(comm, fn):
 
 
 def _failed(comm, exc: BaseException) -> None:
-    """An error during the run (after :func:`hifi.interrupt.check`): rank 0 raises it again (the
+    """An error during the run (after :func:`hifi.runtime.interrupt.check`): rank 0 raises it again (the
     command line reports it as a serial run would and ends the job); another rank sends it to
     rank 0 and waits to be ended (:func:`mpi.control.report_error`)."""
     check_interrupt()                  # a stop signal's exception, wrapped: the stop
@@ -115,7 +115,7 @@ def _prepare(comm, scenario, out, overwrite, duration_s=None, ignore_disk_space=
     """Load the scenario on every rank and check the output directory and its free space on
     rank 0 (agreed)."""
     import hifi
-    from hifi.output import check_output_dir
+    from hifi.run.output import check_output_dir
 
     def load():
         sim = hifi.load(scenario)
@@ -179,7 +179,7 @@ class TimePartition:
 
     Requires what every shipped model does: a frame depends only on the scenario, the seed and
     the frame's index and time (random streams are keyed by seed, sensor and frame,
-    :mod:`hifi.rng`), not on the frames before it.
+    :mod:`hifi.api.rng`), not on the frames before it.
     """
 
     def __init__(self, comm, duration_s: float):
@@ -255,7 +255,7 @@ class TimePartition:
                 wait(comm, comm.isend(item, dest=0, tag=_FRAME_TAG))
             self._held.clear()
             return
-        from hifi.interrupt import note_time
+        from hifi.runtime.interrupt import note_time
         self._done[0] = self.hi - self.lo
         poll(comm, self._receive_reports)              # every rank has finished computing
         self.progress.start_writing(sum(self._counts))

@@ -6,7 +6,7 @@ does with numpy for a pencil hit (the default and the edge-footprint path, whose
 carry the hit of their echo's dominant sub-ray): :func:`sensors.radiometry.lambertian_return`
 (Oren-Nayar), :func:`sensors.lidar.lidar_signal_chain` (received power, SNR, detection, range
 noise, quantisation, intensity) and the reported points masked as
-:func:`hifi.dataset.range_frame` masks them. :func:`edge_flags` is
+:func:`hifi.run.dataset.range_frame` masks them. :func:`edge_flags` is
 :func:`sensors.lidar.depth_edge_pulses_reference`, :func:`footprint` is
 :func:`sensors.beam.footprint_directions_reference` and :func:`probe_leaves` the numpy of
 ``sensors.lidar._probe_leaves``. The numpy functions stay the reference (and

@@ -29,7 +29,7 @@ The chain of one frame, each step a plain function or an :mod:`optics` kernel, e
    and the margin is cropped afterwards.
 6. **Sensor.** :meth:`optics.SensorModel.expose` (EMVA 1288 linear model: shot noise, dark
    current, read noise, DSNU/PRNU, full well, gain, quantisation, bit depth, Bayer RGGB mosaic
-   and bilinear demosaicing) with a per-frame generator from :func:`hifi.rng.stream`.
+   and bilinear demosaicing) with a per-frame generator from :func:`hifi.api.rng.stream`.
 
 References
 ----------
@@ -48,9 +48,9 @@ from __future__ import annotations
 import numpy as np
 
 import optics
-from hifi.model import Sensor, Var
-from hifi.params import Param
-from hifi.rng import stream
+from hifi.api.model import Sensor, Var
+from hifi.api.params import Param
+from hifi.api.rng import stream
 from optics.aberrations import (MAX_KERNEL_SIZE, SeidelCoefficients, apply_distortion,
                                 apply_field_psf, pixel_positions)
 from optics.illumination import (SPECTRAL_GRID_M, SunLight, koschmieder_airlight, scene_photon_radiance,
@@ -58,7 +58,7 @@ from optics.illumination import (SPECTRAL_GRID_M, SunLight, koschmieder_airlight
 from optics.radiometry import field_angle, image_irradiance, mechanical_vignetting
 from optics.spectral import channel_response_curves, relative_quantum_efficiency
 
-from hifi.dataset import axis_coords, image_coords, sensor_pose_vars
+from hifi.run.dataset import axis_coords, image_coords, sensor_pose_vars
 
 from .weather import weather_of
 

@@ -1,7 +1,7 @@
 """Quick look of a ``ccd_camera`` dataset for ``hifi plot`` (entry-point group ``hifi.plots``).
 
 The camera image [DN] beside the ideal image [e-], both white balanced with the same channel
-gains (:func:`hifi.imaging.white_balance_gains`) and shown through the display gamma.
+gains (:func:`hifi.viz.imaging.white_balance_gains`) and shown through the display gamma.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 
 # The display helpers live in hifi (hifi view shows a camera frame the same way); they are
 # named here too, where the camera's quick look has always offered them.
-from hifi.imaging import DISPLAY_GAMMA, WHITE_BALANCE_CHOICES, display, white_balance_gains  # noqa: F401
-from hifi.plot import _pyplot, _scenario_sensor_params, _title, seconds
+from hifi.viz.imaging import DISPLAY_GAMMA, WHITE_BALANCE_CHOICES, display, white_balance_gains  # noqa: F401
+from hifi.viz.plot import _pyplot, _scenario_sensor_params, _title, seconds
 
 def daylight_white(ds, frame: int = 0) -> np.ndarray:
     """Channel signal of a white horizontal Lambertian surface under the run's sun and sky [1].

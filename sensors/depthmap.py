@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from hifi import kernels
-from hifi.model import Sensor, Var
-from hifi.params import Param
+from hifi.api.model import Sensor, Var
+from hifi.api.params import Param
 
-from hifi.dataset import RANGE_VARIABLES, annotation_var, axis_coords, image_coords, sensor_pose_vars
+from hifi.run.dataset import RANGE_VARIABLES, annotation_var, axis_coords, image_coords, sensor_pose_vars
 
 
 def pinhole_directions(resolution_x: int, resolution_y: int, fov_x_rad: float, fov_y_rad: float | None = None):

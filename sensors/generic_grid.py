@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi.model import Sensor, Var
-from hifi.params import Param
-from hifi.rng import stream
+from hifi.api.model import Sensor, Var
+from hifi.api.params import Param
+from hifi.api.rng import stream
 
-from hifi.dataset import (annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, range_layout,
+from hifi.run.dataset import (annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, range_layout,
                           sensor_pose_vars)
 from .noise import gaussian_range_noise, orthogonal_point_noise
 from .radiometry import lambertian_return
@@ -28,7 +28,7 @@ class GenericGrid(Sensor):
     N(0, ``orthogonal_sigma_m``) on each of two axes perpendicular to the ray (Doria's
     "LOS" and "orthogonal" noise, expressed as displacements in metres).
 
-    Dataset dims: (``frame``, ``theta``, ``phi``) with the range-sensor variables of :mod:`hifi.dataset`;
+    Dataset dims: (``frame``, ``theta``, ``phi``) with the range-sensor variables of :mod:`hifi.run.dataset`;
     ``theta`` and ``phi`` both increase along their dimensions (so ``ds.sel(theta=slice(a, b))``
     works), which stores the columns in the reverse of their acquisition order: the column at
     ``theta_max`` is acquired first, and ``timestamp`` tells each ray's instant. ``hifi export

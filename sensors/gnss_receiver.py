@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi.model import Var
-from hifi.params import Param
-from hifi.rng import stream
+from hifi.api.model import Var
+from hifi.api.params import Param
+from hifi.api.rng import stream
 
 from .gps import GpsL1, _read_nav_checked
 

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from hifi.dataset import seconds_since_start
+from hifi.run.dataset import seconds_since_start
 from sensors.gps_plot import fix_error_panel, sky_plot
 
 #: Name and colour of each satellite system (RINEX 3 system letter).
@@ -49,7 +49,7 @@ def plot_gnss_receiver(ds, frame: int = 0):
     """
     from matplotlib.ticker import MaxNLocator
 
-    from hifi.plot import _pyplot
+    from hifi.viz.plot import _pyplot
 
     plt = _pyplot()
     name = ds.attrs.get("sensor_name", "gnss")

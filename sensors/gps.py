@@ -18,7 +18,7 @@ on which :func:`gnss.solve` runs directly.
 
 Randomness and partitions
 -------------------------
-Every random number comes from :func:`hifi.rng.stream` keyed by (seed, sensor name, frame,
+Every random number comes from :func:`hifi.api.rng.stream` keyed by (seed, sensor name, frame,
 purpose): receiver noise per epoch (frame k, "noise"); the constant per-satellite ephemeris range
 error (frame -1, "ephemeris"); and the receiver clock, a two-state random walk
 (:func:`gnss.errors.receiver_clock_walk`) drawn once for every event of the run from the per-run
@@ -38,9 +38,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hifi.model import Sensor, Var
-from hifi.params import Param
-from hifi.rng import stream
+from hifi.api.model import Sensor, Var
+from hifi.api.params import Param
+from hifi.api.rng import stream
 
 #: Epochs computed together (vectorised) when the first of them is asked for.
 BLOCK_EPOCHS = 128
@@ -362,7 +362,7 @@ class LoggedCode(NamedTuple):
         uses ``pseudorange``.
     time_tag : numpy.ndarray of datetime64[ns] or None, shape (n_epoch,)
         Time tags of those observations as logged (GPST + receiver clock).
-    variables : dict of str to hifi.model.Var
+    variables : dict of str to hifi.api.model.Var
         Further output variables of the epochs.
     """
 
@@ -464,7 +464,7 @@ class GpsL1(Sensor):
         """
         from gnss.orbit import MIN_SATELLITES_FOR_FIX, ephemeris_coverage
         from gnss.constants import EPHEMERIS_MAX_AGE_S
-        from hifi.timebase import Epoch
+        from hifi.api.timebase import Epoch
 
         nav = cls._checked_nav(p)
         t0 = Epoch.from_utc(start_utc).gps
@@ -520,7 +520,7 @@ class GpsL1(Sensor):
         return out
 
     def estimate(self, duration_s):
-        """As :meth:`hifi.model.Model.estimate`, for epochs computed in blocks.
+        """As :meth:`hifi.api.model.Model.estimate`, for epochs computed in blocks.
 
         A block of ``min(BLOCK_EPOCHS, frames)`` epochs is computed at once (its rays and
         working memory together) and its variables are held until the next block; the

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi.dataset import seconds_since_start
+from hifi.run.dataset import seconds_since_start
 
 #: Colours of the sky plot's satellite states.
 _STATE_STYLE = {
@@ -130,7 +130,7 @@ def plot_gps(ds, frame: int = 0):
     the epoch's geometry, beside the total error of the fix; (4) satellites visible, blocked,
     reflected and used per epoch.
     """
-    from hifi.plot import _pyplot
+    from hifi.viz.plot import _pyplot
 
     plt = _pyplot()
     t = seconds_since_start(ds, "timestamp")

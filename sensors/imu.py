@@ -14,7 +14,7 @@ the Earth at ``omega_ie``. A triad fixed to the sensor body senses, in its own a
 (:func:`ideal_imu`; e.g. Groves, Principles of GNSS, Inertial, and Multisensor Integrated
 Navigation Systems, 2nd ed., 2013, eqs. 2.142 and 5.36 written in an Earth-fixed Cartesian
 frame). The body's kinematics come from the scene's pose tree
-(:meth:`hifi.scene.Scene.kinematics_at`), which needs twice-differentiable motion: keyframed
+(:meth:`hifi.world.scene.Scene.kinematics_at`), which needs twice-differentiable motion: keyframed
 tracks with ``interpolation = "spline"``.
 
 Errors (per axis, six axes: gyro x y z, accelerometer x y z)
@@ -48,11 +48,11 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from hifi.constants import STANDARD_GRAVITY_M_S2, WGS84_OMEGA_RAD_S
-from hifi.earth import earth_rate_enu, normal_gravity
+from hifi.world.earth import earth_rate_enu, normal_gravity
 from hifi.errors import ScenarioError
-from hifi.model import Sensor, Var
-from hifi.params import Param
-from hifi.rng import stream
+from hifi.api.model import Sensor, Var
+from hifi.api.params import Param
+from hifi.api.rng import stream
 
 __all__ = [
     "normal_gravity", "earth_rate_enu", "ideal_imu", "ImuTruth",
@@ -86,7 +86,7 @@ _G = STANDARD_GRAVITY_M_S2
 
 # ------------------------------------------------------------------------------------------------
 # Earth and gravity: :func:`normal_gravity` and :func:`earth_rate_enu` are defined in
-# :mod:`hifi.earth`, where the ins model finds them too, and re-exported here (``__all__``).
+# :mod:`hifi.world.earth`, where the ins model finds them too, and re-exported here (``__all__``).
 # ------------------------------------------------------------------------------------------------
 class ImuTruth(NamedTuple):
     """Error-free IMU outputs in the sensor axes."""
@@ -258,7 +258,7 @@ class ImuErrorProcess:
     seed : int
         Scenario seed.
     name : str
-        Sensor name (keys the random streams, :func:`hifi.rng.stream`).
+        Sensor name (keys the random streams, :func:`hifi.api.rng.stream`).
     rate_hz : float
         Sample rate [Hz]; sample k is at ``k / rate_hz``.
     white_density : (c,) float

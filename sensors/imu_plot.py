@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi.dataset import seconds_since_start
+from hifi.run.dataset import seconds_since_start
 
 _AXES = ("x", "y", "z")
 _COLOURS = ("tab:red", "tab:green", "tab:blue")

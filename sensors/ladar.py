@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from hifi.caster import Hits
-from hifi.model import Sensor, Var
-from hifi.params import Param
-from hifi.rng import stream
+from hifi.api.model import Sensor, Var
+from hifi.api.params import Param
+from hifi.api.rng import stream
 
-from hifi.dataset import (annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, range_layout,
+from hifi.run.dataset import (annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, range_layout,
                           sensor_pose_vars)
 from .beam import beam_echoes, round_trip_s, subray_count, subray_directions, subray_pattern
 from .radiometry import lambertian_return
@@ -50,7 +50,7 @@ class SickLMS291(Sensor):
     ``detection_threshold`` 1.1e-4, the return of a 10 % Lambertian target at 30 m
     (0.1 / 30^2), the data sheet's range at 10 % reflectivity; ``cutoff_m`` 3 m.
 
-    Dataset (``frame``, ``step``, ``return``): the range-sensor variables of :mod:`hifi.dataset` per
+    Dataset (``frame``, ``step``, ``return``): the range-sensor variables of :mod:`hifi.run.dataset` per
     return slot (1, or 2 for ``dual``). The true variables (``distance``, ``x y z``,
     ``object_id``) describe the beam axis, what a pencil-beam lidar would see, repeated over
     ``return``; the reported ones (``distance_noisy``, ``x_noisy ...``, ``detected``,

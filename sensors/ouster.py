@@ -32,10 +32,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hifi.dataset import axis_coords, range_layout, yaw_pitch
-from hifi.model import Var
-from hifi.params import Param
-from hifi.rng import stream
+from hifi.run.dataset import axis_coords, range_layout, yaw_pitch
+from hifi.api.model import Var
+from hifi.api.params import Param
+from hifi.api.rng import stream
 
 from .lidar import (
     CLEAR_VISIBILITY_M,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi.model import Sensor, Var
+from hifi.api.model import Sensor, Var
 
 
 class PoseSensor(Sensor):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi.model import Sensor, Var
-from hifi.motion import rotation_from_rpy_deg
-from hifi.params import Param
+from hifi.api.model import Sensor, Var
+from hifi.world.motion import rotation_from_rpy_deg
+from hifi.api.params import Param
 
-from hifi.dataset import annotation_var, image_coords
+from hifi.run.dataset import annotation_var, image_coords
 from .depthmap import pinhole_directions
 
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hifi.params import Param
+from hifi.api.params import Param
 
 from .lidar import SNR_THRESHOLD, LineLidar, _footprint_params
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from hifi.constants import SPEED_OF_LIGHT_M_S
-from hifi.model import Sensor
-from hifi.params import Param
-from hifi.rng import stream
+from hifi.api.model import Sensor
+from hifi.api.params import Param
+from hifi.api.rng import stream
 
-from hifi.dataset import (annotation_var, axis_coords, image_coords, range_frame, range_layout, sensor_pose_vars,
+from hifi.run.dataset import (annotation_var, axis_coords, image_coords, range_frame, range_layout, sensor_pose_vars,
                           yaw_pitch)
 from .depthmap import pinhole_directions
 from .noise import gaussian_range_noise

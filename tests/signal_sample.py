@@ -37,7 +37,7 @@ from _scenes import depth_camera_toml  # noqa: E402
 #: Wall time after the signal beyond which a run counts as hung [s].
 HANG_S = 60.0
 
-#: The one line a stopped run prints (hifi.interrupt.message).
+#: The one line a stopped run prints (hifi.runtime.interrupt.message).
 LINE = re.compile(r"^hifi: interrupted( at t = \d+\.\d{3} s)?$")
 
 #: A run far longer than the window (4000 frames of a depth camera): the signal always comes

@@ -288,7 +288,7 @@ def test_seidel_blur_in_the_chain_conserves_signal_and_distortion_moves_it():
 
 def test_hifi_plot_shows_image_beside_ideal_image(tmp_path):
     pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
-    from hifi.plot import plot_dataset
+    from hifi.viz.plot import plot_dataset
     d = _scenario([_ground()], {"resolution_x": 32, "resolution_y": 24, "focal_length_m": 1e-3})
     ds = _run(d)["cam"]
     out = plot_dataset(ds, tmp_path / "cam.png")

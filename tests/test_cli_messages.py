@@ -18,7 +18,7 @@ import pytest
 
 import hifi
 from hifi.cli import main
-from hifi.output import FrameWriter
+from hifi.run.output import FrameWriter
 
 from _scenes import depth_camera_toml, wall_scenario
 
@@ -77,7 +77,7 @@ def test_disk_full_on_the_netcdf_thread_is_a_message_naming_the_file(tmp_path, c
     # error reaches the run at the writer's next wait, as the same one-line message. Blocks of
     # one frame here, so the failing block is written mid-run, not at close.
     import threading
-    from hifi import output
+    from hifi.run import output
     monkeypatch.setattr(output, "BUFFER_MAX_FRAMES", 1)
     threads = set()
     original = FrameWriter._write_block
@@ -159,7 +159,7 @@ def test_no_permission_is_a_message(tmp_path, capsys, monkeypatch):
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(parent / ".run.partial-x"))
 
-    monkeypatch.setattr("hifi.simulation.tempfile.mkdtemp", denied)
+    monkeypatch.setattr("hifi.run.simulation.tempfile.mkdtemp", denied)
     assert main(["run", str(scenario), "--out", str(parent / "run"), "--no-progress"]) == 1
     err = _one_error(capsys)
     assert err == f"hifi: error: cannot write {parent / 'run'}: {parent} is not writable (Permission denied)"
@@ -232,7 +232,7 @@ def test_plot_last_frame_still_works(run_dir, tmp_path):
 def test_writer_in_a_forked_child_after_a_run_in_the_parent(tmp_path):
     # The netCDF thread of the parent does not exist in a forked child (os.fork copies only the
     # calling thread): the child's writer must start its own, not wait forever on the parent's.
-    from hifi.model import Var
+    from hifi.api.model import Var
     w = FrameWriter(tmp_path / "parent.nc", {"start_utc": ""}, {})
     w.write(0, 0.0, {"x": Var(("i",), np.arange(3.0), "m", "x")})
     w.close()

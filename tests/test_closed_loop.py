@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import hifi
-from hifi.bus import Command
+from hifi.api.bus import Command
 from hifi.errors import ScenarioError
-from hifi.model import Model
-from hifi.vehicle import bicycle_step
+from hifi.api.model import Model
+from hifi.world.vehicle import bicycle_step
 
 
 class Commander(Model):
@@ -215,7 +215,7 @@ def _ins_scene(duration, *, preset, gnss=True, navigation="nav", ins_params=None
     from pathlib import Path
     nav = Path(__file__).resolve().parents[1] / "examples" / "data" / "07590920.05n"
     # The IMU on the rear axle (the vehicle's origin): the vehicle's steering changes at its
-    # steps, so a point off the axle would see its velocity jump there (hifi.vehicle).
+    # steps, so a point off the axle would see its velocity jump there (hifi.world.vehicle).
     sensors = [{"name": "imu", "model": "imu", "rate_hz": 100.0, "parent": "car", "position_m": [0.0, 0.0, 0.0],
                 "params": {"preset": preset}}]
     params = {"imu": "imu", **(ins_params or {})}
@@ -275,7 +275,7 @@ def test_hifi_plot_of_the_ins_draws_true_and_perceived_paths(tmp_path):
     pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
     import matplotlib.pyplot as plt
     from _plots import legend_texts, outside_figure
-    from hifi.plot import make_figure
+    from hifi.viz.plot import make_figure
     out = hifi.Simulation.from_dict(_ins_scene(6.0, preset="adis16448")).run(out=tmp_path / "run", progress=False)
     fig = make_figure(out["nav"])
     try:
@@ -336,7 +336,7 @@ def test_hifi_plot_of_the_planner_shows_map_and_path(tmp_path):
     pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
     import matplotlib.pyplot as plt
     from _plots import legend_texts, outside_figure
-    from hifi.plot import make_figure
+    from hifi.viz.plot import make_figure
     out = hifi.Simulation.from_dict(_planner_scene(3.0)).run(out=tmp_path / "run", progress=False)
     fig = make_figure(out["planner"])
     try:

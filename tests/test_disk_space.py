@@ -1,7 +1,7 @@
 """A run whose output cannot fit on the disk is refused before it starts.
 
 ``hifi info`` estimated 975 TiB for ``--duration 1e9`` and ``hifi run`` started anyway. The
-estimate (hifi.estimate: frames x bytes of a frame's variables, before compression) is compared
+estimate (hifi.api.estimate: frames x bytes of a frame's variables, before compression) is compared
 with ``shutil.disk_usage`` of the nearest existing parent of ``--out``; ``--ignore-disk-space``
 goes on. The MPI runners check on the writing rank before the run.
 """

@@ -1,6 +1,6 @@
 """A run that cannot fit is refused before it starts; hifi info shows the costs.
 
-The estimate (hifi.estimate, Model.estimate) is checked three ways: the frame layout each model
+The estimate (hifi.api.estimate, Model.estimate) is checked three ways: the frame layout each model
 states before running is exactly what its step returns (shapes and dtypes, every shipped
 model) and its rays per frame are the rays it casts; frame counts match the time manager's
 schedule; and the estimated peak memory agrees with a measured peak RSS in a subprocess.
@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 import hifi
-import hifi.estimate as est_mod
-from hifi.bus import SensorData
+import hifi.api.estimate as est_mod
+from hifi.api.bus import SensorData
 from hifi.cli import main
-from hifi.timemanager import TimeManager
+from hifi.run.timemanager import TimeManager
 
 from _scenes import wall_scenario
 
@@ -198,7 +198,7 @@ def test_writer_model_analytic():
     # One frame of one 100-byte variable: the buffered frame, the flush copy, the chunk cache.
     assert est_mod.writer_bytes({"a": 100}, 1, chunk_cache=2**20) == 300
     # 300 frames of 40 kB: a block closes at ceil(8 MiB / 40 kB) = 210 frames
-    # (hifi.estimate.BUFFER_MAX_BYTES); one block is written while the rest (90 frames) fill the next, so all
+    # (hifi.api.estimate.BUFFER_MAX_BYTES); one block is written while the rest (90 frames) fill the next, so all
     # 300 frames can be held, plus the stacked copy of one block; the chunk cache (1 MiB) is full.
     assert est_mod.writer_bytes({"a": 40_000}, 300, chunk_cache=2**20) == (300 + 210) * 40_000 + 2**20
     # 1000 such frames: two blocks at most (2 x 210 frames) and the copy of one.
@@ -219,7 +219,7 @@ est = sim.estimate()
 with tempfile.TemporaryDirectory() as tmp:
     for ds in sim.run(out=tmp + "/o", progress=False).values():
         ds.close()
-from hifi.estimate import peak_rss_bytes      # VmHWM: ru_maxrss would inherit this test's peak across exec
+from hifi.api.estimate import peak_rss_bytes      # VmHWM: ru_maxrss would inherit this test's peak across exec
 print(json.dumps({{"measured": peak_rss_bytes(),
                   "estimate": est.peak_bytes, "base": est.base_bytes + est.scene_bytes}}))
 """
@@ -361,7 +361,7 @@ def test_a_huge_terrain_is_refused_before_it_is_built(tmp_path, capsys, monkeypa
     # triangles, at least 170 B each held (SCENE_BYTES_PER_FACE): over 500 GiB, against a
     # budget fixed at 8 GiB. The generator must never run.
     monkeypatch.setattr(est_mod, "memory_budget_bytes", lambda: 8 * GIB)
-    from hifi import meshes
+    from hifi.api import meshes
     monkeypatch.setitem(meshes.GENERATORS, "terrain", (lambda *a, **k: pytest.fail("the terrain was built"),
                                                        meshes.GENERATORS["terrain"][1]))
     path = tmp_path / "scenario.toml"
@@ -388,7 +388,7 @@ def test_a_dense_tree_names_its_leaf_area_density(monkeypatch):
     assert "lower leaf_area_density / crown_radius_m / crown_height_m; raise leaf_size_m" in str(info.value)
     # the estimate agrees with the generator's own count at a size that fits (analytic: both
     # round(u V / a) leaves plus the 64 triangles of the trunk)
-    from hifi import meshes
+    from hifi.api import meshes
     d["objects"][1]["leaf_area_density"] = 3.0
     sim = hifi.Simulation.from_dict(d)
     assert meshes.generator_faces("tree", {"leaf_size_m": 0.08, "leaf_area_density": 3.0}) == \
@@ -399,7 +399,7 @@ def test_a_memory_error_while_building_a_mesh_is_one_line(tmp_path, capsys, monk
     # Whatever the estimate misses, numpy's MemoryError becomes one message naming the object.
     def out_of_memory(*a, **k):
         raise MemoryError("Unable to allocate 12.0 GiB for an array with shape (40001, 40001)")
-    from hifi import meshes
+    from hifi.api import meshes
     monkeypatch.setitem(meshes.GENERATORS, "terrain", (out_of_memory, meshes.GENERATORS["terrain"][1]))
     path = tmp_path / "scenario.toml"
     path.write_text(BIG_TERRAIN.replace("resolution_m = 0.05", "resolution_m = 50.0"))

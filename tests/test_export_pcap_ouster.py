@@ -17,7 +17,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import hifi
-from hifi.dataset import utc_times
+from hifi.run.dataset import utc_times
 from hifi.exporters import ExportError, export
 from hifi.exporters import _pcap_ouster as po
 from sensors.ouster import PRESETS

@@ -44,7 +44,7 @@ from hifi.exporters import ExportError, export, register_exporter
 from hifi.exporters import _pcap_velodyne as pv
 from hifi.exporters._udp_pcap import internet_checksum
 from hifi.exporters.pcap import EXPORTER as PCAP_EXPORTER
-from hifi.timebase import Epoch
+from hifi.api.timebase import Epoch
 
 vd = pytest.importorskip("velodyne_decoder", reason="velodyne-decoder (test extra) is not installed")
 dpkt = pytest.importorskip("dpkt", reason="dpkt (a dependency of velodyne-decoder) is not installed")
@@ -68,7 +68,7 @@ HDL64_TABLE_DIFF_S = float(np.max(np.abs(1.5 * np.arange(32) - HDL64_DECODER_OFF
 DISTANCE_TOL_M = 0.001
 #: Relative error of the decoder's float32 point arithmetic (about eight float32 ulps).
 FLOAT32_REL = 1e-6
-#: The dataset stores reported points as int32 of 0.1 mm (hifi.dataset.RANGE_ENCODING, in memory
+#: The dataset stores reported points as int32 of 0.1 mm (hifi.run.dataset.RANGE_ENCODING, in memory
 #: as in the file): each within 0.05 mm per axis, 0.087 mm in 3-D.
 POINT_STORAGE_M = 0.05e-3 * np.sqrt(3.0)
 TIME_TOL_S = 0.5e-6 + 0.25e-6

@@ -290,7 +290,7 @@ def test_cli_and_overwrite_of_directories(run_dir, tmp_path, capsys):
 
 
 def test_boxes_in_motion_nc(run_dir, street):
-    # Expected: the car mesh's default size (hifi.meshes: 4.5 x 1.8 x 1.5 m, origin on the
+    # Expected: the car mesh's default size (hifi.api.meshes: 4.5 x 1.8 x 1.5 m, origin on the
     # ground at its centre), the box meshes' own sizes, and the analytic tracks.
     with xr.open_dataset(run_dir / "motion.nc") as motion:
         motion.load()
@@ -333,7 +333,7 @@ def test_boxes_in_motion_nc(run_dir, street):
 def test_box_of_a_tilted_body_holds_its_bounds():
     # A 6 x 2.5 m plane stood upright (roll 90 deg): its box is 6 m long, 0 wide, 2.5 m high,
     # heading 0 (analytic: the plane's corners in the scene).
-    from hifi.motion import Pose, oriented_boxes
+    from hifi.world.motion import Pose, oriented_boxes
     center, size, yaw = oriented_boxes([[[-3, -1.25, 0], [3, 1.25, 0]]], Pose.from_position_rpy([1, 2, 3], [90, 0, 0]))
     np.testing.assert_allclose(size, [[6, 0, 2.5]], atol=1e-12)
     np.testing.assert_allclose(center, [[1, 2, 3]], atol=1e-12)

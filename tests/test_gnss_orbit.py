@@ -144,9 +144,9 @@ def test_enu_ecef_round_trip_and_origin():
 
 
 def test_epoch_gps_at_has_no_leap_seconds():
-    from hifi.timebase import Epoch
+    from hifi.api.timebase import Epoch
     ep = Epoch.from_utc("2005-04-02T00:10:00Z")
-    # GPST - UTC = 13 s in 2005 (IERS Bulletin C; leap-second table in hifi.timebase)
+    # GPST - UTC = 13 s in 2005 (IERS Bulletin C; leap-second table in hifi.api.timebase)
     assert ep.gps_at(0.0) == np.datetime64("2005-04-02T00:10:13", "ns")
     np.testing.assert_array_equal(ep.gps_at([0.5, 3600.0]) - ep.gps,
                                   np.array([500_000_000, 3_600_000_000_000], dtype="timedelta64[ns]"))

@@ -210,7 +210,7 @@ def test_deep_canyon_epochs_with_fewer_than_four_satellites_are_masked():
 def test_plot_writes_png(example, tmp_path):
     pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
     from _plots import outside_figure, png_size
-    from hifi.plot import make_figure, plot_dataset
+    from hifi.viz.plot import make_figure, plot_dataset
     out = plot_dataset(example, tmp_path / "gps.png", frame=20)
     width, height = png_size(out)
     assert 1000 <= width <= 1750 and 800 <= height <= 1200          # 13 x 9.5 in at 110 dpi

@@ -14,8 +14,8 @@ from scipy.spatial.transform import Rotation
 
 import hifi
 from hifi.errors import ScenarioError
-from hifi.motion import Pose, Track
-from hifi.scene import Scene
+from hifi.world.motion import Pose, Track
+from hifi.world.scene import Scene
 from sensors.imu import (
     FLICKER_ALLAN_FLOOR,
     GAUSS_MARKOV_ALLAN_PEAK,

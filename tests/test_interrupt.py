@@ -249,10 +249,10 @@ def _class_made_during_a_signal():
 
 def test_stop_signal_wrapped_by_python_is_still_the_stop(monkeypatch, capsys):
     # hifi.cli.main: the RuntimeError Python made of the Interrupted is the stop: 143 and the
-    # one line, not an error (the shell's 128 + SIGTERM convention, hifi.interrupt).
+    # one line, not an error (the shell's 128 + SIGTERM convention, hifi.runtime.interrupt).
     import hifi.cli as cli
     with pytest.raises(RuntimeError, match="__set_name__"):          # what Python does with it
-        from hifi.interrupt import signal_handlers
+        from hifi.runtime.interrupt import signal_handlers
         with signal_handlers():
             _class_made_during_a_signal()
     monkeypatch.setattr(cli, "_command", lambda args: _class_made_during_a_signal())
@@ -274,7 +274,7 @@ def test_stop_signal_wrapped_in_a_model_step_is_not_a_model_error():
     sim = hifi.Simulation.from_dict(wall_scenario(10.0, duration_s=1.0, sensors=[
         {"name": "cam", "model": "depthmap", "params": {"resolution_x": 8, "resolution_y": 6}}]))
     sim.add_model(_Wraps("wraps", rate_hz=10.0))
-    from hifi.interrupt import Interrupted, signal_handlers
+    from hifi.runtime.interrupt import Interrupted, signal_handlers
     with signal_handlers(), pytest.raises(Interrupted) as info:
         sim.run(out=None, progress=False)
     assert info.value.signum == signal.SIGTERM and info.value.t_s == pytest.approx(0.2)
@@ -298,7 +298,7 @@ def test_signal_during_start_up_is_clean(tmp_path, mode, signum):
     import signal_sample
     outcomes = signal_sample.sample(mode, signum, START_INSTANTS_S, tmp_path)
     for o in outcomes:
-        # 128 + signal (the shell's convention, hifi.interrupt), one line, nothing left behind
+        # 128 + signal (the shell's convention, hifi.runtime.interrupt), one line, nothing left behind
         assert o.status == 128 + signum, (o.at_s, o.status, o.lines)
         assert len(o.lines) == 1 and signal_sample.LINE.match(o.lines[0]), (o.at_s, o.lines)
         assert o.left == [], (o.at_s, o.left)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import hifi
-from hifi.rng import stream
+from hifi.api.rng import stream
 from sensors.detection import detected as eq1_detected
 from sensors.lidar import HDL64E_S2
 from sensors.radiometry import (extinction_from_visibility, lambertian_return, lidar_received_power,

@@ -1,4 +1,4 @@
-"""hifi/lidar_stats.py on synthetic scans with known answers, and validation/lidar_real.py
+"""hifi/analysis/lidar_stats.py on synthetic scans with known answers, and validation/lidar_real.py
 on the real recordings (the vendored Ouster capture; the nuScenes sweep from ../shared/data).
 
 Every synthetic expected value is analytic: the noise, slope, gains, misses and floating points
@@ -17,7 +17,7 @@ from conftest import load_validation, shared_path
 
 
 
-from hifi import lidar_stats as ls  # noqa: E402
+from hifi.analysis import lidar_stats as ls  # noqa: E402
 
 ELEV_DEG = np.linspace(-30.0, -5.0, 16)      # downward rings, lowest first
 N_COL = 1000

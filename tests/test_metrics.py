@@ -1,4 +1,4 @@
-"""hifi.metrics: each measure against values computed by hand, and against scipy's or a brute-force
+"""hifi.analysis.metrics: each measure against values computed by hand, and against scipy's or a brute-force
 implementation of the same measure where there is one."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 import hifi
-from hifi.metrics import (chamfer_distance, intensity_emd, range_grid, range_image_errors, ray_drop_scores,
+from hifi.analysis.metrics import (chamfer_distance, intensity_emd, range_grid, range_image_errors, ray_drop_scores,
                           ring_statistics)
 
 
@@ -99,7 +99,7 @@ def test_road_noise_statistics_of_a_simulated_road():
          "objects": [{"name": "ground", "mesh": "plane", "size_m": [200, 200], "material": "road"}],
          "sensors": [{"name": "v", "model": "hdl32e", "position_m": [0, 0, 1.84],
                       "params": {"noise_sigma_m": 0.01, "bias_sigma_m": 0.0, "range_resolution_m": 0.0}}]}
-    from hifi.metrics import road_noise_statistics
+    from hifi.analysis.metrics import road_noise_statistics
     h = road_noise_statistics(hifi.Simulation.from_dict(d).run()["v"])
     assert h["sensor_height_m"] == pytest.approx(1.84, abs=0.01)
     assert h["noise_sigma_7_40m_mm"] == pytest.approx(10.0, rel=0.1)      # 10 % for the MAD of ~10^4 shots

@@ -277,7 +277,7 @@ import os
 import sys
 import numpy as np
 import hifi
-from hifi.model import Sensor, Var
+from hifi.api.model import Sensor, Var
 from hifi.cli import main
 
 

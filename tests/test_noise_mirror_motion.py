@@ -33,7 +33,7 @@ def test_noise_sigmas_recovered_within_3_percent():
     pts = np.column_stack([ds[v].values.ravel() for v in ("x_noisy", "y_noisy", "z_noisy")])
     off = pts - on_ray
     # perpendicular to the ray, to the stored precision: points within 0.05 mm per axis (int32
-    # packing, hifi.dataset.POINT_SCALE_M), so the projection is <= sqrt(3) * 0.05 mm = 0.087 mm
+    # packing, hifi.run.dataset.POINT_SCALE_M), so the projection is <= sqrt(3) * 0.05 mm = 0.087 mm
     # (float32 distance and angles add < 2 um at 10 m); an LOS leak would be centimetres.
     assert np.max(np.abs(np.einsum("ij,ij->i", off, dirs))) < 9e-5
     e1, e2 = orthonormal_basis(dirs)
@@ -67,7 +67,7 @@ def test_mirror_at_45_degrees_folds_the_path():
     np.testing.assert_allclose(dist, 12.0 / ux, rtol=1e-6)       # float32 casting, < 12 um
     assert (ds.object_id.values == 1).all()                       # the object seen in the mirror
     ghost_x = ds.x_noisy.values.ravel()
-    # points are stored within 0.05 mm (int32 packing at 0.1 mm, hifi.dataset.POINT_SCALE_M)
+    # points are stored within 0.05 mm (int32 packing at 0.1 mm, hifi.run.dataset.POINT_SCALE_M)
     np.testing.assert_allclose(ghost_x, 12.0, atol=5.1e-5)       # ghost on the emitted ray, x = 12
     gy, gz = ds.y_noisy.values.ravel(), ds.z_noisy.values.ravel()
     np.testing.assert_allclose(ds.y.values.ravel(), 7.0, atol=5.1e-5)   # true point on the target

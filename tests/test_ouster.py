@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO_ROOT, load_validation
 
 import hifi
-from hifi.dataset import seconds_since_start
+from hifi.run.dataset import seconds_since_start
 from sensors import ouster as osr
 
 CAPTURE_JSON = REPO_ROOT / "tests" / "data" / "lidar" / "ouster_os1_128.json"
@@ -370,7 +370,7 @@ def test_ground_radii_match_the_real_capture(test_data):
     # by 16 cm std over rings), bringing its rings 3-4.5 % closer.
     test_data("lidar/ouster_os1_128.pcap")
     lr = load_validation("lidar_real")
-    from hifi import lidar_stats as ls
+    from hifi.analysis import lidar_stats as ls
     real = lr.measure_ouster()
     g = lr.simulate_ouster(real["plane"], obstacles=False, road_reflectivity=0.8)
     sim = ls.measure(g["points_sensor"], g["intensity"], g["detected"])

@@ -301,8 +301,8 @@ def test_grid_theta_increases_and_selects(run_dir):
 def test_stored_precision_of_range_variables(tmp_path):
     """The file holds float32 / packed int32 where documented; values read back are the computed
     ones (taken from the message bus, full float64) to the documented precision."""
-    from hifi.bus import SensorData
-    from hifi.dataset import POINT_SCALE_M
+    from hifi.api.bus import SensorData
+    from hifi.run.dataset import POINT_SCALE_M
     frames = {}
 
     class Listener(hifi.Model):
@@ -353,7 +353,7 @@ def test_stored_precision_of_range_variables(tmp_path):
 
 
 def test_packing_refuses_values_it_cannot_hold():
-    from hifi.dataset import RANGE_ENCODING, encode
+    from hifi.run.dataset import RANGE_ENCODING, encode
     enc = RANGE_ENCODING["x"]
     np.testing.assert_array_equal(encode(np.array([0.0, 1.23456, -0.00005, np.nan]), enc),
                                   [0, 12346, -0, np.iinfo(np.int32).min])

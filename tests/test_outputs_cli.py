@@ -136,7 +136,7 @@ def test_accessor_registered_whichever_is_imported_first(order):
     if order == "xarray first":
         imports = "import xarray as xr, sys; lazy = True; import hifi"
     code = (f"{imports}\n"
-            "from hifi.accessor import HifiAccessor\n"
+            "from hifi.run.accessor import HifiAccessor\n"
             "assert lazy, 'import hifi imported xarray or pandas'\n"
             "assert isinstance(xr.Dataset().hifi, HifiAccessor)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

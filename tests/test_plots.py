@@ -20,7 +20,7 @@ import xarray as xr
 
 import hifi
 from hifi.cli import main
-from hifi.plot import MAX_LEGEND_ENTRIES, make_figure, object_categories, object_names, plot_dataset
+from hifi.viz.plot import MAX_LEGEND_ENTRIES, make_figure, object_categories, object_names, plot_dataset
 from sensors.ccd_plot import white_balance_gains
 
 from _plots import legend_texts, outside_figure, png_size
@@ -288,7 +288,7 @@ def test_cli_plot_options(run, tmp_path, capsys):
 
 @pytest.mark.parametrize("kind", ["vlp", "grid", "tof"])
 def test_sensor_layout_runs_counter_clockwise_to_clockwise_with_forward_in_the_middle(run, kind):
-    from hifi.plot import _layout
+    from hifi.viz.plot import _layout
     fr = run[kind].isel(frame=0)
     arrange, elev, yaw, _ = _layout(fr)
     assert np.all(np.diff(elev) <= 0)                               # top row = highest beam
@@ -326,7 +326,7 @@ def test_plots_keep_a_backend_chosen_before(env, setup, expected):
     import os
     import subprocess
     import sys
-    code = f"{setup}\nimport hifi.plot\nimport matplotlib\nhifi.plot._pyplot()\nprint(matplotlib.get_backend().lower())"
+    code = f"{setup}\nimport hifi.viz.plot\nimport matplotlib\nhifi.viz.plot._pyplot()\nprint(matplotlib.get_backend().lower())"
     clean = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**clean, **env},
                          timeout=120, check=True)

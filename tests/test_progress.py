@@ -134,7 +134,7 @@ def test_bar_reaches_100_percent_on_a_terminal(tmp_path, monkeypatch):
 
 
 def test_progress_phases_on_a_terminal():
-    from hifi.progress import Progress
+    from hifi.runtime.progress import Progress
     terminal = _Terminal()
     p = Progress(2.0, True, stream=terminal)
     assert p.tty
@@ -150,7 +150,7 @@ def test_progress_phases_on_a_terminal():
 
 
 def test_progress_plain_lines_in_process(monkeypatch):
-    from hifi.progress import Progress
+    from hifi.runtime.progress import Progress
     stream = io.StringIO()
     p = Progress(4.0, None, stream=stream, interval_s=1e-9)
     p.simulated(1.0)

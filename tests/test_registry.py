@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import hifi
-from hifi.model import Model
+from hifi.api.model import Model
 
 
 @pytest.mark.parametrize("ep", sorted(entry_points(group="hifi.models"), key=lambda e: e.name),
@@ -42,17 +42,17 @@ def test_vendored_recordings_are_unmodified(name):
 
 def test_scenario_reference_is_current():
     # docs/scenario.md is rendered from the Param declarations the loader validates against;
-    # regenerate with `python -m hifi.reference > docs/scenario.md` after changing a parameter.
-    from hifi.reference import scenario_reference
+    # regenerate with `python -m hifi.run.reference > docs/scenario.md` after changing a parameter.
+    from hifi.run.reference import scenario_reference
     shipped = (Path(__file__).resolve().parents[1] / "docs" / "scenario.md").read_text(encoding="utf-8")
-    assert shipped == scenario_reference(), "docs/scenario.md is stale: python -m hifi.reference > docs/scenario.md"
+    assert shipped == scenario_reference(), "docs/scenario.md is stale: python -m hifi.run.reference > docs/scenario.md"
 
 
 def test_dataset_reference_is_current():
     # docs/datasets.md lists every variable of every shipped model's file, from short runs of
-    # the examples; regenerate with `python -m hifi.reference datasets > docs/datasets.md`.
-    from hifi.reference import dataset_reference, example_datasets
+    # the examples; regenerate with `python -m hifi.run.reference datasets > docs/datasets.md`.
+    from hifi.run.reference import dataset_reference, example_datasets
     root = Path(__file__).resolve().parents[1]
     shipped = (root / "docs" / "datasets.md").read_text(encoding="utf-8")
     assert shipped == dataset_reference(example_datasets(root / "examples")), \
-        "docs/datasets.md is stale: python -m hifi.reference datasets > docs/datasets.md"
+        "docs/datasets.md is stale: python -m hifi.run.reference datasets > docs/datasets.md"

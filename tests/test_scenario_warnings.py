@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import hifi
-from hifi.checks import degenerate_faces
+from hifi.run.checks import degenerate_faces
 from hifi.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -5,10 +5,10 @@ import pytest
 import trimesh
 
 import hifi
-from hifi import meshes
+from hifi.api import meshes
 from hifi.caster import EmbreeBackend, RayCaster, _object_topology, merge_vertices, static_world_vertices
-from hifi.motion import Pose, Track
-from hifi.scene import Material, Scene
+from hifi.world.motion import Pose, Track
+from hifi.world.scene import Material, Scene
 
 
 def test_generators_have_the_requested_size():
@@ -472,7 +472,7 @@ def test_compiled_cast_passes_have_the_numpy_bytes(subset):
 
 
 def test_one_shared_origin_has_the_bytes_of_its_rows():
-    """A camera's rays share one origin (a read-only broadcast, hifi.model.Sensor.cast): the
+    """A camera's rays share one origin (a read-only broadcast, hifi.api.model.Sensor.cast): the
     caster subtracts the scene centre once and the compiled finish reads the one row. Regression:
     the same bytes as the origin repeated in a real (n, 3) array, kernels on and off, through a
     mirror and onto a moving car."""

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import hifi
-from hifi import meshes
+from hifi.api import meshes
 from hifi.caster import RayCaster, secondary_ray_offset_m
 from hifi.constants import SECONDARY_RAY_OFFSET_MIN_M, SECONDARY_RAY_OFFSET_REL
-from hifi.motion import Pose, Track
-from hifi.scene import Scene
+from hifi.world.motion import Pose, Track
+from hifi.world.scene import Scene
 
 START = "2024-05-01T08:00:00Z"            # Salzburg, sun ~45 deg up in the south-east
 ORIGIN = {"lat_deg": 47.80, "lon_deg": 13.04, "height_m": 430.0}

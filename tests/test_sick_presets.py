@@ -23,7 +23,7 @@ import pytest
 from conftest import load_validation
 
 import hifi
-from hifi.registry import available_models, register_model
+from hifi.api.registry import available_models, register_model
 from sensors.lidar import SNR_THRESHOLD
 from sensors.sick import (
     LMS111,

@@ -3,9 +3,9 @@
 import numpy as np
 
 import hifi
-from hifi.bus import Command, MessageBus, SensorData
-from hifi.model import Model, Var
-from hifi.timemanager import TimeManager
+from hifi.api.bus import Command, MessageBus, SensorData
+from hifi.api.model import Model, Var
+from hifi.run.timemanager import TimeManager
 
 from _scenes import wall_scenario
 

@@ -1,4 +1,4 @@
-"""``hifi view``: the self-contained replay page of a run (hifi/view.py).
+"""``hifi view``: the self-contained replay page of a run (hifi/viz/view.py).
 
 Structure of the page (plotly's bundle inline, no remote script, one slider step per frame
 instant, the store), the subsampling caps and their note, bad input (exit 2, nothing written),
@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("plotly", reason="plotly (test extra) is needed for hifi view")
 
 import hifi  # noqa: E402
-from hifi import view  # noqa: E402
+from hifi.viz import view  # noqa: E402
 from hifi.cli import main  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

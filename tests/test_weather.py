@@ -226,7 +226,7 @@ def test_plot_colours_atmospheric_returns():
     pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
     import matplotlib.pyplot as plt
 
-    from hifi.plot import ATMOSPHERE_COLOR, make_figure, object_categories
+    from hifi.viz.plot import ATMOSPHERE_COLOR, make_figure, object_categories
     from _plots import legend_texts, outside_figure
     ds = _lidar({"fog_visibility_m": 30.0}, stride=16)
     fig = make_figure(ds)

@@ -1,6 +1,6 @@
 """Real lidar recordings against hifi's lidar models: statistics that tell a real sweep from a simulated one.
 
-Measures the statistics of :mod:`hifi.lidar_stats` (road plane and sensor height, ring
+Measures the statistics of :mod:`hifi.analysis.lidar_stats` (road plane and sensor height, ring
 cones, ground-ring radii, per-shot range noise, ring-to-ring range offsets, intensity against
 range, per-ring gain spread, isolated misses, edge points) on two real recordings and on a
 simulated counterpart of each (same mount height, a flat asphalt road, cars, boxes and poles at
@@ -40,7 +40,7 @@ REPO = HERE.parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from hifi import lidar_stats as ls  # noqa: E402
+from hifi.analysis import lidar_stats as ls  # noqa: E402
 
 NUSCENES_FILE = "lidar/nuscenes_hdl32e_sweep.pcd.bin"
 OUSTER_PCAP = REPO / "tests" / "data" / "lidar" / "ouster_os1_128.pcap"
@@ -52,7 +52,7 @@ NUSCENES_RINGS = 32
 PLACEHOLDER_TOL_M = 1e-4
 
 #: The simulated road (Oren-Nayar reflectivity and roughness at 905 nm): by default those that
-#: :func:`hifi.lidar_stats.fit_road_brdf` fits to the nuScenes sweep's own road intensities (the
+#: :func:`hifi.analysis.lidar_stats.fit_road_brdf` fits to the nuScenes sweep's own road intensities (the
 #: HDL-32E reports calibrated reflectivity, 0..100 for diffuse targets), refitted on every run
 #: from the recording at hand; these are the values of the 2026-11-23 fit, used when there is
 #: no recording: rho 0.27, sigma 11.1 deg (the published 905 nm reflectance of aged asphalt
@@ -238,7 +238,7 @@ OBSTACLES = (
 #: lined with trees on both sides. 4,669 of its 30,295 returns lie 2.5-10 m above the road at
 #: 3-60 m, with low intensity (medians 3-15 of 100), in 3 m cells along two lines about 15 m
 #: either side of the sensor from 36 m behind to 39 m ahead. Here: ten trees a side, 8 m
-#: apart, at 16 and 18 m, crowns 2.5-9 m high and 5 m across (``hifi.meshes.tree`` defaults
+#: apart, at 16 and 18 m, crowns 2.5-9 m high and 5 m across (``hifi.api.meshes.tree`` defaults
 #: otherwise: leaves of 8 cm, leaf area density 1 m^2/m^3, typical of street trees), leaves of
 #: reflectivity 0.45 at 905 nm (green leaves reflect 0.4-0.5 in the near infrared: PROSPECT,
 #: Jacquemoud & Baret 1990), bark 0.3. The Ouster capture's street has building fronts instead
@@ -528,7 +528,7 @@ def measure_ouster(frame: int = 0) -> dict:
 
 def ouster_road(real: dict):
     """The simulated road of the Ouster comparison: its reflectivity fitted from the capture's
-    reflectivity bytes (:func:`hifi.lidar_stats.fit_road_brdf`) at the nuScenes asphalt's roughness
+    reflectivity bytes (:func:`hifi.analysis.lidar_stats.fit_road_brdf`) at the nuScenes asphalt's roughness
     (:data:`ASPHALT_ROUGHNESS_DEG`): the capture's bytes rise with range, so a free fit of the
     roughness runs to its bound."""
     return ls.fit_road_brdf(real["slope"], real["plane"].height_m, roughness_deg=ASPHALT_ROUGHNESS_DEG)
@@ -546,7 +546,7 @@ def measure_ouster_sim(plane, **kw) -> dict:
 
 def common_ring_radii(real: dict, sim: dict):
     """Ground-ring radii [m] of the capture and the simulation over the pixels that are road in
-    both (:func:`hifi.lidar_stats.ground_ring_radii`), shape (beam,) each.
+    both (:func:`hifi.analysis.lidar_stats.ground_ring_radii`), shape (beam,) each.
 
     Pixel for pixel the two grids share beam and encoder angle, so the medians are taken over
     the same azimuths: the real road is seen only between the street's cars and buildings, and
@@ -558,7 +558,7 @@ def common_ring_radii(real: dict, sim: dict):
 
 def _range_matched(rec: dict) -> None:
     """Adds ``isolated_miss_range_matched_pct`` to both headlines of a real / sim pair
-    (:func:`hifi.lidar_stats.range_matched_miss_fractions`)."""
+    (:func:`hifi.analysis.lidar_stats.range_matched_miss_fractions`)."""
     if rec["sim"] is not None:
         s, r = ls.range_matched_miss_fractions(rec["sim"]["misses"], rec["real"]["misses"])
         rec["sim"]["headline"]["isolated_miss_range_matched_pct"] = 1e2 * s
@@ -569,7 +569,7 @@ def run(*, sim: bool = True, nuscenes_path=None) -> dict:
     """Measure both recordings and, with ``sim``, the simulated nuScenes counterpart.
 
     Returns ``{"nuscenes": {"real": m, "sim": m or None}, "ouster": {"real": m, "sim": m or None}}``
-    with the dicts of :func:`hifi.lidar_stats.measure` (Ouster: plus ``geometry``, :func:`ouster_geometry`);
+    with the dicts of :func:`hifi.analysis.lidar_stats.measure` (Ouster: plus ``geometry``, :func:`ouster_geometry`);
     ``nuscenes`` is None when the sweep is absent.
     """
     out = {}

@@ -151,7 +151,7 @@ def contour_mesh(angles_sick_deg, range_m, *, z0_m, height_m=WALL_HEIGHT_M):
 def simulate(model: str, real: dict, *, seed: int = 1):
     """The preset ``model`` scanning the rebuilt scene of ``real`` for as many scans (a Dataset)."""
     import hifi
-    from hifi.registry import available_models, register_model
+    from hifi.api.registry import available_models, register_model
 
     if model not in available_models():                 # a checkout newer than its installed metadata
         from sensors import sick

@@ -50,7 +50,7 @@ def multiply_rows(v: np.ndarray, s: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 def rows_or_shared(v: np.ndarray) -> np.ndarray:
     """``v`` (n, 3) as a C-contiguous array for a kernel: its one row if every row is the same
-    memory (a broadcast origin, :meth:`hifi.model.Sensor.cast`'s for a camera), else its rows
+    memory (a broadcast origin, :meth:`hifi.api.model.Sensor.cast`'s for a camera), else its rows
     (a copy only if they are not contiguous)."""
     if v.shape[0] > 1 and v.strides[0] == 0:
         return np.ascontiguousarray(v[:1])

@@ -14,8 +14,8 @@ import numpy as np
 
 from .. import kernels
 from ..constants import SECONDARY_RAY_OFFSET_MIN_M, SECONDARY_RAY_OFFSET_REL
-from ..motion import Pose, Track
-from ..scene import Scene
+from ..world.motion import Pose, Track
+from ..world.scene import Scene
 from ._rows import divide_rows, row_dot, row_norm, rows_or_shared
 from .hits import EDGE_BARY, NearestHits, no_hits, secondary_ray_offset_m
 from .pool import CHUNK_RAYS
@@ -123,7 +123,7 @@ class EmbreeBackend:
         """``(vertices, faces, face ids)`` handed to Embree for ``obj``.
 
         With a face subset, or an object reduced to one rank's share of its faces
-        (:meth:`hifi.scene.SceneObject.keep_share`), only the vertices those faces use are kept
+        (:meth:`hifi.world.scene.SceneObject.keep_share`), only the vertices those faces use are kept
         (faces renumbered), so a process holds about its share of the vertex buffer too; face
         ids (whole-mesh indices) is None for all faces.
         """
@@ -265,7 +265,7 @@ class EmbreeBackend:
         """Ball [m] containing moving object ``g`` at every time in ``[t_min, t_max]``, or None.
 
         For an object on its own keyframed track (no parent), its origin stays in the convex
-        hull of :meth:`hifi.motion.Track.hull_points` (for a linear track the positions at
+        hull of :meth:`hifi.world.motion.Track.hull_points` (for a linear track the positions at
         ``t_min``, ``t_max`` and the keyframes between; for a spline the Bezier control points
         of its pieces); every vertex stays within ``reach`` of the origin whatever the rotation.
         So the ball centred on those points' bounding-box centre with radius (largest distance

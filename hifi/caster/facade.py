@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..constants import MAX_MIRROR_BOUNCES, MIRROR_FOLLOW_THRESHOLD
-from ..scene import Scene
+from ..world.scene import Scene
 from .embree import EmbreeBackend
 from .hits import Hits, NearestHitBackend, NearestHits
 from .pool import ChunkPool
@@ -23,7 +23,7 @@ _TIE_PLANE_REL = 2.0**-20
 
 
 class RayCaster:
-    """Nearest-hit ray casting against a :class:`~hifi.scene.Scene`, through mirrors.
+    """Nearest-hit ray casting against a :class:`~hifi.world.scene.Scene`, through mirrors.
 
     A thin facade: a :class:`NearestHitBackend` casts (default :class:`EmbreeBackend` over the
     whole scene), :func:`trace` follows mirrors, :func:`settle_ties` settles shared-edge ties,
@@ -100,7 +100,7 @@ class RayCaster:
                     object_topology(self.scene, obj.index, self._tie_cache)
             self._tables_built = True
             self.backend.build()
-            from ..estimate import trim_heap
+            from ..api.estimate import trim_heap
             trim_heap()              # the transients' pages, before Embree allocates its BVHs
         self.backend.build()
         return self

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels
-from ..scene import Scene
+from ..world.scene import Scene
 from ._rows import row_dot, row_norm
 from .hits import EDGE_BARY, NearestHits
 
@@ -69,7 +69,7 @@ def object_topology(scene: Scene, index: int, cache: dict):
     vertex (:func:`merge_vertices`); the faces using merged vertex k are
     ``vertex_face[indptr[k]:indptr[k + 1]]`` (whole-mesh face indices, int32, ascending), a CSR
     table (``indptr`` int32 below 2**31 corners, else int64). Only the faces the object keeps
-    are listed (all of them, or one rank's share: :meth:`hifi.scene.SceneObject.keep_share`),
+    are listed (all of them, or one rank's share: :meth:`hifi.world.scene.SceneObject.keep_share`),
     and the object's vertices (a share keeps those of its faces).
     """
     topo = cache.get(("topology", index))

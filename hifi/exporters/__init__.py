@@ -8,7 +8,7 @@ package can add a format without touching hifi; :func:`register_exporter` adds o
 
 Layout decisions shared by the built-in formats
 -----------------------------------------------
-* Input is a range-sensor dataset (:mod:`hifi.dataset`, docs/datasets.md): a ``frame``
+* Input is a range-sensor dataset (:mod:`hifi.run.dataset`, docs/datasets.md): a ``frame``
   dimension followed by the sensor's own dimensions, in the order of ``x_noisy``'s dimensions.
   A dataset without ``frame`` is treated as one frame. "Frame index" is the 0-based position
   along ``frame``.
@@ -18,7 +18,7 @@ Layout decisions shared by the built-in formats
   increasing, so its columns come in the reverse of their acquisition order).
 * Organised formats (PCD, PTX) lay a two-dimensional scan out with the beams sorted by
   elevation and the columns in acquisition order (:func:`._common.scan_grid_order`).
-* Instants are read through :func:`hifi.dataset.seconds_since_start`, so a file opened with
+* Instants are read through :func:`hifi.run.dataset.seconds_since_start`, so a file opened with
   or without ``decode_times`` exports the same.
 * Formats with one file per frame (PCD, KITTI): a one-frame dataset is written to ``out``
   itself; with more than one frame, ``<stem>_<frame:06d>.<ext>`` next to ``out`` (``out``
@@ -37,7 +37,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..registry import entry_points
+from ..api.registry import entry_points
 from ..errors import OutputError
 from ._common import Exporter, ExportError, ExportWarning
 
@@ -133,7 +133,7 @@ def export(source, fmt: str, out, *, sensor: str | None = None, overwrite: bool 
     them, ``.<out name>.hifi-export`` (:func:`manifest_path`); a directory format puts
     :data:`EXPORT_MARKER` inside its directory.
     """
-    from ..safety import check_not_input
+    from ..runtime.safety import check_not_input
     exporter = load_exporter(fmt)
     out = Path(out)
     if not out.parent.is_dir():

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..dataset import SENSOR_POSE, seconds_since_start
+from ..run.dataset import SENSOR_POSE, seconds_since_start
 
 
 class ExportError(ValueError):
@@ -73,7 +73,7 @@ def frame_first(ds, names) -> dict:
     """Variables ``names`` as arrays (n_frames, *sensor_shape), dims ordered like ``x_noisy``.
 
     Instants (``timestamp``, decoded to ``datetime64`` or not) come as float64 seconds since the
-    run's start (:func:`hifi.dataset.seconds_since_start`).
+    run's start (:func:`hifi.run.dataset.seconds_since_start`).
     """
     if "frame" not in ds.dims:
         ds = ds.expand_dims("frame")
@@ -211,10 +211,10 @@ def scan_grid_order(ds) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- run directories (scope "run") --------------------------------------------------------------
-#: File of a run directory holding the ground truth (:class:`hifi.simulation.MotionRecorder`).
+#: File of a run directory holding the ground truth (:class:`hifi.run.simulation.MotionRecorder`).
 MOTION_FILE = "motion.nc"
 
-#: Variables that make a dataset a range sensor's (:mod:`hifi.dataset`).
+#: Variables that make a dataset a range sensor's (:mod:`hifi.run.dataset`).
 RANGE_REQUIRED = ("x_noisy", "y_noisy", "z_noisy", "detected", "object_id", "timestamp")
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dataset import utc_times
+from ..run.dataset import utc_times
 from ._common import ExportError, frame_first, require
 
 #: Encoder ticks per revolution of the LEGACY column header (Ouster software user manual

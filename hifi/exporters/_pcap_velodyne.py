@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..timebase import Epoch
+from ..api.timebase import Epoch
 from ._common import ExportError, ExportWarning, frame_first, require
 from ._udp_pcap import udp_pcap_bytes
 

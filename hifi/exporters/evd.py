@@ -42,7 +42,7 @@ def write_evd(ds, path: Path) -> Path:
     Only detected returns are written: BlenSor's scanners add an entry per return of
     ``scan_interface.scan_rays``, which keeps rays with 0 < distance < max range; misses are
     not recorded, so a scan where nothing was detected is a count of 0. Values are hifi's:
-    ``timestamp`` [s] since simulation start, ``yaw`` and ``pitch`` [rad] as :mod:`hifi.dataset` defines
+    ``timestamp`` [s] since simulation start, ``yaw`` and ``pitch`` [rad] as :mod:`hifi.run.dataset` defines
     them (BlenSor's rotating scanner stores its own yaw convention), points in the scene frame
     (as BlenSor applies its world transformation), ``object_id`` the 0-based object index as
     uint64 (BlenSor writes its renderer's unsigned object id; a -1 would be written as 2**64-1).

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..dataset import POINTS_NOISY
+from ..run.dataset import POINTS_NOISY
 from ._common import (
     Exporter,
     detected_returns,

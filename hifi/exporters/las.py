@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dataset import POINTS_NOISY
-from ..timebase import Epoch
+from ..run.dataset import POINTS_NOISY
+from ..api.timebase import Epoch
 from ._common import Exporter, ExportError, detected_returns, require
 
 #: Offset of LAS "adjusted standard GPS time" [s]: GPS seconds since the GPS epoch minus 1e9
@@ -26,7 +26,7 @@ LAS_INTENSITY_FULL_SCALE = 1.0
 def gps_seconds_from_utc(start_utc: str, t_s) -> tuple[np.ndarray, np.ndarray]:
     """GPS time of instants ``start_utc + t_s`` as integer seconds and a fraction.
 
-    ``start_utc`` is the dataset's ISO 8601 attribute; see :meth:`hifi.timebase.Epoch.gps_seconds`.
+    ``start_utc`` is the dataset's ISO 8601 attribute; see :meth:`hifi.api.timebase.Epoch.gps_seconds`.
     """
     try:
         epoch = Epoch.from_utc(str(start_utc))

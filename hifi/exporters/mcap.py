@@ -31,7 +31,7 @@ topic                        type                            from
 Conventions
 -----------
 * Time: header stamps and log times are the simulated instants from the scenario's
-  ``start_utc`` (:class:`hifi.timebase.Epoch`, UTC nanoseconds since 1970, ROS time).
+  ``start_utc`` (:class:`hifi.api.timebase.Epoch`, UTC nanoseconds since 1970, ROS time).
 * Frames (REP 103, REP 105): the scene frame is ``map`` (x east, y north, z up); each body and
   sensor has a frame of its (ROS-legal) name, x forward, y left, z up; a camera's image is in
   ``NAME_optical`` (z forward, x right, y down), a fixed child of ``NAME``. A body's parent
@@ -45,7 +45,7 @@ Conventions
   point_step 24. ``x y z`` are the reported point in the sensor frame *at its own firing
   instant*, as a driver reports a raw scan (motion distortion included; consumers deskew with
   ``t``): ``p = R(t_i)^T (p_scene - T(t_i))`` with the sensor's pose from ``motion.nc``
-  (:func:`hifi.motion.interpolate_poses`; beyond the last sample, constant velocity from it).
+  (:func:`hifi.world.motion.interpolate_poses`; beyond the last sample, constant velocity from it).
   The header stamp is the scan start, the frame's earliest ``timestamp`` over all rays; ``t`` is
   seconds since that stamp (>= 0). ``ring`` counts beams by elevation from the lowest (0) up
   (:func:`._common.beam_rings`): Velodyne's drivers count so, Ouster's count from the top; we
@@ -90,9 +90,9 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from .._version import __version__
-from ..dataset import POINTS_NOISY, seconds_since_start
-from ..motion import Pose, interpolate_poses
-from ..timebase import Epoch
+from ..run.dataset import POINTS_NOISY, seconds_since_start
+from ..world.motion import Pose, interpolate_poses
+from ..api.timebase import Epoch
 from . import _ros2msgs
 from ._common import (
     Exporter,

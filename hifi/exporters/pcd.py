@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..dataset import POINTS_NOISY, POINTS_TRUE, SENSOR_POSE
+from ..run.dataset import POINTS_NOISY, POINTS_TRUE, SENSOR_POSE
 from ._common import (
     Exporter,
     frame_first,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dataset import POINTS_NOISY
+from ..run.dataset import POINTS_NOISY
 from ._common import Exporter, detected_returns, require
 
 #: PLY vertex properties written by :func:`write_ply`: (name, PLY type, numpy dtype).

@@ -56,8 +56,8 @@ from pathlib import Path
 import numpy as np
 
 from .._version import __version__
-from ..dataset import POINTS_NOISY, seconds_since_start
-from ..scene import UNLABELLED
+from ..run.dataset import POINTS_NOISY, seconds_since_start
+from ..world.scene import UNLABELLED
 from ._common import (
     Exporter,
     ExportError,

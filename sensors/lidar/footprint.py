@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from hifi import kernels
-from hifi.params import Param
+from hifi.api.params import Param
 
 
 #: Depth discontinuity that marks a pulse as an edge pulse [m] (:func:`depth_edge_pulses`): a

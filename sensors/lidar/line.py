@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi.dataset import range_layout, yaw_pitch
-from hifi.model import Var
-from hifi.params import Param
+from hifi.run.dataset import range_layout, yaw_pitch
+from hifi.api.model import Var
+from hifi.api.params import Param
 
 from .firing import mirror_scan_directions
 from .footprint import footprint_params

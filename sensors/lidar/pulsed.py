@@ -10,9 +10,9 @@ import numpy as np
 from hifi import kernels
 from hifi.caster import Hits
 from hifi.constants import SPEED_OF_LIGHT_M_S
-from hifi.dataset import ATMOSPHERE_ID, annotation_var, axis_coords, range_frame, sensor_pose_vars
-from hifi.model import Sensor, Var
-from hifi.rng import stream
+from hifi.run.dataset import ATMOSPHERE_ID, annotation_var, axis_coords, range_frame, sensor_pose_vars
+from hifi.api.model import Sensor, Var
+from hifi.api.rng import stream
 
 from ..beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
 from ..radiometry import extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor

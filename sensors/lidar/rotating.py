@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi.dataset import range_layout, yaw_pitch
-from hifi.model import Var
-from hifi.params import Param
+from hifi.run.dataset import range_layout, yaw_pitch
+from hifi.api.model import Var
+from hifi.api.params import Param
 
 from .. import calibration as cal
 from .firing import AZIMUTH_STEP_RTOL, FIRING_MODES, azimuth_step_deg, cycles_per_rotation, firing_fractions

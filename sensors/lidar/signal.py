@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hifi.params import Param
+from hifi.api.params import Param
 
 from ..detection import detected as detect, detection_probability
 from ..noise import snr_range_sigma

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dataset import ATMOSPHERE_ID
+from ..run.dataset import ATMOSPHERE_ID
 
 
 def _pyplot():
@@ -82,7 +82,7 @@ def _registered_plot(sensor_model):
     """
     if not sensor_model:
         return None
-    from .registry import entry_points
+    from ..api.registry import entry_points
     for ep in entry_points(group=PLOT_GROUP):
         if ep.name == sensor_model:
             return ep.load()
@@ -94,7 +94,7 @@ def scenario_document(ds) -> dict:
     """The scenario of the ``scenario`` global attribute as a dict ({} when absent or unreadable).
 
     A scenario file's text is TOML; a scenario built in code is stored as a comment line and its
-    JSON form on the next line (``# {...}``, :func:`hifi.scenario.validate`).
+    JSON form on the next line (``# {...}``, :func:`hifi.run.scenario.validate`).
     """
     text = ds.attrs.get("scenario")
     if not text:

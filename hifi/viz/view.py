@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dataset import ATMOSPHERE_ID
+from ..run.dataset import ATMOSPHERE_ID
 
 #: Default cap on the points stored in the page (each sensor frame once) [1].
 MAX_POINTS = 250_000
@@ -129,7 +129,7 @@ def open_run(run_dir) -> RunDatasets:
 
 
 def _frame_seconds(ds) -> np.ndarray:
-    from .dataset import seconds_since_start
+    from ..run.dataset import seconds_since_start
     if "frame_time" in ds.variables:
         return np.asarray(seconds_since_start(ds, "frame_time"), dtype=float)
     return np.asarray(seconds_since_start(ds, "time"), dtype=float)
@@ -223,7 +223,7 @@ def _shrink(a, max_width: int = IMAGE_MAX_WIDTH_PX):
 
 def _camera_display(ds, j: int) -> np.ndarray:
     """Frame ``j`` of a camera as display values 0..1 (gray-world white balance, gamma 1/2.2),
-    as ``hifi plot`` shows it (:mod:`hifi.imaging`, shared with :func:`sensors.ccd_plot.plot_camera`)."""
+    as ``hifi plot`` shows it (:mod:`hifi.viz.imaging`, shared with :func:`sensors.ccd_plot.plot_camera`)."""
     from .imaging import display, white_balance_gains
     img = ds["image"].isel(frame=j)
     img = img.transpose("row", "col", *[d for d in img.dims if d not in ("row", "col")])
@@ -843,7 +843,7 @@ def write_replay(run_dir, out, *, max_points: int = MAX_POINTS, max_frames: int 
     hifi.OutputError
         The file could not be written (disk full, no permission).
     """
-    from .safety import check_new_file, check_not_input, write_file
+    from ..runtime.safety import check_new_file, check_not_input, write_file
     out = Path(out)
     check_not_input(out, [run_dir])
     check_new_file(out, overwrite)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .errors import ScenarioError
+from ..errors import ScenarioError
 
 REQUIRED = object()
 
@@ -226,7 +226,7 @@ def parse_key(key: str) -> list:
 class Validator:
     """Makes the :class:`~hifi.errors.ScenarioError` of one scenario text: its file, and the
     line of the key at fault (:class:`Locator`). Used by the scenario loader and by the memory
-    checks of :mod:`hifi.estimate`, which report against the same file."""
+    checks of :mod:`hifi.api.estimate`, which report against the same file."""
 
     def __init__(self, source: str, text: str | None):
         self.source = source

@@ -134,7 +134,7 @@ def write_file(out, write: Callable[[Path], None], *, overwrite: bool) -> Path:
     hifi.OutputError
         The file could not be written (no space, a read-only file system, no permission).
     """
-    from .errors import OutputError
+    from ..errors import OutputError
     out = Path(out)
     check_new_file(out, overwrite)
     tmp = None

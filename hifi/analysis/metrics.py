@@ -11,7 +11,7 @@ geometry), NaN for "no return".
 - :func:`ray_drop_scores`: precision, recall and F1 of the dropped rays of one scan against another.
 - :func:`intensity_emd`: earth mover's distance between two intensity distributions.
 - :func:`road_noise_statistics`: the road-plane statistics of the lidar-fidelity validation
-  (:mod:`hifi.lidar_stats`: per-shot noise by range, ring-to-ring offsets, intensity slope,
+  (:mod:`hifi.analysis.lidar_stats`: per-shot noise by range, ring-to-ring offsets, intensity slope,
   gain spread, isolated misses, edge points) of one rotating-lidar frame.
 """
 
@@ -220,13 +220,13 @@ def range_grid(ds, frame: int = 0, *, variable: str = "distance_noisy"):
 
 def road_noise_statistics(ds, frame: int = 0) -> dict:
     """The road-plane statistics of a rotating lidar's frame, as ``validation/lidar_real.py``
-    measures real recordings (:func:`hifi.lidar_stats.measure`).
+    measures real recordings (:func:`hifi.analysis.lidar_stats.measure`).
 
     The frame's reported points are brought into the sensor frame with its start pose
     (``sensor_position``, ``sensor_orientation``), laid out as (ring, column) with the rings
     in elevation order, and measured: road plane and sensor height, per-shot range noise by
     range (second differences along the rings), ring-to-ring offsets, intensity slope, per-ring
-    gain spread, isolated misses, edge points. Returns :func:`hifi.lidar_stats.measure`'s
+    gain spread, isolated misses, edge points. Returns :func:`hifi.analysis.lidar_stats.measure`'s
     ``headline`` dict (units in the key names).
     """
     from scipy.spatial.transform import Rotation

@@ -1,7 +1,7 @@
 """Camera images for display: white balance and the display gamma.
 
 Shared by the camera's quick look (:func:`sensors.ccd_plot.plot_camera`, ``hifi plot``) and the
-browser viewer (``hifi view``, :mod:`hifi.view`), which show a ``ccd_camera`` frame the same way.
+browser viewer (``hifi view``, :mod:`hifi.viz.view`), which show a ``ccd_camera`` frame the same way.
 They live in the core because the viewer may not import the sensor packages above it.
 """
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ._version import __version__
+from .._version import __version__
 from .dataset import (
     OBJECT_ID_VARIABLES,
     TIME_VARIABLES,
@@ -23,10 +23,10 @@ from .dataset import (
     object_id_attrs,
 )
 # Frames are written in blocks of at most BUFFER_MAX_FRAMES frames or BUFFER_MAX_BYTES. The
-# limits are defined beside the memory model that counts them (hifi.estimate.writer_bytes):
-# hifi.estimate is below hifi.model, which this module imports, so it cannot import this one.
-from .estimate import BUFFER_MAX_BYTES, BUFFER_MAX_FRAMES
-from .model import Var
+# limits are defined beside the memory model that counts them (hifi.api.estimate.writer_bytes):
+# hifi.api.estimate is below hifi.api.model, which this module imports, so it cannot import this one.
+from ..api.estimate import BUFFER_MAX_BYTES, BUFFER_MAX_FRAMES
+from ..api.model import Var
 
 #: netCDF4 compression of every variable: zlib level 1 with byte shuffle (deterministic bytes);
 #: frame variables are chunked one frame per chunk (README "Size" has the measurements).
@@ -165,7 +165,7 @@ class FrameWriter:
                 self._nc.createDimension(dim, size)
 
     def write(self, k: int, t: float, frame: Mapping[str, Var]) -> None:
-        """Append frame ``k`` at event time ``t`` [s] (buffered; see :data:`hifi.estimate.BUFFER_MAX_BYTES`).
+        """Append frame ``k`` at event time ``t`` [s] (buffered; see :data:`hifi.api.estimate.BUFFER_MAX_BYTES`).
 
         A full block is handed to the netCDF thread and written while the run goes on; an error
         writing it (disk full) is raised by the next call of this writer that waits for it."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constants import (
+from ..constants import (
     WGS84_A_M,
     WGS84_E2,
     WGS84_F,

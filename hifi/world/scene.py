@@ -1,14 +1,14 @@
 """Scene: triangle meshes with materials, semantic classes and rigid motion.
 
 Every object and every sensor is a *body* with a parent (another body or the scene) and a local
-pose that is either fixed or a keyframed :class:`~hifi.motion.Track`. Poses compose up the
+pose that is either fixed or a keyframed :class:`~hifi.world.motion.Track`. Poses compose up the
 parent chain, so the pose of anything can be asked for at any time with :meth:`Scene.pose_at`,
 and with its velocity, acceleration, angular rate and angular acceleration with
 :meth:`Scene.kinematics_at`.
 
 A body's local motion is any object with ``at(t_s) -> Pose``; for :meth:`Scene.kinematics_at`
 it also has ``kinematics(t_s) -> Kinematics`` (relative to the parent, parent axes) and a
-``twice_differentiable`` flag (:class:`~hifi.motion.Track` has all three), so a new kind of
+``twice_differentiable`` flag (:class:`~hifi.world.motion.Track` has all three), so a new kind of
 moving body (a vehicle integrated in the run) plugs into the same tree.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import trimesh
 
-from .constants import VELOCITY_FD_STEP_S
+from ..constants import VELOCITY_FD_STEP_S
 from .motion import Kinematics, Pose, Track, compose_kinematics
 
 #: Rows of a vertex array reduced at once to one number (temporaries of a few tens of MB).
@@ -267,7 +267,7 @@ class Scene:
     def rides_on_driven_body(self, name: str) -> bool:
         """True if body ``name`` or a body it rides on is driven during the run.
 
-        A driven body's motion (a :class:`hifi.vehicle.VehicleTrack`, whose ``driven`` is true)
+        A driven body's motion (a :class:`hifi.world.vehicle.VehicleTrack`, whose ``driven`` is true)
         is made step by step from the commands on the bus, so its poses after the current time
         do not exist yet: a model on it must compute each frame at its own time, never a block
         of frames ahead.
@@ -305,7 +305,7 @@ class Scene:
 
         Returns
         -------
-        hifi.motion.Kinematics
+        hifi.world.motion.Kinematics
             Pose (body -> scene), velocity [m/s], acceleration [m/s^2], angular rate [rad/s]
             and angular acceleration [rad/s^2] of the body relative to the scene; ``(3,)`` per
             quantity for a scalar time, ``(n, 3)`` for n times.
@@ -313,7 +313,7 @@ class Scene:
         Notes
         -----
         Each body's own motion is differentiated analytically (its ``kinematics``) and carried
-        up the parent chain by :func:`hifi.motion.compose_kinematics`; no finite differences.
+        up the parent chain by :func:`hifi.world.motion.compose_kinematics`; no finite differences.
         Bodies on piecewise-linear tracks give piecewise-constant velocities (see
         :meth:`first_rough_body`).
         """
@@ -371,7 +371,7 @@ class Scene:
         ancestor up its own parent chain, its largest offset from its parent (largest norm of
         its fixed translation or of its track's keyframe positions; a linear track moves on
         straight lines between keyframes, so never farther; a spline track is bounded by its
-        Bezier control points, :meth:`hifi.motion.Track.max_offset_m`). Rotations keep norms, so each point of a body lies
+        Bezier control points, :meth:`hifi.world.motion.Track.max_offset_m`). Rotations keep norms, so each point of a body lies
         within that sum of the scene origin whatever the poses. Used to scale float32 tolerances
         (``hifi.caster``); unlike a sum over all bodies, it does not grow with their number.
         """

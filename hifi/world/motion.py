@@ -108,7 +108,7 @@ class Kinematics(NamedTuple):
     """A pose with its first and second time derivatives, in one reference frame.
 
     For a body's own motion the reference frame is its parent's; for
-    :meth:`hifi.scene.Scene.kinematics_at` it is the scene frame. Arrays are ``(3,)`` for one
+    :meth:`hifi.world.scene.Scene.kinematics_at` it is the scene frame. Arrays are ``(3,)`` for one
     time and ``(n, 3)`` for n times.
 
     Attributes

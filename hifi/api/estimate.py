@@ -2,7 +2,7 @@
 
 A run that cannot fit is refused before anything is allocated (a 20000 x 20000
 depth map used all 24 GiB of a machine and was killed by the kernel). Every model states what
-one frame costs (:meth:`hifi.model.Model.estimate`): its number of frames from its rate and the
+one frame costs (:meth:`hifi.api.model.Model.estimate`): its number of frames from its rate and the
 duration, its rays per frame, the shape and dtype of every output variable of a frame, the
 arrays it holds from ``setup`` to the end, and its working memory while a frame is computed.
 This module adds the process, the scene and the netCDF writers, and compares the peak with the
@@ -21,7 +21,7 @@ Memory model (peak resident set size of the process)::
   per triangle of a moving one (mesh arrays, the float32 copies handed to Embree and its BVH;
   a moving object has its own BVH in its body frame).
 - setup: the arrays a model keeps from ``setup`` on (ray directions, per-ray times), analytic.
-- writer (:func:`writer_bytes`): the frames :class:`hifi.output.FrameWriter` buffers before it
+- writer (:func:`writer_bytes`): the frames :class:`hifi.run.output.FrameWriter` buffers before it
   writes (at most ``BUFFER_MAX_FRAMES`` frames or ``BUFFER_MAX_BYTES``), the copy its flush
   makes of one variable, and the HDF5 chunk cache netCDF keeps per variable (64 MiB each with
   netCDF-C 4.9+, ``netCDF4.get_chunk_cache()``), which stays filled until the file is closed.
@@ -53,7 +53,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Mapping
 
-from . import kernels
+from .. import kernels
 
 #: Peak RSS of a run of a pose sensor over a one-plane scene [B]: the interpreter and the
 #: imported libraries (numpy, scipy, xarray, netCDF4, trimesh, embreex), measured on Linux
@@ -82,7 +82,7 @@ MOVING_SCENE_BYTES_PER_FACE = 205
 #: Bytes written per frame besides the variables: ``frame`` (int32) and ``frame_time`` (float64).
 FRAME_INDEX_BYTES = 12
 
-#: :class:`hifi.output.FrameWriter` writes frames in blocks: a block closes at this many frames
+#: :class:`hifi.run.output.FrameWriter` writes frames in blocks: a block closes at this many frames
 #: or bytes, so memory stays bounded in long runs while small frames (a GNSS epoch, a pose) do
 #: not pay one netCDF call per variable per frame. The limits depend only on the frames' sizes, so the blocks, and the bytes
 #: of the file, are the same in every run of a scenario.
@@ -106,7 +106,7 @@ def chunk_cache_bytes() -> int:
 
 
 def writer_bytes(var_bytes: Mapping[str, int], frames: int, *, chunk_cache: int | None = None) -> int:
-    """Peak memory of one :class:`hifi.output.FrameWriter` over a run [B].
+    """Peak memory of one :class:`hifi.run.output.FrameWriter` over a run [B].
 
     Parameters
     ----------
@@ -139,7 +139,7 @@ def writer_bytes(var_bytes: Mapping[str, int], frames: int, *, chunk_cache: int 
 
 @dataclass(frozen=True)
 class ModelEstimate:
-    """What one model costs over a run (from :meth:`hifi.model.Model.estimate`).
+    """What one model costs over a run (from :meth:`hifi.api.model.Model.estimate`).
 
     Attributes
     ----------
@@ -577,7 +577,7 @@ def check_disk(sim, est: RunEstimate, out, *, ignore: bool = False) -> None:
     free, measured = disk_free_bytes(out)
     if free is None or est.output_bytes <= free:
         return
-    from .errors import ScenarioError
+    from ..errors import ScenarioError
     sc = sim.scenario
     raise ScenarioError(f"the run writes about {format_bytes(est.output_bytes)} before compression, more than the "
                         f"{format_bytes(free)} free on the file system holding it (at {measured}); netCDF "
@@ -602,11 +602,11 @@ def generated_scene_bytes(sc) -> tuple[int, list]:
     """Peak memory of building a scenario's scene [B], before any mesh is built, and per object
     ``(spec, triangles, held, build)``.
 
-    A generated mesh's triangles come from its parameters (:func:`hifi.meshes.generator_faces`);
+    A generated mesh's triangles come from its parameters (:func:`hifi.api.meshes.generator_faces`);
     a mesh file's from the mesh read while validating. Each object then holds
     :data:`SCENE_BYTES_PER_FACE` (:data:`MOVING_SCENE_BYTES_PER_FACE` with a track, a parent or
     a vehicle) per triangle, and a generator needs
-    :data:`hifi.meshes.BUILD_BYTES_PER_FACE` per triangle while it runs; the peak is the process,
+    :data:`hifi.api.meshes.BUILD_BYTES_PER_FACE` per triangle while it runs; the peak is the process,
     everything held, and the largest build on top (objects are built one after another).
     """
     from . import meshes
@@ -630,7 +630,7 @@ def check_scene_memory(sc, budget: int | None = None) -> None:
 
     Parameters
     ----------
-    sc : hifi.scenario.Scenario
+    sc : hifi.run.scenario.Scenario
         The validated scenario.
     budget : int, optional
         Memory the process may reach [B]; default :func:`memory_budget_bytes`. When it cannot
@@ -687,7 +687,7 @@ def _size_driver(sc, spec, model, big: ModelEstimate, size_params: Mapping[str, 
     """The key of ``spec`` (a sensor the scenario states) that makes ``big`` large: ``(key,
     value, advice)``.
 
-    Candidates are the keys the scenario file gives: the model's :attr:`~hifi.model.Model.SIZE_PARAMS`
+    Candidates are the keys the scenario file gives: the model's :attr:`~hifi.api.model.Model.SIZE_PARAMS`
     in its ``params`` (in that order) and its ``rate_hz`` (a rotating lidar's firing cycle is
     fixed, so its rate sets the pulses per rotation). Each in turn is set back to its default in
     a copy of the model; the first whose default at least halves the model's memory is named

@@ -2,7 +2,7 @@
 
 An ``[[objects]]`` entry with ``vehicle = { ... }`` instead of a ``track`` becomes a body whose
 pose is integrated during the run by a :class:`Vehicle` model of the same name, from the last
-``drive`` command on the bus (:class:`hifi.bus.Command` with ``target`` = the object's name).
+``drive`` command on the bus (:class:`hifi.api.bus.Command` with ``target`` = the object's name).
 Its motion is a :class:`VehicleTrack`, so sensors, the caster and ``motion.nc`` see it as any
 moving body.
 
@@ -19,10 +19,10 @@ from typing import ClassVar
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .bus import Command
-from .model import Model, Var
+from ..api.bus import Command
+from ..api.model import Model, Var
 from .motion import Kinematics, Pose, Track
-from .params import Param
+from ..api.params import Param
 
 #: ``vehicle = { ... }`` keys: a mid-size car by default (``vehicle = {}``).
 VEHICLE_PARAMS = {
@@ -82,7 +82,7 @@ class VehicleTrack(Track):
     #: The arc is smooth within a step (an IMU may ride on a vehicle; see :meth:`kinematics`).
     twice_differentiable = True
     #: Its future is made during the run: models that look ahead (the IMU's blocks) must not
-    #: (:meth:`hifi.scene.Scene.rides_on_driven_body` reads this).
+    #: (:meth:`hifi.world.scene.Scene.rides_on_driven_body` reads this).
     driven = True
     interpolation = "vehicle"
 
@@ -198,7 +198,7 @@ class VehicleTrack(Track):
 class Vehicle(Model):
     """Integrates a driven body's pose from ``drive`` commands (one per ``vehicle`` object).
 
-    Commands: :class:`hifi.bus.Command` with ``target`` the object's name and ``name``
+    Commands: :class:`hifi.api.bus.Command` with ``target`` the object's name and ``name``
     ``"drive"``, value ``{"speed_m_s": v, "steer_deg": delta}`` (speed clipped to
     ``max_speed_m_s``, steering to ``max_steer_deg``). A command published at time t acts from
     the vehicle's first step after t (strictly): the step at t_k uses the latest command with

@@ -1,7 +1,7 @@
 """Typed message bus: how models talk to each other, in simulated time.
 
 Models never call each other; they publish messages and subscribe to them (subscribe in
-:meth:`~hifi.model.Model.setup`). Messages flow in two directions:
+:meth:`~hifi.api.model.Model.setup`). Messages flow in two directions:
 
 - **out of a model** (:class:`SensorData`, :class:`PoseMessage`, :class:`LogMessage`): to every
   subscriber of that type, optionally filtered by ``sender``;
@@ -11,7 +11,7 @@ Models never call each other; they publish messages and subscribe to them (subsc
 Ordering (deterministic, whatever the machine):
 
 1. The time manager publishes a model's frame as :class:`SensorData` when the frame is
-   complete, at ``time_s`` = the model's :meth:`~hifi.model.Model.available_at` (for a lidar,
+   complete, at ``time_s`` = the model's :meth:`~hifi.api.model.Model.available_at` (for a lidar,
    the firing time of its last ray: a sweep is not seen before it ends). Deliveries at a time
    T happen before the model steps scheduled at T, in the order (time, priority, registration
    order of the sender, frame).

@@ -6,7 +6,7 @@ neighbouring columns. A miss is a cell with ``detected`` False (its point may be
 in the sensor frame, ``points_sensor[..., :3]`` [m], origin at the sensor's optical centre;
 ranges are ``|points_sensor|`` [m]. Nothing here reads files or runs a simulation:
 ``validation/lidar_real.py`` builds the grids from the recordings and the simulated datasets;
-:func:`hifi.metrics.road_noise_statistics` takes a dataset.
+:func:`hifi.analysis.metrics.road_noise_statistics` takes a dataset.
 
 Statistics (those published for real Velodyne recordings, so a simulation can be compared with them):
 

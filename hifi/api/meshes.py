@@ -253,7 +253,7 @@ GENERATORS = {
 }
 
 #: Parameters that set the size of a generated mesh, each with how to shrink it ("lower" or
-#: "raise"), in the order a refusal considers them (:func:`hifi.estimate.check_scene_memory`).
+#: "raise"), in the order a refusal considers them (:func:`hifi.api.estimate.check_scene_memory`).
 SIZE_PARAMS = {
     "terrain": {"resolution_m": "raise", "size_m": "lower"},
     "tree": {"leaf_area_density": "lower", "leaf_size_m": "raise", "crown_radius_m": "lower",
@@ -263,7 +263,7 @@ SIZE_PARAMS = {
 }
 
 #: Peak resident memory while a generator builds its mesh and the scene takes its arrays, per
-#: triangle [B]; measured with ``hifi.estimate.peak_rss_bytes`` around ``build_generator`` and
+#: triangle [B]; measured with ``hifi.api.estimate.peak_rss_bytes`` around ``build_generator`` and
 #: ``SceneObject`` (Linux x86-64, Python 3.11, numpy 2, trimesh 4; 2 M and 8 M terrain
 #: triangles: 96 B; trees of 0.38 M and 1.5 M leaves: 460 and 441 B, the leaves' (n, 3)
 #: float64 temporaries; a cylinder of 4 M triangles: 225 B). Rounded up; the default is for

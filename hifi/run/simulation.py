@@ -17,23 +17,27 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from . import kernels, meshes, scenario as _scenario
-from .bus import MessageBus, PoseMessage
-from .caster import RayCaster
+from .. import kernels
+
+from ..api import meshes
+
+from . import scenario as _scenario
+from ..api.bus import MessageBus, PoseMessage
+from ..caster import RayCaster
 from .checks import warn_scene
-from .errors import ModelError, OutputError, ScenarioError
-from .estimate import check_memory, format_bytes as _fmt, steady_heap
-from .interrupt import note_time
-from .model import Model, RunContext, Var
-from .motion import Pose, Track, oriented_boxes
+from ..errors import ModelError, OutputError, ScenarioError
+from ..api.estimate import check_memory, format_bytes as _fmt, steady_heap
+from ..runtime.interrupt import note_time
+from ..api.model import Model, RunContext, Var
+from ..world.motion import Pose, Track, oriented_boxes
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
-from .progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
-from .scene import Material, Scene
-from .threads import single_threaded_blas
+from ..runtime.progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
+from ..world.scene import Material, Scene
+from ..runtime.threads import single_threaded_blas
 from .timemanager import TimeManager
 
 #: A netCDF error while the file system holding the output has less free space than this is
-#: reported with the free space (a frame block of :data:`hifi.estimate.BUFFER_MAX_BYTES` may not
+#: reported with the free space (a frame block of :data:`hifi.api.estimate.BUFFER_MAX_BYTES` may not
 #: fit) [bytes].
 LOW_DISK_BYTES = 64 * 2**20
 
@@ -49,11 +53,11 @@ class MotionRecorder(Model):
     BlenSor's motion-data export: per time step, each body's position [m] and orientation
     (quaternion x, y, z, w and roll/pitch/yaw [deg] about the parent's x, y, z axes) in the scene frame,
     its velocity [m/s] and angular velocity [rad/s], and per object an oriented 3-D bounding
-    box (``box_center``, ``box_size``, ``box_yaw``; :func:`hifi.motion.oriented_boxes`) from
+    box (``box_center``, ``box_size``, ``box_yaw``; :func:`hifi.world.motion.oriented_boxes`) from
     the mesh's own bounds in its body frame, whose semantic class is ``object_class``. The
     coordinate ``body_parent`` names each body's parent ("" for the scene), so a reader can
     rebuild the pose tree (the ROS 2 export's ``/tf``). Each pose is also published on the
-    message bus as a :class:`~hifi.bus.PoseMessage`.
+    message bus as a :class:`~hifi.api.bus.PoseMessage`.
     """
 
     model_name = "motion"
@@ -144,10 +148,10 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
     ------
     hifi.ScenarioError
         Before any mesh is built, when the meshes cannot fit in the memory available
-        (:func:`hifi.estimate.check_scene_memory`); and naming the object when building its mesh
+        (:func:`hifi.api.estimate.check_scene_memory`); and naming the object when building its mesh
         runs out of memory all the same (numpy's ``MemoryError``).
     """
-    from .estimate import check_scene_memory
+    from ..api.estimate import check_scene_memory
     check_scene_memory(sc)                        # before the first generator allocates anything
     scene = Scene()
     for name, m in sc.materials.items():
@@ -165,7 +169,7 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
                 raise _out_of_memory(sc, f"objects[{spec.index}].mesh", spec.mesh,
                                      f"building {spec.mesh} {spec.name!r}") from None
         if spec.vehicle is not None:
-            from .vehicle import VehicleTrack
+            from ..world.vehicle import VehicleTrack
             local = VehicleTrack(spec.position_m, np.radians(spec.rpy_deg[2]), spec.vehicle["wheelbase_m"],
                                  reach_m=spec.vehicle["max_speed_m_s"] * sc.duration_s,
                                  max_accel_m_s2=spec.vehicle["max_accel_m_s2"],
@@ -184,7 +188,7 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
 def _out_of_memory(sc: _scenario.Scenario, key: str | None, value, what: str) -> ScenarioError:
     """The one-line error for a ``MemoryError`` the estimate did not foresee: what ran out, the
     memory available now, at ``key`` of the scenario (its file and line)."""
-    from .estimate import available_memory_bytes, format_bytes
+    from ..api.estimate import available_memory_bytes, format_bytes
     avail = available_memory_bytes()
     free = f"{format_bytes(avail)} available now" if avail is not None else "available memory unknown"
     exc = ScenarioError(f"out of memory while {what} ({free}); make the scenario smaller", key=key,
@@ -205,7 +209,7 @@ class Simulation:
             spec.model_cls(spec.name, spec.params, rate_hz=spec.rate_hz) for spec in sc.sensors
         ]
         # The closed loop: a Vehicle model per driven body, then the [[models]] (drivers, filters).
-        from .vehicle import Vehicle
+        from ..world.vehicle import Vehicle
         for spec in sc.objects:
             if spec.vehicle is not None:
                 self.models.append(Vehicle(spec.name, spec.vehicle, self.scene.bodies[spec.name].local))
@@ -217,8 +221,8 @@ class Simulation:
             except ScenarioError as exc:
                 raise (exc if exc.file is not None else _scenario.located(sc, exc)) from None
         warn_scene(sc, self.scene, self.models)       # ScenarioWarning: sensors inside bodies, zero-area faces
-        from .estimate import trim_heap
-        trim_heap()                  # the pages freed by the mesh readers and checks (hifi.estimate.trim_heap)
+        from ..api.estimate import trim_heap
+        trim_heap()                  # the pages freed by the mesh readers and checks (hifi.api.estimate.trim_heap)
 
     @classmethod
     def from_dict(cls, d: dict, base_dir=".") -> "Simulation":
@@ -230,7 +234,7 @@ class Simulation:
         return cls(_scenario.load(path))
 
     def estimate(self, duration_s: float | None = None, *, in_memory: bool = False):
-        """Peak memory and output size of a run, before it starts (:mod:`hifi.estimate`).
+        """Peak memory and output size of a run, before it starts (:mod:`hifi.api.estimate`).
 
         Parameters
         ----------
@@ -241,9 +245,9 @@ class Simulation:
 
         Returns
         -------
-        hifi.estimate.RunEstimate
+        hifi.api.estimate.RunEstimate
         """
-        from .estimate import estimate_run
+        from ..api.estimate import estimate_run
         duration = self.scenario.duration_s if duration_s is None else float(duration_s)
         motion = MotionRecorder(self.scene, self.scenario.motion_rate_hz)
         return estimate_run([*self.models, *self.extra_models, motion], self.scene, duration,
@@ -274,7 +278,7 @@ class Simulation:
         overwrite : bool
             Replace an existing output directory.
         progress : bool, optional
-            Report progress on stderr (:class:`hifi.progress.Progress`): None (default) a bar on
+            Report progress on stderr (:class:`hifi.runtime.progress.Progress`): None (default) a bar on
             a terminal once the run takes a few seconds, else a plain line every 10 s; True a
             bar at once; False nothing.
         caster : RayCaster, optional
@@ -287,7 +291,7 @@ class Simulation:
         partition : object, optional
             Hooks of a partitioned (MPI) run, used by the ``mpi`` package:
             ``partition.start(models, progress)`` returns the ``keep`` filter (or None) once the
-            model list is known (``progress`` is this run's :class:`hifi.progress.Progress`,
+            model list is known (``progress`` is this run's :class:`hifi.runtime.progress.Progress`,
             which the partition feeds with the whole job's progress);
             ``partition.event(t)`` runs after every event of the time manager (``t`` [s]);
             ``partition.frame(i, k, t, frame)`` sees every computed frame and returns whether
@@ -295,7 +299,7 @@ class Simulation:
             before the files are closed, with ``write(i, k, t, frame)``.
         ignore_disk_space : bool
             Run even when the estimated output (before compression) exceeds the free space
-            of the file system that holds ``out`` (:func:`hifi.estimate.check_disk`).
+            of the file system that holds ``out`` (:func:`hifi.api.estimate.check_disk`).
 
         Returns
         -------
@@ -312,7 +316,7 @@ class Simulation:
             A file or directory could not be written (disk full, no permission, a netCDF
             error); the message names it as ``out/...``. Nothing is left behind.
         KeyboardInterrupt
-            Also :class:`hifi.interrupt.Interrupted` (SIGINT/SIGTERM under ``hifi run``), with
+            Also :class:`hifi.runtime.interrupt.Interrupted` (SIGINT/SIGTERM under ``hifi run``), with
             ``t_s``, the simulated time of the last event started; nothing is left behind.
         """
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
@@ -333,9 +337,9 @@ class Simulation:
 
     def check_disk(self, out, duration_s: float | None = None, *, ignore_disk_space: bool = False) -> None:
         """Refuse (:class:`hifi.ScenarioError`) a run into ``out`` whose estimated output, before
-        compression, exceeds the free space of its file system (:func:`hifi.estimate.check_disk`);
+        compression, exceeds the free space of its file system (:func:`hifi.api.estimate.check_disk`);
         the MPI runners call it on the writing rank before the run."""
-        from .estimate import check_disk
+        from ..api.estimate import check_disk
         duration = self.scenario.duration_s if duration_s is None else float(duration_s)
         check_disk(self, self.estimate(duration), out, ignore=ignore_disk_space)
 
@@ -349,7 +353,7 @@ class Simulation:
         est = self.estimate(duration, in_memory=out is None and write)
         check_memory(self, est)                                        # before any allocation
         if write:                                                      # before any file
-            from .estimate import check_disk
+            from ..api.estimate import check_disk
             check_disk(self, est, out if out is not None else tempfile.gettempdir(), ignore=ignore_disk_space)
         kernels.env_choice()                                           # HIFI_KERNELS, before any file
         out_dir = None if out is None else Path(out)

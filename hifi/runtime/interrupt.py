@@ -181,7 +181,7 @@ def error_status(exc: BaseException) -> int | None:
     reported); None for anything else (a bug: the command line shows the traceback, and Python
     exits with 1).
     """
-    from .errors import OutputError
+    from ..errors import OutputError
     status = getattr(exc, "exit_status", None)
     if status is not None:
         return int(status)

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import meshes
-from .errors import ScenarioError
-from .params import Locator, Param, Validator, check_params, parse_key
-from .registry import available_models, load_model
-from .timebase import parse_utc
+from ..api import meshes
+from ..errors import ScenarioError
+from ..api.params import Locator, Param, Validator, check_params, parse_key
+from ..api.registry import available_models, load_model
+from ..api.timebase import parse_utc
 
 SUPPORTED_VERSIONS = (1,)
 
@@ -59,11 +59,11 @@ OBJECT_KEYS = {
                            doc="how `track` moves between keyframes: 'linear' (linear position, slerp "
                                "rotation) or 'spline' (C2 cubic spline, zero velocity at the first and "
                                "last keyframe, and a C2 rotation spline: twice differentiable, as an "
-                               "`imu` needs; hifi.motion.Track)"),
+                               "`imu` needs; hifi.world.motion.Track)"),
     "parent": Param("str", default=None, doc="an earlier object this one rides on"),
     "vehicle": Param("any", default=None,
                      doc="{ wheelbase_m, max_steer_deg, max_speed_m_s, max_accel_m_s2, rate_hz, follow_ground }: a "
-                         "body driven by drive commands (hifi.vehicle; {} is a car), instead of a track"),
+                         "body driven by drive commands (hifi.world.vehicle; {} is a car), instead of a track"),
 }
 KEYFRAME_PARAMS = {
     "t_s": Param("float", doc="keyframe time [s]"),
@@ -337,7 +337,7 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
                       value=fixed["interpolation"])
     vehicle = None
     if spec["vehicle"] is not None:
-        from .vehicle import VEHICLE_PARAMS
+        from ..world.vehicle import VEHICLE_PARAMS
         if track is not None or parent is not None:
             raise v.error("a vehicle is driven by commands: give it no track and no parent", key=f"{key}.vehicle",
                           value=spec["vehicle"])
@@ -396,7 +396,7 @@ RESERVED_SENSOR_NAMES = ("motion", "scenario")
 def _sensor(v: Validator, i: int, raw: Any, names: dict, base_dir: Path, span: dict) -> SensorSpec:
     """One ``[[sensors]]`` table; ``span`` holds the run's ``start_utc`` and ``duration_s``.
 
-    After the model's parameters pass their :class:`~hifi.params.Param` checks, two optional
+    After the model's parameters pass their :class:`~hifi.api.params.Param` checks, two optional
     class methods of the model see them: ``check_params(params)`` (cross-parameter checks, may
     return converted params) and ``check_run(params, *, start_utc, duration_s, rate_hz)``
     (whether the parameters can serve this run, e.g. a GNSS nav file covering its time span).
@@ -454,7 +454,7 @@ def _model_params(v: Validator, key: str, cls: type, raw: Any, base_dir: Path) -
 
 def _model(v: Validator, i: int, raw: Any, names: dict, base_dir: Path) -> ModelSpec:
     """One ``[[models]]`` table: a model that is not a sensor (a driver, a planner, a filter)."""
-    from .model import Sensor
+    from ..api.model import Sensor
     key = f"models[{i}]"
     if not isinstance(raw, dict):
         raise v.error("expected a table", key=key, value=raw)

@@ -1,10 +1,10 @@
 """The scenario and dataset references (``docs/``), rendered from the code and its outputs.
 
-Every key the scenario loader accepts is a :class:`~hifi.params.Param` with its type, default,
+Every key the scenario loader accepts is a :class:`~hifi.api.params.Param` with its type, default,
 bounds and a one-line doc (unit and source). :func:`scenario_reference` renders them, with each
 registered model's parameters, as Markdown, so the document cannot drift from what is
-validated: ``python -m hifi.reference > docs/scenario.md`` regenerates it and a test checks the
-shipped file is current. ``python -m hifi.reference datasets > docs/datasets.md`` documents every
+validated: ``python -m hifi.run.reference > docs/scenario.md`` regenerates it and a test checks the
+shipped file is current. ``python -m hifi.run.reference datasets > docs/datasets.md`` documents every
 dataset layout from short runs of the shipped examples.
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .params import Param
+from ..api.params import Param
 
 _HEADER = """\
 # Scenario reference
 
-Generated from the code by `python -m hifi.reference > docs/scenario.md` (a test checks that
+Generated from the code by `python -m hifi.run.reference > docs/scenario.md` (a test checks that
 this file is current). A scenario is a TOML file, version 1; see `examples/` for complete ones.
 Every key is validated when the file is loaded: a typo, a wrong type, an out-of-range value or a
 reference to something that does not exist stops the run with one message naming the file and
@@ -53,8 +53,9 @@ def param_table(params: Mapping[str, Param]) -> str:
 
 def scenario_reference() -> str:
     """The whole scenario reference as Markdown (see the module docstring)."""
-    from . import meshes, scenario
-    from .registry import available_models, load_model
+    from ..api import meshes
+    from . import scenario
+    from ..api.registry import available_models, load_model
 
     parts = [_HEADER]
     parts.append("## Top level\n\n`version = 1` (optional), then the tables below: "
@@ -79,9 +80,9 @@ def scenario_reference() -> str:
     parts.append("## `[[models]]`\n\nModels that are not sensors: drivers, planners, filters (the closed loop). "
                  "They share the namespace of objects and sensors and write `DIR/<name>.nc`; a run with any of "
                  "them (or a vehicle) cannot use `--partition time`.\n\n" + param_table(scenario.MODEL_KEYS) + "\n")
-    from .vehicle import VEHICLE_PARAMS
+    from ..world.vehicle import VEHICLE_PARAMS
     parts.append("## `vehicle = { ... }` of an `[[objects]]` entry\n\nA body driven by `drive` commands "
-                 "(`hifi.vehicle`): a kinematic bicycle integrated at `rate_hz`; `vehicle = {}` is a car.\n\n"
+                 "(`hifi.world.vehicle`): a kinematic bicycle integrated at `rate_hz`; `vehicle = {}` is a car.\n\n"
                  + param_table(VEHICLE_PARAMS) + "\n")
     parts.append("## `[output]`\n\n" + param_table(scenario.OUTPUT_PARAMS) + "\n")
     parts.append("## `[weather]`\n\nOptional; absent: clear air. Extinction in every lidar's signal chain "
@@ -105,7 +106,7 @@ def scenario_reference() -> str:
 _DATASET_HEADER = """\
 # Dataset reference
 
-Generated from short runs of the shipped examples by `python -m hifi.reference datasets >
+Generated from short runs of the shipped examples by `python -m hifi.run.reference datasets >
 docs/datasets.md` (a test checks that this file is current). Every file `hifi run` writes is
 netCDF4; every variable has `units` and `long_name`; every file carries the global attributes
 `sensor_name`, `sensor_model`, `hifi_version`, `seed`, `scenario` (the TOML text), `start_utc`,

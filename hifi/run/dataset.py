@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Var
-from .timebase import Epoch
+from ..api.model import Var
+from ..api.timebase import Epoch
 
 #: Reported (noisy) point variables, scene frame, in x, y, z order.
 POINTS_NOISY = ("x_noisy", "y_noisy", "z_noisy")
@@ -88,7 +88,7 @@ POINT_FILL = np.int32(-2**31)
 
 _F32 = "stored as float32: relative precision 2**-24 (6e-8)"
 
-#: How the file stores each range-sensor variable (:attr:`hifi.model.Var.encoding`). In
+#: How the file stores each range-sensor variable (:attr:`hifi.api.model.Var.encoding`). In
 #: memory every variable keeps float64; the writer converts. Choices (README "Size"):
 #: ``timestamp`` float64 (float32 would resolve 0.24 ms after an hour; firings are us apart);
 #: ``yaw``/``pitch`` float32 (1.2e-7 rad at pi: 14 um at 120 m); ``distance`` and
@@ -114,7 +114,7 @@ RANGE_ENCODING = {
 
 
 def encode(data, encoding, name: str = "") -> np.ndarray:
-    """Values as the file stores them under ``encoding`` (:attr:`hifi.model.Var.encoding`).
+    """Values as the file stores them under ``encoding`` (:attr:`hifi.api.model.Var.encoding`).
 
     float -> float32 for ``dtype = "f4"``; CF packing ``round((v - add_offset) / scale_factor)``
     with NaN -> ``_FillValue`` for an integer dtype with ``scale_factor``.
@@ -316,7 +316,7 @@ def cf_time_attrs(start_utc) -> dict:
     -----
     The reference time is written without a time zone: CF (section 4.4) takes such a time as
     UTC. ``calendar = "standard"`` counts SI seconds without leap seconds, as ``start_utc + t``
-    does everywhere in hifi (:meth:`hifi.timebase.Epoch.utc_at`). The stored numbers are float64
+    does everywhere in hifi (:meth:`hifi.api.timebase.Epoch.utc_at`). The stored numbers are float64
     seconds since the start either way; only the attributes change.
     """
     iso = Epoch.from_utc(start_utc).iso
@@ -391,7 +391,7 @@ def utc_times(ds, name: str | None = "timestamp") -> np.ndarray:
     """Instants of variable ``name`` as UTC ``datetime64[ns]`` (NaT where missing).
 
     See :func:`seconds_since_start`; undecoded seconds are added to ``start_utc`` rounded to
-    the nanosecond (:meth:`hifi.timebase.Epoch.utc_at`).
+    the nanosecond (:meth:`hifi.api.timebase.Epoch.utc_at`).
     """
     var = _time_var(ds, name)
     values = np.asarray(var.values)
@@ -409,7 +409,7 @@ RANGE_DTYPES.update(detected=np.dtype(bool), object_id=np.dtype(np.int32))
 
 
 def range_layout(shape, *, annotation: bool = False, pose: bool = True, signal: bool = False) -> dict:
-    """Shapes and dtypes of a :func:`range_frame` frame (for :meth:`hifi.model.Model.frame_layout`).
+    """Shapes and dtypes of a :func:`range_frame` frame (for :meth:`hifi.api.model.Model.frame_layout`).
 
     Parameters
     ----------

@@ -6,7 +6,7 @@ import numpy as np
 import xarray as xr
 
 from .dataset import seconds_since_start, utc_times
-from .motion import Pose, interpolate_poses
+from ..world.motion import Pose, interpolate_poses
 
 
 @xr.register_dataset_accessor("hifi")
@@ -54,7 +54,7 @@ class HifiAccessor:
         ``timestamp`` and ``frame_time`` carry CF units ``seconds since <start_utc>``, so
         ``xr.open_dataset`` decodes them to ``datetime64``; this gives the float seconds back
         (bit for bit when the file was opened with ``decode_times=False``, within 1 ns of the
-        stored value when decoded; see :func:`hifi.dataset.seconds_since_start`).
+        stored value when decoded; see :func:`hifi.run.dataset.seconds_since_start`).
         """
         var = self._ds[name]
         return xr.DataArray(seconds_since_start(self._ds, name), dims=var.dims, coords=var.coords,
@@ -78,7 +78,7 @@ class HifiAccessor:
         """Pose body -> scene of ``body`` at any instant(s) ``t_s`` [s] within the recorded span.
 
         Interpolated between the samples of ``motion.nc``, linear in position and slerp in
-        rotation (:func:`hifi.motion.interpolate_poses`, which states the error bound).
+        rotation (:func:`hifi.world.motion.interpolate_poses`, which states the error bound).
 
         Raises
         ------

@@ -1,7 +1,7 @@
 """Base classes of the models the time manager runs.
 
 A model is registered under a name in the entry-point group ``hifi.models`` and declares its
-parameters (:class:`~hifi.params.Param`), its default rate and, for models that produce a
+parameters (:class:`~hifi.api.params.Param`), its default rate and, for models that produce a
 dataset, one frame of variables per event. :class:`Sensor` adds a mount on a scene body and ray
 casting in the sensor frame.
 """
@@ -26,7 +26,7 @@ class Var:
     file stores the values (as xarray's ``encoding``): ``dtype`` (e.g. ``"f4"``), and for CF
     packing ``scale_factor``, ``add_offset``, ``_FillValue`` (NaN is written as the fill value)
     plus ``comment`` (the stored precision, written as an attribute); see
-    :data:`hifi.dataset.RANGE_ENCODING`. ``data`` in memory (and on the message bus) keeps
+    :data:`hifi.run.dataset.RANGE_ENCODING`. ``data`` in memory (and on the message bus) keeps
     its own dtype.
     """
 
@@ -50,14 +50,14 @@ class RunContext:
 
     Attributes
     ----------
-    scene : hifi.scene.Scene
+    scene : hifi.world.scene.Scene
     caster : hifi.caster.RayCaster
-    bus : hifi.bus.MessageBus
+    bus : hifi.api.bus.MessageBus
     seed : int
     duration_s : float
     start_utc : str
         ISO 8601 epoch of t = 0, as the scenario gave it (normalised).
-    epoch : hifi.timebase.Epoch or None
+    epoch : hifi.api.timebase.Epoch or None
         ``start_utc`` parsed once: UTC and GPS time of t = 0 as datetime64[ns] (None when
         ``start_utc`` is empty, for contexts built by hand in tests). Models use this, never
         the string.
@@ -166,7 +166,7 @@ class Model:
     def finish(self) -> None:
         """Called once after the last event."""
 
-    # -- cost, known before running (hifi.estimate) -------------------------------------------
+    # -- cost, known before running (hifi.api.estimate) -------------------------------------------
     def frame_count(self, duration_s: float) -> int:
         """Events with ``event_time(k) < duration_s`` [s], as the time manager runs them."""
         if type(self).event_time is Model.event_time:
@@ -207,7 +207,7 @@ class Model:
         Frames from the rate (:meth:`frame_count`); output bytes per frame from
         :meth:`frame_layout` (or :attr:`RANGE_BYTES_PER_RAY` x :meth:`rays_per_frame`),
         before compression; memory from :meth:`setup_bytes` and :meth:`working_bytes`. The
-        run adds the process, the scene and the writers (:mod:`hifi.estimate`).
+        run adds the process, the scene and the writers (:mod:`hifi.api.estimate`).
         """
         rays = int(self.rays_per_frame())
         layout = self.frame_layout()
@@ -222,14 +222,14 @@ class Model:
 
     def uses_beam_kernel(self) -> bool:
         """Whether a frame runs the compiled divergent-beam receiver (:mod:`sensors._beam_kernel`,
-        numba): its memory counts in the estimate (:data:`hifi.estimate.KERNEL_RSS_BYTES`)."""
+        numba): its memory counts in the estimate (:data:`hifi.api.estimate.KERNEL_RSS_BYTES`)."""
         return False
 
 
 def _rotate_rows(v, rot, threads=None):
     """``v @ rot.T`` for (n, 3) rows, in chunks on ``threads`` (a :class:`hifi.caster.ChunkPool`)
     when given: the same bits (each row is its own 3 x 3 product; a run keeps BLAS on one
-    thread, :mod:`hifi.threads`), twice as fast on two cores for a 2000 x 2000 depth map."""
+    thread, :mod:`hifi.runtime.threads`), twice as fast on two cores for a 2000 x 2000 depth map."""
     if threads is None or v.shape[0] < 65536:
         return v @ rot.T
     out = np.empty_like(v)

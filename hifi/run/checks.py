@@ -13,7 +13,7 @@ objects involved:
   :data:`hifi.constants.MOUNT_ON_SURFACE_M`, :func:`distance_to_surface`): the rays that leave
   into the surface hit it at distance 0, which the range sensors mask (no return);
 - a ``[weather]`` value outside the range its model is valid for
-  (:data:`hifi.scenario.WEATHER_VALID`).
+  (:data:`hifi.run.scenario.WEATHER_VALID`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import warnings
 
 import numpy as np
 
-from .constants import DEGENERATE_TRIANGLE_REL, MOUNT_ON_SURFACE_M
-from .errors import ScenarioWarning
+from ..constants import DEGENERATE_TRIANGLE_REL, MOUNT_ON_SURFACE_M
+from ..errors import ScenarioWarning
 
 #: Faces examined at once by :func:`degenerate_faces`: bounds its temporaries to about 15 MB,
 #: so checking a mesh of millions of triangles does not raise the peak memory of loading it.

@@ -1,6 +1,6 @@
 """Event-driven, deterministic time manager over simulated time.
 
-Each model declares its event times (its rate, or :meth:`~hifi.model.Model.event_time`);
+Each model declares its event times (its rate, or :meth:`~hifi.api.model.Model.event_time`);
 events are ordered by (time, priority, registration order). Time is simulated, not wall clock:
 a slow model simply takes longer to compute, it never shifts another model's timestamps
 (VANE's run-time interface).
@@ -11,10 +11,10 @@ from __future__ import annotations
 import heapq
 from typing import Callable
 
-from .bus import MessageBus, SensorData
-from .errors import ModelError
-from .interrupt import check as check_interrupt
-from .interrupt import note_time
+from ..api.bus import MessageBus, SensorData
+from ..errors import ModelError
+from ..runtime.interrupt import check as check_interrupt
+from ..runtime.interrupt import note_time
 
 #: Kinds of time-manager events; at equal times deliveries come before steps.
 _DELIVERY, _STEP = 0, 1
@@ -75,13 +75,13 @@ class TimeManager:
         Notes
         -----
         The heap holds two kinds of entries, ordered by ``(time, kind, priority, registration,
-        frame)``: deliveries (kind 0) of a frame as :class:`~hifi.bus.SensorData` at the
-        model's :meth:`~hifi.model.Model.available_at` time, and model steps (kind 1). So at
+        frame)``: deliveries (kind 0) of a frame as :class:`~hifi.api.bus.SensorData` at the
+        model's :meth:`~hifi.api.model.Model.available_at` time, and model steps (kind 1). So at
         equal times every frame completed by then is delivered before any model steps, and
         the order never depends on the machine. Deliveries due after the end of the run are
         made before the run ends.
 
-        An interrupt (``KeyboardInterrupt``, :class:`hifi.interrupt.Interrupted`) leaves with
+        An interrupt (``KeyboardInterrupt``, :class:`hifi.runtime.interrupt.Interrupted`) leaves with
         :attr:`last_started_s` noted on it as ``t_s``.
         """
         try:

@@ -1,0 +1,4 @@
+"""A run from scenario file to datasets: loading and checking the scenario, the simulation and its
+event-driven time manager, netCDF output and the datasets it writes, the ``ds.hifi`` accessor, and
+the reference pages of the models. Importing this package imports nothing.
+"""
