@@ -126,13 +126,22 @@ _pending = [None]
 _CALLBACK_MODULES = ("llvmlite.",)
 
 
+#: Functions (qualified names, by module) that the interpreter calls as weak-reference
+#: callbacks, where an exception is printed as "Exception ignored in ..." and dropped: the
+#: import system's module-lock cleanup (seen in CI, a SIGTERM 0.1 s into an MPI run).
+_CALLBACK_FUNCTIONS = {("importlib._bootstrap", "_get_module_lock.<locals>.cb")}
+
+
 def _swallowed_in(frame) -> bool:
     """Whether an exception raised in ``frame`` would be printed and dropped by Python (a C
-    callback, a finaliser): then the handler only notes the signal for :func:`check`."""
+    callback, a weak-reference callback, a finaliser): then the handler only notes the signal
+    for :func:`check`."""
     if frame is None:
         return False
     module = frame.f_globals.get("__name__", "")
-    return module.startswith(_CALLBACK_MODULES) or frame.f_code.co_name == "__del__"
+    code = frame.f_code
+    return (module.startswith(_CALLBACK_MODULES) or code.co_name == "__del__"
+            or (module, getattr(code, "co_qualname", code.co_name)) in _CALLBACK_FUNCTIONS)
 
 
 #: How many :func:`deferred` blocks the main thread is in.
