@@ -40,6 +40,7 @@ from hifi.api.rng import stream
 from .lidar import (
     CLEAR_VISIBILITY_M,
     SNR_THRESHOLD,
+    PulseBatch,
     _common_params,
     _footprint_params,
     _PulsedLidar,
@@ -710,13 +711,15 @@ class Ouster(_PulsedLidar):
                                                        grid=shape, ring_order=self._ring_order)
         hits = [_take_hits(hh, back) for hh in hits]
         echoes = [None if e is None else tuple(np.asarray(a)[back] for a in e) for e in echoes]
-        return self._measure_returns(k, t, hits, origins[back], dirs[back], self._bias, ("column", "beam"), shape,
-                                     times, self._yaw, self._pitch, echoes)
+        batch = PulseBatch(origins[back], dirs[back], self._bias, ("column", "beam"), shape, times, self._yaw,
+                           self._pitch)
+        return self._measure_returns(k, t, hits, batch, echoes)
 
-    def _measure(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echo=None, **kw):
+    def _measure(self, k, t, hits, batch, echo=None, **kw):
         """The lidar signal chain (:meth:`_PulsedLidar._measure`, its keywords passed on), then
         ``range``, ``signal`` and ``near_ir`` (:func:`ouster_channels`)."""
-        frame = super()._measure(k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echo, **kw)
+        frame = super()._measure(k, t, hits, batch, echo, **kw)
+        dims, shape = batch.dims, batch.shape
         p = self.params
         oid = hits.object_id
         rho = np.where(hits.hit, self._refl[oid] * (1.0 - self._mirror[oid]), np.nan)

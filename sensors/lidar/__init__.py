@@ -11,7 +11,8 @@ The modules, each importing only those listed before it:
 - :mod:`.signal`: the signal chain (:func:`lidar_signal_chain`), particle echoes, the shared
   parameters (:func:`common_params`);
 - :mod:`.footprint`: edge footprints (:func:`depth_edge_pulses`, :func:`footprint_params`);
-- :mod:`.pulsed`: the pulsed-lidar base :class:`PulsedLidar`;
+- :mod:`.pulsed`: the pulsed-lidar base :class:`PulsedLidar` and the pulses it measures
+  (:class:`PulseBatch`);
 - :mod:`.firing`: firing cycles and mirror scan directions;
 - :mod:`.rotating`: :class:`RotatingLidar`, :class:`HDL64E_S2`, :class:`HDL32E`, :class:`VLP16`;
 - :mod:`.line`: :class:`LineLidar`, :class:`IbeoLux`, :class:`SickLMS`.
@@ -24,7 +25,7 @@ from .firing import (AZIMUTH_STEP_RTOL, FIRING_MODES, azimuth_step_deg, cycles_p
                      mirror_scan_directions)
 from .footprint import EDGE_DEPTH_M, depth_edge_pulses, depth_edge_pulses_reference, footprint_params, probe_leaves
 from .line import IbeoLux, LineLidar, SickLMS
-from .pulsed import PulsedLidar, take_hits
+from .pulsed import PulseBatch, PulsedLidar, take_hits
 from .rotating import HDL32E, HDL64E_S2, VLP16, RotatingLidar
 from .signal import (CLEAR_VISIBILITY_M, FOG_BLIND_MIN_M, SNR_THRESHOLD, SignalChain, common_params, fit_noise_power,
                      lidar_signal_chain)
@@ -39,8 +40,8 @@ _probe_leaves = probe_leaves
 
 __all__ = [
     "AZIMUTH_STEP_RTOL", "CLEAR_VISIBILITY_M", "EDGE_DEPTH_M", "FIRING_MODES", "FOG_BLIND_MIN_M", "HDL32E",
-    "HDL64E_S2", "SNR_THRESHOLD", "VLP16", "IbeoLux", "LineLidar", "PulsedLidar", "RotatingLidar", "SickLMS",
-    "SignalChain", "azimuth_step_deg", "common_params", "cycles_per_rotation", "depth_edge_pulses",
+    "HDL64E_S2", "SNR_THRESHOLD", "VLP16", "IbeoLux", "LineLidar", "PulseBatch", "PulsedLidar", "RotatingLidar",
+    "SickLMS", "SignalChain", "azimuth_step_deg", "common_params", "cycles_per_rotation", "depth_edge_pulses",
     "depth_edge_pulses_reference", "fit_noise_power", "firing_fractions", "footprint_params",
     "lidar_signal_chain", "mirror_scan_directions", "probe_leaves", "take_hits",
 ]

@@ -11,7 +11,7 @@ from hifi.api.params import Param
 
 from .firing import mirror_scan_directions
 from .footprint import footprint_params
-from .pulsed import PulsedLidar
+from .pulsed import PulseBatch, PulsedLidar
 from .signal import common_params
 
 
@@ -97,8 +97,8 @@ class LineLidar(PulsedLidar):
         shape = (len(self.mirror_yaw), len(self.layer_pitch))
         hits, origins, dirs, echoes = self._cast_beams(self._dirs, times, grid=shape,
                                                        ring_order=np.argsort(self.layer_pitch))
-        return self._measure_returns(k, t, hits, origins, dirs, self._bias, ("step", "layer"), shape, times,
-                                     self._yaw, self._pitch, echoes)
+        batch = PulseBatch(origins, dirs, self._bias, ("step", "layer"), shape, times, self._yaw, self._pitch)
+        return self._measure_returns(k, t, hits, batch, echoes)
 
 
 class IbeoLux(LineLidar):

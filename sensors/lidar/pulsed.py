@@ -5,6 +5,8 @@ footprints, divergent beams) and the measurement of every pulse through
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from hifi import kernels
@@ -36,6 +38,45 @@ def _row_sums(x):
     for j in range(1, x.shape[1]):
         s += x[:, j]
     return s
+
+
+@dataclass(frozen=True, eq=False)
+class PulseBatch:
+    """The pulses of one frame as the measurement chain sees them: where and when each was
+    fired, along which axis, its laser's range bias, and the scan grid the pulses fill.
+
+    What :meth:`PulsedLidar._measure_returns` hands to :meth:`PulsedLidar._measure` and on to
+    :meth:`PulsedLidar._frame` unchanged for every return slot. A pulse's hit and echo are not
+    here: they differ between the slots of a dual return.
+
+    Attributes
+    ----------
+    origins : ndarray, shape (n, 3)
+        Origin of each pulse's beam axis, scene frame [m].
+    directions : ndarray, shape (n, 3)
+        Unit direction of each pulse's beam axis, scene frame [1].
+    bias : ndarray, shape (n,)
+        Range bias of the laser that fired each pulse [m].
+    dims : tuple of str, length 2
+        Names of the scan grid's dimensions, laser (ring) last, e.g. ``("step", "laser")``.
+    shape : tuple of int, length 2
+        Shape of the scan grid, laser (ring) last; ``n = shape[0] * shape[1]``, pulses in
+        row-major order.
+    times : ndarray, shape (n,)
+        Firing time of each pulse [s].
+    yaw, pitch : ndarray, shape (n,)
+        Nominal yaw and pitch of each pulse's direction, sensor frame [rad]
+        (:func:`hifi.run.dataset.yaw_pitch`).
+    """
+
+    origins: np.ndarray
+    directions: np.ndarray
+    bias: np.ndarray
+    dims: tuple
+    shape: tuple
+    times: np.ndarray
+    yaw: np.ndarray
+    pitch: np.ndarray
 
 
 def take_hits(hits, rows):
@@ -291,13 +332,14 @@ class PulsedLidar(Sensor):
             echoes.append((echo.range_m[:, j], rho_echo, echo.energy[:, j]))
         return [axis_hits] * m, np.ascontiguousarray(origins[axis]), np.ascontiguousarray(dirs[axis]), echoes
 
-    def _measure_returns(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echoes):
-        """:meth:`_measure` per return slot; two slots are stacked on a trailing ``return`` dim."""
+    def _measure_returns(self, k, t, hits, batch: PulseBatch, echoes):
+        """:meth:`_measure` per return slot (``hits`` and ``echoes``: one per slot) of the pulses
+        of ``batch``; two slots are stacked on a trailing ``return`` dim."""
+        dims = batch.dims
         mode = self.params["return_mode"]
         modes = ("strongest", "last") if mode == "dual" else (mode if mode in ("first", "last") else "strongest",)
-        particles = self._particles(k, int(np.prod(shape)))        # the same drops for both slots
-        frames = [self._measure(k, t, h, origins, dirs, bias, dims, shape, times, yaw, pitch, e, mode=m,
-                                particles=particles)
+        particles = self._particles(k, int(np.prod(batch.shape)))        # the same drops for both slots
+        frames = [self._measure(k, t, h, batch, e, mode=m, particles=particles)
                   for h, e, m in zip(hits, echoes, modes)]
         if self.params["return_mode"] != "dual":
             return frames[0]
@@ -320,9 +362,9 @@ class PulsedLidar(Sensor):
             self._gain_cache = cache
         return cache
 
-    def _measure(self, k, t, hits, origins, dirs, bias, dims, shape, times, yaw, pitch, echo=None,
-                 mode="strongest", particles=None):
-        """The signal chain after the cast (:func:`lidar_signal_chain`), then the dataset.
+    def _measure(self, k, t, hits, batch: PulseBatch, echo=None, mode="strongest", particles=None):
+        """The signal chain after the cast (:func:`lidar_signal_chain`) of the pulses of
+        ``batch`` (:class:`PulseBatch`), then the dataset.
 
         In weather, pulses whose reported echo is the fog's or a particle's (``atmosphere``) get
         ``object_id`` -2, their true range and point at that echo on the emitted ray (no normal,
@@ -330,11 +372,12 @@ class PulsedLidar(Sensor):
         same particles.
         """
         p = self.params
+        origins, dirs, bias, shape = batch.origins, batch.directions, batch.bias, batch.shape
         oid = hits.object_id
         n_lasers = shape[-1]
         if self._kernel_applies(echo, particles):
             sig, reported = self._kernel_chain(k, hits, origins, dirs, bias, n_lasers, echo)
-            return self._frame(t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch)
+            return self._frame(t, hits, batch, sig, reported)
         if echo is None:
             measured = hits.distance
             rho = self._refl[oid] * (1.0 - self._mirror[oid])
@@ -362,7 +405,7 @@ class PulsedLidar(Sensor):
             hits.normal[a] = np.nan
             oid = hits.object_id
         reported = origins + dirs * sig.distance_noisy[:, None]          # on the emitted ray: mirror ghosts
-        return self._frame(t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch)
+        return self._frame(t, hits, batch, sig, reported)
 
     def _kernel_applies(self, echo, particles) -> bool:
         """Whether :meth:`_kernel_chain` computes this slot: the compiled kernels on
@@ -421,9 +464,10 @@ class PulsedLidar(Sensor):
         self.run_chunks(pencil_chain, n, *args)
         return SignalChain(power, snr, apparent, det, d_out, inten), pts
 
-    def _frame(self, t, hits, origins, dirs, sig, reported, dims, shape, times, yaw, pitch):
+    def _frame(self, t, hits, batch: PulseBatch, sig, reported):
         """The dataset of a frame from the signal chain's results (:func:`range_frame`)."""
         p = self.params
+        dims, shape = batch.dims, batch.shape
         oid = hits.object_id
         start = self.pose_at(t)
         extra = {
@@ -431,7 +475,8 @@ class PulsedLidar(Sensor):
             "annotation": annotation_var(dims, self._class[np.maximum(oid, -1)].reshape(shape), self._class_names),
             **sensor_pose_vars(start),
         }
-        return range_frame(dims, shape, timestamp=times, yaw=yaw, pitch=pitch, hits=hits, detected=sig.detected,
+        return range_frame(dims, shape, timestamp=batch.times, yaw=batch.yaw, pitch=batch.pitch, hits=hits,
+                           detected=sig.detected,
                            distance_noisy=sig.distance_noisy, points_noisy=reported, intensity=sig.intensity,
                            intensity_long_name=self.intensity_long_name, intensity_valid_max=p["intensity_max"],
                            received_power=sig.received_power,

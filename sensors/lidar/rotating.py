@@ -13,7 +13,7 @@ from hifi.api.params import Param
 from .. import calibration as cal
 from .firing import AZIMUTH_STEP_RTOL, FIRING_MODES, azimuth_step_deg, cycles_per_rotation, firing_fractions
 from .footprint import footprint_params
-from .pulsed import PulsedLidar
+from .pulsed import PulseBatch, PulsedLidar
 from .signal import common_params
 
 
@@ -206,8 +206,8 @@ class RotatingLidar(PulsedLidar):
         shape = (self.n_steps, self.calib.n_lasers)
         hits, origins, dirs, echoes = self._cast_beams(self._dirs, times, self._origins, grid=shape,
                                                        ring_order=np.argsort(self.calib.elevation_rad))
-        return self._measure_returns(k, t, hits, origins, dirs, self._bias, ("step", "laser"), shape, times,
-                                     self._yaw, self._pitch, echoes)
+        batch = PulseBatch(origins, dirs, self._bias, ("step", "laser"), shape, times, self._yaw, self._pitch)
+        return self._measure_returns(k, t, hits, batch, echoes)
 
 
 #: Velodyne defaults shared by the three models (sources in each string).
