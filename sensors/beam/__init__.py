@@ -8,6 +8,9 @@ beam with N sub-rays, each carrying the radiant intensity of its place in the be
 sums their returns in time; where the spot straddles an edge part of the energy comes from the
 near surface and part from the far one, and the receiver's processing decides what range is
 reported.
+
+The sub-rays of a pulse (count, pattern, directions) are in :mod:`sensors.beam.subrays`; this
+module holds the waveform and the receiver, and re-exports the sub-ray functions.
 """
 
 from __future__ import annotations
@@ -17,16 +20,16 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import erf
 
-from hifi import kernels
 from hifi.constants import SPEED_OF_LIGHT_M_S
 
-from .noise import orthonormal_basis
+from .subrays import (MAX_SUBRAYS, footprint_directions, footprint_directions_reference, subray_count,
+                      subray_directions, subray_pattern)
 
-#: Largest number of sub-rays per pulse (VANE Eq. 1 is clamped to 1..10,000).
-MAX_SUBRAYS = 10_000
-
-#: Golden angle [rad] of the sunflower (Vogel) pattern.
-_GOLDEN_ANGLE = np.pi * (3.0 - np.sqrt(5.0))
+__all__ = ["MAX_SUBRAYS", "BeamEchoes", "EchoReport", "EchoWindow", "WAVEFORM_BUDGET_BYTES", "beam_echoes",
+           "bundle_echoes", "echo_segments", "echo_segments_reference", "echo_window", "footprint_directions",
+           "footprint_directions_reference", "full_waveform", "process_returns", "pulse_kernel", "pulse_sigma_s",
+           "return_waveform", "round_trip_s", "sampled_waveform", "segment_report", "segment_report_reference",
+           "subray_count", "subray_directions", "subray_pattern", "waveform_segments", "window_chunks"]
 
 #: Half-width of the pulse kernel evaluated around each arrival, in pulse standard deviations
 #: (the Gaussian mass beyond 8.5 sigma is 2e-17, below float64 resolution of the sum).
@@ -53,160 +56,6 @@ _BYTES_PER_BIN_GATE = 56
 #: temporaries of :func:`return_waveform` and :func:`process_returns`. Measured with
 #: tracemalloc: about 100 B; rounded up to 128.
 _BYTES_PER_SUBRAY = 128
-
-
-def subray_count(aperture_radius_m, max_range_m, divergence_rad, target_scale_m):
-    """Number of sub-rays per pulse, VANE Eq. (1): ``N = 2 (r + R_max tan(Theta/2)) / x``.
-
-    Parameters
-    ----------
-    aperture_radius_m : float
-        Radius of the beam at the exit aperture, r [m].
-    max_range_m : float
-        Maximum range R_max [m].
-    divergence_rad : float
-        Full divergence angle Theta [rad].
-    target_scale_m : float
-        Scale of spatial variation to resolve, x [m].
-
-    Returns
-    -------
-    int
-        ``ceil(N)`` clamped to 1..10,000: the spot diameter at maximum range over the scale.
-    """
-    n = 2.0 * (aperture_radius_m + max_range_m * np.tan(divergence_rad / 2.0)) / target_scale_m
-    return int(np.clip(np.ceil(n), 1, MAX_SUBRAYS))
-
-
-def subray_pattern(n: int):
-    """Deterministic sub-ray positions over the unit disc and their Gaussian-beam weights.
-
-    Parameters
-    ----------
-    n : int
-        Number of sub-rays, >= 1.
-
-    Returns
-    -------
-    uv : ndarray, shape (n, 2)
-        Positions in units of the beam radius (``|uv| <= 1``); sub-ray 0 is the beam axis.
-    weights : ndarray, shape (n,)
-        Share of the pulse energy carried by each sub-ray; they sum to 1.
-
-    Notes
-    -----
-    A sunflower (Vogel) spiral, ``rho_k = sqrt((k + 0.5) / n)``, ``phi_k = k * golden angle``,
-    for k >= 1 with sub-ray 0 on the axis, spreads the sub-rays with nearly uniform areal
-    density, so each represents about ``pi / n`` of the disc. The beam is a TEM00 Gaussian whose
-    1/e^2 intensity radius is the beam radius (the divergence is quoted to the 1/e^2 points):
-    ``I(rho) = exp(-2 rho^2)``; a sub-ray's weight is its intensity times its area share,
-    normalised so the weights sum to 1. The pattern depends on n only, never on the
-    partitioning of a run.
-    """
-    n = int(n)
-    if n < 1:
-        raise ValueError(f"n_subrays = {n!r}: expected an integer >= 1")
-    k = np.arange(n, dtype=float)
-    rho = np.where(k == 0, 0.0, np.sqrt((k + 0.5) / n))
-    phi = k * _GOLDEN_ANGLE
-    uv = np.column_stack([rho * np.cos(phi), rho * np.sin(phi)])
-    w = np.exp(-2.0 * rho**2)
-    return uv, w / w.sum()
-
-
-def subray_directions(axis, uv, divergence_rad, aperture_radius_m):
-    """Origins (offsets) and unit directions of the sub-rays of beams along ``axis``.
-
-    Parameters
-    ----------
-    axis : (p, 3) float
-        Unit beam axes (sensor frame).
-    uv : (n, 2) float
-        Sub-ray positions in beam radii (:func:`subray_pattern`).
-    divergence_rad : float
-        Full divergence angle [rad].
-    aperture_radius_m : float
-        Beam radius at the aperture [m].
-
-    Returns
-    -------
-    offsets, directions : ndarray, shape (p, n, 3)
-        Sub-ray origin offsets from the sensor origin [m] and unit directions: the sub-ray at
-        ``uv`` leaves the aperture at ``r uv`` and reaches ``(r + R tan(Theta/2)) uv`` off the
-        axis at range R, so the sub-rays span the spot at every range.
-    """
-    a = np.asarray(axis, dtype=float)
-    e1, e2 = orthonormal_basis(a)
-    across = uv[None, :, 0:1] * e1[:, None, :] + uv[None, :, 1:2] * e2[:, None, :]
-    d = a[:, None, :] + np.tan(divergence_rad / 2.0) * across
-    d /= np.linalg.norm(d, axis=-1, keepdims=True)
-    return aperture_radius_m * across, d
-
-
-def footprint_directions(axis, uv, divergence_h_rad, divergence_v_rad, aperture_radius_m):
-    """Sub-rays of an elliptical beam whose axes are horizontal and vertical.
-
-    The compiled kernel :func:`sensors._lidar_kernel.footprint` (with the kernels off,
-    :func:`hifi.kernels.enabled`, :func:`footprint_directions_reference`); the same bytes
-    either way (parameters and results there). The kernel leaves a vertical axis's rows to the
-    reference.
-    """
-    a = np.ascontiguousarray(axis, dtype=float)
-    uv = np.asarray(uv, dtype=float)
-    if not kernels.enabled() or a.shape[0] == 0:
-        return footprint_directions_reference(a, uv, divergence_h_rad, divergence_v_rad, aperture_radius_m)
-    from ._lidar_kernel import footprint            # numba: loaded by the first lidar step
-
-    p, n = a.shape[0], uv.shape[0]
-    off, d = np.empty((p, n, 3)), np.empty((p, n, 3))
-    vertical = np.empty(p, dtype=bool)
-    u, v = np.ascontiguousarray(uv[:, 0]), np.ascontiguousarray(uv[:, 1])
-    # the reference's products (tan u) and (tan v) first, as it forms them
-    footprint(a, u, v, np.tan(divergence_h_rad / 2.0) * u, np.tan(divergence_v_rad / 2.0) * v,
-              float(aperture_radius_m), off, d, vertical)
-    if np.any(vertical):
-        off[vertical], d[vertical] = footprint_directions_reference(a[vertical], uv, divergence_h_rad,
-                                                                    divergence_v_rad, aperture_radius_m)
-    return off, d
-
-
-def footprint_directions_reference(axis, uv, divergence_h_rad, divergence_v_rad, aperture_radius_m):
-    """Sub-rays of an elliptical beam whose axes are horizontal and vertical (numpy).
-
-    Parameters
-    ----------
-    axis : (p, 3) float
-        Unit beam axes (sensor frame, z up).
-    uv : (n, 2) float
-        Sub-ray positions in beam radii (:func:`subray_pattern`): u across the beam
-        horizontally (to its left), v up, perpendicular to the beam.
-    divergence_h_rad, divergence_v_rad : float
-        Full divergence in the horizontal and the vertical plane of the beam [rad] (data
-        sheets quote the two separately, e.g. 3.0 and 1.5 mrad for Velodyne's VLP-16).
-    aperture_radius_m : float
-        Beam radius at the aperture [m] (the same in both directions).
-
-    Returns
-    -------
-    offsets, directions : ndarray, shape (p, n, 3)
-        As :func:`subray_directions`, with ``e_h`` the horizontal normal to the beam and
-        ``e_v = axis x e_h`` (up, perpendicular to the beam); a vertical beam takes the basis of
-        :func:`sensors.noise.orthonormal_basis`. Equal divergences give a circular beam.
-    """
-    a = np.asarray(axis, dtype=float)
-    e_h = np.stack([-a[:, 1], a[:, 0], np.zeros(len(a))], axis=-1)
-    norm = np.linalg.norm(e_h, axis=-1, keepdims=True)
-    vertical = norm[:, 0] < 1e-9
-    e_h = e_h / np.where(vertical[:, None], 1.0, norm)
-    if np.any(vertical):
-        e_h[vertical] = orthonormal_basis(a[vertical])[0]
-    e_v = np.cross(a, e_h)
-    u, v = uv[None, :, 0:1], uv[None, :, 1:2]
-    across = u * e_h[:, None, :] + v * e_v[:, None, :]
-    d = (a[:, None, :] + np.tan(divergence_h_rad / 2.0) * u * e_h[:, None, :]
-         + np.tan(divergence_v_rad / 2.0) * v * e_v[:, None, :])
-    d /= np.linalg.norm(d, axis=-1, keepdims=True)
-    return aperture_radius_m * across, d
 
 
 def pulse_sigma_s(pulse_width_s):
@@ -506,7 +355,7 @@ def segment_report(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_
     if mode == "average" or seg_i.size == 0:
         return segment_report_reference(seg_i, energy, range_m, mode=mode, detection_threshold=detection_threshold,
                                         cutoff_m=cutoff_m)
-    from ._beam_kernel import REPORT_MODES, report_kernel  # numba, only where a divergent beam runs
+    from .._beam_kernel import REPORT_MODES, report_kernel  # numba, only where a divergent beam runs
     e = np.nan_to_num(np.asarray(energy, dtype=float))
     rng = np.asarray(range_m, dtype=float)
     p, n = seg_i.shape
@@ -892,7 +741,7 @@ def echo_segments(arrival_s, energy, n_bins, *, bin_width_s, pulse_width_s, budg
     p, n = tau.shape
     if p == 0 or n == 0:
         return np.full((p, n), -1, dtype=np.int64)
-    from ._beam_kernel import segments_kernel        # numba, only where a divergent beam runs
+    from .._beam_kernel import segments_kernel        # numba, only where a divergent beam runs
     has, _, b_i, b0, c_lo, c_hi = _arrival_parts(tau, e, bin_width_s)
     taps, symmetric = _convolution_taps(bin_width_s, pulse_width_s)
     seg = np.empty((p, n), dtype=np.int64)
