@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ..api.registry import entry_points
 from ..errors import OutputError
+from ..runtime.safety import check_new_file, check_not_input
 from ._common import Exporter, ExportError, ExportWarning
 
 __all__ = ["EXPORT_MARKER", "ExportError", "ExportWarning", "Exporter", "available_exporters", "export",
@@ -133,7 +134,6 @@ def export(source, fmt: str, out, *, sensor: str | None = None, overwrite: bool 
     them, ``.<out name>.hifi-export`` (:func:`manifest_path`); a directory format puts
     :data:`EXPORT_MARKER` inside its directory.
     """
-    from ..runtime.safety import check_not_input
     exporter = load_exporter(fmt)
     out = Path(out)
     if not out.parent.is_dir():
@@ -288,9 +288,10 @@ def _check_targets(paths, overwrite: bool, directory: bool = False) -> None:
     """Refuse to replace a directory (unless ``directory``: then one written by an export, or
     empty, with ``overwrite``), or an existing file unless ``overwrite``."""
     for p in paths:
+        if not directory:
+            check_new_file(p, overwrite)
+            continue
         if p.is_dir() and not p.is_symlink():
-            if not directory:
-                raise FileExistsError(f"{p} is a directory; give an output file name")
             if not overwrite:
                 raise FileExistsError(f"{p} exists; use --overwrite to replace it")
             if any(p.iterdir()) and not (p / EXPORT_MARKER).is_file():
@@ -298,6 +299,6 @@ def _check_targets(paths, overwrite: bool, directory: bool = False) -> None:
                                       f"refusing to delete it, choose another --out")
         elif (p.exists() or p.is_symlink()) and not overwrite:
             raise FileExistsError(f"{p} exists; use --overwrite to replace it")
-        elif directory and (p.exists() or p.is_symlink()):
+        elif p.exists() or p.is_symlink():
             raise FileExistsError(f"--overwrite: {p} is not a directory written by hifi export; refusing to "
                                   f"replace it with one, choose another --out")

@@ -32,6 +32,7 @@ from ..api.model import Model, RunContext, Var
 from ..world.motion import Pose, Track, oriented_boxes
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
 from ..runtime.progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
+from ..runtime.safety import umask
 from ..world.scene import Material, Scene
 from ..runtime.threads import single_threaded_blas
 from .timemanager import TimeManager
@@ -400,10 +401,8 @@ class Simulation:
                 check_output_dir(out_dir, overwrite)      # still a hifi output (checked again, just before)
                 with _writing(out_dir, tmp_root):
                     shutil.rmtree(out_dir)
-            umask = os.umask(0)
-            os.umask(umask)
             with _writing(out_dir, tmp_root):
-                os.chmod(tmp_root, 0o777 & ~umask)      # mkdtemp makes it private; give the usual mode
+                os.chmod(tmp_root, 0o777 & ~umask())    # mkdtemp makes it private; give the usual mode
                 tmp_root.rename(out_dir)
             if not open_results:
                 return {name: out_dir / path.name for name, path in written.items()}
