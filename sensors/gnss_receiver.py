@@ -34,7 +34,7 @@ from hifi.api.model import Var
 from hifi.api.params import Param
 from hifi.api.rng import stream
 
-from .gps import GpsL1, _read_nav_checked
+from .gps import GpsL1, LoggedCode, Reception, _read_nav_checked
 
 #: Systems the receiver handles (RINEX letters) and the signals it can track.
 SYSTEMS = ("G", "R", "E", "C")
@@ -101,8 +101,12 @@ class GnssReceiver(GpsL1):
                              f"navigation file with records of every system in constellations {c}")
         return p
 
+    @property
+    def _solver_constellations(self) -> tuple[str, ...]:
+        """Systems the fix uses, one receiver clock each: every one of ``constellations``."""
+        return tuple(self.params["constellations"])
+
     def setup(self, ctx):
-        self._solver_constellations = tuple(self.params["constellations"])
         super().setup(ctx)
         self._signals = list(self.params["signals"])
         n_sv = self._prn.size
@@ -128,28 +132,29 @@ class GnssReceiver(GpsL1):
         a.update({"constellations": ",".join(self._solver_constellations), "signals": ",".join(self._signals)})
         return a
 
-    def _logged_code(self, ks):
+    def _logged_code(self, ks, reception: Reception) -> LoggedCode:
         """Code, phase, Doppler and C/N0 of every signal (the variables), and the code of the
         fix's signal of each satellite (:data:`FIX_SIGNALS`) as the RINEX file holds it: rounded
         to 1 mm, at time tags rounded to 0.1 us (:func:`gnss.rinex_out.round_observation`,
-        :func:`gnss.rinex_out.round_time_tag`). Its tracking noise is the ``noise`` term."""
+        :func:`gnss.rinex_out.round_time_tag`). Its tracking noise is the ``noise`` term.
+
+        Modelled from ``reception`` (what reaches the antenna at epochs ``ks``); the carrier
+        arcs continue from the block before (``self._prev_tracked``, ``self._amb``)."""
         from gnss.constants import SPEED_OF_LIGHT
         from gnss.observables import model_observables
         from gnss.rinex_out import round_observation, round_time_tag
 
-        from .gps import LoggedCode
-
-        last = self._last
         n_e, n_sv, n_sig = ks.size, self._prn.size, len(self._signals)
-        ts = last["ts"]
+        ts = reception.times_s
         # antenna velocity (scene frame, central difference of the pose) turned into ECEF
         h = 0.05
         lo = np.maximum(ts - h, 0.0)
         ahead = np.broadcast_to(self.pose_at(ts + h).translation, (n_e, 3))
         behind = np.broadcast_to(self.pose_at(lo).translation, (n_e, 3))
         vel_scene = (ahead - behind) / (ts + h - lo)[:, None]
-        vel_ecef = self._enu_to_ecef(last["antenna"] + vel_scene) - self._enu_to_ecef(last["antenna"])
-        tracked = last["tracked"]
+        antenna = reception.antenna_scene
+        vel_ecef = self._enu_to_ecef(antenna + vel_scene) - self._enu_to_ecef(antenna)
+        tracked = reception.tracked
         # arcs across blocks: the state of the epoch before, carried from block to block
         prev = np.vstack([self._prev_tracked[None, :], tracked[:-1]])
         new_arc = tracked & ~prev
@@ -162,15 +167,15 @@ class GnssReceiver(GpsL1):
             amb[i] = cur
             noise[:, i] = stream(self.ctx.seed, self.name, int(k), "tracking_noise").standard_normal((2, n_sv, n_sig))
         self._amb, self._prev_tracked = cur, tracked[-1].copy() if n_e else self._prev_tracked
-        terms = last["terms"]
+        terms = reception.terms
         path_errors = terms["ephemeris_error"] + terms["multipath_error"]     # on code and phase alike
         obs = model_observables(
-            self._nav, last["rx_ecef"], vel_ecef, last["t_gps"], [str(v) for v in out_sv(self)], self._signals,
-            receiver_clock_bias_m=last["clock_m"],
+            self._nav, reception.rx_ecef, vel_ecef, reception.t_gps, [str(v) for v in out_sv(self)], self._signals,
+            receiver_clock_bias_m=reception.receiver_clock_bias_m,
             receiver_clock_drift_m_s=SPEED_OF_LIGHT * self._clock_drift[ks],
             iono_l1_m=np.nan_to_num(terms["iono_delay"]),
             tropo_m=np.nan_to_num(terms["tropo_delay_dry"] + terms["tropo_delay_wet"]) + np.nan_to_num(path_errors),
-            tracked=tracked, reflected_only=last["reflected"], elevation_rad=last["elevation"],
+            tracked=tracked, reflected_only=reception.reflected, elevation_rad=reception.elevation_rad,
             new_arc=new_arc, ambiguities=amb, noise_draws=noise)
         ess = ("sv", "signal")
         out = {}
@@ -183,13 +188,12 @@ class GnssReceiver(GpsL1):
         cols = np.arange(n_sv)
         code_fix = obs["code"].values[:, cols, fix]
         noise_fix = np.where(tracked, obs["code_noise"].values[:, cols, fix], np.nan)
-        return LoggedCode(noise_fix, round_observation(code_fix), round_time_tag(last["time_tag"]), out)
+        return LoggedCode(noise_fix, round_observation(code_fix), round_time_tag(reception.time_tag), out)
 
-    def _compute(self, ks):
-        out = super()._compute(ks)
-        out["clock_bias_system"] = Var(("system",), self._last["clock_bias_system"], "m",
-                                       "estimated receiver clock offset times c, per system")
-        return out
+    def _fix_variables(self, sol):
+        """Each system's receiver clock of the fix (one clock per system, :func:`gnss.solve`)."""
+        return {"clock_bias_system": Var(("system",), sol["clock_bias_system"].values, "m",
+                                         "estimated receiver clock offset times c, per system")}
 
 
 def out_sv(model) -> list[str]:

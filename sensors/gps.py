@@ -5,7 +5,8 @@ The numerical core is :mod:`gnss` (orbits, atmosphere, error terms, the pseudora
 ENU <-> ECEF :func:`gnss.geometry.enu_to_ecef`); this module holds the receiver's parameters and
 adds what needs the scene: the antenna's trajectory (scene ENU -> WGS 84 ECEF at the scenario
 origin), line-of-sight blockage by ray casting, and reflected paths found with the image method
-on planar facets near the antenna.
+on planar facets near the antenna.  The reflection search (plain functions over arrays) is
+:mod:`sensors.gps_multipath`; its names are importable from this module too.
 
 Dataset layout
 --------------
@@ -42,23 +43,16 @@ from hifi.api.model import Sensor, Var
 from hifi.api.params import Param
 from hifi.api.rng import stream
 
+from .gps_multipath import (PLANE_NORMAL_QUANTUM, PLANE_OFFSET_QUANTUM_M, REFLECTION_NORMAL_COS_TOL,
+                            REFLECTION_POINT_TOL_M, Multipath, Reflection, fibonacci_directions, find_reflections,
+                            image_reflection, unit_vectors)
+
+__all__ = ["BLOCK_EPOCHS", "BUDGET_TERMS", "PLANE_NORMAL_QUANTUM", "PLANE_OFFSET_QUANTUM_M",
+           "REFLECTION_NORMAL_COS_TOL", "REFLECTION_POINT_TOL_M", "GpsL1", "LoggedCode", "Multipath", "Reception",
+           "Reflection", "epoch_view", "fibonacci_directions", "find_reflections", "image_reflection"]
+
 #: Epochs computed together (vectorised) when the first of them is asked for.
 BLOCK_EPOCHS = 128
-
-#: Tolerance on the reflection point [m]: the first surface along the antenna -> reflection
-#: point ray must lie within this of the plane, and the ray back to the satellite leaves from
-#: this far off the plane.  Embree works in float32 (ulp 8 um at 100 m), so 1 cm is safe for
-#: scenes of a few km.
-REFLECTION_POINT_TOL_M = 1e-2
-
-#: The surface found at the reflection point must be parallel to the candidate plane within
-#: this cosine (about 0.8 deg).
-REFLECTION_NORMAL_COS_TOL = 0.9999
-
-#: Quantisation of a facet's unit normal [1] and plane offset [m] when facets found by the fan
-#: are merged into distinct candidate planes (coplanar facets of one object are one plane).
-PLANE_NORMAL_QUANTUM = 1e-6
-PLANE_OFFSET_QUANTUM_M = 1e-4
 
 #: Time of GPS week 0 (GPST) as integer nanoseconds units for the ``epoch`` variable.
 _EPOCH_UNITS = "nanoseconds since 1980-01-06 00:00:00"
@@ -77,243 +71,6 @@ _TERM_VARIABLES = {
     "multipath_error": "excess path of the reflected signal tracked instead of a blocked direct one",
     "noise": "receiver code noise",
 }
-
-
-# --------------------------------------------------------------------------------------------
-# Geometry kernels (plain functions over arrays)
-# --------------------------------------------------------------------------------------------
-
-def fibonacci_directions(n: int) -> np.ndarray:
-    """``n`` unit vectors spread nearly uniformly over the sphere (Fibonacci lattice).
-
-    Parameters
-    ----------
-    n : int
-        Number of directions.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n, 3)
-        Unit vectors [1]; neighbours are about ``sqrt(4 pi / n)`` rad apart.
-
-    References
-    ----------
-    .. [1] A. Gonzalez, "Measurement of areas on a sphere using Fibonacci and latitude-longitude
-       lattices", Mathematical Geosciences 42, 49-64, 2010.
-    """
-    i = np.arange(n, dtype=float) + 0.5
-    z = 1.0 - 2.0 * i / n
-    r = np.sqrt(np.maximum(1.0 - z * z, 0.0))
-    phi = np.pi * (3.0 - np.sqrt(5.0)) * i
-    return np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=-1)
-
-
-class Reflection(NamedTuple):
-    """Specular reflection of a point source in a plane (image method).
-
-    Attributes
-    ----------
-    point : numpy.ndarray, shape (n, 3)
-        Specular point on the plane [m]; NaN where there is no reflection.
-    excess_m : numpy.ndarray, shape (n,)
-        Reflected path length minus direct path length [m]; NaN where there is no reflection.
-    valid : numpy.ndarray of bool, shape (n,)
-        The source and the antenna are on the front side of the plane.
-    """
-
-    point: np.ndarray
-    excess_m: np.ndarray
-    valid: np.ndarray
-
-
-def image_reflection(antenna, source, plane_point, plane_normal) -> Reflection:
-    """Specular point and excess path of a reflection in an infinite plane.
-
-    Parameters
-    ----------
-    antenna : array_like, shape (n, 3)
-        Receiving antenna A [m].
-    source : array_like, shape (n, 3)
-        Transmitter X (the satellite) [m], same frame.
-    plane_point : array_like, shape (n, 3)
-        Any point P of the plane [m].
-    plane_normal : array_like, shape (n, 3)
-        Unit normal n of the plane, either orientation [1].
-
-    Returns
-    -------
-    Reflection
-
-    Notes
-    -----
-    Image method (e.g. Rappaport, "Wireless Communications", 2nd ed., sec. 4.6; Born & Wolf,
-    specular reflection): with n turned toward the antenna and h = (A - P) . n > 0 the antenna's
-    height over the plane, the image of the antenna is A' = A - 2 h n.  The reflected path
-    X -> S -> A has the length ``|X - A'|`` and its specular point S is where the segment X A'
-    crosses the plane: S = A' + s (X - A'), s = h / ((X - P) . n + h).  A reflection exists
-    when both X and A are in front of the plane, (X - P) . n > 0 and h > 0.  With D = X - A,
-    ``|X - A'|^2 - |X - A|^2 = 4 h ((X - P) . n)``, so the excess path is evaluated without
-    cancellation as::
-
-        excess = 4 h ((X - P) . n) / (|D + 2 h n| + |D|).
-
-    For a distant source in the unit direction u this tends to 2 h (n . u): 2 h sin(el) for the
-    ground under an antenna at height h, 2 d cos(el) cos(az - az_n) for a vertical wall at
-    distance d whose normal points to azimuth az_n.  Exact for a point source and an infinite
-    plane; whether S lies on a real facet and both legs are free is checked by the caller.
-    """
-    a = np.asarray(antenna, dtype=float)
-    x = np.asarray(source, dtype=float)
-    p = np.asarray(plane_point, dtype=float)
-    n = np.asarray(plane_normal, dtype=float)
-    h = np.einsum("ij,ij->i", a - p, n)
-    n = np.where((h < 0)[:, None], -n, n)
-    h = np.abs(h)
-    front = np.einsum("ij,ij->i", x - p, n)
-    valid = (h > 0) & (front > 0)
-    d = x - a
-    image_leg = d + 2.0 * h[:, None] * n
-    with np.errstate(invalid="ignore", divide="ignore"):
-        excess = 4.0 * h * front / (np.linalg.norm(image_leg, axis=1) + np.linalg.norm(d, axis=1))
-        s = h / (front + h)
-        point = (a - 2.0 * h[:, None] * n) + s[:, None] * image_leg
-    excess = np.where(valid, excess, np.nan)
-    point = np.where(valid[:, None], point, np.nan)
-    return Reflection(point, excess, valid)
-
-
-def _unit(v):
-    norm = np.linalg.norm(v, axis=-1, keepdims=True)
-    return v / np.where(norm > 0, norm, 1.0)
-
-
-def _ragged_pairs(group_of_a, group_of_b, n_groups):
-    """All pairs (i, j) with ``group_of_a[i] == group_of_b[j]``, vectorised.
-
-    Returns index arrays into a and into b.
-    """
-    order_b = np.argsort(group_of_b, kind="stable")
-    counts = np.bincount(group_of_b, minlength=n_groups)
-    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    cnt = counts[group_of_a]
-    ia = np.repeat(np.arange(group_of_a.size), cnt)
-    offs = np.arange(ia.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    ib = order_b[np.repeat(start[group_of_a], cnt) + offs]
-    return ia, ib
-
-
-class Multipath(NamedTuple):
-    """Reflected paths of blocked satellites (one per (epoch, sv); NaN / -1 where none)."""
-
-    excess_m: np.ndarray          # (n_epoch, n_sv)
-    point_scene: np.ndarray       # (n_epoch, n_sv, 3)
-    object_id: np.ndarray         # (n_epoch, n_sv) int32
-
-
-def find_reflections(caster, antenna_scene, times_s, sv_scene, blocked, *, search_radius_m,
-                     fan_directions) -> Multipath:
-    """Shortest valid specular reflection of each blocked satellite off planar facets nearby.
-
-    Parameters
-    ----------
-    caster : hifi.caster.RayCaster
-        Scene caster (:meth:`~hifi.caster.RayCaster.nearest`: first surface of any material).
-    antenna_scene : numpy.ndarray, shape (n_epoch, 3)
-        Antenna positions, scene frame [m].
-    times_s : numpy.ndarray, shape (n_epoch,)
-        Simulated times of the epochs [s] (poses of moving objects).
-    sv_scene : numpy.ndarray, shape (n_epoch, n_sv, 3)
-        Satellite positions in the scene frame [m].
-    blocked : numpy.ndarray of bool, shape (n_epoch, n_sv)
-        Satellites whose direct path is blocked (the ones to search a reflection for).
-    search_radius_m : float
-        Reflectors and specular points farther than this from the antenna are ignored [m].
-    fan_directions : numpy.ndarray, shape (n_fan, 3)
-        Unit directions of the fan of rays cast to find candidate facets.
-
-    Returns
-    -------
-    Multipath
-
-    Notes
-    -----
-    1. At each epoch with a blocked satellite, the fan is cast from the antenna up to
-       ``search_radius_m``; each facet hit gives a candidate plane (its hit point and unit
-       normal); coplanar facets of one object are merged.  A facet narrower than the fan's
-       angular spacing seen from the antenna can be missed.
-    2. For every (blocked satellite, candidate plane) of the same epoch,
-       :func:`image_reflection` gives the specular point S and the excess path.
-    3. The reflection is valid when S is within ``search_radius_m`` of the antenna, the first
-       surface on the ray antenna -> S lies at S within :data:`REFLECTION_POINT_TOL_M` and is
-       parallel to the plane (so S is on a real facet and the leg is free), and the ray from S
-       toward the satellite hits nothing (the leg to the satellite is free).
-    4. Of the valid reflections of a satellite the shortest (smallest excess) is kept: the
-       receiver is taken to track the earliest reflected replica.  Only single reflections are
-       modelled; diffraction and the reflection's power are not.
-    """
-    n_epoch, n_sv = blocked.shape
-    out_excess = np.full((n_epoch, n_sv), np.nan)
-    out_point = np.full((n_epoch, n_sv, 3), np.nan)
-    out_obj = np.full((n_epoch, n_sv), -1, dtype=np.int32)
-    if search_radius_m <= 0 or not blocked.any():
-        return Multipath(out_excess, out_point, out_obj)
-    # 1. fan from the antenna at the epochs that need it
-    ep = np.flatnonzero(blocked.any(axis=1))
-    n_fan = fan_directions.shape[0]
-    f_epoch = np.repeat(ep, n_fan)
-    f_orig = antenna_scene[f_epoch]
-    f_dir = np.tile(fan_directions, (ep.size, 1))
-    dist, obj, _, normal = caster.nearest(f_orig, f_dir, times_s[f_epoch], np.full(f_epoch.size, search_radius_m))
-    hit = np.isfinite(dist)
-    f_epoch, obj, normal = f_epoch[hit], obj[hit], normal[hit]
-    point = f_orig[hit] + f_dir[hit] * dist[hit, None]
-    normal = np.where((np.einsum("ij,ij->i", normal, f_dir[hit]) > 0)[:, None], -normal, normal)
-    offset = np.einsum("ij,ij->i", normal, point)
-    key = np.column_stack([f_epoch, obj, np.round(normal / PLANE_NORMAL_QUANTUM),
-                           np.round(offset / PLANE_OFFSET_QUANTUM_M)]).astype(np.int64)
-    _, first = np.unique(key, axis=0, return_index=True)
-    pl_epoch, pl_obj, pl_point, pl_normal = f_epoch[first], obj[first], point[first], normal[first]
-    # 2. pairs (blocked satellite, plane of the same epoch)
-    be, bs = np.nonzero(blocked)
-    ia, ib = _ragged_pairs(be, pl_epoch, n_epoch)
-    if ia.size == 0:
-        return Multipath(out_excess, out_point, out_obj)
-    e, s = be[ia], bs[ia]
-    a = antenna_scene[e]
-    refl = image_reflection(a, sv_scene[e, s], pl_point[ib], pl_normal[ib])
-    leg1 = refl.point - a
-    len1 = np.linalg.norm(leg1, axis=1)
-    ok = refl.valid & (len1 <= search_radius_m) & (len1 > REFLECTION_POINT_TOL_M)
-    idx = np.flatnonzero(ok)
-    if idx.size == 0:
-        return Multipath(out_excess, out_point, out_obj)
-    # 3. both legs by casting: antenna -> S (first surface at S), S -> satellite (free)
-    n_pl = pl_normal[ib[idx]]
-    n_pl = np.where((np.einsum("ij,ij->i", a[idx] - refl.point[idx], n_pl) < 0)[:, None], -n_pl, n_pl)
-    start2 = refl.point[idx] + REFLECTION_POINT_TOL_M * n_pl
-    d1 = leg1[idx] / len1[idx, None]
-    d2 = _unit(sv_scene[e[idx], s[idx]] - start2)
-    m = idx.size
-    t = times_s[e[idx]]
-    dist2, _, _, nrm2 = caster.nearest(np.concatenate([a[idx], start2]), np.concatenate([d1, d2]),
-                                       np.concatenate([t, t]),
-                                       np.concatenate([len1[idx] + REFLECTION_POINT_TOL_M, np.full(m, np.inf)]))
-    on_plane = (np.abs(dist2[:m] - len1[idx]) <= REFLECTION_POINT_TOL_M) & \
-        (np.abs(np.einsum("ij,ij->i", nrm2[:m], n_pl)) >= REFLECTION_NORMAL_COS_TOL)
-    free = ~np.isfinite(dist2[m:])
-    good = idx[on_plane & free]
-    if good.size == 0:
-        return Multipath(out_excess, out_point, out_obj)
-    # 4. shortest per (epoch, sv)
-    pair = e[good] * n_sv + s[good]
-    order = np.lexsort((refl.excess_m[good], pair))
-    good, pair = good[order], pair[order]
-    _, first = np.unique(pair, return_index=True)
-    best = good[first]
-    out_excess[e[best], s[best]] = refl.excess_m[best]
-    out_point[e[best], s[best]] = refl.point[best]
-    out_obj[e[best], s[best]] = pl_obj[ib[best]]
-    return Multipath(out_excess, out_point, out_obj)
 
 
 def epoch_view(ds):
@@ -372,6 +129,53 @@ class LoggedCode(NamedTuple):
     variables: dict
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Reception:
+    """What reaches the antenna at the epochs of one block: which satellites are tracked and by
+    which path, and the pseudorange terms, before the receiver logs and solves.
+
+    :meth:`GpsL1._compute` builds it and hands it to :meth:`GpsL1._logged_code`, from which a
+    receiver that logs observations (:class:`sensors.gnss_receiver.GnssReceiver`) models them.
+
+    Attributes
+    ----------
+    times_s : numpy.ndarray, shape (n_epoch,)
+        Simulated times of the epochs [s].
+    t_gps : numpy.ndarray of datetime64[ns], shape (n_epoch,)
+        True reception times (GPST).
+    time_tag : numpy.ndarray of datetime64[ns], shape (n_epoch,)
+        Receiver clock readings at reception (GPST + receiver clock offset).
+    antenna_scene : numpy.ndarray, shape (n_epoch, 3)
+        True antenna positions, scene frame [m].
+    rx_ecef : numpy.ndarray, shape (n_epoch, 3)
+        True antenna positions, WGS 84 ECEF [m].
+    receiver_clock_bias_m : numpy.ndarray, shape (n_epoch,)
+        Receiver clock offset times c [m].
+    elevation_rad : numpy.ndarray, shape (n_epoch, n_sv)
+        Satellite elevations at the antenna [rad].
+    tracked : numpy.ndarray of bool, shape (n_epoch, n_sv)
+        A signal reaches the receiver: visible and not blocked, or reflected.
+    reflected : numpy.ndarray of bool, shape (n_epoch, n_sv)
+        Blocked, but tracked through a specular reflection (the reflected signal alone).
+    terms : dict of str to numpy.ndarray, shape (n_epoch, n_sv)
+        The pseudorange terms of :data:`gnss.receiver.PSEUDORANGE_TERMS` [m], as
+        :func:`gnss.model_pseudoranges` gives them (``noise``: the code noise of
+        ``noise_sigma_m``), with ``multipath_error`` the excess path of a reflected satellite
+        (0 elsewhere).  Read only.
+    """
+
+    times_s: np.ndarray
+    t_gps: np.ndarray
+    time_tag: np.ndarray
+    antenna_scene: np.ndarray
+    rx_ecef: np.ndarray
+    receiver_clock_bias_m: np.ndarray
+    elevation_rad: np.ndarray
+    tracked: np.ndarray
+    reflected: np.ndarray
+    terms: dict
+
+
 class GpsL1(Sensor):
     """GPS L1 C/A code receiver: pseudoranges term by term, blockage and multipath, fixes.
 
@@ -379,9 +183,9 @@ class GpsL1(Sensor):
     pseudorange terms of :func:`gnss.model_pseudoranges` at the antenna's true position and the
     true reception time ``start_utc + t`` (UTC -> GPST with :func:`gnss.utc_to_gpst`), a ray cast
     from the antenna toward each satellite above the mask (``blocked`` when any surface is hit),
-    and for each blocked satellite the shortest valid reflection (:func:`find_reflections`), whose
-    excess path is ``multipath_error``.  A blocked satellite without a reflection has no
-    pseudorange (NaN); the others have
+    and for each blocked satellite the shortest valid reflection
+    (:func:`~sensors.gps_multipath.find_reflections`), whose excess path is ``multipath_error``.
+    A blocked satellite without a reflection has no pseudorange (NaN); the others have
 
         pseudorange = geometric_range + receiver_clock_bias - sv_clock_error + ephemeris_error
                       + iono_delay + tropo_delay_dry + tropo_delay_wet + multipath_error + noise
@@ -572,7 +376,8 @@ class GpsL1(Sensor):
         self._fan = fibonacci_directions(p["multipath_fan_rays"])
         self._block: tuple[int, dict] | None = None
 
-    #: Systems the fix uses (one receiver clock each; :func:`gnss.solve`).
+    #: Systems the fix uses (one receiver clock each; :func:`gnss.solve`): GPS alone.
+    #: :class:`sensors.gnss_receiver.GnssReceiver` gives its ``constellations`` instead.
     _solver_constellations = ("G",)
 
     @property
@@ -596,14 +401,23 @@ class GpsL1(Sensor):
                 "relative_humidity": float(p["relative_humidity"]), "weighting": "elevation",
                 "initial_position_ecef": [float(v) for v in self._origin_ecef]}
 
-    def _logged_code(self, ks) -> LoggedCode:
+    def _logged_code(self, ks, reception: Reception) -> LoggedCode:
         """Hook: the observations a receiver logs, which its fix is computed from.
 
-        ``gps_l1`` logs nothing beside ``pseudorange``: its fix uses ``pseudorange`` (all
-        fields None, no variables). :class:`sensors.gnss_receiver.GnssReceiver` returns its code
-        observables (``self._last`` holds the epoch block's geometry and terms).
+        ``ks`` are the block's epochs (frame numbers) and ``reception`` what reaches the antenna
+        at them.  ``gps_l1`` logs nothing beside ``pseudorange``: its fix uses ``pseudorange``
+        (all fields None, no variables). :class:`sensors.gnss_receiver.GnssReceiver` returns its
+        code observables.
         """
         return LoggedCode(None, None, None, {})
+
+    def _fix_variables(self, sol) -> dict[str, Var]:
+        """Hook: further variables of the fix, added after every other variable of the epochs.
+
+        ``sol`` is :func:`gnss.solve`'s dataset of the block's epochs.  ``gps_l1`` adds none;
+        :class:`sensors.gnss_receiver.GnssReceiver` adds each system's receiver clock.
+        """
+        return {}
 
     def _fix_signal_tables(self):
         """Per satellite: the factor (f_L1 / f)^2 taking the L1 ionospheric delay to the
@@ -703,7 +517,7 @@ class GpsL1(Sensor):
         # blockage: one ray per visible satellite
         sv_ecef = pred["sv_position_ecef"].values
         sv_scene = self._ecef_to_enu(sv_ecef)
-        los = _unit(sv_scene - antenna[:, None, :])
+        los = unit_vectors(sv_scene - antenna[:, None, :])
         ve, vs = np.nonzero(visible)
         blocked = np.zeros((n_e, n_sv), dtype=bool)
         if ve.size:
@@ -715,13 +529,13 @@ class GpsL1(Sensor):
         terms = {name: np.asarray(pred[name].values, dtype=float) for name in PSEUDORANGE_TERMS}
         terms["multipath_error"] = np.where(reflected, mp.excess_m, 0.0)
         tracked = visible & (~blocked | reflected)
-        # what a subclass adds observables from
-        self._last = {"tracked": tracked, "reflected": reflected, "terms": terms, "elevation": el,
-                      "antenna": antenna, "rx_ecef": rx_ecef, "clock_m": clock_m, "t_gps": t_gps,
-                      "time_tag": pred["time_tag"].values, "ts": ts}
-        logged = self._logged_code(ks)
+        # what a receiver that logs observations models them from
+        reception = Reception(times_s=ts, t_gps=t_gps, time_tag=pred["time_tag"].values, antenna_scene=antenna,
+                              rx_ecef=rx_ecef, receiver_clock_bias_m=clock_m, elevation_rad=el, tracked=tracked,
+                              reflected=reflected, terms=terms)
+        logged = self._logged_code(ks, reception)
         if logged.noise_m is not None:
-            terms["noise"] = logged.noise_m
+            terms = {**terms, "noise": logged.noise_m}
         # the fix's code of each system (GPS and Galileo L1/E1, BeiDou B1I): the L1 ionosphere
         # scaled to its frequency, as gnss.solve corrects it
         iono_scale, clock_index = self._fix_tables
@@ -733,7 +547,6 @@ class GpsL1(Sensor):
             obs = xr.Dataset({"pseudorange": (("epoch", "sv"), logged.code_m)},
                              coords={"epoch": logged.time_tag, "sv": pred["sv"].values})
         sol = gnss.solve(obs, self._nav, true_position_ecef=rx_ecef, **self.solver_settings())
-        self._last["clock_bias_system"] = sol["clock_bias_system"].values
         used = sol["used"].values
         # error budget: residual of each term after the receiver's corrections (at the truth)
         geo = geometry.ecef_to_geodetic(rx_ecef)
@@ -791,4 +604,5 @@ class GpsL1(Sensor):
                                     "position error caused by each error term alone (linearised solver)"),
         })
         out.update(logged.variables)
+        out.update(self._fix_variables(sol))
         return out
