@@ -20,7 +20,7 @@ Usage, from the repository root::
     python docs/architecture_graph.py            # rewrite the block in docs/architecture.md
     python docs/architecture_graph.py --check    # exit 1 if the committed block is stale
 
-``tests/test_architecture_doc.py`` runs the check.
+``tests/e2e/test_architecture_doc.py`` runs the check.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ OMEGA_E_DOT_GLONASS = 7.292115e-5
 GLONASS_INTEGRATION_STEP_S = 60.0
 """Largest Runge-Kutta step of the GLONASS state-vector integration [s] (the ICD, A.3.1.2, asks
 for a 4th-order Runge-Kutta method; 60 s as in RTKLIB: its truncation error is below 1 mm
-over 15 min, see tests/test_gnss_glonass.py)."""
+over 15 min, see tests/gnss/test_orbit_glonass.py)."""
 
 SOLVER_TOLERANCE_M = 1e-4
 """Least-squares iterations stop when every epoch's state update is below this [m]."""

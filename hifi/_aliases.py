@@ -5,7 +5,7 @@ imports the same module object as its new one (``hifi.scene is hifi.world.scene`
 pickles and ``mock.patch`` targets written against it keep working. The names the
 documentation promised (:data:`SILENT`) import without a word; every other old name warns with a
 :class:`DeprecationWarning` that names the new path. In-repository code uses the new names only
-(``tests/test_module_aliases.py``).
+(``tests/hifi/test_aliases.py``).
 
 One mechanism: a :data:`sys.meta_path` finder (:func:`install`, called by ``hifi/__init__.py``)
 that answers for the old names only, and hands back the new module.

@@ -380,7 +380,7 @@ def _fft_convolve_full(image, kernel) -> np.ndarray:
     The same transforms as ``scipy.signal.fftconvolve(image, kernel, mode="full", axes=(0, 1))``
     (``scipy.fft.rfftn`` on each operand, zero-padded to the next 5-smooth length of the full
     size, product, ``irfftn``, cropped to the full size), so the result has the same bits;
-    tests/test_optics_aberrations.py checks that against scipy.signal. Done here because importing
+    tests/optics/test_aberrations.py checks that against scipy.signal. Done here because importing
     ``scipy.signal`` costs 0.8-2 s (its docstring processing at import, scipy 1.16-1.17)
     against nothing for ``scipy.fft``, which scipy.ndimage has already imported.
     """

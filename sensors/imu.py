@@ -67,7 +67,7 @@ FLICKER_ALLAN_FLOOR = float(np.sqrt(2.0 * np.log(2.0) / np.pi))
 
 #: Peak of the Allan deviation of a first-order Gauss-Markov process per unit of its standard
 #: deviation, max over tau of sqrt(avar_gauss_markov(1, T, tau)) = 0.61736 (at tau = 1.8926 T),
-#: from the closed form of :func:`avar_gauss_markov` (tests/test_imu.py finds it numerically).
+#: from the closed form of :func:`avar_gauss_markov` (tests/sensors/test_imu.py finds it numerically).
 GAUSS_MARKOV_ALLAN_PEAK = 0.6173642831444414
 
 #: tau / T at that peak.
@@ -172,7 +172,7 @@ def allan_deviation(rate, dt_s: float, taus_s) -> tuple[np.ndarray, np.ndarray]:
     ``sigma^2(tau) = sum_i (x_{i+2m} - 2 x_{i+m} + x_i)^2 / (2 tau^2 (n + 1 - 2m))`` (IEEE Std
     952-1997, Annex C, written with overlapping clusters; Riley, Handbook of Frequency Stability Analysis,
     NIST SP 1065, 2008, overlapping Allan variance).
-    tests/test_imu.py checks it against ``allantools.oadev``.
+    tests/sensors/test_imu.py checks it against ``allantools.oadev``.
     """
     y = np.asarray(rate, dtype=float)
     one = y.ndim == 1

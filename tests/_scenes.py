@@ -57,7 +57,7 @@ resolution_y = {resolution[1]}
 
 
 #: Start and origin of :func:`street_scenario`: the epoch and site of the GPS navigation file
-#: examples/data/07590920.05n (as tests/test_gps_sensor.py uses them).
+#: examples/data/07590920.05n (as tests/sensors/test_gps.py uses them).
 STREET_START_UTC = "2005-04-02T00:10:00Z"
 STREET_ORIGIN = {"lat_deg": 35.1608750388, "lon_deg": 139.6138372528, "height_m": 70.153}
 

@@ -12,7 +12,7 @@ signal goes to the process the user's shell would signal: ``hifi`` itself, or ``
 t = ... s``) and leaves nothing in the ``--out`` parent or in ``TMPDIR``. A run still going
 :data:`HANG_S` after the signal is a hang (killed with everything it started).
 
-Not collected by pytest; ``tests/test_interrupt.py`` runs a few instants of it.
+Not collected by pytest; ``tests/e2e/test_interrupt.py`` runs a few instants of it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ fully qualified (``geometry_msgs/Vector3``), as ``ros2 bag record`` resolves the
 :func:`schema_text` gives a type's definition followed by those of every type it uses, each
 after a line of 80 ``=`` and ``MSG: pkg/Type``: the ``ros2msg`` schema encoding of the MCAP
 ``ros2`` profile (mcap.dev, "Well-known profiles: ros2"; the concatenation ``ros2 bag record``
-writes). ``tests/test_export_mcap.py`` checks every definition against rosbags' own
+writes). ``tests/hifi/exporters/test_mcap.py`` checks every definition against rosbags' own
 typestore, an independent transcription of the same interfaces.
 """
 
