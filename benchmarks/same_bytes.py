@@ -31,12 +31,8 @@ on one side only, 2 for a bad argument (a name that is not a commit, an unknown 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import subprocess
 import sys
-import sysconfig
-import tempfile
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -44,10 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-
-#: ``--head`` value that means the working tree (uncommitted edits included).
-WORKTREE = "WORKTREE"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _trees import (WORKTREE, Side, TreeError, base_site_packages,  # noqa: E402
+                    clean_env, make_root, prepare_side, remove_root, resolve_commit)
 
 #: Global attributes that differ between commits by design: reported apart, never a difference.
 VERSION_ATTRS = frozenset({"hifi_version"})
@@ -63,8 +58,9 @@ MAX_NAMED = 2
 MAX_LISTED = 60
 
 
-class SameBytesError(Exception):
-    """A bad argument or a side that cannot be prepared: one line, exit status 2."""
+class SameBytesError(TreeError):
+    """A bad argument or a side that cannot be prepared: one line, exit status 2 (the sides'
+    own errors are ``_trees.TreeError``, its base class)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,142 +292,8 @@ def compare_run_dirs(dir_a: Path, dir_b: Path, **roots) -> list[FileComparison]:
 
 
 # --------------------------------------------------------------------------------------------
-# The two sides: a checkout and an environment each
+# The two sides: a checkout and an environment each (benchmarks/_trees.py)
 # --------------------------------------------------------------------------------------------
-
-def _git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=check)
-
-
-def resolve_commit(ref: str, option: str) -> str:
-    """The full hash of ``ref``, or a one-line SameBytesError naming the option."""
-    proc = _git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise SameBytesError(f"{option} {ref!r} is not a commit of {REPO} "
-                             f"(a hash, branch, tag or HEAD~N; {WORKTREE} for the working tree as --head)")
-    return proc.stdout.strip()
-
-
-def base_site_packages(python_env: Path | None) -> list[str]:
-    """The site-packages folders the side environments see for the dependencies."""
-    if python_env is None:
-        paths = sysconfig.get_paths()
-        found = [paths["purelib"], paths["platlib"]]
-    else:
-        python = Path(python_env) / "bin" / "python"
-        if not python.exists():
-            raise SameBytesError(f"--python-env {str(python_env)!r} has no bin/python")
-        out = subprocess.run([str(python), "-c", "import sysconfig; p = sysconfig.get_paths(); "
-                              "print(p['purelib']); print(p['platlib'])"],
-                             capture_output=True, text=True, check=True).stdout.split()
-        found = out
-    return list(dict.fromkeys(found))
-
-
-@dataclass
-class Side:
-    """One side of the comparison: its checkout, its environment, its label."""
-
-    label: str
-    ref: str
-    commit: str | None
-    checkout: Path
-    venv: Path
-
-    @property
-    def python(self) -> Path:
-        return self.venv / "bin" / "python"
-
-    @property
-    def hifi(self) -> Path:
-        return self.venv / "bin" / "hifi"
-
-    def roots(self) -> dict[str, str]:
-        """This side's own folders by placeholder: paths under them name the same file."""
-        return {"<checkout>": str(self.checkout), "<env>": str(self.venv)}
-
-    def describe(self) -> str:
-        return f"{self.ref} ({self.commit[:10]})" if self.commit else "the working tree"
-
-
-def _clean_env() -> dict[str, str]:
-    """The environment of the side processes: no PYTHONPATH, no virtual environment leaking in."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    env["PYTHONNOUSERSITE"] = "1"
-    return env
-
-
-def _copy_working_tree(dest: Path) -> None:
-    """Tracked and untracked (not ignored) files of the working tree, as they are now."""
-    listing = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard").stdout
-    for rel in sorted(set(filter(None, listing.split("\0")))):
-        src = REPO / rel
-        if not (src.is_file() or src.is_symlink()):
-            continue            # deleted in the working tree, or a submodule
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, target, follow_symlinks=False)
-
-
-def prepare_side(label: str, ref: str, commit: str | None, tmp: Path, site_dirs: list[str],
-                 worktrees: list[Path]) -> Side:
-    """Check out (or copy) one side and install it into its own environment."""
-    checkout = tmp / label
-    if commit is None:
-        checkout.mkdir()
-        _copy_working_tree(checkout)
-    else:
-        proc = _git("worktree", "add", "--detach", "--quiet", str(checkout), commit, check=False)
-        if proc.returncode != 0:
-            raise SameBytesError(f"git worktree add of {ref!r} failed: {proc.stderr.strip().splitlines()[-1:]}")
-        worktrees.append(checkout)
-    side = Side(label, ref, commit, checkout, tmp / f"venv-{label}")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(side.venv)], check=True)
-    own_site = subprocess.run([str(side.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                              capture_output=True, text=True, check=True, env=_clean_env()).stdout.strip()
-    Path(own_site, "_same_bytes_base.pth").write_text("\n".join(site_dirs) + "\n")
-    # setuptools' build_py and egg_info: the packages and package data a wheel of this side's
-    # pyproject.toml would hold, and its metadata (entry points included), into the environment.
-    # (pip install needs the wheel package for bdist_wheel, which the environment may lack.)
-    proc = subprocess.run([str(side.python), "-c", "import setuptools; setuptools.setup()", "-q",
-                           "build_py", "--build-lib", own_site, "egg_info", "--egg-base", own_site],
-                          capture_output=True, text=True, env=_clean_env(), cwd=checkout)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise SameBytesError(f"installing {side.describe()} failed: {last}")
-    _write_console_scripts(side, Path(own_site))
-    where = subprocess.run([str(side.python), "-c", "import hifi; print(hifi.__file__)"],
-                           capture_output=True, text=True, env=_clean_env(), cwd=tmp)
-    if where.returncode != 0 or not where.stdout.strip().startswith(str(side.venv)):
-        raise SameBytesError(f"{side.describe()}: hifi imports from {where.stdout.strip() or where.stderr.strip()!r}, "
-                             f"not from its own environment {side.venv}")
-    return side
-
-
-# --------------------------------------------------------------------------------------------
-# Runs
-# --------------------------------------------------------------------------------------------
-
-def _write_console_scripts(side: Side, site: Path) -> None:
-    """The side's console scripts (``[console_scripts]`` of its entry points) in its ``bin``."""
-    import configparser
-    parser = configparser.ConfigParser(delimiters=("=",))
-    parser.optionxform = str
-    for info in site.glob("*.egg-info"):
-        parser.read(info / "entry_points.txt", encoding="utf-8")
-    if not parser.has_section("console_scripts"):
-        raise SameBytesError(f"{side.describe()}: no console scripts in its entry points")
-    for name, target in parser.items("console_scripts"):
-        module, _, attr = target.strip().partition(":")
-        script = side.venv / "bin" / name
-        script.write_text(f"#!{side.python}\n"
-                          "import importlib, sys\n"
-                          f"obj = importlib.import_module({module.strip()!r})\n"
-                          f"for part in {attr.strip()!r}.split('.'):\n"
-                          "    obj = getattr(obj, part)\n"
-                          "sys.exit(obj())\n")
-        script.chmod(0o755)
-
 
 @dataclass
 class RunOutcome:
@@ -455,7 +317,7 @@ def _run(cmd: list[str], cwd: Path, timeout_s: float) -> RunOutcome:
     start = time.perf_counter()
     try:
         proc = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True,
-                              env=_clean_env(), timeout=timeout_s)
+                              env=clean_env(), timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:
         def text(x):
             return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
@@ -633,16 +495,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.duration is not None and not args.duration > 0:
         print(f"same_bytes: error: --duration must be > 0 [s], got {args.duration!r}", file=sys.stderr)
         return 2
-    tmp = Path(tempfile.mkdtemp(prefix="same_bytes_")).resolve()
+    tmp = make_root("same_bytes_")
     worktrees: list[Path] = []
     start = time.perf_counter()
     try:
         base_commit = resolve_commit(args.base, "--base")
         head_commit = None if args.head == WORKTREE else resolve_commit(args.head, "--head")
         site_dirs = base_site_packages(args.python_env)
-        shared = REPO.parent / "shared"
-        if shared.is_dir():          # ../shared/data beside each checkout, as beside the repository
-            (tmp / "shared").symlink_to(shared)
         print(f"preparing base {args.base} and head {args.head} in {tmp}", file=sys.stderr)
         sides = (prepare_side("base", args.base, base_commit, tmp, site_dirs, worktrees),
                  prepare_side("head", args.head, head_commit, tmp, site_dirs, worktrees))
@@ -695,18 +554,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{'identical' if all_same else 'DIFFERENT'}: {len(rows)} rows, "
               f"{time.perf_counter() - start:.0f} s in all")
         return 0 if all_same else 1
-    except SameBytesError as exc:
+    except TreeError as exc:
         print(f"same_bytes: error: {exc}", file=sys.stderr)
         return 2
     finally:
-        for wt in worktrees:
-            if not args.keep:
-                _git("worktree", "remove", "--force", str(wt), check=False)
-        if args.keep:
-            print(f"kept {tmp}", file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-            _git("worktree", "prune", check=False)
+        remove_root(tmp, worktrees, keep=args.keep)
 
 
 if __name__ == "__main__":
