@@ -175,11 +175,9 @@ def _child_hifi(mode: str, toml: str, facets: bool) -> dict:
                 caster = RayCaster(sim.scene, backend=Open3DBackend(sim.scene)).build()
             else:
                 caster = RayCaster(sim.scene).build()
-        # numpy passes, as a run of one frame (below hifi.kernels.MIN_RAYS) casts: the compiled
-        # kernels would load numba, about 100 MiB that does not grow with the triangles.
-        from hifi import kernels
-        with kernels.use(False):
-            hits = caster.cast(rays[0], rays[1], 0.0, MAX_RANGE_M)
+        # the compiled kernels load numba (hifi.kernels), about 100 MiB that does not grow with
+        # the triangles: the fit's intercept, not its slope
+        hits = caster.cast(rays[0], rays[1], 0.0, MAX_RANGE_M)
         n_hits = int(np.count_nonzero(hits.hit))
         caster.close()
     else:

@@ -168,35 +168,10 @@ def settle_static(rows, best, face, normal, origins, directions, faces, world, v
             m = vid[faces[reported, c]]
             for k in range(indptr[m], indptr[m + 1]):
                 cand = vertex_face[k]                # a whole-mesh face index is its row here
-                a = faces[cand, 0]
-                b = faces[cand, 1]
-                q = faces[cand, 2]
-                e10 = world[b, 0] - world[a, 0]
-                e11 = world[b, 1] - world[a, 1]
-                e12 = world[b, 2] - world[a, 2]
-                e20 = world[q, 0] - world[a, 0]
-                e21 = world[q, 1] - world[a, 1]
-                e22 = world[q, 2] - world[a, 2]
-                w0 = p0 - world[a, 0]
-                w1 = p1 - world[a, 1]
-                w2 = p2 - world[a, 2]
-                n0 = e11 * e22 - e12 * e21
-                n1 = e12 * e20 - e10 * e22
-                n2 = e10 * e21 - e11 * e20
-                n_len = math.sqrt((n0 * n0 + n1 * n1) + n2 * n2)
-                u0 = n0 / n_len
-                u1 = n1 / n_len
-                u2 = n2 / n_len
-                d11 = (e10 * e10 + e11 * e11) + e12 * e12
-                d12 = (e10 * e20 + e11 * e21) + e12 * e22
-                d22 = (e20 * e20 + e21 * e21) + e22 * e22
-                dw1 = (w0 * e10 + w1 * e11) + w2 * e12
-                dw2 = (w0 * e20 + w1 * e21) + w2 * e22
-                den = d11 * d22 - d12 * d12
-                b1 = (d22 * dw1 - d12 * dw2) / den
-                b2 = (d11 * dw2 - d12 * dw1) / den
-                inside = (abs((w0 * u0 + w1 * u1) + w2 * u2) <= plane_tol and b1 >= -edge_bary
-                          and b2 >= -edge_bary and b1 + b2 <= 1.0 + edge_bary)
+                a = world[faces[cand, 0]]
+                b = world[faces[cand, 1]]
+                q = world[faces[cand, 2]]
+                u0, u1, u2, inside = _tie_pair(p0, p1, p2, a, b, q, plane_tol, edge_bary)
                 if (inside or cand == reported) and cand < win_key:
                     win_key = cand
                     win = (u0, u1, u2)
@@ -204,3 +179,67 @@ def settle_static(rows, best, face, normal, origins, directions, faces, world, v
         normal[i, 0] = win[0]
         normal[i, 1] = win[1]
         normal[i, 2] = win[2]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def tie_keys(p, a, b, q, cand, reported, plane_tol, edge_bary, not_contained, unit, key):  # pragma: no cover
+    """The edge-tie rule's arithmetic for (ray, candidate) pairs whose triangles are given
+    (:func:`hifi.caster.ties.tie_candidates`: a moving object's vertices at each ray's time, or a
+    facet rank's share), pair by pair as :func:`settle_static` does it.
+
+    Parameters
+    ----------
+    p : (k, 3) float64
+        Hit point of the pair's ray [m].
+    a, b, q : (k, 3) float64
+        The candidate's scene-frame vertices [m].
+    cand, reported : (k,) int
+        The candidate face and the face the ray's hit reported.
+    plane_tol, edge_bary : float
+    not_contained : int
+        The key of a candidate that neither contains the point nor is the reported face.
+    unit : (k, 3) float64, key : (k,) int64
+        Out: the candidate's unit normal and its key (its index if it contains the point or is
+        the reported face, else ``not_contained``).
+    """
+    for i in range(p.shape[0]):
+        u0, u1, u2, inside = _tie_pair(p[i, 0], p[i, 1], p[i, 2], a[i], b[i], q[i], plane_tol, edge_bary)
+        unit[i, 0] = u0
+        unit[i, 1] = u1
+        unit[i, 2] = u2
+        key[i] = cand[i] if inside or cand[i] == reported[i] else not_contained
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _tie_pair(p0, p1, p2, a, b, q, plane_tol, edge_bary):  # pragma: no cover (compiled)
+    """Unit normal of triangle ``a b q`` (float64 cross product, ``sqrt((x^2 + y^2) + z^2)``) and
+    whether the point ``p`` lies within ``plane_tol`` [m] of its plane and inside it by its
+    barycentrics (Cramer's rule on the projected point, ``edge_bary`` of slack): the one
+    arithmetic of the edge-tie rule, dot products summed left to right."""
+    e10 = b[0] - a[0]
+    e11 = b[1] - a[1]
+    e12 = b[2] - a[2]
+    e20 = q[0] - a[0]
+    e21 = q[1] - a[1]
+    e22 = q[2] - a[2]
+    w0 = p0 - a[0]
+    w1 = p1 - a[1]
+    w2 = p2 - a[2]
+    n0 = e11 * e22 - e12 * e21
+    n1 = e12 * e20 - e10 * e22
+    n2 = e10 * e21 - e11 * e20
+    n_len = math.sqrt((n0 * n0 + n1 * n1) + n2 * n2)
+    u0 = n0 / n_len
+    u1 = n1 / n_len
+    u2 = n2 / n_len
+    d11 = (e10 * e10 + e11 * e11) + e12 * e12
+    d12 = (e10 * e20 + e11 * e21) + e12 * e22
+    d22 = (e20 * e20 + e21 * e21) + e22 * e22
+    dw1 = (w0 * e10 + w1 * e11) + w2 * e12
+    dw2 = (w0 * e20 + w1 * e21) + w2 * e22
+    den = d11 * d22 - d12 * d12
+    b1 = (d22 * dw1 - d12 * dw2) / den
+    b2 = (d11 * dw2 - d12 * dw1) / den
+    inside = (abs((w0 * u0 + w1 * u1) + w2 * u2) <= plane_tol and b1 >= -edge_bary
+              and b2 >= -edge_bary and b1 + b2 <= 1.0 + edge_bary)
+    return u0, u1, u2, inside

@@ -1,81 +1,61 @@
-"""Whether the compiled kernels (numba) run, or the numpy passes they replace.
+"""The compiled kernels (numba): what they are, and their start-up taken off a run's critical path.
 
-The caster's passes around Embree (:mod:`hifi._cast_kernel`) and the lidar signal chain, edge
-flags and edge footprints (:mod:`sensors._lidar_kernel`) have numpy references that give the same bytes
-(``tests/test_scene_caster.py``, ``tests/test_lidar_kernel.py``), so which one runs is a
-question of speed only. The kernels save about 0.3 us per ray (an HDL-64E frame of 133,312
-pulses: 86 -> 45 ms) but cost a process about 1.4 s once: importing numba (0.5 s), setting up
-its compiler (0.6 s) and loading the cached machine code (0.3 s). :meth:`hifi.Simulation.run`
-therefore turns them on only for runs that cast at least :data:`MIN_RAYS` rays in all (from
-its estimate); anything else (the API, the benchmarks, the tests) has them on by default. The
-environment variable ``HIFI_KERNELS`` (``on``, ``off``, ``auto``: the default) overrides the
-runs' choice, for every rank of an MPI job alike.
-The divergent-beam receiver (:mod:`sensors._beam_kernel`) has no numpy twin of its speed
-and always runs compiled.
+A few passes over every ray are written once, as numba kernels, and nowhere else in the
+product: the caster's passes around Embree (:mod:`hifi._cast_kernel`: Embree's arrays into hits,
+the first segment's finish, the edge-tie rule, a depth camera's images), and the lidars' depth-edge
+flags, beam-footprint directions and edge probes (:mod:`sensors._lidar_kernel`) and the
+divergent-beam receiver (:mod:`sensors._beam_kernel`). They are geometry and bookkeeping, per
+ray and branchy, where numpy needs many passes over temporaries; the physics (lidar equation,
+detection, noise, intensity) stays in the vectorised functions of the sensor packages. The
+tests hold each kernel, bit for bit, to a numpy oracle of the same signature
+(``tests/oracles``).
+
+A process pays numba once: importing it (about 0.2 s), setting up its compiler's target (0.3 s)
+and loading each kernel's cached machine code (``cache=True``, in ``__pycache__``; the first
+process after an install compiles them, a few seconds). :func:`warm_up` does the first two on a
+background thread, which a run starts before it reads its scene, so they overlap the scene's
+set-up (numba's compiler calls release the GIL while LLVM works).
 """
 
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+import threading
+import warnings
 
-#: Rays a run casts in all from which the kernels pay for their start-up: 1.4 s / 0.3 us per
-#: ray, about 5 million (the crossing example casts about 3 million in its second).
-MIN_RAYS = 5_000_000
-
-_enabled = True          # what the passes consult
-_forced = None           # use(): True / False for everything inside, None: runs choose
+_warm: threading.Thread | None = None
 
 
-def enabled() -> bool:
-    """Whether the compiled kernels run now."""
-    return _enabled
-
-
-@contextmanager
-def use(flag: bool):
-    """Context manager: the compiled kernels on (True) or off (False) inside, also for the runs
-    started inside (which would otherwise choose, :func:`for_run`); as before after."""
-    global _enabled, _forced
-    before = _enabled, _forced
-    _enabled = _forced = bool(flag)
+def _prepare() -> None:
+    """Import numba and load its CPU target's registries (typing and implementation), as the first
+    call of a kernel would."""
     try:
-        yield
-    finally:
-        _enabled, _forced = before
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.registry import cpu_target
+        with global_compiler_lock:                     # what a kernel's first call holds for this
+            cpu_target.target_context.refresh()        # loads numba's implementation registries
+            cpu_target.typing_context.refresh()
+    except Exception:                                  # the kernel's own first call reports it
+        pass
 
 
-#: Values of ``HIFI_KERNELS``.
-ENV_CHOICES = {"on": True, "off": False, "auto": None}
+def warm_up() -> threading.Thread:
+    """Start (once per process) a daemon thread that prepares numba (:func:`_prepare`); returns it.
+
+    Nothing waits for it: a kernel called before it ends waits on numba's own compiler lock."""
+    global _warm
+    if _warm is None:
+        _warm = threading.Thread(target=_prepare, name="hifi-numba-warm-up", daemon=True)
+        _warm.start()
+    return _warm
 
 
-def env_choice():
-    """``HIFI_KERNELS``: True (``on``), False (``off``) or None (``auto`` or unset).
-
-    Raises
-    ------
-    hifi.errors.ScenarioError
-        For any other value (a run checks it before it writes anything).
-    """
-    raw = os.environ.get("HIFI_KERNELS", "auto")
-    key = raw.strip().lower()
-    if key not in ENV_CHOICES:
-        from .errors import ScenarioError
-        raise ScenarioError("unknown value of the environment variable; allowed: " + ", ".join(ENV_CHOICES),
-                            key="HIFI_KERNELS", value=raw)
-    return ENV_CHOICES[key]
+#: The environment variable that once chose between the kernels and their numpy twins.
+RETIRED_ENV = "HIFI_KERNELS"
 
 
-@contextmanager
-def for_run(n_rays: int):
-    """Context manager around a run's event loop: the kernels on if the run casts at least
-    :data:`MIN_RAYS` rays in all (``n_rays``), unless :func:`use` decided around it or
-    ``HIFI_KERNELS`` says otherwise (:func:`env_choice`)."""
-    global _enabled
-    before = _enabled
-    choice = _forced if _forced is not None else env_choice()
-    _enabled = (n_rays >= MIN_RAYS) if choice is None else choice
-    try:
-        yield
-    finally:
-        _enabled = before
+def warn_retired_env() -> None:
+    """A warning if ``HIFI_KERNELS`` is set: the kernels have no numpy twin to switch to."""
+    if RETIRED_ENV in os.environ:
+        warnings.warn(f"{RETIRED_ENV} has no effect since hifi 0.2: the compiled kernels are the only "
+                      "implementation of their passes", FutureWarning, stacklevel=2)

@@ -1,10 +1,11 @@
-"""Compiled kernel of :func:`sensors.beam.echo_segments` (numba, imported only by the beam path).
+"""Compiled kernels of the divergent-beam receiver (numba): :func:`sensors.beam.echo_segments`
+and :func:`sensors.beam.segment_report`.
 
-Kept apart from :mod:`sensors.beam` so that importing the sensors, and every run without a
-divergent beam, neither imports numba nor pays its JIT's memory. ``cache=True`` keeps the
+Kept apart from :mod:`sensors.beam` so that importing the sensors does not import numba
+(a run imports it with the caster's kernels, :mod:`hifi.kernels`). ``cache=True`` keeps the
 machine code in ``__pycache__`` (first use compiles, about 5 s; later processes load it); no
 ``fastmath``, so every floating-point operation is the IEEE operation written, in the order
-written, as in the numpy reference :func:`sensors.beam.echo_segments_reference`.
+written, as in the numpy oracle of ``tests/oracles/beam.py``.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ REPORT_MODES = {"first": 0, "last": 1, "strongest": 2, "dual": 3, "strongest_las
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def report_kernel(seg, e, rng, mode, threshold, n_seg, out_r, out_e, out_dom, out_members):  # pragma: no cover
-    """:func:`sensors.beam.segment_report_reference` pulse by pulse (not ``average``).
+    """:func:`sensors.beam.segment_report` pulse by pulse (not ``average``).
 
     Parameters
     ----------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi import kernels
 from hifi.api.model import Sensor, Var
 from hifi.api.params import Param
 
@@ -131,14 +130,7 @@ class DepthMap(Sensor):
         hits, _, _ = self.cast(self._dirs.reshape(-1, 3), t, self.params["max_range_m"])
         scene = self.ctx.scene
         dims = ("row", "col")
-        if kernels.enabled():
-            img = self._image_kernel(hits)
-        else:
-            dist = hits.distance.reshape(shape)
-            img = (dist.astype(np.float32), (dist * self._cos).astype(np.float32),
-                   *(hits.point[:, j].reshape(shape).astype(np.float32) for j in range(3)),
-                   self._class[hits.object_id].reshape(shape))
-        distance, depth, x, y, z, class_ids = img
+        distance, depth, x, y, z, class_ids = self._image_kernel(hits)
         return {
             "timestamp": Var((), np.float64(t), RANGE_VARIABLES["timestamp"][0],
                              "time the image is taken (every pixel at once) since simulation start"),

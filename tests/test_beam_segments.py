@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from scipy.ndimage import convolve1d
 
-from sensors.beam import (_compact_segments, _convolution_taps, echo_segments, echo_segments_reference, echo_window,
-                          pulse_kernel, return_waveform, round_trip_s, sampled_waveform, segment_report,
-                          segment_report_reference, waveform_segments)
+from sensors.beam import (_compact_segments, _convolution_taps, echo_segments, echo_window, pulse_kernel,
+                          return_waveform, round_trip_s, sampled_waveform, segment_report, waveform_segments)
+from tests.oracles import beam as oracle
 
-#: The compiled kernel and its numpy reference: both must give the waveform receiver's segments.
-IMPLEMENTATIONS = [echo_segments, echo_segments_reference]
+#: The compiled kernel and its numpy oracle: both must give the waveform receiver's segments.
+IMPLEMENTATIONS = [echo_segments, oracle.echo_segments]
 
 BIN_S = 0.5e-9       # receiver bin [s] (the sensors' default)
 PULSE_S = 5e-9       # pulse FWHM [s] (the sensors' default)
@@ -122,7 +122,8 @@ def test_compact_segments_keeps_order_and_missing():
 
 @pytest.mark.parametrize("mode", ["first", "last", "strongest", "dual", "strongest_last", "average"])
 def test_segment_report_kernel_equals_the_numpy_reference_bit_for_bit(mode):
-    # Reference: segment_report_reference (numpy bincount / argmax, the receiver before 2026-11-24).
+    # Reference: the oracle's segment_report (numpy bincount / argmax, the receiver before 2026-11-24);
+    # average: sensors.beam's own numpy against the oracle's (regression).
     # Random segments with empty ones in between, ties of energy, infinite and zero energies,
     # NaN energies, pulses without returns; thresholds that detect all, some and none.
     rng = np.random.default_rng(5)
@@ -139,8 +140,20 @@ def test_segment_report_kernel_equals_the_numpy_reference_bit_for_bit(mode):
     for threshold in (0.0, 1.5, 1e9):
         kw = dict(mode=mode, detection_threshold=threshold, cutoff_m=3.0)
         with np.errstate(over="ignore"):        # the infinite energies (1.8e308 after nan_to_num)
-            want = segment_report_reference(seg, e, r, **kw)
+            want = oracle.segment_report(seg, e, r, **kw)
             got = segment_report(seg, e, r, **kw)
         for name, a, b in zip(("range_m", "energy", "dominant", "members"), want, got):
             assert a.dtype == b.dtype and a.shape == b.shape, name
             assert a.tobytes() == b.tobytes(), (name, threshold)
+
+
+@pytest.mark.parametrize("mode", ["first", "dual", "average"])
+def test_segment_report_of_no_pulses_or_no_subrays_detects_nothing(mode):
+    """Shapes (0, n) and (p, 0): an empty report of the mode's slots (the numpy receiver before
+    the kernel raised on (p, 0): argmax of an empty axis)."""
+    m = 2 if mode == "dual" else 1
+    for p, n in ((0, 5), (3, 0)):
+        rep = segment_report(np.full((p, n), -1), np.zeros((p, n)), np.zeros((p, n)), mode=mode,
+                             detection_threshold=0.0, cutoff_m=3.0)
+        assert rep.range_m.shape == (p, m) and rep.members.shape == (p, m, n)
+        assert np.isnan(rep.range_m).all() and (rep.dominant == -1).all() and not rep.members.any()

@@ -1,28 +1,40 @@
-"""The compiled lidar signal chain (sensors/_lidar_kernel.py) against the numpy chain it replaces.
+"""The compiled kernels (hifi/kernels.py) against their numpy oracles (tests/oracles).
 
-Regression tests: the expected values are the numpy functions' own (lidar_signal_chain,
-lambertian_return, range_frame's masking), which tests/test_lidar_signal.py checks against hand
-calculations and data sheets. Every variable must have the same bytes.
+The kernels are the product's only implementation of their passes; the oracles are the same
+passes written with whole numpy arrays. Whole frames are run both ways (numpy_kernels() puts
+the oracles in the kernels' places) and every variable must have the same bytes: regression
+tests of the kernels against an independent formulation, whose physics tests/test_lidar_signal.py
+checks against hand calculations and data sheets.
 """
+
+import subprocess
+import sys
+import warnings
 
 import numpy as np
 import pytest
 
 import hifi
 import sensors.lidar as lidar
-from hifi import kernels
 from tests._scenes import street_scenario
+from tests.oracles import lidar_kernel as lidar_oracle
+from tests.oracles import numpy_kernels
 
 #: A street frame with a mirror (ghost points: emitted ray and arriving ray differ) for each
-#: model and parameter set the kernel serves.
+#: model and parameter set: pencil beams, edge footprints, the divergent beam, weather, the
+#: BlenSor detection model.
 CASES = {
     "hdl64e_s2 pencil": ("hdl64e_s2", {"edge_subrays": 0}, None),
     "hdl64e_s2 edge footprints, dual": ("hdl64e_s2", {"return_mode": "dual"}, None),
     "hdl32e exponent 0.7, haze": ("hdl32e", {"intensity_exponent": 0.7, "visibility_m": 2000.0}, None),
     "vlp16 fixed sigma": ("vlp16", {"noise_sigma_m": 0.02}, None),
+    "vlp16 blensor": ("vlp16", {"detection_model": "blensor"}, None),
+    "vlp16 fog": ("vlp16", {}, {"fog_visibility_m": 50.0}),
     "ibeo_lux": ("ibeo_lux", {}, None),
     "ouster os1_128": ("ouster", {"preset": "os1_128"}, None),
     "vlp16 divergent beam, 4 sub-rays, dual": ("vlp16", {"n_subrays": 4, "return_mode": "dual"}, None),
+    "vlp16 divergent beam, 3 sub-rays, average, snow": ("vlp16", {"n_subrays": 3, "return_mode": "average"},
+                                                        {"snowfall_rate_mm_h": 2.0}),
 }
 
 
@@ -37,56 +49,61 @@ def _run(model, params, weather):
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_kernel_chain_has_the_numpy_chains_bytes(case, monkeypatch):
+def test_kernels_give_the_oracles_bytes(case):
     model, params, weather = CASES[case]
-    calls = []
-    real = lidar._PulsedLidar._kernel_applies
-    monkeypatch.setattr(lidar._PulsedLidar, "_kernel_applies",
-                        lambda self, echo, particles: calls.append(real(self, echo, particles)) or calls[-1])
-    with kernels.use(True):
-        fast = _run(model, params, weather)
-    assert calls and all(calls), "the kernel should serve every slot of this case"
-    with kernels.use(False):                      # the caster's and the edge flags' numpy passes too
+    fast = _run(model, params, weather)
+    with numpy_kernels():
         ref = _run(model, params, weather)
-    assert not any(calls[len(calls) // 2:])
     assert set(fast.data_vars) == set(ref.data_vars)
     for name in ref.data_vars:
         assert fast[name].values.tobytes() == ref[name].values.tobytes(), name
     assert fast.detected.values.sum() > 200          # ibeo_lux: 429 of 1364
 
 
-def test_runs_choose_the_kernels_by_their_rays(monkeypatch):
-    """hifi.kernels.for_run: a run of fewer than MIN_RAYS rays stays on numpy (no numba start-up),
-    a longer one uses the kernels; use() decides for the runs inside it."""
-    seen = []
-    real = lidar._PulsedLidar._kernel_chain
-    monkeypatch.setattr(lidar._PulsedLidar, "_kernel_chain", lambda self, *a: seen.append(1) or real(self, *a))
-    _run("vlp16", {}, None)                               # 0.1 s: 1808 x 16 rays
-    assert not seen
-    monkeypatch.setattr(kernels, "MIN_RAYS", 1000)
-    _run("vlp16", {}, None)
-    assert seen
-    seen.clear()
-    with kernels.use(False):
+def test_oracles_are_in_place_inside_the_switch():
+    """numpy_kernels() replaces what the callers import (the switch itself can fail)."""
+    import hifi._cast_kernel as ck
+    import sensors._lidar_kernel as lk
+    real = ck.static_hits, lk.edge_flags
+    with numpy_kernels():
+        assert ck.static_hits is not real[0] and lk.edge_flags is lidar_oracle.edge_flags
+    assert (ck.static_hits, lk.edge_flags) == real
+
+
+def test_retired_environment_variable_warns(monkeypatch):
+    """HIFI_KERNELS chose between the kernels and their numpy twins until 0.2; set now, a run
+    says it has no effect (a FutureWarning) and runs."""
+    monkeypatch.setenv("HIFI_KERNELS", "off")
+    with pytest.warns(FutureWarning, match="HIFI_KERNELS has no effect"):
         _run("vlp16", {}, None)
-    assert not seen
+    monkeypatch.delenv("HIFI_KERNELS")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        _run("vlp16", {}, None)
 
 
-def test_kernel_is_not_used_where_the_numpy_chain_must_run(monkeypatch):
-    """Fog, particles and the BlenSor model stay on the numpy chain."""
-    used = []
-    real = lidar._PulsedLidar._kernel_chain
-    monkeypatch.setattr(lidar._PulsedLidar, "_kernel_chain", lambda self, *a: used.append(1) or real(self, *a))
-    with kernels.use(True):
-        for model, params, weather in [("vlp16", {"detection_model": "blensor"}, None),
-                                       ("vlp16", {}, {"fog_visibility_m": 50.0}),
-                                       ("vlp16", {"n_subrays": 3}, {"snowfall_rate_mm_h": 2.0})]:
-            _run(model, params, weather)
-    assert not used
+def test_numba_is_prepared_only_for_runs_that_cast():
+    """A scenario whose models cast rays starts numba's warm-up thread as it loads; one of an
+    odometry (pose) sensor alone never imports numba (its 100 MiB and half a second)."""
+    code = """
+import sys, hifi
+from tests._scenes import street_scenario
+d = street_scenario(duration_s=0.1)
+d["sensors"] = [{"name": "odometry", "model": "pose", "rate_hz": 10.0, "parent": "ego"}]
+hifi.Simulation.from_dict(d).run()
+print("numba" in sys.modules)
+d["sensors"] = [{"name": "l", "model": "vlp16", "rate_hz": 10.0, "parent": "ego", "position_m": [0, 0, 1.9]}]
+sim = hifi.Simulation.from_dict(d)
+from hifi import kernels
+print(kernels._warm is not None)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    assert out.stdout.split() == ["False", "True"], out.stderr[-2000:]
 
 
 def test_edge_flags_kernel_has_the_numpy_flags():
-    """sensors._lidar_kernel.edge_flags against depth_edge_pulses_reference on a street frame of
+    """sensors._lidar_kernel.edge_flags against the oracle's edge_bits on a street frame of
     the HDL-64E (cars, a house, a pole, a kerb: steps of every size, misses into the sky)."""
     ds = _run("hdl64e_s2", {"edge_subrays": 0}, None).isel(frame=0)
     shape = ds.distance.shape
@@ -101,33 +118,34 @@ def test_edge_flags_kernel_has_the_numpy_flags():
     order = np.argsort(ds.laser_elevation.values)
     for depth in (0.05, 0.5):
         a1, c1 = lidar.depth_edge_pulses(pts, nrm, hit, shape, order, depth)
-        a2, c2 = lidar.depth_edge_pulses_reference(pts, nrm, hit, shape, order, depth)
-        assert np.array_equal(a1, a2) and np.array_equal(c1, c2)
+        a2, c2 = lidar_oracle.edge_bits(pts, nrm, hit, shape, order, np.float32(depth))
+        assert np.array_equal(a1, a2 > 0) and np.array_equal(c1, c2)
         assert 0 < a1.sum() < a1.size and 0 < (c1 > 0).sum() < c1.size
 
 
 def test_footprint_kernel_has_the_numpy_bytes():
-    """sensors._lidar_kernel.footprint against footprint_directions_reference: the HDL-64E's
-    edge probes (one sub-ray at the top of the spot) and bundles (6 sub-rays), an elliptical and
-    a circular beam, over random axes with vertical and nearly vertical ones (the reference's
-    fallback basis, which the kernel leaves to it)."""
-    from sensors.beam import footprint_directions, footprint_directions_reference, subray_pattern
+    """sensors.beam.footprint_directions (its basis, then the kernel sensors._lidar_kernel.footprint)
+    against the oracle written whole in numpy: the HDL-64E's edge probes (one sub-ray at the top
+    of the spot) and bundles (6 sub-rays), an elliptical and a circular beam, over random axes
+    with vertical and nearly vertical ones (the fallback basis of sensors.noise.orthonormal_basis)."""
+    from sensors.beam import footprint_directions, subray_pattern
     rng = np.random.default_rng(5)
     a = rng.normal(size=(5000, 3))
     a /= np.linalg.norm(a, axis=1, keepdims=True)
     a[:4] = [[0, 0, 1], [0, 0, -1], [1e-12, 0, 1], [0, 1e-8, -1]]
     for uv in (np.array([[0.0, 0.9]]), subray_pattern(7)[0][1:]):
         for div in ((0.002, 0.0012, 0.004), (0.0035, 0.0035, 0.0)):
-            with kernels.use(True):
-                o1, d1 = footprint_directions(a, uv, *div)
-            o2, d2 = footprint_directions_reference(a, uv, *div)
+            o1, d1 = footprint_directions(a, uv, *div)
+            o2, d2 = lidar_oracle.footprint_directions(a, uv, *div)
             assert o1.tobytes() == o2.tobytes() and d1.tobytes() == d2.tobytes()
-    with kernels.use(False):                        # the kernels off: the reference itself
-        assert footprint_directions(a, uv, *div)[1].tobytes() == d2.tobytes()
+            with numpy_kernels():                   # the kernel's own oracle, on the same basis
+                o3, d3 = footprint_directions(a, uv, *div)
+            assert o3.tobytes() == o2.tobytes() and d3.tobytes() == d2.tobytes()
+    assert footprint_directions(a[:0], uv, *div)[1].shape == (0, uv.shape[0], 3)
 
 
 def test_probe_leaves_kernel_has_the_numpy_flags():
-    """sensors._lidar_kernel.probe_leaves against the numpy it replaces: probes that miss where
+    """sensors._lidar_kernel.probe_leaves against its oracle: probes that miss where
     the pencil hit and the reverse, NaN points, and plane distances on both sides of the 5 cm
     threshold (EDGE_DEPTH_M)."""
     from hifi.caster import Hits
@@ -148,48 +166,22 @@ def test_probe_leaves_kernel_has_the_numpy_flags():
     step = rng.uniform(-0.1, 0.1, size=(m, 1)) * pencil.normal[cand]   # off-plane by |step| (+ a sliver)
     probe = hits(m, pencil.point[cand] + np.nan_to_num(step))
     probe.object_id[:] = np.where(rng.random(m) < 0.8, pencil.object_id[cand], probe.object_id)
-    with kernels.use(True):
-        k = lidar._probe_leaves(pencil, cand, probe)
-    with kernels.use(False):
-        r = lidar._probe_leaves(pencil, cand, probe)
+    k = lidar.probe_leaves(pencil, cand, probe)
+    with numpy_kernels():
+        r = lidar.probe_leaves(pencil, cand, probe)
     assert np.array_equal(k, r)
     both = pencil.hit[cand] & probe.hit
     assert 0 < (k & both).sum() < both.sum()           # both sides of the threshold were tried
 
 
-def test_hifi_kernels_environment_variable(monkeypatch, tmp_path, capsys):
-    """HIFI_KERNELS=on forces the kernels on a small run; a wrong value is a scenario error
-    naming the variable and the allowed values, exit status 2 from the CLI, and no output."""
-    seen = []
-    real = lidar._PulsedLidar._kernel_chain
-    monkeypatch.setattr(lidar._PulsedLidar, "_kernel_chain", lambda self, *a: seen.append(1) or real(self, *a))
-    monkeypatch.setenv("HIFI_KERNELS", "on")
-    _run("vlp16", {}, None)
-    assert seen
-    monkeypatch.setenv("HIFI_KERNELS", "fast")
-    with pytest.raises(hifi.ScenarioError, match=r"HIFI_KERNELS.*'fast'.*allowed: on, off, auto"):
-        _run("vlp16", {}, None)
-    from hifi.cli import main
-    scenario = tmp_path / "s.toml"
-    scenario.write_text('[simulation]\nduration_s = 0.1\n\n[[objects]]\nname = "w"\nmesh = "plane"\n'
-                        'size_m = [10, 10]\nposition_m = [0, 0, -2]\n\n[[sensors]]\nname = "l"\nmodel = "vlp16"\n')
-    monkeypatch.delenv("HIFI_KERNELS")
-    assert main(["run", str(scenario), "--out", str(tmp_path / "ok"), "--no-progress"]) == 0
-    monkeypatch.setenv("HIFI_KERNELS", "fast")
-    capsys.readouterr()
-    assert main(["run", str(scenario), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
-    assert "HIFI_KERNELS" in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()
-
-
 def test_depth_image_kernel_has_the_numpy_bytes():
-    """hifi._cast_kernel.range_image against the depth camera's numpy (regression: same bytes)."""
+    """hifi._cast_kernel.range_image (and the caster's kernels) against their oracles on a depth
+    camera's frame (regression: same bytes)."""
     d = street_scenario(duration_s=0.1)
     d["sensors"] = [{"name": "cam", "model": "depthmap", "rate_hz": 10.0, "parent": "ego", "position_m": [0, 0, 2.5],
                      "params": {"resolution_x": 160, "resolution_y": 120}}]
-    with kernels.use(True):
-        fast = hifi.Simulation.from_dict(d).run()["cam"]
-    with kernels.use(False):
+    fast = hifi.Simulation.from_dict(d).run()["cam"]
+    with numpy_kernels():
         ref = hifi.Simulation.from_dict(d).run()["cam"]
     for name in ref.data_vars:
         assert fast[name].values.tobytes() == ref[name].values.tobytes(), name

@@ -546,23 +546,6 @@ def test_closed_loop_refuses_time_partition_and_is_identical_on_facets(tmp_path)
 
 
 @needs_mpi
-def test_compiled_kernels_give_the_serial_bytes_on_every_partition(serial_run, tmp_path, monkeypatch):
-    # The small serial run casts too few rays for the compiled kernels (hifi.kernels: numpy);
-    # HIFI_KERNELS=on forces them, serially and on every rank of a facet partition (each rank's
-    # kernels see its own share of the faces): the same bytes everywhere. (A time partition
-    # runs the serial code on each rank's frames.)
-    scenario, serial = serial_run
-    monkeypatch.setenv("HIFI_KERNELS", "on")
-    on = tmp_path / "on"
-    assert main(["run", str(scenario), "--out", str(on), "--no-progress"]) == 0
-    _assert_identical(serial, on)
-    out = tmp_path / "facets"
-    r = _mpi(2, "-m", "hifi.cli", "run", scenario, "--out", out, "--partition", "facets", "--no-progress")
-    assert r.returncode == 0, r.stderr
-    _assert_identical(serial, out)
-
-
-@needs_mpi
 def test_a_rank_dead_before_mpi_init_does_not_hang_the_job(tmp_path):
     # Regression: a rank that dies before MPI_Init (a Ctrl-C in Python's own start-up, before any
     # hifi code runs) left the other rank waiting in MPI_Init forever; Hydra does not end a job

@@ -440,13 +440,14 @@ def test_swept_ball_culling_changes_nothing(monkeypatch):
 
 @pytest.mark.parametrize("subset", [False, True])
 def test_compiled_cast_passes_have_the_numpy_bytes(subset):
-    """hifi/_cast_kernel.py against the numpy passes it replaces (regression: same bytes).
+    """hifi/_cast_kernel.py against its numpy oracles (tests/oracles; regression: same bytes).
 
     A static ground, house and 45-degree mirror, a moving car, rays in every direction at
-    spread times (misses, edges, ties, bounces); ``subset``: every other face of each object,
-    so the static group goes through the face lookup as a facet rank's does.
+    spread times (misses, edges, ties on static and moving objects, bounces); ``subset``: every
+    other face of each object, so the static group goes through the face lookup as a facet
+    rank's does.
     """
-    from hifi import kernels
+    from tests.oracles import numpy_kernels
 
     scene = Scene()
     scene.add_material(Material("glass", 0.1, mirror=1.0))
@@ -464,7 +465,7 @@ def test_compiled_cast_passes_have_the_numpy_bytes(subset):
     times = np.sort(rng.uniform(0, 0.1, n))
     kw = {"face_subset": (lambda i, m: np.arange(0, m, 2))} if subset else {}
     fast = RayCaster(scene, n_threads=2, **kw).cast(origins, dirs, times, 100.0)
-    with kernels.use(False):
+    with numpy_kernels():
         ref = RayCaster(scene, n_threads=2, **kw).cast(origins, dirs, times, 100.0)
     assert (fast.bounces > 0).sum() > 50 and (fast.object_id == 3).sum() > 50 and np.isnan(fast.distance).sum() > 50
     for field in fast.__dataclass_fields__:
@@ -474,9 +475,11 @@ def test_compiled_cast_passes_have_the_numpy_bytes(subset):
 def test_one_shared_origin_has_the_bytes_of_its_rows():
     """A camera's rays share one origin (a read-only broadcast, hifi.api.model.Sensor.cast): the
     caster subtracts the scene centre once and the compiled finish reads the one row. Regression:
-    the same bytes as the origin repeated in a real (n, 3) array, kernels on and off, through a
-    mirror and onto a moving car."""
-    from hifi import kernels
+    the same bytes as the origin repeated in a real (n, 3) array, with the kernels and with their
+    oracles, through a mirror and onto a moving car."""
+    from contextlib import nullcontext
+
+    from tests.oracles import numpy_kernels
 
     scene = Scene()
     scene.add_material(Material("glass", 0.1, mirror=1.0))
@@ -489,8 +492,8 @@ def test_one_shared_origin_has_the_bytes_of_its_rows():
     dirs = rng.normal(size=(n, 3))
     dirs[:, 2] *= 0.3
     shared = np.broadcast_to(np.array([0.3, -0.2, 1.7]), (n, 3))
-    for on in (True, False):
-        with kernels.use(on):
+    for switch in (nullcontext, numpy_kernels):
+        with switch():
             caster = RayCaster(scene, n_threads=2)
             one = caster.cast(shared, dirs, 0.05, 100.0)
             rows = caster.cast(shared.copy(), dirs, 0.05, 100.0)
@@ -501,11 +504,15 @@ def test_one_shared_origin_has_the_bytes_of_its_rows():
 
 @pytest.mark.parametrize("rpy", [[0, 0, 0], [3, -2, 30]])
 def test_compiled_tie_rule_has_the_numpy_bytes(rpy):
-    """hifi._cast_kernel.settle_static against the numpy tie rule (tie_candidates and the
-    lowest key; regression: same bytes). Rays straight down onto a terrain's grid vertices and
-    edge midpoints, in its body frame, so nearly every hit is on a shared edge or vertex: at
-    the origin without rotation (the shared vertex array) and turned (its world vertices)."""
-    from hifi import kernels
+    """hifi._cast_kernel.settle_static against its oracle (the pairs, tie_keys' arithmetic and
+    the lowest key in numpy; regression: same bytes), and the moving object's path (the pairs
+    gathered by tie_candidates, the arithmetic in tie_keys) against the static one. Rays
+    straight down onto a terrain's grid vertices and edge midpoints, in its body frame, so
+    nearly every hit is on a shared edge or vertex: at the origin without rotation (the shared
+    vertex array) and turned (its world vertices)."""
+    from contextlib import nullcontext
+
+    from tests.oracles import numpy_kernels
 
     scene = Scene()
     pose = Pose.from_position_rpy([1.0, -2.0, 0.5], rpy)
@@ -516,8 +523,8 @@ def test_compiled_tie_rule_has_the_numpy_bytes(rpy):
     raw = RayCaster(scene, n_threads=2).build().backend.nearest(origins, dirs, 0.0, 100.0)   # before the rule
     assert raw.edge.sum() > 0.9 * len(grid)                 # the rays meet edges and vertices
     hits = {}
-    for on in (True, False):
-        with kernels.use(on):
+    for on, switch in ((True, nullcontext), (False, numpy_kernels)):
+        with switch():
             h = RayCaster(scene, n_threads=2).cast(origins, dirs, 0.0, 100.0)
         hits[on] = h
     assert np.any(hits[True].face_index != raw.face_index)  # the rule changed Embree's choice

@@ -15,8 +15,8 @@ Memory model (peak resident set size of the process)::
 
 - ``BASE_PROCESS_BYTES``: the interpreter with numpy, scipy, xarray, netCDF4, trimesh and
   embreex imported, running a one-body scene with a pose sensor (measured, see below).
-- kernels: ``KERNEL_RSS_BYTES`` once if the run loads numba and llvmlite: it casts enough rays
-  for the compiled kernels (:mod:`hifi.kernels`), or runs the divergent-beam receiver.
+- kernels: ``KERNEL_RSS_BYTES`` once if the run loads numba and llvmlite: it casts rays (the
+  compiled kernels of :mod:`hifi.kernels`), or runs the divergent-beam receiver.
 - scene: ``SCENE_BYTES_PER_FACE`` per triangle of a static object, ``MOVING_SCENE_BYTES_PER_FACE``
   per triangle of a moving one (mesh arrays, the float32 copies handed to Embree and its BVH;
   a moving object has its own BVH in its body frame).
@@ -53,7 +53,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Mapping
 
-from .. import kernels
 
 #: Peak RSS of a run of a pose sensor over a one-plane scene [B]: the interpreter and the
 #: imported libraries (numpy, scipy, xarray, netCDF4, trimesh, embreex), measured on Linux
@@ -242,11 +241,11 @@ class RunEstimate:
 
     @property
     def kernel_bytes(self) -> int:
-        """:data:`KERNEL_RSS_BYTES` if the run loads numba, else 0 [B]: it casts at least
-        :data:`hifi.kernels.MIN_RAYS` rays, or a model runs the divergent-beam receiver
-        (``n_subrays`` > 1, ``average`` edge returns, ``sick_lms291``)."""
+        """:data:`KERNEL_RSS_BYTES` if the run loads numba, else 0 [B]: it casts rays (the
+        caster's passes are compiled kernels, :mod:`hifi.kernels`) or a model runs the
+        divergent-beam receiver (``n_subrays`` > 1, ``average`` edge returns, ``sick_lms291``)."""
         beam = any(m.beam_kernel for m in self.models)
-        return KERNEL_RSS_BYTES if self.rays >= kernels.MIN_RAYS or beam else 0
+        return KERNEL_RSS_BYTES if self.rays > 0 or beam else 0
 
     def largest(self) -> ModelEstimate | None:
         """The model with the largest share of the peak."""

@@ -1,6 +1,6 @@
-"""Row arithmetic over (n, 3) float64 arrays for the caster: norms, dot products, and
-products and quotients by a per-row scalar, column by column (the same bits as numpy's
-broadcasts, faster on an axis of length 3), and the C-contiguous rows a compiled kernel takes.
+"""Row arithmetic over (n, 3) float64 arrays for the caster: norms and dot products, column by
+column (the same bits as numpy's reductions, faster on an axis of length 3), and the
+C-contiguous rows a compiled kernel takes.
 The Embree backend, the tie rule and the tracer all use them, so they sit below all three in a
 module of their own.
 """
@@ -22,30 +22,12 @@ def row_norm(v: np.ndarray) -> np.ndarray:
     return np.sqrt(s, out=s)
 
 
-def divide_rows(v: np.ndarray, s: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``out = v / s[:, None]`` in float64 for ``v`` (n, 3), column by column.
-
-    Same bits as the broadcast division; numpy runs a broadcast over an inner axis of length 3
-    about twice as slowly as three divisions over columns.
-    """
-    for j in range(3):
-        np.divide(v[:, j], s, out=out[:, j], dtype=np.float64)
-    return out
-
-
 def row_dot(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Dot product of the rows of ``u`` and ``v`` (n, 3) in float64, shape (n,)."""
     p = np.multiply(u, v, dtype=np.float64)
     s = np.add(p[:, 0], p[:, 1])
     np.add(s, p[:, 2], out=s)
     return s
-
-
-def multiply_rows(v: np.ndarray, s: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``out = v * s[:, None]`` for ``v`` (n, 3), column by column (see :func:`divide_rows`)."""
-    for j in range(3):
-        np.multiply(v[:, j], s, out=out[:, j])
-    return out
 
 
 def rows_or_shared(v: np.ndarray) -> np.ndarray:

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import kernels
 from ..constants import SECONDARY_RAY_OFFSET_MIN_M, SECONDARY_RAY_OFFSET_REL
 from ..world.motion import Pose, Track
 from ..world.scene import Scene
-from ._rows import divide_rows, row_dot, row_norm, rows_or_shared
+from ._rows import row_dot, row_norm, rows_or_shared
 from .hits import EDGE_BARY, NearestHits, no_hits, secondary_ray_offset_m
 from .pool import CHUNK_RAYS
 from .ties import static_world_vertices
@@ -305,37 +304,15 @@ class EmbreeBackend:
             # origins - centre on flat arrays (same bits as the broadcast subtraction).
             np.subtract(one.reshape(-1), rows[:3 * n], out=o32.reshape(-1), casting="same_kind")
         r = g.embree.run(o32, directions.astype(np.float32), dists=tfar32, output=1)
-        if kernels.enabled():
-            from .._cast_kernel import static_hits          # numba: loaded by the first cast
-            out = NearestHits(np.empty(n), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
-                              np.empty((n, 3)), np.empty(n, dtype=bool))
-            lookup = (_NO_LOOKUP if g.face_lookup is None else
-                      (np.ascontiguousarray(g.face_lookup, dtype=np.int32),
-                       np.ascontiguousarray(g.geom_start, dtype=np.int64)))
-            static_hits(r["tfar"], r["geomID"], r["primID"], r["Ng"], r["u"], r["v"], g.geom_object, *lookup,
-                        np.float32(EDGE_BARY), np.float32(1.0 - EDGE_BARY), *out)
-            return out
-        gid = r["geomID"]
-        miss = gid < 0
-        obj = np.empty(n, dtype=np.int32)
-        # geomID -1 (miss) wraps to the appended -1.
-        np.take(np.append(g.geom_object, np.int32(-1)), gid, out=obj, mode="wrap")
-        if g.face_lookup is None:
-            face = np.array(r["primID"], dtype=np.int32)
-            np.copyto(face, -1, where=miss)
-        else:
-            face = np.full(n, -1, dtype=np.int32)
-            idx = np.nonzero(~miss)[0]
-            face[idx] = g.face_lookup[g.geom_start[gid[idx]] + r["primID"][idx]]
-        distance = r["tfar"].astype(np.float64)
-        np.copyto(distance, np.inf, where=miss)
-        ng = r["Ng"]
-        denom = row_norm(ng)
-        np.copyto(denom, np.nan, where=miss)            # misses: NaN normal, no 0/0 warning
-        normal = divide_rows(ng, denom, out=np.empty((n, 3)))
-        edge = _on_edge(r["u"], r["v"])
-        edge[miss] = False
-        return NearestHits(distance, obj, face, normal, edge)
+        from .._cast_kernel import static_hits          # numba: loaded by the first cast
+        out = NearestHits(np.empty(n), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
+                          np.empty((n, 3)), np.empty(n, dtype=bool))
+        lookup = (_NO_LOOKUP if g.face_lookup is None else
+                  (np.ascontiguousarray(g.face_lookup, dtype=np.int32),
+                   np.ascontiguousarray(g.geom_start, dtype=np.int64)))
+        static_hits(r["tfar"], r["geomID"], r["primID"], r["Ng"], r["u"], r["v"], g.geom_object, *lookup,
+                    np.float32(EDGE_BARY), np.float32(1.0 - EDGE_BARY), *out)
+        return out
 
     def nearest(self, origins, directions, times, max_distance) -> NearestHits:
         """Nearest facet along each ray (see :meth:`NearestHitBackend.nearest`)."""

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import kernels
 from ..world.scene import Scene
-from ._rows import row_dot, row_norm
 from .hits import EDGE_BARY, NearestHits
 
 #: Byte order of this machine: the low 32 bits of an int64 come first in memory when True.
@@ -223,8 +221,8 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
         r = rows[obj[rows] == index]
         o = scene.objects[int(index)]
         vid, indptr, vertex_face = object_topology(scene, int(index), cache)
-        if kernels.enabled() and o.share is None and not scene.is_moving(o.name):
-            from .._cast_kernel import settle_static          # numba: the same bits, one pass
+        if o.share is None and not scene.is_moving(o.name):
+            from .._cast_kernel import settle_static          # numba: gather and rule in one pass
             settle_static(r.astype(np.int64), best, face, normal, origins, directions, o.faces,
                           _static_world_vertices(scene, int(index), cache), vid, indptr, vertex_face,
                           float(plane_tol_m), EDGE_BARY)
@@ -256,16 +254,6 @@ def edge_rows(obj, edge) -> np.ndarray:
     few flagged rows first, then their object ids (a pass over the flags only)."""
     rows = np.flatnonzero(edge)
     return rows[obj[rows] >= 0]
-
-
-def _cross_rows(a, b) -> np.ndarray:
-    """``np.cross(a, b)`` of (k, 3) rows, the same bits (each component ``a_i b_j - a_j b_i``,
-    products then difference, as numpy computes it) without its axis handling, which cost
-    more than the arithmetic on the few rows of the tie rule."""
-    out = np.empty_like(a)
-    for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):
-        np.subtract(a[:, i] * b[:, j], a[:, j] * b[:, i], out=out[:, k])
-    return out
 
 
 def tie_candidates(scene: Scene, index: int, corners, reported, r, origins, directions, times, best, *,
@@ -322,17 +310,11 @@ def tie_candidates(scene: Scene, index: int, corners, reported, r, origins, dire
         world = _static_world_vertices(scene, index, cache)
         tri = [world[o.faces[rows, j]] for j in range(3)]
     p = origins[r][pair_ray] + directions[r][pair_ray] * best[r][pair_ray, None]
-    e1, e2, w = tri[1] - tri[0], tri[2] - tri[0], p - tri[0]
-    n = _cross_rows(e1, e2)
-    n_len = row_norm(n)
-    unit = n / n_len[:, None]
-    # Barycentrics of p projected on the candidate's plane (Cramer's rule).
-    d11, d12, d22 = row_dot(e1, e1), row_dot(e1, e2), row_dot(e2, e2)
-    dw1, dw2 = row_dot(w, e1), row_dot(w, e2)
-    den = d11 * d22 - d12 * d12
-    b1 = (d22 * dw1 - d12 * dw2) / den
-    b2 = (d11 * dw2 - d12 * dw1) / den
-    inside = ((np.abs(row_dot(w, unit)) <= plane_tol_m) & (b1 >= -EDGE_BARY)
-              & (b2 >= -EDGE_BARY) & (b1 + b2 <= 1.0 + EDGE_BARY))
-    key = np.where(inside | (cand == np.asarray(reported)[pair_ray]), cand, np.int64(NOT_CONTAINED))
+    from .._cast_kernel import tie_keys          # numba: the arithmetic of settle_static, pair by pair
+    k = pair_ray.shape[0]
+    unit = np.empty((k, 3))
+    key = np.empty(k, dtype=np.int64)
+    tie_keys(np.ascontiguousarray(p, dtype=float), *(np.ascontiguousarray(x, dtype=float) for x in tri),
+             np.ascontiguousarray(cand, dtype=np.int64), np.asarray(reported, dtype=np.int64)[pair_ray],
+             float(plane_tol_m), EDGE_BARY, NOT_CONTAINED, unit, key)
     return pair_ray, cand, unit, key

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import kernels
 from ..constants import MAX_MIRROR_BOUNCES
-from ._rows import divide_rows, multiply_rows, row_dot, row_norm, rows_or_shared
+from ._rows import rows_or_shared
 from .hits import Hits, NearestHitBackend, NearestHits
 
 #: Smallest cosine used to turn the normal clearance of a secondary ray into a distance along
@@ -98,41 +97,14 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     o = origins[a:b]
     d = direction[a:b]
     d_in = directions_in[a:b]
-    use_kernels = kernels.enabled()
-    if use_kernels:
-        from .._cast_kernel import finish_hits, unit_rows          # numba: loaded by the first cast
-        unit_rows(np.ascontiguousarray(d_in), d)
-    else:
-        divide_rows(d_in, row_norm(d_in), out=d)
+    from .._cast_kernel import finish_hits, unit_rows          # numba: loaded by the first cast
+    unit_rows(np.ascontiguousarray(d_in), d)
     seg, obj_g, face_g, nrm_g, _ = _settled(backend, settle, o, d, _slice(times, a, b),
                                             _slice(max_range, a, b))
     dist, pt, nrm = distance[a:b], point[a:b], normal[a:b]
     obj, face = object_id[a:b], face_index[a:b]
-    if use_kernels:
-        if finish_hits(rows_or_shared(o), d, seg, obj_g, face_g, np.ascontiguousarray(nrm_g), dist, pt, nrm,
-                       obj, face) == 0 or mirror_object is None:
-            return None
-        return _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d)
-    hit = obj_g >= 0
-    if not np.any(hit):
-        dist.fill(np.nan)
-        pt.fill(np.nan)
-        nrm.fill(np.nan)
-        obj.fill(-1)
-        face.fill(-1)
-        return None
-    np.copyto(obj, obj_g)
-    np.copyto(face, face_g)
-    # Misses NaN (their normal is NaN already).
-    np.copyto(dist, seg)
-    np.copyto(dist, np.nan, where=~hit)
-    # Normals turned toward the arriving ray (x -1.0 is exact).
-    facing = row_dot(nrm_g, d)
-    multiply_rows(nrm_g, np.where(facing > 0, -1.0, 1.0), out=nrm)
-    # Hit point o + d t.
-    multiply_rows(d, dist, out=pt)
-    np.add(o, pt, out=pt)
-    if mirror_object is None:
+    if finish_hits(rows_or_shared(o), d, seg, obj_g, face_g, np.ascontiguousarray(nrm_g), dist, pt, nrm,
+                   obj, face) == 0 or mirror_object is None:
         return None
     return _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d)
 

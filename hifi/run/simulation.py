@@ -215,6 +215,8 @@ class Simulation:
             if spec.vehicle is not None:
                 self.models.append(Vehicle(spec.name, spec.vehicle, self.scene.bodies[spec.name].local))
         self.models += [spec.model_cls(spec.name, spec.params, rate_hz=spec.rate_hz) for spec in sc.models]
+        if any(model.rays_per_frame() for model in self.models):
+            kernels.warm_up()            # numba's start-up beside the scene's checks (hifi.kernels)
         self.extra_models: list[Model] = []
         for model in self.models:
             try:
@@ -356,7 +358,7 @@ class Simulation:
         if write:                                                      # before any file
             from ..api.estimate import check_disk
             check_disk(self, est, out if out is not None else tempfile.gettempdir(), ignore=ignore_disk_space)
-        kernels.env_choice()                                           # HIFI_KERNELS, before any file
+        kernels.warn_retired_env()
         out_dir = None if out is None else Path(out)
         if out_dir is not None:
             check_output_dir(out, overwrite)
@@ -377,7 +379,7 @@ class Simulation:
                 shown = None
             try:
                 written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition,
-                                         shown, est.rays)
+                                         shown)
             except MemoryError:
                 raise _out_of_memory(sc, None, None, f"running (estimated peak {_fmt(est.peak_bytes)})") from None
             except ModelError as exc:         # the time manager's wrap of a model's MemoryError
@@ -422,7 +424,7 @@ class Simulation:
         return object_coords(self.scene.object_names, [self.scene.class_names[c] for c in classes])
 
     def _run_into(self, directory: Path | None, seed, duration, progress, caster, keep, write,
-                  partition=None, shown=None, n_rays=0):
+                  partition=None, shown=None):
         sc = self.scenario
         bus = MessageBus()
         caster = caster or RayCaster(self.scene)
@@ -471,9 +473,8 @@ class Simulation:
                     partition.event(t)
 
             tm = TimeManager(models, duration, bus)
-            # no BLAS threads spinning against the caster's; the frames' pages kept between frames;
-            # the compiled kernels where they pay for their start-up (hifi.kernels)
-            with single_threaded_blas(), steady_heap(), kernels.for_run(n_rays):
+            # no BLAS threads spinning against the caster's; the frames' pages kept between frames
+            with single_threaded_blas(), steady_heap():
                 tm.run(on_frame=on_frame, keep=keep, on_progress=on_progress)
             # Writing phase: frames still buffered now, and (partitioned) the other ranks' frames.
             pending = {i: w.pending_frames for i, w in writers.items()}

@@ -22,13 +22,13 @@ from scipy.special import erf
 
 from hifi.constants import SPEED_OF_LIGHT_M_S
 
-from .subrays import (MAX_SUBRAYS, footprint_directions, footprint_directions_reference, subray_count,
+from .subrays import (MAX_SUBRAYS, footprint_directions, subray_count,
                       subray_directions, subray_pattern)
 
 __all__ = ["MAX_SUBRAYS", "BeamEchoes", "EchoReport", "EchoWindow", "WAVEFORM_BUDGET_BYTES", "beam_echoes",
-           "bundle_echoes", "echo_segments", "echo_segments_reference", "echo_window", "footprint_directions",
-           "footprint_directions_reference", "full_waveform", "process_returns", "pulse_kernel", "pulse_sigma_s",
-           "return_waveform", "round_trip_s", "sampled_waveform", "segment_report", "segment_report_reference",
+           "bundle_echoes", "echo_segments", "echo_window", "footprint_directions",
+           "full_waveform", "process_returns", "pulse_kernel", "pulse_sigma_s",
+           "return_waveform", "round_trip_s", "sampled_waveform", "segment_report",
            "subray_count", "subray_directions", "subray_pattern", "waveform_segments", "window_chunks"]
 
 #: Half-width of the pulse kernel evaluated around each arrival, in pulse standard deviations
@@ -344,17 +344,37 @@ def waveform_segments(waveform, arrival_s, has, *, bin_width_s):
 
 
 def segment_report(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_m):
-    """What the receiver reports, from the segment each sub-ray's return fell in: the compiled
-    kernel (:func:`sensors._beam_kernel.report_kernel`, numba) of
-    :func:`segment_report_reference` for every mode but ``average`` (which it runs).
+    """What the receiver reports, from the segment each sub-ray's return fell in.
 
-    Parameters and result as :func:`segment_report_reference`; the kernel makes the same sums
-    in the same order and the same choices (``tests/test_beam_segments.py``).
+    Parameters
+    ----------
+    seg_i : (p, n) int
+        Segment of each sub-ray (:func:`waveform_segments`), -1 for no return; segments are
+        numbered in time order. Only the grouping and its order matter: any numbering that
+        keeps both gives the same report bit for bit.
+    energy, range_m : (p, n) float
+        Return energy and path length [m] of every sub-ray.
+    mode, detection_threshold, cutoff_m
+        As :func:`process_returns`.
+
+    Returns
+    -------
+    EchoReport
+
+    Notes
+    -----
+    Per pulse, each segment's energy (the sum of its sub-rays') and centroid range (the
+    pulse's nearest return plus the energy-weighted mean offset); segments of at least
+    ``detection_threshold`` are detected; ``first``, ``last``, ``strongest`` pick one of them,
+    ``dual`` first and last, ``strongest_last`` the strongest and the last (the second
+    strongest where they coincide), in the compiled kernel
+    :func:`sensors._beam_kernel.report_kernel`; ``average`` in :func:`_average_report`.
     """
     seg_i = np.asarray(seg_i, dtype=np.int64)
-    if mode == "average" or seg_i.size == 0:
-        return segment_report_reference(seg_i, energy, range_m, mode=mode, detection_threshold=detection_threshold,
-                                        cutoff_m=cutoff_m)
+    if seg_i.size == 0:
+        return _empty_report(seg_i.shape, mode)
+    if mode == "average":
+        return _average_report(seg_i, energy, range_m, detection_threshold=detection_threshold, cutoff_m=cutoff_m)
     from .._beam_kernel import REPORT_MODES, report_kernel  # numba, only where a divergent beam runs
     e = np.nan_to_num(np.asarray(energy, dtype=float))
     rng = np.asarray(range_m, dtype=float)
@@ -371,30 +391,19 @@ def segment_report(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_
     return out
 
 
-def segment_report_reference(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_m):
-    """What the receiver reports, from the segment each sub-ray's return fell in (numpy; the
-    reference of :func:`segment_report`).
+def _average_report(seg_i, energy, range_m, *, detection_threshold, cutoff_m):
+    """The ``average`` mode of :func:`segment_report` (numpy): the energy-weighted mean range of
+    the returns within ``cutoff_m`` behind the first detected segment's centroid.
 
-    Parameters
-    ----------
-    seg_i : (p, n) int
-        Segment of each sub-ray (:func:`waveform_segments`), -1 for no return; segments are
-        numbered in time order. Only the grouping and its order matter: any numbering that
-        keeps both gives the same report bit for bit.
-    energy, range_m : (p, n) float
-        Return energy and path length [m] of every sub-ray.
-    mode, detection_threshold, cutoff_m
-        As :func:`process_returns`.
-
-    Returns
-    -------
-    EchoReport
+    Parameters and result as :func:`segment_report`. Segments are summed per pulse with
+    ``np.bincount``; a centroid is a reference (the pulse's nearest return) plus the weighted
+    mean offset: exact for one sub-ray, and well conditioned (offsets of centimetres, not
+    ranges of tens of metres).
     """
-    seg_i = np.asarray(seg_i, dtype=np.int64)
     e = np.nan_to_num(np.asarray(energy, dtype=float))
     rng = np.asarray(range_m, dtype=float)
     p, n = seg_i.shape
-    n_seg = max(int(seg_i.max()) + 1 if seg_i.size else 1, 1)
+    n_seg = max(int(seg_i.max()) + 1, 1)
     if n_seg > n:
         # Renumber each pulse's occupied segments 0, 1, ... in time order (segments without a
         # return are never reported): the (p, n_seg) arrays below then stay within (p, n).
@@ -402,51 +411,36 @@ def segment_report_reference(seg_i, energy, range_m, *, mode, detection_threshol
         n_seg = max(int(seg_i.max()) + 1, 1)
     has = seg_i >= 0
     key = np.arange(p)[:, None] * n_seg + seg_i
-    ok = seg_i >= 0
-    # Centroids as reference + weighted mean offset: exact for one sub-ray, and well
-    # conditioned (offsets of centimetres, not ranges of tens of metres).
     ref = np.min(np.where(has, rng, np.inf), axis=1)      # nearest return of each pulse
     ref = np.where(np.isfinite(ref), ref, 0.0)
     dev = np.where(has, rng - ref[:, None], 0.0)
-    seg_e = np.bincount(key[ok], weights=e[ok], minlength=p * n_seg).reshape(p, n_seg)
-    seg_ed = np.bincount(key[ok], weights=(e * dev)[ok], minlength=p * n_seg).reshape(p, n_seg)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        seg_r = ref[:, None] + seg_ed / seg_e
+    seg_e = np.bincount(key[has], weights=e[has], minlength=p * n_seg).reshape(p, n_seg)
+    seg_ed = np.bincount(key[has], weights=(e * dev)[has], minlength=p * n_seg).reshape(p, n_seg)
     detected = seg_e >= detection_threshold
     detected &= seg_e > 0
     any_det = detected.any(axis=1)
     first = np.where(any_det, np.argmax(detected, axis=1), -1)
-    last = np.where(any_det, n_seg - 1 - np.argmax(detected[:, ::-1], axis=1), -1)
-    strongest = np.where(any_det, np.argmax(np.where(detected, seg_e, -np.inf), axis=1), -1)
+    # the first detected segment's centroid
+    with np.errstate(invalid="ignore", divide="ignore"):
+        seg_r = ref[:, None] + seg_ed / seg_e
+    r_first = np.where(first >= 0, np.take_along_axis(seg_r, np.maximum(first, 0)[:, None], axis=1)[:, 0], np.nan)
+    near = has & (rng <= r_first[:, None] + cutoff_m) & np.isfinite(r_first)[:, None] & any_det[:, None]
+    we = np.where(near, e, 0.0)
+    tot = we.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(tot > 0, ref + (we * dev).sum(axis=1) / tot, np.nan)
+    r = np.where(any_det, r, np.nan)
+    en = np.where(any_det, tot, np.nan)
+    return EchoReport(r[:, None], en[:, None], _dominant(we, any_det)[:, None], near[:, None, :])
 
-    def pick(seg):
-        r = np.where(seg >= 0, np.take_along_axis(seg_r, np.maximum(seg, 0)[:, None], axis=1)[:, 0], np.nan)
-        en = np.where(seg >= 0, np.take_along_axis(seg_e, np.maximum(seg, 0)[:, None], axis=1)[:, 0], np.nan)
-        members = (seg_i == seg[:, None]) & (seg >= 0)[:, None]
-        dom = _dominant(np.where(members, e, 0.0), seg >= 0)
-        return r, en, dom, members
 
-    if mode == "average":
-        r_first = pick(first)[0]
-        near = has & (rng <= r_first[:, None] + cutoff_m) & np.isfinite(r_first)[:, None] & any_det[:, None]
-        we = np.where(near, e, 0.0)
-        tot = we.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.where(tot > 0, ref + (we * dev).sum(axis=1) / tot, np.nan)
-        r = np.where(any_det, r, np.nan)
-        en = np.where(any_det, tot, np.nan)
-        return EchoReport(r[:, None], en[:, None], _dominant(we, any_det)[:, None], near[:, None, :])
-    if mode == "strongest_last":
-        masked = np.where(detected, seg_e, -np.inf)
-        masked[np.arange(p), np.maximum(strongest, 0)] = -np.inf
-        has_second = np.isfinite(masked).any(axis=1) if n_seg > 1 else np.zeros(p, dtype=bool)
-        second = np.where(has_second, np.argmax(masked, axis=1), strongest)
-        other = np.where(last != strongest, last, second)
-        chosen = [strongest, other]
-    else:
-        chosen = {"first": [first], "last": [last], "strongest": [strongest], "dual": [first, last]}[mode]
-    parts = [pick(s) for s in chosen]
-    return EchoReport(*(np.stack([q[k] for q in parts], axis=1) for k in range(4)))
+def _empty_report(shape, mode) -> "EchoReport":
+    """The report of pulses without sub-rays or of no pulses (``shape`` (p, n), p or n zero):
+    nothing detected."""
+    p, n = shape
+    m = 2 if mode in ("dual", "strongest_last") else 1
+    return EchoReport(np.full((p, m), np.nan), np.full((p, m), np.nan), np.full((p, m), -1, dtype=np.int64),
+                      np.zeros((p, m, n), dtype=bool))
 
 
 def bundle_echoes(range_m, energy, *, resolution_m, mode):
@@ -727,39 +721,7 @@ def _arrival_parts(tau, e, bin_width_s):
 def echo_segments(arrival_s, energy, n_bins, *, bin_width_s, pulse_width_s, budget_bytes=WAVEFORM_BUDGET_BYTES):
     """Segment of each sub-ray's return, as :func:`waveform_segments` finds it in the
     :func:`return_waveform` of the pulse's window: the compiled kernel
-    (:func:`sensors._beam_kernel.segments_kernel`, numba) of :func:`echo_segments_reference`.
-
-    Parameters and result as :func:`echo_segments_reference`, whose Notes describe the method;
-    the kernel runs it pulse by pulse with the same floating-point operations in the same
-    order, so both give the same segments (``tests/test_beam_segments.py``), and numbers each
-    pulse's segments that hold a return 0, 1, ... (so :func:`segment_report` needs no
-    renumbering). Its working memory is a few arrays of the sub-rays and one pulse's samples.
-    """
-    tau = np.asarray(arrival_s, dtype=float)
-    e = np.nan_to_num(np.asarray(energy, dtype=float))
-    need = np.asarray(n_bins, dtype=np.int64)
-    p, n = tau.shape
-    if p == 0 or n == 0:
-        return np.full((p, n), -1, dtype=np.int64)
-    from .._beam_kernel import segments_kernel        # numba, only where a divergent beam runs
-    has, _, b_i, b0, c_lo, c_hi = _arrival_parts(tau, e, bin_width_s)
-    taps, symmetric = _convolution_taps(bin_width_s, pulse_width_s)
-    seg = np.empty((p, n), dtype=np.int64)
-    whole = np.zeros(p, dtype=bool)
-    segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
-    rows_whole = np.flatnonzero(whole)
-    for rows, w in window_chunks(need[rows_whole], row_bytes=_BYTES_PER_SUBRAY * n, budget_bytes=budget_bytes):
-        r = rows_whole[rows]
-        wf = return_waveform(tau[r], e[r], bin_width_s=bin_width_s, n_bins=w, pulse_width_s=pulse_width_s)
-        seg[r] = waveform_segments(wf, tau[r], has[r], bin_width_s=bin_width_s)
-    return seg
-
-
-def echo_segments_reference(arrival_s, energy, n_bins, *, bin_width_s, pulse_width_s,
-                            budget_bytes=WAVEFORM_BUDGET_BYTES):
-    """Segment of each sub-ray's return, as :func:`waveform_segments` finds it in the
-    :func:`return_waveform` of the pulse's window, without synthesising whole waveforms: the
-    numpy reference of :func:`echo_segments`.
+    (:func:`sensors._beam_kernel.segments_kernel`, numba).
 
     Parameters
     ----------
@@ -780,8 +742,8 @@ def echo_segments_reference(arrival_s, energy, n_bins, *, bin_width_s, pulse_wid
     ndarray, shape (p, n), int64
         Segment index of each sub-ray, -1 for none; the same grouping of sub-rays into segments,
         in the same time order, as :func:`waveform_segments` on :func:`return_waveform`, so
-        :func:`segment_report` gives the same report bit for bit (the numbers differ: here a
-        pulse's segments count from its earliest return).
+        :func:`segment_report` gives the same report bit for bit; a pulse's segments that hold
+        a return are numbered 0, 1, ... (so :func:`segment_report` needs no renumbering).
 
     Notes
     -----
@@ -796,7 +758,8 @@ def echo_segments_reference(arrival_s, energy, n_bins, *, bin_width_s, pulse_wid
       them: the same impulses, accumulated in the same order (``np.bincount`` adds in input
       order as ``np.add.at`` does), and the convolution sums of scipy in scipy's order
       (:func:`sampled_waveform`), on an impulse train that covers the kernel around those
-      samples. The work per pulse follows the spread of its returns, not the pulse length.
+      samples. The work per pulse follows the spread of its returns, not the pulse length,
+      and the working memory is a few arrays of the sub-rays and one pulse's samples.
 
     A pulse whose sampled stretch would reach outside its window (never, by the margins of
     :func:`echo_window`) gets the whole waveform, as in :func:`return_waveform`.
@@ -805,40 +768,18 @@ def echo_segments_reference(arrival_s, energy, n_bins, *, bin_width_s, pulse_wid
     e = np.nan_to_num(np.asarray(energy, dtype=float))
     need = np.asarray(n_bins, dtype=np.int64)
     p, n = tau.shape
-    has, _, b_i, b0_all, c_lo, c_hi = _arrival_parts(tau, e, bin_width_s)
-    seg = np.where(has, 0, -1).astype(np.int64)
     if p == 0 or n == 0:
-        return seg
-    b_min = np.min(np.where(has, b_i, np.iinfo(np.int64).max), axis=1)
-    b_max = np.max(np.where(has, b_i, -1), axis=1)
+        return np.full((p, n), -1, dtype=np.int64)
+    from .._beam_kernel import segments_kernel        # numba, only where a divergent beam runs
+    has, _, b_i, b0, c_lo, c_hi = _arrival_parts(tau, e, bin_width_s)
     taps, symmetric = _convolution_taps(bin_width_s, pulse_width_s)
-    half = (len(taps) - 1) // 2
-    spread = np.flatnonzero(b_max > b_min)            # returns in more than one bin
-    inside = (b_min[spread] - 2 - half >= 0) & (b_max[spread] + half < need[spread])
-    sampled, whole = spread[inside], spread[~inside]
-    # Grouped by the number of samples (not by the impulse train, which adds 2 half to each):
-    # per sample its impulse, the sample, the sum temporaries, starts and labels (int64).
-    n_samples = b_max[sampled] - b_min[sampled] + 3
-    for rows, n_out in window_chunks(n_samples, bin_bytes=48, row_bytes=_BYTES_PER_SUBRAY * n + 16 * half,
-                                     budget_bytes=budget_bytes):
-        r = sampled[rows]
-        w = n_out + 2 * half
-        origin = b_min[r] - 2 - half                  # window bin of impulse column 0
-        ok = has[r]
-        b0 = b0_all[r]
-        base = (np.arange(r.size) * w - origin)[:, None]
-        keys = np.concatenate([(base + b0)[ok], (base + b0 + 1)[ok]])
-        weights = np.concatenate([c_lo[r][ok], c_hi[r][ok]])
-        impulses = np.bincount(keys, weights=weights, minlength=r.size * w).reshape(r.size, w)
-        wf = sampled_waveform(impulses, taps, symmetric, n_out)        # window bins b_min - 2 ...
-        starts = np.zeros((r.size, n_out), dtype=np.int64)
-        starts[:, 3:] = (wf[:, 3:] > wf[:, 2:-1]) & (wf[:, 2:-1] <= wf[:, 1:-2])
-        label = np.cumsum(starts, axis=1)
-        col = np.where(ok, b_i[r] - b_min[r][:, None] + 2, 0)
-        seg[r] = np.where(ok, np.take_along_axis(label, col, axis=1), -1)
-    for rows, w in window_chunks(need[whole], row_bytes=_BYTES_PER_SUBRAY * n, budget_bytes=budget_bytes):
-        r = whole[rows]
-        wf = return_waveform(tau[r], np.asarray(energy, dtype=float)[r], bin_width_s=bin_width_s, n_bins=w, pulse_width_s=pulse_width_s)
+    seg = np.empty((p, n), dtype=np.int64)
+    whole = np.zeros(p, dtype=bool)
+    segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
+    rows_whole = np.flatnonzero(whole)
+    for rows, w in window_chunks(need[rows_whole], row_bytes=_BYTES_PER_SUBRAY * n, budget_bytes=budget_bytes):
+        r = rows_whole[rows]
+        wf = return_waveform(tau[r], e[r], bin_width_s=bin_width_s, n_bins=w, pulse_width_s=pulse_width_s)
         seg[r] = waveform_segments(wf, tau[r], has[r], bin_width_s=bin_width_s)
     return seg
 

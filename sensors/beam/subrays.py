@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi import kernels
 
 from ..noise import orthonormal_basis
 
@@ -112,33 +111,6 @@ def subray_directions(axis, uv, divergence_rad, aperture_radius_m):
 def footprint_directions(axis, uv, divergence_h_rad, divergence_v_rad, aperture_radius_m):
     """Sub-rays of an elliptical beam whose axes are horizontal and vertical.
 
-    The compiled kernel :func:`sensors._lidar_kernel.footprint` (with the kernels off,
-    :func:`hifi.kernels.enabled`, :func:`footprint_directions_reference`); the same bytes
-    either way (parameters and results there). The kernel leaves a vertical axis's rows to the
-    reference.
-    """
-    a = np.ascontiguousarray(axis, dtype=float)
-    uv = np.asarray(uv, dtype=float)
-    if not kernels.enabled() or a.shape[0] == 0:
-        return footprint_directions_reference(a, uv, divergence_h_rad, divergence_v_rad, aperture_radius_m)
-    from .._lidar_kernel import footprint            # numba: loaded by the first lidar step
-
-    p, n = a.shape[0], uv.shape[0]
-    off, d = np.empty((p, n, 3)), np.empty((p, n, 3))
-    vertical = np.empty(p, dtype=bool)
-    u, v = np.ascontiguousarray(uv[:, 0]), np.ascontiguousarray(uv[:, 1])
-    # the reference's products (tan u) and (tan v) first, as it forms them
-    footprint(a, u, v, np.tan(divergence_h_rad / 2.0) * u, np.tan(divergence_v_rad / 2.0) * v,
-              float(aperture_radius_m), off, d, vertical)
-    if np.any(vertical):
-        off[vertical], d[vertical] = footprint_directions_reference(a[vertical], uv, divergence_h_rad,
-                                                                    divergence_v_rad, aperture_radius_m)
-    return off, d
-
-
-def footprint_directions_reference(axis, uv, divergence_h_rad, divergence_v_rad, aperture_radius_m):
-    """Sub-rays of an elliptical beam whose axes are horizontal and vertical (numpy).
-
     Parameters
     ----------
     axis : (p, 3) float
@@ -158,18 +130,31 @@ def footprint_directions_reference(axis, uv, divergence_h_rad, divergence_v_rad,
         As :func:`subray_directions`, with ``e_h`` the horizontal normal to the beam and
         ``e_v = axis x e_h`` (up, perpendicular to the beam); a vertical beam takes the basis of
         :func:`sensors.noise.orthonormal_basis`. Equal divergences give a circular beam.
+
+    Notes
+    -----
+    The basis of each beam here (``e_h = (-a_y, a_x, 0) / |.|``, ``e_v = np.cross(a, e_h)``),
+    the sub-rays in the compiled kernel :func:`sensors._lidar_kernel.footprint`:
+    ``across = u e_h + v e_v``, ``d = (a + tan(Theta_h / 2) u e_h) + tan(Theta_v / 2) v e_v``
+    divided by its norm.
     """
-    a = np.asarray(axis, dtype=float)
-    e_h = np.stack([-a[:, 1], a[:, 0], np.zeros(len(a))], axis=-1)
+    a = np.ascontiguousarray(axis, dtype=float)
+    uv = np.asarray(uv, dtype=float)
+    p, n = a.shape[0], uv.shape[0]
+    e_h = np.stack([-a[:, 1], a[:, 0], np.zeros(p)], axis=-1)
     norm = np.linalg.norm(e_h, axis=-1, keepdims=True)
     vertical = norm[:, 0] < 1e-9
     e_h = e_h / np.where(vertical[:, None], 1.0, norm)
     if np.any(vertical):
         e_h[vertical] = orthonormal_basis(a[vertical])[0]
     e_v = np.cross(a, e_h)
-    u, v = uv[None, :, 0:1], uv[None, :, 1:2]
-    across = u * e_h[:, None, :] + v * e_v[:, None, :]
-    d = (a[:, None, :] + np.tan(divergence_h_rad / 2.0) * u * e_h[:, None, :]
-         + np.tan(divergence_v_rad / 2.0) * v * e_v[:, None, :])
-    d /= np.linalg.norm(d, axis=-1, keepdims=True)
-    return aperture_radius_m * across, d
+    off, d = np.empty((p, n, 3)), np.empty((p, n, 3))
+    if p == 0:
+        return off, d
+    from .._lidar_kernel import footprint            # numba: loaded by the first lidar step
+
+    u, v = np.ascontiguousarray(uv[:, 0]), np.ascontiguousarray(uv[:, 1])
+    # the products (tan u) and (tan v) first, as the expression in the Notes forms them
+    footprint(a, np.ascontiguousarray(e_h), np.ascontiguousarray(e_v), u, v, np.tan(divergence_h_rad / 2.0) * u,
+              np.tan(divergence_v_rad / 2.0) * v, float(aperture_radius_m), off, d)
+    return off, d

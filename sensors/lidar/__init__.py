@@ -23,11 +23,11 @@ Every name is importable from ``sensors.lidar`` (the ``hifi.models`` entry point
 
 from .firing import (AZIMUTH_STEP_RTOL, FIRING_MODES, azimuth_step_deg, cycles_per_rotation, firing_fractions,
                      mirror_scan_directions)
-from .footprint import EDGE_DEPTH_M, depth_edge_pulses, depth_edge_pulses_reference, footprint_params, probe_leaves
+from .footprint import EDGE_DEPTH_M, depth_edge_pulses, footprint_params, probe_leaves
 from .line import IbeoLux, LineLidar, SickLMS
 from .pulsed import PulseBatch, PulsedLidar, take_hits
 from .rotating import HDL32E, HDL64E_S2, VLP16, RotatingLidar
-from .signal import (CLEAR_VISIBILITY_M, FOG_BLIND_MIN_M, SNR_THRESHOLD, SignalChain, common_params, fit_noise_power,
+from .signal import (CLEAR_VISIBILITY_M, FOG_BLIND_MIN_M, SNR_THRESHOLD, ChainParams, SignalChain, common_params, fit_noise_power,
                      lidar_signal_chain)
 
 # The names these had while they were private to one module, which sensors.ouster, sensors.sick
@@ -39,9 +39,9 @@ _take_hits = take_hits
 _probe_leaves = probe_leaves
 
 __all__ = [
-    "AZIMUTH_STEP_RTOL", "CLEAR_VISIBILITY_M", "EDGE_DEPTH_M", "FIRING_MODES", "FOG_BLIND_MIN_M", "HDL32E",
+    "AZIMUTH_STEP_RTOL", "CLEAR_VISIBILITY_M", "ChainParams", "EDGE_DEPTH_M", "FIRING_MODES", "FOG_BLIND_MIN_M", "HDL32E",
     "HDL64E_S2", "SNR_THRESHOLD", "VLP16", "IbeoLux", "LineLidar", "PulseBatch", "PulsedLidar", "RotatingLidar",
     "SickLMS", "SignalChain", "azimuth_step_deg", "common_params", "cycles_per_rotation", "depth_edge_pulses",
-    "depth_edge_pulses_reference", "fit_noise_power", "firing_fractions", "footprint_params",
+    "fit_noise_power", "firing_fractions", "footprint_params",
     "lidar_signal_chain", "mirror_scan_directions", "probe_leaves", "take_hits",
 ]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from hifi import kernels
 from hifi.api.params import Param
 
 
@@ -46,28 +45,8 @@ def footprint_params(params, *, divergence_rad, divergence_v_rad=None, aperture_
 
 
 def depth_edge_pulses(points, normals, hit, shape, ring_order=None, depth_m=EDGE_DEPTH_M):
-    """Pulses whose footprint may straddle a depth edge: a neighbour off their surface.
-
-    The compiled kernel :func:`sensors._lidar_kernel.edge_flags` (with the kernels off,
-    :func:`hifi.kernels.enabled`, :func:`depth_edge_pulses_reference`); the same flags either
-    way (parameters and results there).
-    """
-    if not kernels.enabled():
-        return depth_edge_pulses_reference(points, normals, hit, shape, ring_order, depth_m)
-    from .._lidar_kernel import edge_flags
-
-    n_s, n_b = shape
-    order = np.arange(n_b) if ring_order is None else np.asarray(ring_order, dtype=np.int64)
-    along = np.zeros((n_s, n_b), dtype=np.uint8)
-    across = np.zeros((n_s, n_b), dtype=np.uint8)
-    edge_flags(np.ascontiguousarray(points, dtype=float).reshape(n_s, n_b, 3),
-               np.ascontiguousarray(normals, dtype=float).reshape(n_s, n_b, 3),
-               np.ascontiguousarray(hit, dtype=bool).reshape(n_s, n_b), order, np.float32(depth_m), along, across)
-    return along.ravel() > 0, across.ravel()
-
-
-def depth_edge_pulses_reference(points, normals, hit, shape, ring_order=None, depth_m=EDGE_DEPTH_M):
-    """Pulses whose footprint may straddle a depth edge: a neighbour off their surface (numpy).
+    """Pulses whose footprint may straddle a depth edge: a neighbour off their surface (the
+    compiled kernel :func:`sensors._lidar_kernel.edge_flags`).
 
     Parameters
     ----------
@@ -95,51 +74,26 @@ def depth_edge_pulses_reference(points, normals, hit, shape, ring_order=None, de
         The same across the scan between adjacent rings in elevation order: bit 1 set where
         the ring below leaves the pulse's surface, bit 2 where the ring above does.
     """
+    from .._lidar_kernel import edge_flags
+
     n_s, n_b = shape
-    order = np.arange(n_b) if ring_order is None else np.asarray(ring_order)
-    # float32 (1e-5 m at 100 m, far below depth_m): half the memory traffic of float64
-    x = np.asarray(points).reshape(n_s, n_b, 3)[:, order].astype(np.float32)
-    nrm = np.asarray(normals).reshape(n_s, n_b, 3)[:, order].astype(np.float32)
-    np.nan_to_num(x, copy=False)
-    np.nan_to_num(nrm, copy=False)
-    h = np.asarray(hit, dtype=bool).reshape(n_s, n_b)[:, order]
-    flags = []
-    for axis in (0, 1):
-        flag = np.zeros((n_s, n_b), dtype=np.uint8)
-        lo = [slice(None), slice(None)]
-        hi = [slice(None), slice(None)]
-        lo[axis], hi[axis] = slice(None, -1), slice(1, None)
-        lo, hi = tuple(lo), tuple(hi)
-        dx = x[hi] - x[lo]
-        # normal . difference summed left to right (einsum's order is numpy's to choose)
-        off = np.maximum(np.abs(_dot3(nrm[lo], dx)), np.abs(_dot3(nrm[hi], dx)))
-        step = h[lo] & h[hi] & (off > depth_m)
-        flag[lo] |= (step | (h[hi] & ~h[lo])).astype(np.uint8) * 2      # its upper / next neighbour
-        flag[hi] |= (step | (h[lo] & ~h[hi])).astype(np.uint8)          # its lower / previous one
-        out = np.empty_like(flag)
-        out[:, order] = flag
-        flags.append(out.ravel())
-    return flags[0] > 0, flags[1]
-
-
-def _dot3(u, v):
-    """``u . v`` over the last axis (length 3), summed left to right, in the arrays' dtype."""
-    return u[..., 0] * v[..., 0] + u[..., 1] * v[..., 1] + u[..., 2] * v[..., 2]
+    order = np.arange(n_b) if ring_order is None else np.asarray(ring_order, dtype=np.int64)
+    along = np.zeros((n_s, n_b), dtype=np.uint8)
+    across = np.zeros((n_s, n_b), dtype=np.uint8)
+    edge_flags(np.ascontiguousarray(points, dtype=float).reshape(n_s, n_b, 3),
+               np.ascontiguousarray(normals, dtype=float).reshape(n_s, n_b, 3),
+               np.ascontiguousarray(hit, dtype=bool).reshape(n_s, n_b), order, np.float32(depth_m), along, across)
+    return along.ravel() > 0, across.ravel()
 
 
 def probe_leaves(hits, cand, probe):
     """Which of the probes of pulses ``cand`` (their :class:`hifi.caster.Hits` ``probe``) leave
     the surface of the pulse's pencil hit: one hits and the other misses, or the probe's point
-    lies more than :data:`EDGE_DEPTH_M` off the plane of the pencil's hit. The compiled kernel
-    :func:`sensors._lidar_kernel.probe_leaves` with the kernels on, else numpy; the same flags
-    (the plane distance summed left to right either way)."""
-    if kernels.enabled():
-        from .._lidar_kernel import probe_leaves as probe_leaves_kernel
-        out = np.empty(cand.size, dtype=bool)
-        probe_leaves_kernel(cand, np.ascontiguousarray(hits.hit), np.ascontiguousarray(hits.normal),
-                            np.ascontiguousarray(hits.point), np.ascontiguousarray(probe.hit),
-                            np.ascontiguousarray(probe.point), EDGE_DEPTH_M, out)
-        return out
-    ax_hit = hits.hit[cand]
-    off_plane = np.abs(_dot3(hits.normal[cand], probe.point - hits.point[cand]))
-    return (probe.hit != ax_hit) | (probe.hit & ax_hit & (np.nan_to_num(off_plane) > EDGE_DEPTH_M))
+    lies more than :data:`EDGE_DEPTH_M` off the plane of the pencil's hit (the compiled kernel
+    :func:`sensors._lidar_kernel.probe_leaves`, the plane distance summed left to right)."""
+    from .._lidar_kernel import probe_leaves as probe_leaves_kernel
+    out = np.empty(cand.size, dtype=bool)
+    probe_leaves_kernel(cand, np.ascontiguousarray(hits.hit), np.ascontiguousarray(hits.normal),
+                        np.ascontiguousarray(hits.point), np.ascontiguousarray(probe.hit),
+                        np.ascontiguousarray(probe.point), EDGE_DEPTH_M, out)
+    return out

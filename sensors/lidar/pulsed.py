@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hifi import kernels
 from hifi.caster import Hits
 from hifi.constants import SPEED_OF_LIGHT_M_S
 from hifi.run.dataset import ATMOSPHERE_ID, annotation_var, axis_coords, range_frame, sensor_pose_vars
@@ -20,7 +19,7 @@ from ..beam import beam_echoes, bundle_echoes, footprint_directions, subray_patt
 from ..radiometry import extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor
 from ..weather import Particles, fog_echo_table, particle_window, precipitation, sample_particles, weather_of
 from .footprint import depth_edge_pulses, probe_leaves
-from .signal import FOG_BLIND_MIN_M, SignalChain, lidar_signal_chain
+from .signal import FOG_BLIND_MIN_M, ChainParams, lidar_signal_chain
 
 
 #: Position (beam radii) of the probe sub-ray that tests whether the footprint of a pulse
@@ -107,6 +106,7 @@ class PulsedLidar(Sensor):
         self._rough = scene.object_table("roughness_rad")
         self._class = scene.object_table("class_id")
         self._class_names = list(scene.class_names)
+        self._chain = ChainParams.from_params(self.params)
         self._setup_weather(ctx)
 
     def _setup_weather(self, ctx):
@@ -307,17 +307,9 @@ class PulsedLidar(Sensor):
         hits, origins, dirs = self.cast(d, np.repeat(times, n), p["max_range_m"], o)
         oid = hits.object_id
         weight = np.broadcast_to(w, (count, n))
-        if kernels.enabled():                  # the same bytes as the numpy expression below
-            from .._lidar_kernel import subray_energy
-            energy = np.empty(count * n)
-            args = (hits.distance, hits.direction, hits.normal, oid, self._refl, self._mirror, self._rough,
-                    np.ascontiguousarray(w, dtype=float), energy)
-            self.run_chunks(subray_energy, count * n, *args)
-            energy = energy.reshape(count, n)
-        else:
-            energy = np.where(hits.hit, weight.ravel() * lambertian_return(
-                self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
-                roughness_rad=self._rough[oid]), 0.0).reshape(count, n)
+        energy = np.where(hits.hit, weight.ravel() * lambertian_return(
+            self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
+            roughness_rad=self._rough[oid]), 0.0).reshape(count, n)
         rng_sub = hits.distance.reshape(count, n)
         echo = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
                            mode=self._beam_mode(), detection_threshold=0.0, cutoff_m=p["cutoff_m"],
@@ -371,13 +363,9 @@ class PulsedLidar(Sensor):
         no face, annotation 0). Both return slots of a dual return see the same fog and the
         same particles.
         """
-        p = self.params
         origins, dirs, bias, shape = batch.origins, batch.directions, batch.bias, batch.shape
         oid = hits.object_id
         n_lasers = shape[-1]
-        if self._kernel_applies(echo, particles):
-            sig, reported = self._kernel_chain(k, hits, origins, dirs, bias, n_lasers, echo)
-            return self._frame(t, hits, batch, sig, reported)
         if echo is None:
             measured = hits.distance
             rho = self._refl[oid] * (1.0 - self._mirror[oid])
@@ -387,7 +375,7 @@ class PulsedLidar(Sensor):
             measured, rho, energy = echo
             apparent = np.where(np.isfinite(measured), np.nan_to_num(energy) * measured ** 2, np.nan)
         gain = np.tile(self._laser_gain(n_lasers), int(np.prod(shape[:-1])))
-        sig = lidar_signal_chain(measured, rho, apparent, p, bias_m=bias, gain=gain,
+        sig = lidar_signal_chain(measured, rho, apparent, self._chain, bias_m=bias, gain=gain,
                                  noise_rng=stream(self.ctx.seed, self.name, k, "noise"),
                                  detection_rng=stream(self.ctx.seed, self.name, k, "detection"),
                                  intensity_rng=stream(self.ctx.seed, self.name, k, "intensity"),
@@ -406,63 +394,6 @@ class PulsedLidar(Sensor):
             oid = hits.object_id
         reported = origins + dirs * sig.distance_noisy[:, None]          # on the emitted ray: mirror ghosts
         return self._frame(t, hits, batch, sig, reported)
-
-    def _kernel_applies(self, echo, particles) -> bool:
-        """Whether :meth:`_kernel_chain` computes this slot: the compiled kernels on
-        (:func:`hifi.kernels.enabled`), no fog echo and no particles in the beams, the SNR
-        detection model (pencil hits and divergent-beam echoes alike)."""
-        return (kernels.enabled() and self._fog is None and (particles is None or not particles.pulse.size)
-                and self.params["detection_model"] == "snr")
-
-    def _kernel_chain(self, k, hits, origins, dirs, bias, n_lasers, echo=None):
-        """:func:`lidar_signal_chain` of pencil hits or of a divergent beam's ``echo`` in clear
-        air (or weather without fog or particles in the beams) with the SNR detection model, in
-        the compiled kernel :func:`sensors._lidar_kernel.pencil_chain`, chunks of pulses on the
-        caster's threads.
-
-        The same deviates from the same streams as the numpy chain; returns the
-        :class:`SignalChain` (``distance_noisy`` already NaN where not detected) and the
-        reported points (NaN where not detected).
-        """
-        from .._lidar_kernel import pencil_chain       # numba: loaded by the first lidar step
-
-        p = self.params
-        seed, name = self.ctx.seed, self.name
-        n = hits.distance.shape[0]
-        threads = self.threads
-        draws = [lambda: stream(seed, name, k, "noise").standard_normal(n),      # three streams at once
-                 lambda: stream(seed, name, k, "detection").random((2, n)),
-                 lambda: stream(seed, name, k, "intensity").standard_normal(n)]
-        z, u, zi = [f() for f in draws] if threads is None else threads.run(draws)
-        alpha = (extinction_from_visibility(p["visibility_m"], p["wavelength_m"]) if self._extinction is None
-                 else self._extinction)
-        c = np.array([
-            float(p["peak_power_w"]) * float(p["optical_efficiency"]), np.pi * p["receiver_aperture_m"] ** 2 / 4.0,
-            -2.0 * float(alpha), float(p["full_overlap_m"]), float(p["noise_power_w"]),
-            float(p["range_noise_floor_m"]) ** 2, float(p["range_noise_snr1_m"]),
-            np.nan if p["noise_sigma_m"] is None else float(p["noise_sigma_m"]), float(p["range_resolution_m"]),
-            float(p["min_range_m"]), float(p["max_range_m"]), float(p["snr_threshold"]),
-            float(p["dropout_probability"]), float(p["intensity_full_scale"]), float(p["intensity_max"]),
-            float(p["intensity_exponent"])])
-        power, snr, apparent, d_out, inten = (np.empty(n) for _ in range(5))
-        det = np.empty(n, dtype=bool)
-        pts = np.empty((n, 3))
-        if echo is None:
-            dist, app_in = hits.distance, np.empty(0)
-        else:                                   # as _measure's numpy path makes them
-            dist, _, energy = echo
-            with np.errstate(invalid="ignore"):
-                app_in = np.where(np.isfinite(dist), np.nan_to_num(energy) * dist ** 2, np.nan)
-        args = (np.ascontiguousarray(dist, dtype=float), np.ascontiguousarray(hits.direction, dtype=float),
-                np.ascontiguousarray(hits.normal, dtype=float), np.ascontiguousarray(hits.object_id, dtype=np.int32),
-                self._refl, self._mirror, self._rough, app_in,
-                np.ascontiguousarray(np.broadcast_to(bias, (n,)), dtype=float),
-                np.ascontiguousarray(self._laser_gain(n_lasers), dtype=float), z, u, zi,
-                np.ascontiguousarray(origins, dtype=float), np.ascontiguousarray(dirs, dtype=float),
-                np.atleast_1d(np.asarray(self.range_offset_m, dtype=float)).ravel(), c,
-                power, snr, apparent, det, d_out, pts, inten)
-        self.run_chunks(pencil_chain, n, *args)
-        return SignalChain(power, snr, apparent, det, d_out, inten), pts
 
     def _frame(self, t, hits, batch: PulseBatch, sig, reported):
         """The dataset of a frame from the signal chain's results (:func:`range_frame`)."""

@@ -174,7 +174,42 @@ class SignalChain(NamedTuple):
     atmosphere_range: np.ndarray | None = None   #: true range of the fog echo [m] where ``atmosphere``
 
 
-def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bias_m, gain, noise_rng,
+class ChainParams(NamedTuple):
+    """What the signal chain (:func:`lidar_signal_chain`) needs of a lidar, by name: the lidar's
+    parameters of the same names (:func:`common_params` documents each, with its source).
+    :meth:`from_params` picks them from a model's parameters once per model."""
+
+    peak_power_w: float          #: emitted peak power per pulse [W]
+    optical_efficiency: float    #: transmit x receive optical efficiency [1]
+    receiver_aperture_m: float   #: receiver lens diameter [m]
+    wavelength_m: float          #: laser wavelength [m]
+    visibility_m: float          #: meteorological visibility of the clear-air extinction [m]
+    full_overlap_m: float        #: range of full transmitter/receiver overlap [m]; 0: none
+    noise_power_w: float         #: RMS receiver noise as optical power [W]
+    snr_threshold: float         #: detection threshold over the RMS noise [1]
+    detection_model: str         #: "snr" or "blensor"
+    dropout_probability: float   #: "snr": probability of an isolated miss [1]
+    reflectivity_lower: float    #: "blensor": minimum reflectivity detected at distance_lower_m
+    reflectivity_upper: float    #: "blensor": minimum reflectivity detected at distance_upper_m
+    distance_lower_m: float      #: "blensor": closer, every surface with reflectivity > 0 is detected [m]
+    distance_upper_m: float      #: "blensor": nothing detected beyond [m]
+    min_range_m: float           #: nothing closer is reported [m]
+    max_range_m: float           #: maximum range [m]
+    noise_sigma_m: float | None  #: constant range noise sigma [m]; None: from the SNR
+    range_noise_floor_m: float   #: range noise sigma at high SNR [m]
+    range_noise_snr1_m: float    #: range noise sigma at SNR 1 [m]
+    range_resolution_m: float    #: reported ranges are multiples of this [m]; 0: not quantised
+    intensity_full_scale: float  #: intensity code of a white Lambertian target at normal incidence
+    intensity_max: int           #: largest intensity code
+    intensity_exponent: float    #: response exponent of the reported intensity [1]
+
+    @classmethod
+    def from_params(cls, params) -> "ChainParams":
+        """The fields from a lidar's parameters (a mapping with at least these keys)."""
+        return cls(**{name: params[name] for name in cls._fields})
+
+
+def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *, bias_m, gain, noise_rng,
                        detection_rng, intensity_rng, range_offset_m=0.0, extinction_per_m=None, fog=None,
                        fog_rng=None, particles=None, mode="strongest") -> SignalChain:
     """Measurement chain of a pulsed lidar after the cast: power, SNR, detection, noise, intensity.
@@ -187,8 +222,9 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
         Diffuse reflectivity of the surface, ``rho (1 - mirror)`` (BlenSor threshold).
     apparent_reflectivity : (n,) float
         ``rho cos(i) (1 - mirror)`` of a pencil beam, or the spot-weighted value of an echo.
-    p : mapping
-        The lidar's parameters (:func:`common_params`).
+    chain : ChainParams or mapping
+        The lidar's parameters the chain uses (:class:`ChainParams`; a mapping of the lidar's
+        parameters is read into one).
     bias_m, gain : (n,) float
         Per-laser range bias [m] and intensity gain of each ray.
     noise_rng, detection_rng, intensity_rng : numpy.random.Generator
@@ -239,36 +275,37 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
        ``pi P R^2 / (P_t eta A_r)`` (what a Lambertian target at that range would need).
        Without weather nothing is drawn, so clear-air results keep their bytes.
     """
+    c = chain if isinstance(chain, ChainParams) else ChainParams.from_params(chain)
     d = np.asarray(distance_m, dtype=float)
     hit = np.isfinite(d)
-    alpha = (extinction_from_visibility(p["visibility_m"], p["wavelength_m"]) if extinction_per_m is None
+    alpha = (extinction_from_visibility(c.visibility_m, c.wavelength_m) if extinction_per_m is None
              else float(extinction_per_m))
-    power = lidar_received_power(p["peak_power_w"], apparent_reflectivity, 1.0, d,
-                                 receiver_area_m2=np.pi * p["receiver_aperture_m"] ** 2 / 4.0,
-                                 system_efficiency=p["optical_efficiency"], extinction_per_m=alpha,
-                                 overlap=overlap_factor(d, p["full_overlap_m"]))
+    power = lidar_received_power(c.peak_power_w, apparent_reflectivity, 1.0, d,
+                                 receiver_area_m2=np.pi * c.receiver_aperture_m ** 2 / 4.0,
+                                 system_efficiency=c.optical_efficiency, extinction_per_m=alpha,
+                                 overlap=overlap_factor(d, c.full_overlap_m))
     power = np.where(hit, power, np.nan)
-    snr = power / p["noise_power_w"]
+    snr = power / c.noise_power_w
     z = noise_rng.standard_normal(d.shape)
-    if p["noise_sigma_m"] is not None:
-        sigma = float(p["noise_sigma_m"])
+    if c.noise_sigma_m is not None:
+        sigma = float(c.noise_sigma_m)
     else:
-        sigma = np.where(hit, snr_range_sigma(snr, floor_m=p["range_noise_floor_m"],
-                                              snr1_m=p["range_noise_snr1_m"]), 0.0)
+        sigma = np.where(hit, snr_range_sigma(snr, floor_m=c.range_noise_floor_m,
+                                              snr1_m=c.range_noise_snr1_m), 0.0)
     d_noisy = d + np.asarray(bias_m, dtype=float) + sigma * z
-    if p["range_resolution_m"] > 0.0:
-        res = p["range_resolution_m"]
+    if c.range_resolution_m > 0.0:
+        res = c.range_resolution_m
         d_noisy = np.round((d_noisy + range_offset_m) / res) * res - range_offset_m
     with np.errstate(invalid="ignore"):
-        in_range = hit & (d >= p["min_range_m"]) & (d <= p["max_range_m"])
+        in_range = hit & (d >= c.min_range_m) & (d <= c.max_range_m)
     u = detection_rng.random((2,) + d.shape)
-    if p["detection_model"] == "snr":
-        p_d = detection_probability(snr, p["snr_threshold"])
-        det = in_range & (u[0] < p_d) & (u[1] >= p["dropout_probability"])
+    if c.detection_model == "snr":
+        p_d = detection_probability(snr, c.snr_threshold)
+        det = in_range & (u[0] < p_d) & (u[1] >= c.dropout_probability)
     else:
-        det = in_range & detect(d, reflectivity, reflectivity_lower=p["reflectivity_lower"],
-                                reflectivity_upper=p["reflectivity_upper"], distance_lower_m=p["distance_lower_m"],
-                                distance_upper_m=p["distance_upper_m"])
+        det = in_range & detect(d, reflectivity, reflectivity_lower=c.reflectivity_lower,
+                                reflectivity_upper=c.reflectivity_upper, distance_lower_m=c.distance_lower_m,
+                                distance_upper_m=c.distance_upper_m)
     apparent = np.where(hit, apparent_reflectivity, np.nan)
     atmos = r_atm = None
     cands = []                                  # atmospheric echoes: (range, power, detected) per pulse
@@ -277,11 +314,11 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
         u_fog = fog_rng.random((2,) + d.shape)
         r_fog = r_lo + (r_hi - r_lo) * u_fog[1]
         with np.errstate(invalid="ignore"):
-            fog_det = (u_fog[0] < detection_probability(p_fog / p["noise_power_w"], p["snr_threshold"])) & (
-                r_fog >= p["min_range_m"]) & (p_fog > 0.0)
+            fog_det = (u_fog[0] < detection_probability(p_fog / c.noise_power_w, c.snr_threshold)) & (
+                r_fog >= c.min_range_m) & (p_fog > 0.0)
         cands.append((r_fog, p_fog, fog_det))
     if particles is not None and particles.pulse.size:
-        cands.append(_best_particle_echo(particles, d, p, alpha, mode))
+        cands.append(_best_particle_echo(particles, d, c, alpha, mode))
     if cands:
         r_a, p_a, det_a = cands[0]
         for r_b, p_b, det_b in cands[1:]:
@@ -290,22 +327,22 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, p, *, bi
         with np.errstate(invalid="ignore"):
             atmos = det_a & ~(det & ~_preferred(mode, r_a, p_a, d, np.nan_to_num(power)))
         if atmos.any():
-            snr_a = p_a / p["noise_power_w"]
-            sigma_a = (np.full(d.shape, float(p["noise_sigma_m"])) if p["noise_sigma_m"] is not None else
-                       snr_range_sigma(snr_a, floor_m=p["range_noise_floor_m"], snr1_m=p["range_noise_snr1_m"]))
+            snr_a = p_a / c.noise_power_w
+            sigma_a = (np.full(d.shape, float(c.noise_sigma_m)) if c.noise_sigma_m is not None else
+                       snr_range_sigma(snr_a, floor_m=c.range_noise_floor_m, snr1_m=c.range_noise_snr1_m))
             r_rep = r_a + np.asarray(bias_m, dtype=float) + sigma_a * z
-            if p["range_resolution_m"] > 0.0:
-                res = p["range_resolution_m"]
+            if c.range_resolution_m > 0.0:
+                res = c.range_resolution_m
                 r_rep = np.round((r_rep + range_offset_m) / res) * res - range_offset_m
-            area_eff = p["peak_power_w"] * p["optical_efficiency"] * np.pi * p["receiver_aperture_m"] ** 2 / 4.0
+            area_eff = c.peak_power_w * c.optical_efficiency * np.pi * c.receiver_aperture_m ** 2 / 4.0
             d_noisy = np.where(atmos, r_rep, d_noisy)
             power = np.where(atmos, p_a, power)
             snr = np.where(atmos, snr_a, snr)
             apparent = np.where(atmos, np.pi * p_a * r_a ** 2 / area_eff, apparent)
             det = det | atmos
         r_atm = np.where(atmos, r_a, np.nan)
-    intensity = reported_intensity(apparent, snr, gain, intensity_rng, full_scale=p["intensity_full_scale"],
-                                   max_code=p["intensity_max"], exponent=p["intensity_exponent"])
+    intensity = reported_intensity(apparent, snr, gain, intensity_rng, full_scale=c.intensity_full_scale,
+                                   max_code=c.intensity_max, exponent=c.intensity_exponent)
     return SignalChain(power, snr, apparent, det, d_noisy, intensity, atmos, r_atm)
 
 
@@ -320,7 +357,7 @@ def _preferred(mode, r1, p1, r2, p2):
         return p1 > p2
 
 
-def _best_particle_echo(particles, d, p, alpha, mode):
+def _best_particle_echo(particles, d, c: ChainParams, alpha, mode):
     """Per pulse, the particle echo ``mode`` would report among the detected ones in front of
     the target: ``(range [m], power [W], detected)``, NaN / 0 / False where there is none.
 
@@ -331,13 +368,13 @@ def _best_particle_echo(particles, d, p, alpha, mode):
     in front of it take (a few % at most for the particles that echo).
     """
     r = particles.range_m
-    pw = lidar_received_power(p["peak_power_w"], particles.rho_apparent, 1.0, r,
-                              receiver_area_m2=np.pi * p["receiver_aperture_m"] ** 2 / 4.0,
-                              system_efficiency=p["optical_efficiency"], extinction_per_m=alpha,
-                              overlap=overlap_factor(r, p["full_overlap_m"]))
+    pw = lidar_received_power(c.peak_power_w, particles.rho_apparent, 1.0, r,
+                              receiver_area_m2=np.pi * c.receiver_aperture_m ** 2 / 4.0,
+                              system_efficiency=c.optical_efficiency, extinction_per_m=alpha,
+                              overlap=overlap_factor(r, c.full_overlap_m))
     with np.errstate(invalid="ignore"):
-        ok = (particles.u_detect < detection_probability(pw / p["noise_power_w"], p["snr_threshold"])) & (
-            r >= p["min_range_m"]) & ~(r >= d[particles.pulse])
+        ok = (particles.u_detect < detection_probability(pw / c.noise_power_w, c.snr_threshold)) & (
+            r >= c.min_range_m) & ~(r >= d[particles.pulse])
     sel = np.flatnonzero(ok)
     r_out = np.full(d.shape, np.nan)
     p_out = np.zeros(d.shape)
