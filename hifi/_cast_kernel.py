@@ -1,15 +1,17 @@
-"""Compiled kernels of the caster's passes around Embree (numba).
+"""Compiled kernels of the caster's passes around Embree (numba), their only implementation.
 
-:func:`static_hits` turns Embree's ray-hit arrays into :class:`hifi.caster.NearestHits` (what
-:meth:`hifi.caster.EmbreeBackend._cast_static` did in nine numpy passes), :func:`unit_rows`
-normalises the directions and :func:`finish_hits` finishes the first segment of
-:func:`hifi.caster.tracing._first_segment` (normal toward the ray, hit point, misses NaN), one pass
-each. The numpy passes they replace stay the reference: ``tests/test_scene_caster.py`` holds
-both to the same bits. Each floating-point operation is numpy's, in numpy's order (no
-``fastmath``): ``sqrt((x^2 + y^2) + z^2)`` as :func:`hifi.caster._rows.row_norm`, dot products left
-to right, float32 comparisons of Embree's barycentrics as numpy makes them with a Python float.
-Imported at the first cast (numba's import takes about 0.5 s); ``cache=True`` keeps the machine
-code in ``__pycache__``; ``nogil``: the caster's threads run them on their chunks.
+:func:`static_hits` turns Embree's ray-hit arrays into :class:`hifi.caster.NearestHits`,
+:func:`unit_rows` normalises the directions and :func:`finish_hits` finishes the first segment
+of :func:`hifi.caster.tracing._first_segment` (normal toward the ray, hit point, misses NaN), one
+pass each; :func:`settle_static` and :func:`tie_keys` apply the edge-tie rule
+(:func:`hifi.caster.settle_ties`) with one arithmetic, :func:`_tie_pair`; :func:`range_image`
+makes a depth camera's images. Each floating-point operation is the one numpy would do, in
+numpy's order (no ``fastmath``): ``sqrt((x^2 + y^2) + z^2)`` as :func:`hifi.caster._rows.row_norm`,
+dot products left to right, float32 comparisons of Embree's barycentrics as numpy makes them
+with a Python float; ``tests/oracles/cast_kernel.py`` writes each with numpy and
+``tests/hifi/caster/test_caster.py`` holds the two to the same bits. Imported at the first cast
+(numba's start-up is prepared by :func:`hifi.kernels.warm_up`); ``cache=True`` keeps the
+machine code in ``__pycache__``; ``nogil``: the caster's threads run them on their chunks.
 """
 
 from __future__ import annotations

@@ -171,7 +171,7 @@ def tree(height_m=8.0, trunk_radius_m=0.15, crown_radius_m=2.5, crown_height_m=4
     leaf-angle distribution of canopy radiative transfer, Ross 1981, whose projection function
     is G = 1/2 in every direction). A ray that crosses a path length L of crown then passes
     with probability ``exp(-G u L)``, u the leaf area density (Beer-Lambert for a turbid medium
-    of small leaves, Nilson 1971); ``tests/test_scene_caster.py`` checks the mesh against it.
+    of small leaves, Nilson 1971); ``tests/hifi/caster/test_caster.py`` checks the mesh against it.
     Street trees have u of about 0.5-2 m^2/m^3 and leaves of 5-10 cm. Leaves are single
     triangles; the caster hits either side and turns the normal toward the ray.
 
@@ -346,7 +346,7 @@ def read_binary_ply_triangles(path: Path):
     trimesh's PLY reader holds the whole file's bytes beside the arrays it makes from them
     (582 MiB at its peak for a 10 M-triangle file whose arrays take 343 MiB); here the face
     records are read and converted :data:`_PLY_FACE_BLOCK` at a time, so the peak is the
-    arrays and one block. The arrays are trimesh's (``tests/test_scene_caster.py`` checks them
+    arrays and one block. The arrays are trimesh's (``tests/hifi/caster/test_caster.py`` checks them
     bit for bit).
     """
     with open(path, "rb") as f:
@@ -445,7 +445,7 @@ def load_mesh_file(path: Path, scale: float = 1.0) -> trimesh.Trimesh:
     Notes
     -----
     The same vertices and faces as ``trimesh.load(path, force="mesh", process=False)`` (checked
-    by ``tests/test_scene_caster.py``), read with less memory and time: that call copies every
+    by ``tests/hifi/caster/test_caster.py``), read with less memory and time: that call copies every
     mesh of the file's scene twice (``Scene.dump``, then ``util.concatenate``), hashes the
     arrays, and keeps the raw file data (PLY's ``_ply_raw``) in the mesh's metadata, about 150
     B per triangle more than the mesh itself, held in reference cycles until a garbage

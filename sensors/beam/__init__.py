@@ -604,7 +604,7 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     Without ``gate_bins`` no waveform is synthesised: pulses are processed in row chunks of half
     the budget, each through :func:`echo_segments` (the segments :func:`process_returns` would
     find, from the few waveform samples that decide them) and :func:`segment_report`; the report
-    is bit for bit the same (``tests/test_beam_memory.py``, ``tests/test_beam_segments.py``).
+    is bit for bit the same (``tests/sensors/test_beam.py``, ``tests/sensors/test_beam_segments.py``).
     """
     rng = np.asarray(range_m, dtype=float)
     en = np.asarray(energy, dtype=float)

@@ -4,7 +4,7 @@ report written with numpy, whole arrays at a time.
 :func:`echo_segments` finds the segments of each pulse's returns by synthesising the samples
 around them; :func:`segment_report` reports them in every mode. The product runs the compiled
 kernels of :mod:`sensors._beam_kernel` for both (and :func:`sensors.beam.segment_report`'s own
-numpy for ``average``); ``tests/sensors/test_beam.py`` holds them to these bit for bit.
+numpy for ``average``); ``tests/sensors/test_beam_segments.py`` holds them to these bit for bit.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ H = 2.0   # sensor height above the ground plane [m]
 
 # The BlenSor chain these tests were written for (deterministic Eq. 1 detection, no per-laser bias
 # and no range quantisation unless a test sets them): the default is now the SNR chain of
-# tests/test_lidar_signal.py.
+# tests/sensors/test_lidar_signal.py.
 BLENSOR = {"detection_model": "blensor", "bias_sigma_m": 0.0, "range_resolution_m": 0.0, "min_range_m": 0.0}
 
 

@@ -3,7 +3,7 @@
 The kernels are the product's only implementation of their passes; the oracles are the same
 passes written with whole numpy arrays. Whole frames are run both ways (numpy_kernels() puts
 the oracles in the kernels' places) and every variable must have the same bytes: regression
-tests of the kernels against an independent formulation, whose physics tests/test_lidar_signal.py
+tests of the kernels against an independent formulation, whose physics tests/sensors/test_lidar_signal.py
 checks against hand calculations and data sheets.
 """
 
@@ -16,6 +16,7 @@ import pytest
 
 import hifi
 import sensors.lidar as lidar
+from conftest import REPO_ROOT
 from tests._scenes import street_scenario
 from tests.oracles import lidar_kernel as lidar_oracle
 from tests.oracles import numpy_kernels
@@ -97,8 +98,7 @@ sim = hifi.Simulation.from_dict(d)
 from hifi import kernels
 print(kernels._warm is not None)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
     assert out.stdout.split() == ["False", "True"], out.stderr[-2000:]
 
 

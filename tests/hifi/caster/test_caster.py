@@ -148,7 +148,7 @@ def _ply(path, vertices, faces, *, order="<", vtype="f4", itype="i4", ctype="u1"
     names = {"f4": "float", "f8": "double", "i4": "int", "u4": "uint", "u1": "uchar", "i1": "char",
              "u2": "ushort", "i2": "short"}
     fmt = "binary_little_endian" if order == "<" else "binary_big_endian"
-    head = ["ply", f"format {fmt} 1.0", "comment written by tests/test_scene_caster.py",
+    head = ["ply", f"format {fmt} 1.0", "comment written by tests/hifi/caster/test_caster.py",
             f"element vertex {len(vertices)}"]
     head += [f"property {names[vtype]} {c}" for c in "xyz"] + [f"property {names[t]} {n}" for n, t in vextra]
     head += [f"element face {len(faces)}", f"property list {names[ctype]} {names[itype]} vertex_indices"]
