@@ -10,7 +10,7 @@ numpy's order (no ``fastmath``): ``sqrt((x^2 + y^2) + z^2)`` as :func:`hifi.cast
 dot products left to right, float32 comparisons of Embree's barycentrics as numpy makes them
 with a Python float; ``tests/oracles/cast_kernel.py`` writes each with numpy and
 ``tests/hifi/caster/test_caster.py`` holds the two to the same bits. Imported at the first cast
-(numba's start-up is prepared by :func:`hifi.kernels.warm_up`); ``cache=True`` keeps the
+(numba with it, :mod:`hifi.kernels`); ``cache=True`` keeps the
 machine code in ``__pycache__``; ``nogil``: the caster's threads run them on their chunks.
 """
 

@@ -215,8 +215,6 @@ class Simulation:
             if spec.vehicle is not None:
                 self.models.append(Vehicle(spec.name, spec.vehicle, self.scene.bodies[spec.name].local))
         self.models += [spec.model_cls(spec.name, spec.params, rate_hz=spec.rate_hz) for spec in sc.models]
-        if any(model.rays_per_frame() for model in self.models):
-            kernels.warm_up()            # numba's start-up beside the scene's checks (hifi.kernels)
         self.extra_models: list[Model] = []
         for model in self.models:
             try:

@@ -112,7 +112,10 @@ def _old_uses(source: str, package: str | None) -> list[str]:
 
 
 def test_repository_code_uses_the_new_names():
-    skip = {ROOT / "hifi" / "_aliases.py", Path(__file__).resolve(), ROOT / "tests" / "e2e" / "test_architecture.py"}
+    # bench_run.py times commits from before the subpackages too: its timing script falls back
+    # to their hifi.timemanager on purpose
+    skip = {ROOT / "hifi" / "_aliases.py", Path(__file__).resolve(), ROOT / "tests" / "e2e" / "test_architecture.py",
+            ROOT / "benchmarks" / "bench_run.py"}
     uses = {}
     for folder in ("hifi", "sensors", "gnss", "optics", "mpi", "autonomy", "tests", "benchmarks", "validation",
                    "examples", "docs"):
