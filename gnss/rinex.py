@@ -1,11 +1,13 @@
 """RINEX 2.10/2.11 and 3.0x readers for GPS navigation and observation files.
 
-Own fixed-column parser (no georinex).  Fortran ``D`` exponents are accepted.  Times are returned
-as numpy.datetime64[ns] on the GPS time scale; ephemeris reference times are additionally kept as
-integer week + seconds of week (one float of seconds since 1980 loses sub-microsecond
-precision).  Compressed files (gzip, Unix compress ``.Z``,
-zip, bzip2, Hatanaka CRINEX and their combinations) are read transparently, see
-:func:`read_text`.
+This module reads navigation files: :func:`read_nav` (broadcast ephemerides of GPS, Galileo,
+BeiDou and GLONASS, and the Klobuchar coefficients).  The observation reader is
+:mod:`gnss.rinex_obs`, and what both share, the files' text (decompression of gzip, Unix
+compress ``.Z``, zip, bzip2, Hatanaka CRINEX and their combinations, header records,
+fixed-column numbers with Fortran ``D`` exponents, epochs), is :mod:`gnss.rinex_text`; their
+names are importable from here too.  Times are returned as numpy.datetime64[ns] on the GPS time
+scale; ephemeris reference times are additionally kept as integer week + seconds of week (one
+float of seconds since 1980 loses sub-microsecond precision).
 
 References
 ----------
@@ -15,9 +17,6 @@ References
 
 from __future__ import annotations
 
-import warnings
-import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,18 @@ import xarray as xr
 from hifi.api.timebase import utc_to_gpst
 
 from . import gpstime
+from .rinex_obs import read_obs  # noqa: F401  (re-exported: importable from here as before the split)
+from .rinex_text import (  # noqa: F401
+    compression_of, epoch_ns, fixed_fields, read_header, read_text, rinex_version, year4)
+
+# The names these had while they were private to this module; gnss.precise imports _epoch_ns
+# from here.
+_fields = fixed_fields
+_header = read_header
+_version = rinex_version
+_epoch_ns = epoch_ns
+_year4 = year4
+
 
 # Broadcast orbit fields after the epoch line's three clock terms, in RINEX order (v2 and v3 alike).
 _ORBIT_FIELDS = (
@@ -86,153 +97,21 @@ NAV_ATTRS = {
 }
 
 
-# Leading bytes of the compressed containers (RFC 1952; ncompress; PKWARE APPNOTE 4.3.7 / 4.3.16
-# (an empty archive starts with its end record); bzip2), and the label of a Hatanaka file's
-# first line (Y. Hatanaka, "A Compression Format and Tools for GNSS Observation Data", Bulletin
-# of the Geographical Survey Institute 55, 2008).
-_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x1f\x9d", "Unix compress (.Z)"), (b"PK\x03\x04", "zip"),
-          (b"PK\x05\x06", "zip"), (b"BZh", "bzip2"))
-_HATANAKA_LABEL = b"COMPACT RINEX FORMAT"
-
-# What the decompressors raise on a damaged stream: gzip.BadGzipFile (an OSError), EOFError
-# (truncated gzip/bzip2), zlib.error, zipfile.BadZipFile, ValueError (ncompress, bz2, hatanaka's
-# own checks) and hatanaka.HatanakaException (a RuntimeError, damaged CRINEX).
-_DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError, RuntimeError)
-
-
-def compression_of(data: bytes) -> str | None:
-    """Name of the compression of a file's leading bytes, or None for plain text.
-
-    Parameters
-    ----------
-    data : bytes
-        The file's contents (the first 80 bytes suffice).
-
-    Returns
-    -------
-    str or None
-        ``"gzip"``, ``"Unix compress (.Z)"``, ``"zip"``, ``"bzip2"``, ``"Hatanaka (CRINEX)"``, or
-        None when the bytes are none of these (a plain RINEX file or anything else).
-
-    Notes
-    -----
-    Decided by content, not by the file name, so a misnamed file is still read.  A Hatanaka file
-    is recognised by "COMPACT RINEX FORMAT" in its first line (the CRINEX VERS / TYPE record);
-    inside a container it is recognised after the container is opened.
-    """
-    for magic, name in _MAGIC:
-        if data.startswith(magic):
-            return name
-    if _HATANAKA_LABEL in data[:80].split(b"\n", 1)[0]:
-        return "Hatanaka (CRINEX)"
-    return None
-
-
-def read_text(path) -> str:
-    """Text of a RINEX, SP3 or clock file, decompressed when it is compressed.
-
-    Parameters
-    ----------
-    path : str or path-like
-        Plain file, or one compressed with gzip (``.gz``), Unix compress (``.Z``), zip (one
-        member), bzip2, Hatanaka (``.crx``, ``.yyd``) or Hatanaka inside one of the others
-        (``.crx.gz``, ``.yyd.Z``).
-
-    Returns
-    -------
-    str
-        The file's text (bytes decoded as UTF-8, undecodable bytes replaced).
-
-    Raises
-    ------
-    ValueError
-        When a compressed file cannot be decompressed (truncated, damaged, an empty zip or one
-        with several members, Hatanaka epochs that cannot be restored); the message names the
-        file, the compression found and the decompressor's complaint.
-
-    Notes
-    -----
-    The compression is detected from the content (:func:`compression_of`), not the suffix.
-    Decompression is done by the ``hatanaka`` package (``hatanaka.decompress``: gzip, bzip2 and
-    zip through the standard library, .Z through ``ncompress``, CRINEX through RNXCMP's
-    crx2rnx), imported only when a file is compressed.  A warning from crx2rnx means epochs were
-    skipped, so it is raised as an error rather than returning a silently shortened file.
-    """
-    path = Path(path)
-    data = path.read_bytes()
-    kind = compression_of(data)
-    if kind is not None:
-        import hatanaka
-
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", UserWarning)   # crx2rnx warns when it skips epochs
-                data = hatanaka.decompress(data)
-        except (*_DECOMPRESSION_ERRORS, UserWarning) as exc:
-            raise ValueError(f"{path}: cannot decompress this {kind} file: {type(exc).__name__}: {exc}") from exc
-    return data.decode("utf-8", errors="replace")
-
-
-def _float(text: str) -> float:
-    """One RINEX number; blank means 0 (optional trailing fields), D exponents allowed."""
-    text = text.strip()
-    if not text:
-        return 0.0
-    return float(text.replace("D", "E").replace("d", "e"))
-
-
-def _fields(line: str, start: int, n: int = 4, width: int = 19) -> list[float]:
-    return [_float(line[start + i * width: start + (i + 1) * width]) for i in range(n)]
-
-
-def _header(lines: list[str], path) -> tuple[dict[str, list[str]], int]:
-    """Header records keyed by label (cols 61-80), and the index of the first data line."""
-    header: dict[str, list[str]] = {}
-    for i, line in enumerate(lines):
-        label = line[60:80].strip()
-        header.setdefault(label, []).append(line[:60])
-        if label == "END OF HEADER":
-            return header, i + 1
-    raise ValueError(f"{path}: no 'END OF HEADER' record; not a RINEX file (plain, or compressed with "
-                     "gzip, Unix compress, zip, bzip2 or Hatanaka)")
-
-
-def _version(header: dict[str, list[str]], path) -> float:
-    rec = header.get("RINEX VERSION / TYPE")
-    if not rec:
-        raise ValueError(f"{path}: no 'RINEX VERSION / TYPE' record")
-    return float(rec[0][:9])
-
-
 def _ion_coefficients(header: dict[str, list[str]], version: float):
     """Klobuchar alpha and beta from ION ALPHA/ION BETA (v2) or IONOSPHERIC CORR GPSA/GPSB (v3)."""
     alpha = beta = None
     if "ION ALPHA" in header:
-        alpha = _fields(header["ION ALPHA"][0], 2, 4, 12)
+        alpha = fixed_fields(header["ION ALPHA"][0], 2, 4, 12)
     if "ION BETA" in header:
-        beta = _fields(header["ION BETA"][0], 2, 4, 12)
+        beta = fixed_fields(header["ION BETA"][0], 2, 4, 12)
     for rec in header.get("IONOSPHERIC CORR", []):
         kind = rec[:4].strip()
-        values = _fields(rec, 5, 4, 12)
+        values = fixed_fields(rec, 5, 4, 12)
         if kind == "GPSA":
             alpha = values
         elif kind == "GPSB":
             beta = values
     return alpha, beta
-
-
-def _epoch_ns(year, month, day, hour, minute, sec_text: str) -> np.datetime64:
-    """datetime64[ns] from calendar fields, the seconds parsed exactly from their text."""
-    sec_text = sec_text.strip()
-    whole, _, frac = sec_text.partition(".")
-    ns = int(whole or 0) * 1_000_000_000 + int((frac + "000000000")[:9])
-    base = np.datetime64(f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}", "ns")
-    return base + np.timedelta64(ns, "ns")
-
-
-def _year4(y: int) -> int:
-    # RINEX 2 two-digit years: 80-99 -> 19xx, 00-79 -> 20xx
-    return y + (1900 if y >= 80 else 2000) if y < 100 else y
 
 
 #: Width of a broadcast-orbit field [characters] (RINEX 2.11 Table A4 and RINEX 3.04 Table A6:
@@ -308,9 +187,9 @@ def _glonass_record(lines: list[str], i: int, path) -> tuple[list[float], list[f
 
 
 def _fields_at(lines: list[str], i: int, start: int, n: int, path) -> list[float]:
-    """:func:`_fields` of line ``i``, a malformed number naming the file and line."""
+    """:func:`gnss.rinex_text.fixed_fields` of line ``i``, a malformed number naming the file and line."""
     try:
-        return _fields(lines[i], start, n)
+        return fixed_fields(lines[i], start, n)
     except ValueError as exc:
         raise ValueError(f"{path}:{i + 1}: cannot read a navigation field ({exc}): "
                          f"{lines[i].rstrip()!r}") from None
@@ -340,7 +219,7 @@ def read_nav(path, systems=None) -> xr.Dataset:
     ----------
     path : str or path-like
         RINEX 2.x GPS navigation file (``*.05n``) or RINEX 3.0x navigation file, GPS-only or
-        mixed, plain or compressed (see :func:`read_text`).
+        mixed, plain or compressed (see :func:`gnss.rinex_text.read_text`).
     systems : sequence of {"G", "E", "C", "R"}, optional
         Which systems' records to keep; default every one of them the file holds (a GPS file
         gives GPS, a mixed file GPS, Galileo, BeiDou and GLONASS). ``systems=("G",)`` keeps the
@@ -389,8 +268,8 @@ def read_nav(path, systems=None) -> xr.Dataset:
                          f"{list(NAV_SYSTEMS)}")
     path = Path(path)
     lines = read_text(path).splitlines()
-    header, start = _header(lines, path)
-    version = _version(header, path)
+    header, start = read_header(lines, path)
+    version = rinex_version(header, path)
     ftype = header["RINEX VERSION / TYPE"][0][20:21].upper()
     if int(version) not in (2, 3, 4):
         raise ValueError(f"{path}: RINEX version {version!r} not supported; allowed: 2.x, 3.x, 4.x")
@@ -440,7 +319,7 @@ def read_nav(path, systems=None) -> xr.Dataset:
             if int(version) == 2:
                 prn = int(line[0:2])
                 y, mo, d, h, mi = (int(line[k:k + 3]) for k in (2, 5, 8, 11, 14))
-                toc = _epoch_ns(_year4(y), mo, d, h, mi, line[17:22])
+                toc = epoch_ns(year4(y), mo, d, h, mi, line[17:22])
                 clock_col = 22
                 offset = 3
                 system = "G"
@@ -452,7 +331,7 @@ def read_nav(path, systems=None) -> xr.Dataset:
                     continue
                 prn = int(line[1:3])
                 y, mo, d, h, mi = int(line[4:8]), int(line[9:11]), int(line[12:14]), int(line[15:17]), int(line[18:20])
-                toc = _epoch_ns(y, mo, d, h, mi, line[21:23])
+                toc = epoch_ns(y, mo, d, h, mi, line[21:23])
                 clock_col = 23
                 offset = 4
         except ValueError as exc:
@@ -552,184 +431,4 @@ def read_nav(path, systems=None) -> xr.Dataset:
         "time_system": "GPST",
         "leap_seconds": int(leap[0][:6]) if leap else -1,
     })
-    return ds
-
-
-_UNITS_BY_TYPE = {"C": ("m", "pseudorange"), "P": ("m", "P-code pseudorange"), "L": ("cycle", "carrier phase"),
-                  "D": ("Hz", "Doppler"), "S": ("dB-Hz", "signal strength")}
-
-
-def _obs_types(header: dict[str, list[str]], version: float) -> dict[str, list[str]]:
-    """Observation codes per satellite system."""
-    types: dict[str, list[str]] = {}
-    if int(version) == 2:
-        recs = header.get("# / TYPES OF OBSERV", [])
-        n = int(recs[0][:6])
-        codes: list[str] = []
-        for rec in recs:
-            codes.extend(rec[6:60].split())
-        codes = codes[:n]
-        for sys in "GRESJC":
-            types[sys] = codes
-        return types
-    current = None
-    for rec in header.get("SYS / # / OBS TYPES", []):
-        if rec[0] != " ":
-            current = rec[0]
-            types[current] = []
-        types[current].extend(rec[7:60].split())
-    return types
-
-
-def _truncated(path, line_index: int, nsat: int) -> str:
-    return (f"{path}: the file ends inside the epoch record at line {line_index + 1} ({nsat} satellites "
-            "announced); truncated file?")
-
-
-def read_obs(path) -> xr.Dataset:
-    """Read a RINEX 2 or 3 observation file into a Dataset (epoch, sv).
-
-    Parameters
-    ----------
-    path : str or path-like
-        RINEX 2.10/2.11 (``*.05o``) or 3.0x observation file, plain or compressed, Hatanaka
-        (``*.05d``, ``*.crx``) included (see :func:`read_text`).
-
-    Returns
-    -------
-    xarray.Dataset
-        Coordinates ``epoch`` (datetime64[ns], GPST) and ``sv`` ("G03", "R07", ...); one data
-        variable per observation code as written in the file (``C1``, ``L1``, ``P2`` in RINEX 2;
-        ``C1C``, ``L1C``, ... in RINEX 3), NaN where not observed; ``epoch_flag``;
-        ``approx_position_ecef`` (xyz) from the header when present.
-
-    Raises
-    ------
-    ValueError
-        If the file is not a RINEX 2/3 observation file, is compressed and cannot be
-        decompressed, or ends inside an epoch record (truncated).
-
-    Notes
-    -----
-    Event epochs (flag > 1) are skipped together with their special records.  Epoch times are
-    parsed exactly to the nanosecond.  A file whose TIME OF FIRST OBS names GLONASS time (UTC
-    based) is converted to GPST with the leap-second table.
-    """
-    path = Path(path)
-    lines = read_text(path).splitlines()
-    header, start = _header(lines, path)
-    version = _version(header, path)
-    if int(version) not in (2, 3) or header["RINEX VERSION / TYPE"][0][20:21].upper() != "O":
-        raise ValueError(f"{path}: not a RINEX 2/3 observation file (version {version!r})")
-    types = _obs_types(header, version)
-    all_codes: list[str] = []
-    for codes in types.values():
-        for c in codes:
-            if c not in all_codes:
-                all_codes.append(c)
-
-    epochs: list[np.datetime64] = []
-    flags: list[int] = []
-    values: dict[tuple[int, str, str], float] = {}
-    sv_set: dict[str, None] = {}
-    i = start
-    n_lines = len(lines)
-    v2 = int(version) == 2
-    while i < n_lines:
-        line = lines[i]
-        if not line.strip():
-            i += 1
-            continue
-        epoch_line = i
-        if v2:
-            flag = int(line[26:29] or 0)
-            nsat = int(line[29:32])
-            if flag > 1:
-                i += 1 + nsat
-                continue
-            t = _epoch_ns(_year4(int(line[1:3])), int(line[4:6]), int(line[7:9]), int(line[10:12]),
-                          int(line[13:15]), line[15:26])
-            sats: list[str] = []
-            j = i
-            while len(sats) < nsat:
-                if j >= n_lines:
-                    raise ValueError(_truncated(path, epoch_line, nsat))
-                chunk = lines[j][32:68]
-                for k in range(0, len(chunk.rstrip()), 3):
-                    s = chunk[k:k + 3]
-                    if s.strip():
-                        sats.append((s[0] if s[0] != " " else "G") + f"{int(s[1:3]):02d}")
-                j += 1
-            i = j
-            codes_n = len(all_codes)
-            lines_per_sat = (codes_n + 4) // 5
-            if i + len(sats) * lines_per_sat > n_lines:
-                raise ValueError(_truncated(path, epoch_line, nsat))
-            e = len(epochs)
-            for s in sats:
-                text = "".join(lines[i + k].ljust(80) for k in range(lines_per_sat)) if lines_per_sat else ""
-                # each line holds 5 fields of 16 characters; rebuild a continuous field string
-                fields = []
-                for k in range(lines_per_sat):
-                    seg = text[k * 80:(k + 1) * 80]
-                    fields.extend(seg[m * 16:(m + 1) * 16] for m in range(5))
-                for c, f in zip(all_codes, fields):
-                    v = f[:14].strip()
-                    if v:
-                        values[(e, s, c)] = float(v)
-                sv_set[s] = None
-                i += lines_per_sat
-        else:
-            if line[0] != ">":
-                i += 1
-                continue
-            flag = int(line[31:32] or 0)
-            nsat = int(line[32:35])
-            if flag > 1:
-                i += 1 + nsat
-                continue
-            t = _epoch_ns(int(line[2:6]), int(line[7:9]), int(line[10:12]), int(line[13:15]),
-                          int(line[16:18]), line[18:29])
-            if i + nsat >= n_lines:
-                raise ValueError(_truncated(path, epoch_line, nsat))
-            e = len(epochs)
-            for k in range(1, nsat + 1):
-                rec = lines[i + k]
-                s = rec[0] + f"{int(rec[1:3]):02d}"
-                for m, c in enumerate(types.get(rec[0], [])):
-                    v = rec[3 + m * 16: 3 + m * 16 + 14].strip()
-                    if v:
-                        values[(e, s, c)] = float(v)
-                sv_set[s] = None
-            i += 1 + nsat
-        epochs.append(t)
-        flags.append(flag)
-
-    svs = sorted(sv_set)
-    sv_index = {s: k for k, s in enumerate(svs)}
-    code_index = {c: k for k, c in enumerate(all_codes)}
-    cube = np.full((len(all_codes), len(epochs), len(svs)), np.nan)
-    for (e, s, c), v in values.items():
-        cube[code_index[c], e, sv_index[s]] = v
-    epoch_arr = np.array(epochs, dtype="datetime64[ns]")
-    first = header.get("TIME OF FIRST OBS", [""])[0]
-    time_system = first[48:51].strip() or "GPS"
-    if time_system == "GLO":
-        epoch_arr = gpstime.utc_to_gpst(epoch_arr)
-    ds = xr.Dataset(coords={
-        "epoch": ("epoch", epoch_arr, {"long_name": "receiver time of reception (GPST)"}),
-        "sv": ("sv", np.array(svs, dtype=object), {"long_name": "satellite identifier", "units": "1"}),
-    })
-    for c, k in code_index.items():
-        units, long_name = _UNITS_BY_TYPE.get(c[0], ("1", "observation"))
-        ds[c] = (("epoch", "sv"), cube[k], {"units": units, "long_name": f"{long_name} {c}"})
-    ds["epoch_flag"] = ("epoch", np.array(flags, dtype=np.int8), {"units": "1", "long_name": "RINEX epoch flag"})
-    approx = header.get("APPROX POSITION XYZ")
-    if approx:
-        ds["approx_position_ecef"] = ("xyz", np.array(_fields(approx[0], 0, 3, 14)),
-                                      {"units": "m", "long_name": "approximate marker position from the header, ECEF"})
-        ds = ds.assign_coords(xyz=["x", "y", "z"])
-    marker = header.get("MARKER NAME", [""])[0][:60].strip()
-    ds.attrs.update({"rinex_version": version, "source_file": str(path), "marker_name": marker,
-                     "time_system": "GPST"})
     return ds
