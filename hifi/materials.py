@@ -131,7 +131,7 @@ class LibraryMaterial:
         [m] (460, 535, 600, 865, 905, 1550 nm)."""
         nm = (*CAMERA_BANDS_NM[::-1], *LIDAR_WAVELENGTHS_NM)
         refl = (*self.rgb[::-1], *self.lidar)
-        return tuple(w * 1e-9 for w in nm), tuple(float(r) for r in refl)
+        return tuple(w / 1e9 for w in nm), tuple(float(r) for r in refl)   # = the literals 905e-9 ...
 
     def material(self, name: str | None = None) -> Material:
         """This entry as a scene :class:`~hifi.world.scene.Material` (named ``name``, by default
