@@ -396,7 +396,10 @@ def reference_markdown() -> str:
             "- S. K. Meerdink, S. J. Hook, D. A. Roberts, E. A. Abbott, \"The ECOSTRESS spectral library version "
             "1.0\", Remote Sensing of Environment 230, 111196 (2019); A. M. Baldridge, S. J. Hook, C. I. Grove, "
             "G. Rivera, \"The ASTER spectral library version 2.0\", Remote Sensing of Environment 113, 711-715 "
-            "(2009). Sample ids as in the library; the values are its directional-hemispherical reflectance.",
+            "(2009). Sample ids as in the library; the values are its directional-hemispherical reflectance. The "
+            "sample files were read from copies redistributed with HELIOS++ (python/pyhelios/data/spectra: "
+            "0425UUUASP) and with the R package photobiologyFilters (materials.mspct: 0095UUUASP, 0432UUUCNC, "
+            "0384UUUALM, 85P4663, 89P1763, the JHU grass, deciduous and snow spectra; metals.mspct: NASA TN D-5353).",
             "- E. W. Spisz, A. J. Weigand, R. L. Bowman, J. R. Jack, \"Solar absorptances and spectral reflectances "
             "of 12 metals for temperatures ranging from 300 to 500 K\", NASA TN D-5353 (1969).",
             "- ASTM D4956, Standard Specification for Retroreflective Sheeting for Traffic Control.",
