@@ -206,12 +206,15 @@ def test_resolve_is_the_lookup():
 
 # -- lidars read the spectrum at their wavelength ------------------------------------------------------
 def _normal_incidence_reflectivity(ds):
-    """The reported apparent reflectivity of the scan's return nearest the wall normal, and that
-    return's incidence angle [rad] (the wall's normal is -x: i = the ray's angle to +x)."""
-    yaw = np.asarray(ds["yaw"].values, dtype=float).reshape(-1)
+    """The reported apparent reflectivity of the return nearest the wall normal, and that
+    return's incidence angle [rad] (the wall's normal is -x: cos i = cos(pitch) cos(yaw))."""
+    yaw = np.asarray(ds["yaw"].values, dtype=float)
+    pitch = np.asarray(ds["pitch"].values, dtype=float) if "pitch" in ds else np.zeros_like(yaw)
+    yaw, pitch = (a.reshape(-1) for a in np.broadcast_arrays(yaw, pitch))
     refl = np.asarray(ds["reflectivity"].isel(frame=0).values, dtype=float).reshape(-1)
-    k = int(np.nanargmin(np.where(np.isfinite(refl), np.abs(yaw), np.inf)))
-    return refl[k], abs(yaw[k])
+    inc = np.arccos(np.clip(np.cos(pitch) * np.cos(yaw), -1.0, 1.0))
+    k = int(np.nanargmin(np.where(np.isfinite(refl), inc, np.inf)))
+    return refl[k], inc[k]
 
 
 def test_lidars_see_the_library_reflectance_at_their_wavelength():
@@ -238,3 +241,14 @@ def test_lidar_sees_a_derived_reflectivity_at_every_wavelength():
     for name in ("l905", "l1550"):
         seen, inc = _normal_incidence_reflectivity(results[name])
         assert seen == pytest.approx(0.2 * np.cos(inc), rel=1e-5), name   # Lambertian: rho cos(i)
+
+
+def test_tof_camera_reads_the_spectrum_at_850_nm():
+    # The SR4000's 850 nm (data sheet) lies between the library's 600 and 865 nm values: the
+    # linear interpolation 0.25/0.265 of the way from 600 to 865 nm. Foliage is Lambertian.
+    e = materials.LIBRARY["vegetation"]
+    rho_850 = e.rgb[0] + (e.lidar[0] - e.rgb[0]) * (850 - 600) / (865 - 600)
+    sim = hifi.Simulation.from_dict(_wall("vegetation", distance_m=5.0, sensors=[
+        {"name": "tof", "model": "tof_sr4000", "params": {"resolution_x": 9, "resolution_y": 7}}]))
+    seen, inc = _normal_incidence_reflectivity(sim.run(out=None)["tof"])
+    assert seen == pytest.approx(rho_850 * np.cos(inc), rel=1e-5)
