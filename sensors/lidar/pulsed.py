@@ -101,7 +101,9 @@ class PulsedLidar(Sensor):
     def setup(self, ctx):
         super().setup(ctx)
         scene = ctx.scene
-        self._refl = scene.object_table("reflectivity")
+        # Each material's diffuse reflectance at this lidar's wavelength (hifi.materials spectra;
+        # a material without one has its reflectivity at every wavelength).
+        self._refl = scene.object_table("reflectivity", wavelength_m=self.params["wavelength_m"])
         self._mirror = scene.object_table("mirror")
         self._rough = scene.object_table("roughness_rad")
         self._class = scene.object_table("class_id")
