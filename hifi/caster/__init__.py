@@ -32,6 +32,7 @@ from .hits import Hits, NearestHitBackend, NearestHits, no_hits, secondary_ray_o
 from .pool import ChunkPool
 from .ties import (
     NOT_CONTAINED,
+    edge_rows,
     lowest_key,
     merge_vertices,
     merged_ids_of,
@@ -39,8 +40,7 @@ from .ties import (
     static_world_vertices,
     tie_candidates,
 )
-# The former module-private names that mpi.caster and the tests import from here.
-from .ties import edge_rows as _edge_rows
+# The former module-private name that the tests import from here.
 from .ties import object_topology as _object_topology
 from .tracing import nearest_step, trace
 
@@ -52,8 +52,8 @@ __all__ = [
     "NearestHitBackend",
     "NearestHits",
     "RayCaster",
-    "_edge_rows",
     "_object_topology",
+    "edge_rows",
     "lowest_key",
     "merge_vertices",
     "merged_ids_of",
