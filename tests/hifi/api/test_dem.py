@@ -305,6 +305,11 @@ def test_geoid_heights_become_ellipsoidal_with_the_grid(tmp_path):
     # geographic PixelIsPoint GeoTIFF of undulations N = 40 + 0.5 (lat - 45) + 0.2 (lon - 15) m,
     # linear so PROJ's bilinear interpolation is exact. EGM96 height H is h - N, so each vertex
     # must be at h = H + N (closed form). Run in a child: the PROJ search path is global.
+    from pyproj.transformer import TransformerGroup
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if TransformerGroup("EPSG:32632+5773", "EPSG:4979").best_available:
+            pytest.skip("this PROJ has the real EGM96 grid, which it would use instead of the stand-in")
     grids = tmp_path / "grids"
     grids.mkdir()
     lon, lat = np.arange(0.0, 31.0), np.arange(60.0, 29.0, -1.0)
