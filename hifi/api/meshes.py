@@ -89,6 +89,35 @@ def terrain(size_m, resolution_m, amplitude_m, seed=0, *, correlation_m=None) ->
     return trimesh.Trimesh(vertices, faces, process=False)
 
 
+def dem(file, origin, resolution_m=None, crop_m=None, vertical_crs=None) -> trimesh.Trimesh:
+    """Terrain from a GeoTIFF digital elevation model, in the scene frame (:mod:`hifi.api.dem`).
+
+    Parameters
+    ----------
+    file : str
+        The GeoTIFF (the scenario loader resolves it against the scenario's folder).
+    origin : mapping
+        ``{lat_deg, lon_deg, height_m}``, the scenario's ``[simulation] origin`` (the loader
+        adds it): the scene frame is east-north-up there.
+    resolution_m : float, optional
+        Decimate to about this spacing [m] (every k-th sample); default the raster's own.
+    crop_m : (4,) float, optional
+        ``[x_min, y_min, x_max, y_max]`` in the scene frame [m]: only the part around the scene.
+    vertical_crs : str, optional
+        The heights' vertical CRS where the file does not say: ``"ellipsoidal"`` (WGS 84) or a
+        vertical CRS such as ``"EPSG:5773"`` (EGM96 height), which PROJ turns into ellipsoidal.
+
+    Notes
+    -----
+    Unlike the other generators the mesh is not centred on the object's origin: its vertices
+    are already in the scene frame, so the object's ``position_m`` and ``rpy_deg`` should stay
+    at zero (they move the terrain off its place on the Earth).
+    """
+    from . import dem as _dem
+    grid = _dem.plan_grid(_dem.read_header(file), origin, resolution_m, crop_m, vertical_crs)
+    return _dem.build_mesh(grid)
+
+
 def _star_polygon_prism(profile_xz: np.ndarray, centre_xz, width: float) -> trimesh.Trimesh:
     """Closed prism of a polygon that is star-shaped about ``centre_xz``, extruded along y."""
     n = len(profile_xz)
@@ -232,6 +261,22 @@ GENERATORS = {
         "correlation_m": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
                                doc="smoothing length [m], default 10 grid cells"),
     }),
+    # The loader resolves `file` against the scenario's folder and adds `origin`, the scenario's
+    # [simulation] origin, to the parameters it hands the generator (not a key of the object).
+    "dem": (dem, {
+        "file": Param("path", doc="GeoTIFF elevation model (one band of heights; EPSG projected or geographic CRS), "
+                                  "relative to the scenario"),
+        "resolution_m": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
+                              doc="decimate to about this spacing [m] (every k-th sample, never finer than the "
+                                  "raster); default the raster's own"),
+        "crop_m": Param("vec4", default=None,
+                        doc="[x_min, y_min, x_max, y_max] in the scene frame [m]: only the DEM around the scene"),
+        "vertical_crs": Param("str", default=None,
+                              doc="the heights' vertical CRS where the file gives none: 'ellipsoidal' (WGS 84, "
+                                  "as origin.height_m) or a geoid height such as 'EPSG:5773' (EGM96), 'EPSG:3855' "
+                                  "(EGM2008), applied by PROJ with its geoid grid; default the file's, else "
+                                  "ellipsoidal with a warning"),
+    }),
     "car": (car, {"size_m": Param("vec3", default=(4.5, 1.8, 1.5), minimum=0.0,
                                   doc="length, width, height [m]")}),
     "tree": (tree, {
@@ -252,10 +297,12 @@ GENERATORS = {
     }),
 }
 
-#: Parameters that set the size of a generated mesh, each with how to shrink it ("lower" or
-#: "raise"), in the order a refusal considers them (:func:`hifi.api.estimate.check_scene_memory`).
+#: Parameters that set the size of a generated mesh, each with how to shrink it ("lower",
+#: "raise" or "narrow"), in the order a refusal considers them
+#: (:func:`hifi.api.estimate.check_scene_memory`).
 SIZE_PARAMS = {
     "terrain": {"resolution_m": "raise", "size_m": "lower"},
+    "dem": {"resolution_m": "raise", "crop_m": "narrow"},
     "tree": {"leaf_area_density": "lower", "leaf_size_m": "raise", "crown_radius_m": "lower",
              "crown_height_m": "lower"},
     "cylinder": {"sections": "lower"},
@@ -266,9 +313,11 @@ SIZE_PARAMS = {
 #: triangle [B]; measured with ``hifi.api.estimate.peak_rss_bytes`` around ``build_generator`` and
 #: ``SceneObject`` (Linux x86-64, Python 3.11, numpy 2, trimesh 4; 2 M and 8 M terrain
 #: triangles: 96 B; trees of 0.38 M and 1.5 M leaves: 460 and 441 B, the leaves' (n, 3)
-#: float64 temporaries; a cylinder of 4 M triangles: 225 B). Rounded up; the default is for
-#: the generators of a fixed, small size.
-BUILD_BYTES_PER_FACE = {"terrain": 100, "tree": 480, "cylinder": 240, "sphere": 240}
+#: float64 temporaries; a cylinder of 4 M triangles: 225 B; DEMs of 2 M and 8 M triangles, a
+#: float32 GeoTIFF in UTM: 58 and 53 B, above a fixed 40 MiB of one block's transformation
+#: temporaries, :data:`hifi.api.dem._BLOCK_SAMPLES`). Rounded up; the default is for the
+#: generators of a fixed, small size.
+BUILD_BYTES_PER_FACE = {"terrain": 100, "tree": 480, "cylinder": 240, "sphere": 240, "dem": 60}
 DEFAULT_BUILD_BYTES_PER_FACE = 480
 
 #: Triangles of the generators whose size does not depend on their parameters (the car: its
@@ -291,6 +340,14 @@ def tree_leaves(height_m=8.0, crown_radius_m=2.5, crown_height_m=4.0, leaf_size_
     return int(round(float(leaf_area_density) * 4.0 / 3.0 * np.pi * r * r * half / area))
 
 
+def dem_grid(params: dict):
+    """The :class:`hifi.api.dem.DemGrid` a ``dem`` object's validated ``params`` (with the
+    loader's ``origin``) will be built from: its samples, chosen from the file's tags."""
+    from . import dem as _dem
+    return _dem.plan_grid(_dem.read_header(params["file"]), params["origin"], params.get("resolution_m"),
+                          params.get("crop_m"), params.get("vertical_crs"))
+
+
 def generator_faces(name: str, params: dict) -> int:
     """Triangles generator ``name`` makes from validated ``params``, known before it runs
     (the same arithmetic as the generator; None values take the defaults)."""
@@ -300,6 +357,8 @@ def generator_faces(name: str, params: dict) -> int:
     if name == "terrain":
         nx, ny = terrain_grid(p["size_m"], p["resolution_m"])
         return 2 * (nx - 1) * (ny - 1)
+    if name == "dem":
+        return dem_grid(params).faces                     # from the file's tags, not its pixels
     if name == "tree":
         return tree_leaves(**p) + 4 * 16                  # leaves and the 16-sided closed trunk
     if name == "cylinder":

@@ -263,7 +263,7 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
     names: dict[str, str] = {}
     objects = []
     for i, raw in enumerate(objs_raw):
-        objects.append(_object(v, i, raw, materials, names, base_dir))
+        objects.append(_object(v, i, raw, materials, names, base_dir, origin))
 
     sens_raw = data.get("sensors", [])
     if not isinstance(sens_raw, list):
@@ -309,7 +309,8 @@ def _material(v: Validator, name: str, table: Any) -> Material:
     return library.derive(name, params["library"], {k: params[k] for k in table if k != "library"})
 
 
-def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path) -> ObjectSpec:
+def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path,
+            origin: dict | None = None) -> ObjectSpec:
     key = f"objects[{i}]"
     if not isinstance(raw, dict):
         raise v.error("expected a table", key=key, value=raw)
@@ -332,6 +333,8 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
         if mesh == "tree" and mesh_params["crown_height_m"] > mesh_params["height_m"]:
             raise v.error(f"must be <= height_m ({mesh_params['height_m']!r}): the crown ends at the tree's top",
                           key=f"{key}.crown_height_m", value=mesh_params["crown_height_m"])
+        if mesh == "dem":
+            mesh_params = _dem_params(v, key, mesh_params, base_dir, origin)
     else:
         suffix = Path(mesh).suffix.lower()
         if suffix not in meshes.MESH_FILE_SUFFIXES:
@@ -392,6 +395,34 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
     return ObjectSpec(i, name, mesh, mesh_params, spec["material"], spec["position_m"] or (0.0, 0.0, 0.0),
                       spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path, spec["interpolation"],
                       vehicle, loaded)
+
+
+def _dem_params(v: Validator, key: str, params: dict, base_dir: Path, origin: dict | None) -> dict:
+    """A ``dem`` object's parameters for its generator: ``file`` resolved against the scenario's
+    folder and the scenario's ``origin`` added; the file's tags are read and its samples chosen
+    (:func:`hifi.api.meshes.dem_grid`), so a bad DEM stops loading, before any pixel is read.
+
+    A DEM that does not say which heights it holds, on an object without ``vertical_crs``, is
+    taken as ellipsoidal and gets a :class:`~hifi.errors.ScenarioWarning` (:mod:`hifi.api.dem`,
+    "Heights")."""
+    import warnings
+    from ..errors import ScenarioWarning
+    given = params["file"]
+    origin = dict(origin or {"lat_deg": 0.0, "lon_deg": 0.0, "height_m": 0.0})
+    params = {**params, "file": str((base_dir / given).resolve()), "origin": origin}
+    try:
+        grid = meshes.dem_grid(params)
+    except ScenarioError as exc:
+        value = given if exc.key == "file" else exc.value
+        raise v.error(exc.reason, key=f"{key}.{exc.key}", value=value) from None
+    if not grid.vertical_declared:
+        warnings.warn(str(v.error(
+            "the DEM does not say which heights it holds (no VerticalCSTypeGeoKey): they are taken as WGS 84 "
+            "ellipsoidal heights, as [simulation] origin.height_m; if they are above a geoid (most DEMs: EGM96, "
+            "EGM2008, a national height system), set vertical_crs to its EPSG code (e.g. 'EPSG:3855', EGM2008 "
+            "height), else vertical_crs = 'ellipsoidal'", key=f"{key}.file", value=given)), ScenarioWarning,
+            stacklevel=2)
+    return params
 
 
 def _unique_name(v: Validator, key: str, name: str, names: dict) -> str:

@@ -168,6 +168,9 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
             except MemoryError:
                 raise _out_of_memory(sc, f"objects[{spec.index}].mesh", spec.mesh,
                                      f"building {spec.mesh} {spec.name!r}") from None
+            except ScenarioError as exc:          # what only the data shows: a DEM whose samples are all no-data
+                raise _scenario.located(sc, ScenarioError(exc.reason, key=f"objects[{spec.index}].{exc.key}",
+                                                          value=exc.value)) from None
         if spec.vehicle is not None:
             from ..world.vehicle import VehicleTrack
             local = VehicleTrack(spec.position_m, np.radians(spec.rpy_deg[2]), spec.vehicle["wheelbase_m"],
