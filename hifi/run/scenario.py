@@ -251,7 +251,7 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
     names: dict[str, str] = {}
     objects = []
     for i, raw in enumerate(objs_raw):
-        objects.append(_object(v, i, raw, materials, names, base_dir))
+        objects.append(_object(v, i, raw, materials, names, base_dir, origin))
 
     sens_raw = data.get("sensors", [])
     if not isinstance(sens_raw, list):
@@ -281,7 +281,8 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
                     materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models)
 
 
-def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path) -> ObjectSpec:
+def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path,
+            origin: dict) -> ObjectSpec:
     key = f"objects[{i}]"
     if not isinstance(raw, dict):
         raise v.error("expected a table", key=key, value=raw)
@@ -304,6 +305,16 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
         if mesh == "tree" and mesh_params["crown_height_m"] > mesh_params["height_m"]:
             raise v.error(f"must be <= height_m ({mesh_params['height_m']!r}): the crown ends at the tree's top",
                           key=f"{key}.crown_height_m", value=mesh_params["crown_height_m"])
+        for pname, p in gen_spec.items():               # files beside the scenario
+            if p.kind == "path" and mesh_params[pname] is not None:
+                resolved = (base_dir / mesh_params[pname]).resolve()
+                if not resolved.is_file():
+                    raise v.error(f"file not found (looked for {resolved})", key=f"{key}.{pname}",
+                                  value=mesh_params[pname])
+                mesh_params[pname] = str(resolved)
+        if mesh in meshes.PLACED_GENERATORS:
+            mesh_params["origin"] = dict(origin)
+            _placed_check(v, key, mesh, mesh_params, extra)
     else:
         suffix = Path(mesh).suffix.lower()
         if suffix not in meshes.MESH_FILE_SUFFIXES:
@@ -361,6 +372,21 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
     return ObjectSpec(i, name, mesh, mesh_params, spec["material"], spec["position_m"] or (0.0, 0.0, 0.0),
                       spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path, spec["interpolation"],
                       vehicle, loaded)
+
+
+def _placed_check(v: Validator, key: str, mesh: str, params: dict, given: dict) -> None:
+    """Read the file of a generator placed on the Earth (``mesh = "osm"``) and count its
+    triangles, so that a file that is no OSM file, an origin outside it or nothing in range is a
+    scenario error at load (the read is kept for the memory check and the build)."""
+    from ..api.osm import OsmError
+    try:
+        meshes.generator_faces(mesh, params)
+    except ImportError as exc:
+        raise v.error(str(exc), key=f"{key}.mesh", value=mesh) from None
+    except OsmError as exc:
+        if exc.param == "origin":
+            raise v.error(exc.reason, key="simulation.origin", value=exc.value) from None
+        raise v.error(exc.reason, key=f"{key}.{exc.param}", value=given.get(exc.param, exc.value)) from None
 
 
 def _unique_name(v: Validator, key: str, name: str, names: dict) -> str:
