@@ -92,6 +92,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import trimesh
 
+from ..constants import DEGENERATE_TRIANGLE_REL
+
 __all__ = [
     "FEATURES", "CLASSES", "ROAD_LANES", "OsmError", "OsmMap", "Building", "Road", "parse_length",
     "read_osm", "osm_meshes", "osm_mesh", "osm_faces",
@@ -152,6 +154,10 @@ _CIRCLE_SIDES = 256
 
 #: Segments per quarter circle of a road's round joins and ends.
 _ROUND_SEGMENTS = 4
+
+#: Passes of :func:`_unsliver` (one flip removes a sliver; a second catches a sliver whose
+#: neighbour was itself flipped in the first).
+_SLIVER_PASSES = 4
 
 #: Reads kept by :func:`read_osm` (a scenario's validation, its memory check and its build read
 #: the same file once).
@@ -442,18 +448,61 @@ def _lines(geometry) -> list:
 
 def _earcut(polygon) -> tuple[np.ndarray, np.ndarray]:
     """Ring vertices (n, 2) [m] (exterior, then holes, no closing repeats) and earcut's
-    triangles (t, 3), each turned counter-clockwise (facing +z)."""
+    triangles (t, 3), slivers flipped away (:func:`_unsliver`), each counter-clockwise (facing +z)."""
     from mapbox_earcut import triangulate_float64
 
     rings = [np.asarray(polygon.exterior.coords)[:-1, :2]]
     rings += [np.asarray(r.coords)[:-1, :2] for r in polygon.interiors]
     vertices = np.ascontiguousarray(np.concatenate(rings), dtype=np.float64)
     ends = np.cumsum([len(r) for r in rings]).astype(np.uint32)
-    faces = triangulate_float64(vertices, ends).astype(np.int64).reshape(-1, 3)
-    a, b, c = (vertices[faces[:, i]] for i in range(3))
-    cw = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0]) < 0
+    faces = _unsliver(vertices, triangulate_float64(vertices, ends).astype(np.int64).reshape(-1, 3))
+    cw = _cross(vertices, faces) < 0
     faces[cw] = faces[cw][:, ::-1]
     return vertices, faces
+
+
+def _cross(xy: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Twice the signed area of each triangle [m^2] (positive: counter-clockwise)."""
+    a, b, c = (xy[faces[:, i]] for i in range(3))
+    return (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
+
+
+def _unsliver(xy: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Triangles with the zero-area ones replaced: each sliver (p, m, q), m on the segment p-q,
+    and its neighbour (p, q, d) across p-q become (p, m, d) and (m, q, d), the two halves of
+    (p, q, d) split at m.
+
+    Ear clipping makes such slivers where three ring vertices are collinear without being
+    consecutive (a side road's edges meeting a main road's straight edge in the joined road
+    surface). The flip keeps the vertices and the number of triangles (the count
+    :meth:`OsmMap.faces` gives) and the shared edges (a closed prism stays closed). Zero area is
+    :data:`hifi.constants.DEGENERATE_TRIANGLE_REL`'s: height <= that x the longest edge, what the
+    scene check would warn about. At most :data:`_SLIVER_PASSES` passes; a sliver on the
+    boundary (no neighbour) stays.
+    """
+    for _ in range(_SLIVER_PASSES):
+        a, b, c = (xy[faces[:, i]] for i in range(3))
+        opposite = np.stack([np.sum((c - b) ** 2, axis=1), np.sum((a - c) ** 2, axis=1),
+                             np.sum((b - a) ** 2, axis=1)], axis=1)
+        longest = opposite.max(axis=1)
+        bad = np.flatnonzero(np.abs(_cross(xy, faces)) <= DEGENERATE_TRIANGLE_REL * longest)
+        if not bad.size:
+            break
+        by_edge = {}
+        for f, tri in enumerate(faces.tolist()):
+            for i in range(3):
+                by_edge.setdefault(frozenset((tri[i], tri[(i + 1) % 3])), []).append(f)
+        touched = set()
+        for f in bad.tolist():
+            m = int(faces[f, int(np.argmax(opposite[f]))])
+            p, q = (int(v) for v in faces[f] if v != m)
+            g = [h for h in by_edge.get(frozenset((p, q)), []) if h != f]
+            if len(g) != 1 or f in touched or g[0] in touched:
+                continue
+            d = next(int(v) for v in faces[g[0]] if v not in (p, q))
+            faces[f], faces[g[0]] = (p, m, d), (m, q, d)
+            touched.update((f, g[0]))
+    return faces
 
 
 def _prisms(polygons: list, heights: list) -> trimesh.Trimesh:
