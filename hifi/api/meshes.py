@@ -291,8 +291,8 @@ SIZE_PARAMS = {
 #: ``SceneObject`` (Linux x86-64, Python 3.11, numpy 2, trimesh 4; 2 M and 8 M terrain
 #: triangles: 96 B; trees of 0.38 M and 1.5 M leaves: 460 and 441 B, the leaves' (n, 3)
 #: float64 temporaries; a cylinder of 4 M triangles: 225 B; ``osm`` on synthetic city grids of
-#: 0.4 M and 1.9 M triangles, above the file's parsed polygons: buildings 138 and 122 B, lane
-#: markings alone 301 B, everything 142 and 135 B). Rounded up; the default is for the
+#: 0.4 M and 1.9 M triangles, above the file's parsed polygons: buildings 129 to 139 B, lane
+#: markings alone 301 B, everything 141 and 146 B). Rounded up; the default is for the
 #: generators of a fixed, small size.
 BUILD_BYTES_PER_FACE = {"terrain": 100, "tree": 480, "cylinder": 240, "sphere": 240, "osm": 320}
 DEFAULT_BUILD_BYTES_PER_FACE = 480

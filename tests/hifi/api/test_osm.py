@@ -494,3 +494,24 @@ def test_missing_extra_names_the_install_command(osm_file, tmp_path, monkeypatch
     monkeypatch.setitem(__import__("sys").modules, "osmium", None)
     with pytest.raises(ScenarioError, match=r'pip install "hifi\[osm\]"'):
         hifi.load(tmp_path / "s.toml")
+
+
+def test_memory_check_counts_before_building(osm_file, tmp_path, capsys, monkeypatch):
+    # The triangles are counted from the parsed polygons and the scene refused before any mesh
+    # is built: a budget of the base process plus 1 kB cannot hold the 92 building triangles (five
+    # boxes of 12 and the courtyard block of 32: 4 n + 4 h - 4) x
+    # (170 B held + 320 B to build); the file gives radius_m, so the refusal names it.
+    from hifi.api import estimate
+    path, _ = osm_file
+    (tmp_path / "munich.osm").write_bytes(path.read_bytes())
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(scenario_text("munich.osm"), encoding="utf-8")
+    monkeypatch.setattr(estimate, "memory_budget_bytes", lambda: estimate.BASE_PROCESS_BYTES + 1000)
+    monkeypatch.setitem(meshes.GENERATORS, "osm", (lambda *a, **k: pytest.fail("the OSM meshes were built"),
+                                                   meshes.GENERATORS["osm"][1]))
+    assert main(["run", str(scenario), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    n = osm.read_osm(tmp_path / "munich.osm", ORIGIN, RADIUS_M).faces(["buildings"])
+    assert f"objects[1].radius_m = 150.0: osm 'buildings' would have {n:,} triangles" in err, err
+    assert "lower radius_m" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
