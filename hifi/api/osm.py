@@ -135,7 +135,8 @@ _DIVIDED = frozenset({"motorway", "trunk"})
 #: Height of the road surface above z = 0 [m]. 2 cm: 550 times the float32 resolution 300 m from
 #: the origin (2**-23 x 300 m = 36 um, :data:`hifi.constants.MOUNT_ON_SURFACE_M`'s arithmetic), so
 #: a ground plane at z = 0 never ties with a road, and about the range noise of a lidar
-#: (HDL-64E S2 data sheet: < 2 cm, one sigma), so the road is where the ground would be.
+#: (HDL-64E S2 data sheet: 2 cm range sigma, as sensors.lidar uses), so the road is where the
+#: ground would be.
 ROAD_LIFT_M = 0.02
 
 #: Height of a lane marking above the road surface [m]: extruded thermoplastic, 100 mil
@@ -180,8 +181,8 @@ class OsmError(ValueError):
     path : str
         The file.
     param : str
-        What is at fault: ``file``, ``origin``, ``radius_m``, ``features`` (the generator's
-        parameter or the scenario's origin), so a scenario reports it at that key.
+        What is at fault: ``file``, ``features`` (the generator's parameters) or ``origin``
+        (the scenario's ``[simulation] origin``), so a scenario reports it at that key.
     value : Any
         The value at fault.
     reason : str
