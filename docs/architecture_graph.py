@@ -52,7 +52,7 @@ CORE_GROUPS = (
     ("run", "hifi.run: scenario, simulation, output", ("run",)),
     ("caster", "hifi.caster: ray casting", ("caster", "_cast_kernel")),
     ("runtime", "hifi.runtime: threads, interrupts, safety", ("runtime",)),
-    ("world", "hifi.world: the scene and its bodies", ("world",)),
+    ("world", "hifi.world, hifi.materials: the scene, its bodies, the material library", ("world", "materials")),
     ("api", "hifi.api: what a model author uses", ("api",)),
     ("base", "foundations", ("constants", "errors", "kernels", "_version", "_aliases")),
 )

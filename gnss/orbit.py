@@ -1,11 +1,19 @@
 """Broadcast ephemeris to satellite position, velocity and clock: GPS (IS-GPS-200, Table 20-IV),
-Galileo (OS SIS ICD 5.1.1, the same equations with its constants) and BeiDou (BDS-SIS-ICD-B1I 3.0,
-5.2.4.12, with the GEO satellites' own rotation).
+Galileo (OS SIS ICD 5.1.1, the same equations with its constants), BeiDou (BDS-SIS-ICD-B1I 3.0,
+5.2.4.12, with the GEO satellites' own rotation) and GLONASS (the broadcast state vector,
+integrated).
 
 Kernels take plain arrays; :func:`sv_states` is the Dataset-level entry point. Satellites are
 named by RINEX 3 identifiers ("G05", "E11", "C06") or by integer keys (GPS PRN; Galileo 200 +
 PRN, BeiDou 300 + PRN: :data:`gnss.rinex.SYSTEM_KEY_OFFSET`); every time is GPST (Galileo and
 BeiDou times are converted inside).
+
+This module works on a navigation Dataset: it names the satellites, picks each query's record
+(:func:`select_ephemeris`, :func:`ephemeris_coverage`), evaluates it (:func:`sv_state_at`,
+:func:`sv_states`) and iterates the signal's travel time in the rotating Earth frame
+(:func:`light_time`). The orbit equations are :mod:`gnss.orbit_kepler` (GPS, Galileo, BeiDou:
+Keplerian elements) and :mod:`gnss.orbit_glonass` (GLONASS: an integrated state vector); their
+names are importable from here too.
 
 References
 ----------
@@ -24,232 +32,17 @@ import numpy as np
 import xarray as xr
 
 from . import gpstime
-from .constants import (A_E_GLONASS, BEIDOU_GEO_INCLINATION_RAD, BEIDOU_GEO_PRNS, EPHEMERIS_MAX_AGE_S,
-                        F_RELATIVITY, F_RELATIVITY_BEIDOU, F_RELATIVITY_GALILEO, GLONASS_EPHEMERIS_MAX_AGE_S,
-                        GLONASS_INTEGRATION_STEP_S, J2_GLONASS, KEPLER_MAX_ITERATIONS, KEPLER_TOLERANCE_RAD,
-                        LIGHT_TIME_MAX_ITERATIONS, LIGHT_TIME_TOLERANCE_S, MU_BEIDOU, MU_GALILEO, MU_GLONASS,
-                        MU_GPS, OMEGA_E_DOT, OMEGA_E_DOT_BEIDOU, OMEGA_E_DOT_GALILEO, OMEGA_E_DOT_GLONASS,
-                        SECONDS_PER_WEEK, SPEED_OF_LIGHT)
+from .constants import (EPHEMERIS_MAX_AGE_S, F_RELATIVITY, GLONASS_EPHEMERIS_MAX_AGE_S, LIGHT_TIME_MAX_ITERATIONS,
+                        LIGHT_TIME_TOLERANCE_S, OMEGA_E_DOT, SECONDS_PER_WEEK, SPEED_OF_LIGHT)
+from .orbit_glonass import glonass_orbit
+from .orbit_kepler import (  # noqa: F401  (re-exported: importable from here as before the split)
+    ORBIT_KEYS, OrbitState, beidou_geo, broadcast_orbit, solve_kepler, sv_clock_offset, system_constants)
 from .rinex import GLONASS_FIELDS, SYSTEM_KEY_OFFSET
 
-
-def solve_kepler(mean_anomaly, eccentricity, *, tolerance_rad=KEPLER_TOLERANCE_RAD,
-                 max_iterations=KEPLER_MAX_ITERATIONS) -> np.ndarray:
-    """Eccentric anomaly E from Kepler's equation M = E - e sin E by Newton's method.
-
-    Parameters
-    ----------
-    mean_anomaly : array_like
-        Mean anomaly M [rad].
-    eccentricity : array_like
-        Eccentricity e, 0 <= e < 1 [1]; broadcast with ``mean_anomaly``.
-    tolerance_rad : float, keyword-only
-        Stop when every Newton step is below this [rad] (default 1e-13).
-    max_iterations : int, keyword-only
-        Fixed bound on Newton steps.
-
-    Returns
-    -------
-    numpy.ndarray
-        Eccentric anomaly E [rad], same shape as the broadcast inputs.
-
-    Notes
-    -----
-    Newton step ``E <- E - (E - e sin E - M) / (1 - e cos E)`` from ``E0 = M`` (IS-GPS-200 Table
-    20-IV leaves the method open).  For GPS eccentricities (< 0.03) it converges quadratically in
-    4-5 steps.
-    """
-    m = np.asarray(mean_anomaly, dtype=float)
-    e = np.asarray(eccentricity, dtype=float)
-    m, e = np.broadcast_arrays(m, e)
-    ecc = m.copy()
-    for _ in range(max_iterations):
-        step = (ecc - e * np.sin(ecc) - m) / (1.0 - e * np.cos(ecc))
-        ecc = ecc - step
-        if not np.any(np.abs(step) > tolerance_rad):
-            break
-    return ecc
-
-
-class OrbitState(NamedTuple):
-    """Satellite state from broadcast elements.
-
-    Attributes
-    ----------
-    position_ecef : numpy.ndarray, shape (..., 3)
-        Antenna phase centre position in WGS 84 ECEF at the evaluation time [m].
-    velocity_ecef : numpy.ndarray, shape (..., 3)
-        Velocity in the rotating ECEF frame [m/s].
-    eccentric_anomaly : numpy.ndarray
-        E [rad] (for the relativistic clock term).
-    """
-
-    position_ecef: np.ndarray
-    velocity_ecef: np.ndarray
-    eccentric_anomaly: np.ndarray
-
-
-def broadcast_orbit(tk, *, sqrt_a, e, delta_n, m0, omega, cuc, cus, crc, crs, cic, cis, i0, idot,
-                    omega0, omega_dot, toe_sow, mu=MU_GPS, omega_e_dot=OMEGA_E_DOT) -> OrbitState:
-    """ECEF position and velocity of a GPS satellite from its broadcast ephemeris.
-
-    Parameters
-    ----------
-    tk : array_like
-        Time from ephemeris reference epoch, t - toe [s] (formed from week and seconds of week,
-        so no half-week correction is needed).
-    sqrt_a, e, delta_n, m0, omega, cuc, cus, crc, crs, cic, cis, i0, idot, omega0, omega_dot, toe_sow : array_like
-        Broadcast elements in RINEX units (radians, metres, seconds), broadcast with ``tk``.
-    mu, omega_e_dot : float, keyword-only
-        Gravitational constant [m^3/s^2] and Earth rotation rate [rad/s], IS-GPS-200 values.
-
-    Returns
-    -------
-    OrbitState
-        Position and velocity (..., 3) [m, m/s] and eccentric anomaly [rad].
-
-    Notes
-    -----
-    IS-GPS-200 Table 20-IV, with A = sqrt_a^2, n = sqrt(mu/A^3) + delta_n, M = M0 + n tk,
-    Kepler's equation solved by :func:`solve_kepler`, true anomaly
-    nu = atan2(sqrt(1-e^2) sin E, cos E - e), argument of latitude Phi = nu + omega with the
-    second-harmonic corrections du, dr, di, and
-    Omega = Omega0 + (Omega_dot - OmegaE_dot) tk - OmegaE_dot toe.  The velocity is the analytic
-    time derivative of the same equations (IS-GPS-200 Table 20-IV, velocity part), which
-    includes the Earth-rotation term through Omega_dot - OmegaE_dot.
-    """
-    tk = np.asarray(tk, dtype=float)
-    a = np.asarray(sqrt_a, dtype=float) ** 2
-    n = np.sqrt(mu / a ** 3) + delta_n
-    mk = m0 + n * tk
-    ek = solve_kepler(mk, e)
-    sin_e, cos_e = np.sin(ek), np.cos(ek)
-    one_m_ecos = 1.0 - e * cos_e
-    sq = np.sqrt(1.0 - e * e)
-    nu = np.arctan2(sq * sin_e, cos_e - e)
-    phi = nu + omega
-    s2, c2 = np.sin(2.0 * phi), np.cos(2.0 * phi)
-    du = cus * s2 + cuc * c2
-    dr = crs * s2 + crc * c2
-    di = cis * s2 + cic * c2
-    u = phi + du
-    r = a * one_m_ecos + dr
-    inc = i0 + di + idot * tk
-    xp, yp = r * np.cos(u), r * np.sin(u)
-    omega_k_dot = omega_dot - omega_e_dot
-    om = omega0 + omega_k_dot * tk - omega_e_dot * toe_sow
-    so, co, si, ci = np.sin(om), np.cos(om), np.sin(inc), np.cos(inc)
-    x = xp * co - yp * ci * so
-    y = xp * so + yp * ci * co
-    z = yp * si
-    # time derivatives
-    e_dot = n / one_m_ecos
-    nu_dot = e_dot * sq / one_m_ecos
-    di_dt = idot + 2.0 * nu_dot * (cis * c2 - cic * s2)
-    u_dot = nu_dot * (1.0 + 2.0 * (cus * c2 - cuc * s2))
-    r_dot = e * a * e_dot * sin_e + 2.0 * nu_dot * (crs * c2 - crc * s2)
-    xp_dot = r_dot * np.cos(u) - r * u_dot * np.sin(u)
-    yp_dot = r_dot * np.sin(u) + r * u_dot * np.cos(u)
-    vx = -xp * omega_k_dot * so + xp_dot * co - yp_dot * so * ci - yp * (omega_k_dot * co * ci - di_dt * so * si)
-    vy = xp * omega_k_dot * co + xp_dot * so + yp_dot * co * ci - yp * (omega_k_dot * so * ci + di_dt * co * si)
-    vz = yp_dot * si + yp * di_dt * ci
-    return OrbitState(np.stack([x, y, z], axis=-1), np.stack([vx, vy, vz], axis=-1), ek)
-
-
-def glonass_orbit(dt_s, position_m, velocity_m_s, acceleration_m_s2, *, mu=MU_GLONASS, a_e=A_E_GLONASS,
-                  j2=J2_GLONASS, omega_e_dot=OMEGA_E_DOT_GLONASS,
-                  max_step_s=GLONASS_INTEGRATION_STEP_S) -> OrbitState:
-    """GLONASS satellite state ``dt_s`` after the broadcast state vector (ICD, A.3.1.2).
-
-    Parameters
-    ----------
-    dt_s : array_like
-        t - tb [s], broadcast against the state vectors' leading shape.
-    position_m, velocity_m_s, acceleration_m_s2 : array_like, shape (..., 3)
-        Broadcast state at tb in the rotating PZ-90 frame: position [m], velocity [m/s], and the
-        lunisolar acceleration [m/s^2], held constant over the interval.
-    mu, a_e, j2, omega_e_dot : float, keyword-only
-        PZ-90 constants (GLONASS ICD, ed. 5.1, Table 3.2).
-    max_step_s : float, keyword-only
-        Largest integration step [s].
-
-    Returns
-    -------
-    OrbitState
-        Position [m] and velocity [m/s] in the rotating PZ-90 frame (PZ-90.11 agrees with
-        ITRF2008 to a few centimetres, so it is used as WGS 84 ECEF here);
-        ``eccentric_anomaly`` is NaN (GLONASS broadcast clocks include the relativistic term).
-
-    Notes
-    -----
-    The ICD's equations of motion in the rotating frame, with r = ``|x|``:
-
-    dv/dt = -mu x / r^3 - 3/2 J2 mu a_e^2 / r^5 (x, y, z) * (1 - 5 z^2/r^2, 1 - 5 z^2/r^2,
-    3 - 5 z^2/r^2) + w^2 (x, y, 0) + 2 w (v_y, -v_x, 0) + a_lunisolar,
-
-    integrated by the classical 4th-order Runge-Kutta method with n = ceil(max ``|dt|`` / max_step)
-    equal steps dt / n for every query (vectorised; each query its own step length). A query
-    with NaN dt or state gives NaN.
-    """
-    dt = np.asarray(dt_s, dtype=float)
-    x0 = np.asarray(position_m, dtype=float)
-    v0 = np.asarray(velocity_m_s, dtype=float)
-    acc = np.asarray(acceleration_m_s2, dtype=float)
-    shape = np.broadcast_shapes(dt.shape, x0.shape[:-1], v0.shape[:-1], acc.shape[:-1])
-    dt = np.broadcast_to(dt, shape)
-    x = np.broadcast_to(x0, shape + (3,)).copy()
-    v = np.broadcast_to(v0, shape + (3,)).copy()
-    acc = np.broadcast_to(acc, shape + (3,))
-    finite = np.isfinite(dt)
-    span = float(np.max(np.abs(dt[finite]))) if np.any(finite) else 0.0
-    n = max(1, int(np.ceil(span / max_step_s)))
-    h = (np.where(finite, dt, np.nan) / n)[..., None]
-    w2 = omega_e_dot ** 2
-    k_j2 = 1.5 * j2 * mu * a_e ** 2
-
-    def rate(pos, vel):
-        r2 = np.sum(pos * pos, axis=-1, keepdims=True)
-        r = np.sqrt(r2)
-        z2 = pos[..., 2:3] ** 2 / r2
-        c = k_j2 / (r2 * r2 * r)
-        a = -mu / (r2 * r) * pos - c * pos * np.concatenate([1.0 - 5.0 * z2, 1.0 - 5.0 * z2, 3.0 - 5.0 * z2],
-                                                          axis=-1)
-        a[..., 0] += w2 * pos[..., 0] + 2.0 * omega_e_dot * vel[..., 1]
-        a[..., 1] += w2 * pos[..., 1] - 2.0 * omega_e_dot * vel[..., 0]
-        return vel, a + acc
-
-    for _ in range(n):
-        k1x, k1v = rate(x, v)
-        k2x, k2v = rate(x + 0.5 * h * k1x, v + 0.5 * h * k1v)
-        k3x, k3v = rate(x + 0.5 * h * k2x, v + 0.5 * h * k2v)
-        k4x, k4v = rate(x + h * k3x, v + h * k3v)
-        x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
-        v = v + h / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
-    return OrbitState(x, v, np.full(shape, np.nan))
-
-
-def sv_clock_offset(dt_toc, *, af0, af1, af2, e, sqrt_a, eccentric_anomaly, f_relativity=F_RELATIVITY):
-    """SV clock offset Delta t_sv including the relativistic term (IS-GPS-200 20.3.3.3.3.1).
-
-    Parameters
-    ----------
-    dt_toc : array_like
-        t - toc [s].
-    af0, af1, af2 : array_like
-        Clock polynomial [s, s/s, s/s^2].
-    e, sqrt_a : array_like
-        Eccentricity [1] and square root of the semi-major axis [m^0.5].
-    eccentric_anomaly : array_like
-        E at the same time [rad].
-
-    Returns
-    -------
-    numpy.ndarray
-        Delta t_sv = af0 + af1 dt + af2 dt^2 + F e sqrt(A) sin E [s].  This refers to the
-        ionosphere-free L1/L2 P(Y) combination; an L1 C/A user subtracts TGD (20.3.3.3.3.2).
-    """
-    dt = np.asarray(dt_toc, dtype=float)
-    return af0 + dt * (af1 + dt * af2) + f_relativity * e * sqrt_a * np.sin(eccentric_anomaly)
+# The names these had while they were private to this module.
+_system_constants = system_constants
+_beidou_geo = beidou_geo
+_ORBIT_KEYS = ORBIT_KEYS
 
 
 def earth_rotation_matrix(angle_rad) -> np.ndarray:
@@ -507,49 +300,6 @@ def _elements(nav: xr.Dataset, idx: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def _system_constants(sat: np.ndarray):
-    """(mu, Earth rotation rate, relativistic F, BeiDou-GEO mask) per satellite key."""
-    is_e = (sat >= SYSTEM_KEY_OFFSET["E"]) & (sat < SYSTEM_KEY_OFFSET["C"])
-    is_c = sat >= SYSTEM_KEY_OFFSET["C"]
-    mu = np.where(is_e, MU_GALILEO, np.where(is_c, MU_BEIDOU, MU_GPS))
-    we = np.where(is_e, OMEGA_E_DOT_GALILEO, np.where(is_c, OMEGA_E_DOT_BEIDOU, OMEGA_E_DOT))
-    f = np.where(is_e, F_RELATIVITY_GALILEO, np.where(is_c, F_RELATIVITY_BEIDOU, F_RELATIVITY))
-    geo = is_c & np.isin(sat - SYSTEM_KEY_OFFSET["C"], sorted(BEIDOU_GEO_PRNS))
-    return mu, we, f, geo
-
-
-def _beidou_geo(tk, el, mu, we) -> OrbitState:
-    """BeiDou GEO orbit (BDS-SIS-ICD-B1I 3.0, 5.2.4.12, Table 5-11).
-
-    The ascending node is computed in an inertial-like frame, Omega_k = Omega0 + Omega_dot tk -
-    OmegaE_dot toe (no Earth rotation over tk), and the position there is turned into CGCS2000
-    by ``R_Z(OmegaE_dot tk) R_X(-5 deg)``, both passive rotations
-    (R_X(p) = [[1, 0, 0], [0, cos p, sin p], [0, -sin p, cos p]], R_Z(p) = [[cos p, sin p, 0],
-    [-sin p, cos p, 0], [0, 0, 1]]). The velocity is that rotation of the inertial-like velocity
-    plus the derivative of R_Z(OmegaE_dot tk) applied to the position.
-    """
-    kw = {k: el[k] for k in _ORBIT_KEYS}
-    kw["omega0"] = el["omega0"] - we * el["toe_sow"]
-    kw["toe_sow"] = np.zeros_like(el["toe_sow"])
-    g = broadcast_orbit(tk, **kw, mu=mu, omega_e_dot=0.0)
-    cx, sx = np.cos(BEIDOU_GEO_INCLINATION_RAD), np.sin(BEIDOU_GEO_INCLINATION_RAD)
-    x, y, z = g.position_ecef[..., 0], g.position_ecef[..., 1], g.position_ecef[..., 2]
-    vx, vy, vz = g.velocity_ecef[..., 0], g.velocity_ecef[..., 1], g.velocity_ecef[..., 2]
-    # R_X(-5 deg)
-    y1, z1 = cx * y + sx * z, -sx * y + cx * z
-    vy1, vz1 = cx * vy + sx * vz, -sx * vy + cx * vz
-    p = we * tk
-    cz, sz = np.cos(p), np.sin(p)
-    px, py = cz * x + sz * y1, -sz * x + cz * y1
-    vpx = cz * vx + sz * vy1 + we * (-sz * x + cz * y1)
-    vpy = -sz * vx + cz * vy1 + we * (-cz * x - sz * y1)
-    return OrbitState(np.stack([px, py, z1], axis=-1), np.stack([vpx, vpy, vz1], axis=-1), g.eccentric_anomaly)
-
-
-_ORBIT_KEYS = ("sqrt_a", "e", "delta_n", "m0", "omega", "cuc", "cus", "crc", "crs", "cic", "cis", "i0",
-               "idot", "omega0", "omega_dot", "toe_sow")
-
-
 class SvState(NamedTuple):
     """Satellite state at (transmit) times, arrays of the query shape.
 
@@ -599,13 +349,13 @@ def sv_state_at(nav: xr.Dataset, prn, t: gpstime.GpsTime, *, record=None) -> SvS
     # t - toe in the satellite's own time scale (Galileo GST, BeiDou BDT): the same difference
     # as GPST minus toe expressed in GPST
     tk = (week - el["toe_week"]).astype(float) * SECONDS_PER_WEEK + (sow - (el["toe_sow"] + el["toe_offset_s"]))
-    mu, we, f_rel, geo = _system_constants(el["sat"])
+    mu, we, f_rel, geo = system_constants(el["sat"])
     if np.all(el["sat"] < SYSTEM_KEY_OFFSET["E"]):      # GPS only: the IS-GPS-200 constants as before
-        state = broadcast_orbit(tk, **{k: el[k] for k in _ORBIT_KEYS})
+        state = broadcast_orbit(tk, **{k: el[k] for k in ORBIT_KEYS})
     else:
-        state = broadcast_orbit(tk, **{k: el[k] for k in _ORBIT_KEYS}, mu=mu, omega_e_dot=we)
+        state = broadcast_orbit(tk, **{k: el[k] for k in ORBIT_KEYS}, mu=mu, omega_e_dot=we)
         if geo.any():
-            g = _beidou_geo(tk, el, mu, we)
+            g = beidou_geo(tk, el, mu, we)
             state = OrbitState(np.where(geo[..., None], g.position_ecef, state.position_ecef),
                                np.where(geo[..., None], g.velocity_ecef, state.velocity_ecef),
                                state.eccentric_anomaly)

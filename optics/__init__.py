@@ -6,7 +6,8 @@ Importing is cheap and has no side effects.
 
 Modules
 -------
-sensor       EMVA 1288 linear sensor: :class:`SensorModel`, presets, noise kernels
+sensor       EMVA 1288 linear sensor: :class:`SensorModel`, noise kernels
+emva         EMVA 1288 closed forms, figures of merit, saturation capacity, data-sheet presets
 bayer        RGGB mosaic and bilinear demosaicing
 aberrations  Seidel wavefront, ray aberrations, spot diagrams, field-dependent PSF, distortion
 radiometry   camera equation, cos^4 and mechanical vignetting, photons per pixel

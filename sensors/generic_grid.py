@@ -89,6 +89,8 @@ class GenericGrid(Sensor):
         it, ip = np.meshgrid(np.arange(p["n_theta"]), np.arange(p["n_phi"]), indexing="ij")
         self._acquisition = ((p["n_theta"] - 1 - it) * p["n_phi"] + ip).ravel()
         self._dirs = direction_from_yaw_pitch(self._yaw, self._pitch)
+        # No wavelength (Doria's scanner has none): each material's reflectivity, which for a
+        # hifi.materials library material is its 905 nm value.
         self._refl = ctx.scene.object_table("reflectivity")
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")

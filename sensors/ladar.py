@@ -17,6 +17,8 @@ from .weather import weather_of
 
 RETURN_MODES = ("first", "last", "strongest", "average", "dual")
 
+#: Laser wavelength of the LMS291 [m]: 905 nm infrared (SICK LMS291 data sheet).
+LMS291_WAVELENGTH_M = 905e-9
 #: Received power of a white Lambertian target at normal incidence at 1 m [W], ``P_t eta A_r / pi``
 #: of the lidar equation (:func:`sensors.radiometry.lidar_received_power`) with the line lidars'
 #: assumed optics (:class:`sensors.lidar.SickLMS`: 75 W peak, 30 mm receiver lens, efficiency 0.5).
@@ -143,14 +145,14 @@ class SickLMS291(Sensor):
         self.n_returns = 2 if p["return_mode"] == "dual" else 1
         # Receiver window: every return within the maximum range (twice, for mirror paths).
         self.n_bins = self._n_bins()
-        self._refl = ctx.scene.object_table("reflectivity")
+        self._refl = ctx.scene.object_table("reflectivity", wavelength_m=LMS291_WAVELENGTH_M)
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
         # Weather (sensors.weather): two-way extinction of fog, rain and snow on every sub-ray
         # at 905 nm (LMS291 data sheet); this model has no clear-air term, so clear weather is 0.
         w = weather_of(ctx)
-        self._extinction = 0.0 if w.clear else w.extinction(905e-9, 0.0)
+        self._extinction = 0.0 if w.clear else w.extinction(LMS291_WAVELENGTH_M, 0.0)
 
     def coords(self):
         c = {"step": Var(("step",), self.scan, "rad", "scan angle (yaw) of the pulse"),

@@ -6,18 +6,21 @@ of the beam origins from the rotation axis, the transform from its lidar frame t
 frame, the mode (columns per frame x frames per second) and the UDP packet layout. The model
 :class:`Ouster` reads that file (``metadata_file``) or one of four shipped real files
 (``preset``: ``os0_128``, ``os1_64``, ``os1_128``, ``os2_128``; ``sensors/data/README.md``),
-fires every column of the frame from the beam geometry Ouster defines (:func:`ouster_beams`) and
-runs the lidar signal chain of :mod:`sensors.lidar`, then adds what an Ouster reports besides
-range: ``signal`` (photons), ``near_ir`` (ambient photons) and the calibrated reflectivity byte.
+fires every column of the frame from the beam geometry Ouster defines
+(:func:`~sensors.ouster_metadata.ouster_beams`) and runs the lidar signal chain of
+:mod:`sensors.lidar`, then adds what an Ouster reports besides range: ``signal`` (photons),
+``near_ir`` (ambient photons) and the calibrated reflectivity byte.
 
-The JSON is read with :mod:`json` (:func:`read_metadata`), both the legacy flat layout
-(firmware <= 2.x) and the nested one (``sensor_info``, ``beam_intrinsics``, ``lidar_intrinsics``,
-``config_params``, ``lidar_data_format``, ...), with ouster-sdk's defaults for what older files
-lack. ouster-sdk itself is not needed; the tests use it as the independent implementation.
+The JSON is read with :mod:`json` (:func:`~sensors.ouster_metadata.read_metadata`), both the
+legacy flat layout (firmware <= 2.x) and the nested one (``sensor_info``, ``beam_intrinsics``,
+``lidar_intrinsics``, ``config_params``, ``lidar_data_format``, ...), with ouster-sdk's defaults
+for what older files lack. ouster-sdk itself is not needed; the tests use it as the independent
+implementation.
 
-The metadata format (:func:`read_metadata`, :class:`OusterMetadata`, the modes and profiles,
-:func:`ouster_beams`, :func:`effective_metadata`) is :mod:`sensors.ouster_metadata`; its names are
-importable from here too.
+The metadata format (:func:`~sensors.ouster_metadata.read_metadata`,
+:class:`~sensors.ouster_metadata.OusterMetadata`, the modes and profiles,
+:func:`~sensors.ouster_metadata.ouster_beams`, :func:`~sensors.ouster_metadata.effective_metadata`)
+is :mod:`sensors.ouster_metadata`; its names are importable from here too.
 
 References
 ----------
@@ -186,13 +189,13 @@ def _ouster_params() -> dict:
 class Ouster(_PulsedLidar):
     """Ouster OS0 / OS1 / OS2 lidar from its metadata JSON (``metadata_file`` or ``preset``).
 
-    Geometry (:func:`ouster_beams`): the rotor turns clockwise seen from above; measurement id
-    ``j`` of the ``w`` columns of ``lidar_mode`` fires at ``t + j / (w rate)`` (the column
-    timestamps of the vendored OS1-128 capture are 97.64 us apart, 1 / (1024 x 10 Hz)), every
-    beam of the column at once, from its own origin on the beam circle, in the direction of the
-    encoder angle plus its azimuth offset, in the sensor frame of the metadata
-    (``lidar_to_sensor_transform``). The rate is the mode's: ``rate_hz`` may be left out and
-    must equal it when given. ``column_stride`` n > 1 keeps every n-th column (previews).
+    Geometry (:func:`~sensors.ouster_metadata.ouster_beams`): the rotor turns clockwise seen from
+    above; measurement id ``j`` of the ``w`` columns of ``lidar_mode`` fires at ``t + j / (w rate)``
+    (the column timestamps of the vendored OS1-128 capture are 97.64 us apart, 1 / (1024 x 10 Hz)),
+    every beam of the column at once, from its own origin on the beam circle, in the direction of
+    the encoder angle plus its azimuth offset, in the sensor frame of the metadata
+    (``lidar_to_sensor_transform``). The rate is the mode's: ``rate_hz`` may be left out and must
+    equal it when given. ``column_stride`` n > 1 keeps every n-th column (previews).
 
     Measurement: :func:`sensors.lidar.lidar_signal_chain` (received power with the overlap
     ramp, SNR, detection, range noise, per-beam bias and gain, edge footprint). The range is

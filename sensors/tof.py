@@ -17,6 +17,8 @@ from .radiometry import lambertian_return
 from .weather import weather_of
 
 
+#: Wavelength of the SR4000's illumination [m]: 850 nm LEDs (MESA Imaging SR4000 data sheet).
+SR4000_WAVELENGTH_M = 850e-9
 #: Illumination power of the SR4000 [W] (assumed: about 1 W of 850 nm LED light, the order of the
 #: SR4000's 24-LED array; the data sheet gives no figure).
 SR4000_ILLUMINATION_W = 1.0
@@ -113,14 +115,14 @@ class ToFSR4000(Sensor):
         self._shape = d.shape[:2]
         self._dirs = d.reshape(-1, 3)
         self._yaw, self._pitch = yaw_pitch(self._dirs)
-        self._refl = ctx.scene.object_table("reflectivity")
+        self._refl = ctx.scene.object_table("reflectivity", wavelength_m=SR4000_WAVELENGTH_M)
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
         # Weather (sensors.weather): two-way extinction at the SR4000's 850 nm on the amplitude;
         # no clear-air term (indoor ranges), so clear weather is 0.
         w = weather_of(ctx)
-        self._extinction = 0.0 if w.clear else w.extinction(850e-9, 0.0)
+        self._extinction = 0.0 if w.clear else w.extinction(SR4000_WAVELENGTH_M, 0.0)
 
     def coords(self):
         p = self.params

@@ -38,7 +38,7 @@ measurement) is in ``benchmarks/README.md``. With the
 factors set, every calibration run's estimated peak is within 11 % of the measured one, and
 the part above the base within 10 % at each model's largest size; the crossing example as a
 whole is overestimated by 22 % (its eight writers' chunk caches are not all full at once).
-The tests hold the estimate to a factor of 2 (``tests/test_estimate.py``).
+The tests hold the estimate to a factor of 2 (``tests/hifi/api/test_estimate.py``).
 
 Output size is frames times the bytes of one frame's variables, plus the frame index and time
 (12 B per frame), before netCDF compression (zlib level 1 with shuffle: float data usually

@@ -16,11 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from .. import materials as library
 from ..api import meshes
 from ..errors import ScenarioError
 from ..api.params import Locator, Param, Validator, check_params, parse_key
 from ..api.registry import available_models, load_model
 from ..api.timebase import parse_utc
+from ..world.scene import Material
 
 SUPPORTED_VERSIONS = (1,)
 
@@ -37,8 +41,15 @@ ORIGIN_PARAMS = {
     "height_m": Param("float", default=0.0, doc="ellipsoidal height [m]"),
 }
 MATERIAL_PARAMS = {
+    "library": Param("str", default=None,
+                     doc="a library material (hifi.materials, listed in docs/materials.md) this one starts from: "
+                         "the keys given here replace its values, the others are the library's (not the defaults "
+                         "of this table); a reflectivity given here also replaces its spectrum, so every lidar "
+                         "sees that value. Without it the table is a material of its own, even under a library "
+                         "name"),
     "reflectivity": Param("float", default=0.5, minimum=0.0, maximum=1.0,
-                          doc="diffuse reflectance at the lidar wavelength, 0..1"),
+                          doc="diffuse reflectance at the lidar wavelength, 0..1 (every lidar wavelength: only a "
+                              "library material has a spectrum)"),
     "mirror": Param("float", default=0.0, minimum=0.0, maximum=1.0,
                     doc="fraction reflected specularly, 0..1 (1: perfect mirror)"),
     "color_rgb": Param("color", default=(0.5, 0.5, 0.5), doc="diffuse reflectance in R, G, B, 0..1"),
@@ -51,7 +62,8 @@ MATERIAL_PARAMS = {
 OBJECT_KEYS = {
     "name": Param("str", doc="unique name"),
     "mesh": Param("str", doc="generator (" + ", ".join(meshes.GENERATORS) + ") or mesh file"),
-    "material": Param("str", default="default", doc="a [materials.NAME] table"),
+    "material": Param("str", default="default",
+                      doc="a [materials.NAME] table, \"default\", or a library material (docs/materials.md)"),
     "position_m": Param("vec3", default=None, doc="position in the parent frame [m]"),
     "rpy_deg": Param("vec3", default=None, doc="roll, pitch, yaw about the parent's x, y, z [deg]"),
     "track": Param("any", default=None, doc="list of { t_s, position_m, rpy_deg } keyframes"),
@@ -164,6 +176,8 @@ class Scenario:
     start_utc: str
     seed: int
     origin: dict
+    #: name -> :class:`~hifi.world.scene.Material`: the scenario's own ``[materials.NAME]``
+    #: tables in their order, then the library materials its objects name, in order of first use.
     materials: dict
     objects: list
     sensors: list
@@ -241,9 +255,7 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
     mats_raw = data.get("materials", {})
     if not isinstance(mats_raw, dict):
         raise v.error("expected tables [materials.NAME]", key="materials", value=mats_raw)
-    materials = {}
-    for name, table in mats_raw.items():
-        materials[name] = check_params(table, MATERIAL_PARAMS, v.error, f"materials.{name}")
+    materials = {name: _material(v, name, table) for name, table in mats_raw.items()}
 
     objs_raw = data.get("objects", [])
     if not isinstance(objs_raw, list):
@@ -279,6 +291,22 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
         text = "# scenario built in code (JSON form)\n# " + json.dumps(data, default=str)
     return Scenario(source, base_dir, text, sim["duration_s"], start_utc, sim["seed"], origin,
                     materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models)
+
+
+def _material(v: Validator, name: str, table: Any) -> Material:
+    """One ``[materials.NAME]`` table: a material of its own (the defaults of
+    :data:`MATERIAL_PARAMS` for what it does not give) or, with ``library``, derived from that
+    library entry (:func:`hifi.materials.derive`)."""
+    key = f"materials.{name}"
+    params = check_params(table, MATERIAL_PARAMS, v.error, key)
+    if params["library"] is None:
+        return Material(name, params["reflectivity"], params["mirror"], tuple(params["color_rgb"]), params["class"],
+                        roughness_rad=float(np.radians(params["roughness_deg"])))
+    try:
+        library.library_entry(params["library"])
+    except library.UnknownMaterial as exc:
+        raise v.error(str(exc), key=f"{key}.library", value=params["library"]) from None
+    return library.derive(name, params["library"], {k: params[k] for k in table if k != "library"})
 
 
 def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path,
@@ -331,9 +359,12 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
             raise v.error(f"mesh file not found (looked for {mesh_path})", key=f"{key}.mesh", value=mesh)
     spec = check_params(fixed, OBJECT_KEYS, v.error, key)
     name = _unique_name(v, key, spec["name"], names)
-    if spec["material"] != "default" and spec["material"] not in materials:
-        allowed = ", ".join(repr(m) for m in ["default", *materials])
-        raise v.error(f"unknown material; allowed: {allowed}", key=f"{key}.material", value=spec["material"])
+    try:
+        resolved = library.resolve(spec["material"], materials)
+    except library.UnknownMaterial as exc:
+        raise v.error(str(exc), key=f"{key}.material", value=spec["material"]) from None
+    if resolved.name not in materials and resolved.name != "default":
+        materials[resolved.name] = resolved        # a library material: the scene adds it after the scenario's
     parent = spec["parent"]
     if parent is not None and (parent not in names or not names[parent].startswith("objects")):
         earlier = ", ".join(repr(n) for n, w in names.items() if w.startswith("objects")) or "none"

@@ -33,7 +33,7 @@ from ..world.motion import Pose, Track, oriented_boxes
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
 from ..runtime.progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
 from ..runtime.safety import umask
-from ..world.scene import Material, Scene
+from ..world.scene import Scene
 from ..runtime.threads import single_threaded_blas
 from .timemanager import TimeManager
 
@@ -155,9 +155,8 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
     from ..api.estimate import check_scene_memory
     check_scene_memory(sc)                        # before the first generator allocates anything
     scene = Scene()
-    for name, m in sc.materials.items():
-        scene.add_material(Material(name, m["reflectivity"], m["mirror"], tuple(m["color_rgb"]), m["class"],
-                                    roughness_rad=float(np.radians(m["roughness_deg"]))))
+    for material in sc.materials.values():      # the scenario's own, then the library's it uses
+        scene.add_material(material)
     for spec in sc.objects:
         if spec.loaded_mesh is not None:          # read once, while validating; handed over, so
             mesh, spec.loaded_mesh = spec.loaded_mesh, None    # the scene alone holds it

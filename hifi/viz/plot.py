@@ -15,8 +15,9 @@
   multi-GNSS receivers (``gps_l1``, ``gnss_receiver``), the INS, the go/no-go planner, a driven
   body (``vehicle``) and the ``waypoint_driver`` (:mod:`autonomy.vehicle_plot`).
 
-Object ids are drawn as categories named after ``[[objects]]`` (:func:`object_names`), at most
-:data:`MAX_LEGEND_ENTRIES` legend entries (the least frequent objects grouped as "other").
+Object ids are drawn as categories named after ``[[objects]]``
+(:func:`~hifi.viz.plot_common.object_names`), at most :data:`MAX_LEGEND_ENTRIES` legend entries
+(the least frequent objects grouped as "other").
 
 This module picks the figure function and writes the PNG. The built-in kinds' figure functions
 are :mod:`hifi.viz.plot_kinds`; what every quick look shares (the pyplot backend, the dataset's

@@ -4,7 +4,7 @@ the page draws, the slider's instants, and each sensor frame as the page stores 
 - :func:`open_run` opens every dataset of a run directory (:class:`RunDatasets`);
 - :func:`replay_times` and :func:`held_frames`: the slider's instants and the frame each sensor
   shows at each of them;
-- images: :func:`png_bytes` (an 8-bit PNG written with :mod:`zlib`), block-averaged down to
+- images: :func:`png_bytes` (an 8-bit PNG written with ``zlib``), block-averaged down to
   :data:`IMAGE_MAX_WIDTH_PX`; a camera frame shown as ``hifi plot`` shows it;
 - points: the (subsampled) returns of one frame (:class:`FramePoints`), their object and class
   names, and the 0..255 levels and colour scales the page colours them with.

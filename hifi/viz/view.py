@@ -19,10 +19,11 @@ images at most :data:`IMAGE_MAX_WIDTH_PX` wide. Whatever is cut is said in a not
 the page.
 
 Plotly (``pip install ".[viz]"``) draws the page. Each sensor frame is stored once in the page
-(points as base64 float32 / uint8 arrays, images as PNG written by :func:`png_bytes`), and a
-small script (:data:`_PLAYER_JS`) draws the step the slider selects with ``Plotly.react``, so a
-camera held over many steps, or the four colourings of a point cloud, cost nothing extra. The
-figure itself shows the first step, so :func:`build_replay`'s figure is usable on its own.
+(points as base64 float32 / uint8 arrays, images as PNG written by
+:func:`~hifi.viz.replay_data.png_bytes`), and a small script (:data:`_PLAYER_JS`) draws the step
+the slider selects with ``Plotly.react``, so a camera held over many steps, or the four colourings
+of a point cloud, cost nothing extra. The figure itself shows the first step, so
+:func:`build_replay`'s figure is usable on its own.
 
 Reading the run and preparing its frames (the slider's instants, each frame's points and images
 as the page stores them) is :mod:`hifi.viz.replay_data`; its names are importable from here too.

@@ -48,6 +48,13 @@ class Material:
     roughness_rad : float
         Oren-Nayar roughness, the standard deviation of the surface's facet slopes [rad]; 0 is
         Lambertian (:func:`sensors.radiometry.oren_nayar_backscatter`).
+    spectrum : tuple of two tuples, optional
+        Diffuse reflectance by wavelength: ``(wavelengths_m, reflectance)``, the wavelengths
+        [m] strictly increasing, the reflectances in 0..1 (:mod:`hifi.materials` gives one per
+        library entry). None (the default): ``reflectivity`` at every wavelength.
+
+    A lidar asks :meth:`reflectance_at` for its own wavelength; ``reflectivity`` is what a model
+    without a wavelength uses (and every model, when there is no ``spectrum``).
     """
 
     name: str
@@ -56,6 +63,31 @@ class Material:
     color_rgb: tuple = (0.5, 0.5, 0.5)
     class_name: str = UNLABELLED
     roughness_rad: float = 0.0
+    spectrum: tuple | None = None
+
+    def __post_init__(self):
+        if self.spectrum is not None:
+            wl, refl = (np.asarray(a, dtype=float) for a in self.spectrum)
+            if wl.ndim != 1 or wl.shape != refl.shape or wl.size < 1:
+                raise ValueError(f"material {self.name!r}: spectrum must be two 1-D sequences of one length "
+                                 f"(wavelengths_m, reflectance), got shapes {wl.shape} and {refl.shape}")
+            if np.any(np.diff(wl) <= 0) or not np.all(wl > 0):
+                raise ValueError(f"material {self.name!r}: spectrum wavelengths must be > 0 and strictly "
+                                 f"increasing [m], got {tuple(wl)}")
+            if not np.all((refl >= 0.0) & (refl <= 1.0)):
+                raise ValueError(f"material {self.name!r}: spectrum reflectances must be in 0..1, got {tuple(refl)}")
+
+    def reflectance_at(self, wavelength_m: float) -> float:
+        """Diffuse reflectance at ``wavelength_m`` [m], 0..1.
+
+        Linear in wavelength between the tabulated points of :attr:`spectrum`, held at the end
+        values outside them (``numpy.interp``); without a spectrum, :attr:`reflectivity` at any
+        wavelength (so a scenario that defines its materials itself keeps its outputs).
+        """
+        if self.spectrum is None:
+            return self.reflectivity
+        wl, refl = self.spectrum
+        return float(np.interp(float(wavelength_m), wl, refl))
 
 
 DEFAULT_MATERIAL = Material("default")
@@ -239,11 +271,19 @@ class Scene:
     def object_names(self) -> list[str]:
         return [o.name for o in self.objects]
 
-    def object_table(self, attribute: str) -> np.ndarray:
+    def object_table(self, attribute: str, *, wavelength_m: float | None = None) -> np.ndarray:
         """Per-object material attribute, with one extra trailing entry for "no hit" (id -1).
 
         ``scene.object_table("reflectivity")[object_id]`` is then valid for every id including -1.
+        With ``wavelength_m`` [m] (only for ``"reflectivity"``), each object's diffuse reflectance
+        at that wavelength (:meth:`Material.reflectance_at`): what a lidar of that wavelength
+        sees; a material without a spectrum gives its ``reflectivity`` whatever the wavelength.
         """
+        if wavelength_m is not None:
+            if attribute != "reflectivity":
+                raise ValueError(f"wavelength_m applies to 'reflectivity' only, not to {attribute!r}")
+            vals = [self.materials[o.material_index].reflectance_at(wavelength_m) for o in self.objects] + [np.nan]
+            return np.asarray(vals, dtype=float)
         if attribute == "class_id":
             vals = [self.class_names.index(self.materials[o.material_index].class_name)
                     for o in self.objects] + [0]

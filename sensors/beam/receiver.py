@@ -161,7 +161,7 @@ def bundle_echoes(range_m, energy, *, resolution_m, mode):
     between them and merge, at a cost of a sort over n instead of a waveform per pulse: meant
     for the few sub-rays (n < 10) of the edge-point footprint of the rotating and line lidars
     (:meth:`sensors.lidar._PulsedLidar._cast_beams`), validated against the full waveform beam
-    in ``tests/test_lidar.py::test_edge_footprint_agrees_with_full_divergent_beam``.
+    in ``tests/sensors/test_lidar.py::test_edge_footprint_agrees_with_full_divergent_beam``.
     """
     r = np.asarray(range_m, dtype=float)
     e = np.nan_to_num(np.asarray(energy, dtype=float))
