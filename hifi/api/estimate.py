@@ -554,7 +554,10 @@ def check_scene_memory(sc, budget: int | None = None) -> None:
     gen = meshes.GENERATORS[spec.mesh][1]
     name = None
     for p in (p for p in size_params if p in raw and not gen[p].required and gen[p].default is not None):
-        fewer = meshes.generator_faces(spec.mesh, {**spec.mesh_params, p: gen[p].default})
+        try:
+            fewer = meshes.generator_faces(spec.mesh, {**spec.mesh_params, p: gen[p].default})
+        except ValueError:        # nothing at the default (an OSM radius with no building in it)
+            continue
         if fewer <= n / 2:
             name = p
             break

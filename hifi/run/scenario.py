@@ -335,6 +335,17 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
                           key=f"{key}.crown_height_m", value=mesh_params["crown_height_m"])
         if mesh == "dem":
             mesh_params = _dem_params(v, key, mesh_params, base_dir, origin)
+        else:
+            for pname, p in gen_spec.items():               # files beside the scenario
+                if p.kind == "path" and mesh_params[pname] is not None:
+                    resolved = (base_dir / mesh_params[pname]).resolve()
+                    if not resolved.is_file():
+                        raise v.error(f"file not found (looked for {resolved})", key=f"{key}.{pname}",
+                                      value=mesh_params[pname])
+                    mesh_params[pname] = str(resolved)
+            if mesh in meshes.PLACED_GENERATORS:
+                mesh_params["origin"] = dict(origin or {"lat_deg": 0.0, "lon_deg": 0.0, "height_m": 0.0})
+                _placed_check(v, key, mesh, mesh_params, extra)
     else:
         suffix = Path(mesh).suffix.lower()
         if suffix not in meshes.MESH_FILE_SUFFIXES:
@@ -423,6 +434,21 @@ def _dem_params(v: Validator, key: str, params: dict, base_dir: Path, origin: di
             "height), else vertical_crs = 'ellipsoidal'", key=f"{key}.file", value=given)), ScenarioWarning,
             stacklevel=2)
     return params
+
+
+def _placed_check(v: Validator, key: str, mesh: str, params: dict, given: dict) -> None:
+    """Read the file of a generator placed on the Earth (``mesh = "osm"``) and count its
+    triangles, so that a file that is no OSM file, an origin outside it or nothing in range is a
+    scenario error at load (the read is kept for the memory check and the build)."""
+    from ..api.osm import OsmError
+    try:
+        meshes.generator_faces(mesh, params)
+    except ImportError as exc:
+        raise v.error(str(exc), key=f"{key}.mesh", value=mesh) from None
+    except OsmError as exc:
+        if exc.param == "origin":
+            raise v.error(exc.reason, key="simulation.origin", value=exc.value) from None
+        raise v.error(exc.reason, key=f"{key}.{exc.param}", value=given.get(exc.param, exc.value)) from None
 
 
 def _unique_name(v: Validator, key: str, name: str, names: dict) -> str:
