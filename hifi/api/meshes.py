@@ -313,7 +313,11 @@ def generator_faces(name: str, params: dict) -> int:
 
 #: Keys allowed beside a mesh file name.
 FILE_PARAMS = {"scale": Param("float", default=1.0, minimum=0.0, exclusive_minimum=True,
-                              doc="factor applied to the file's coordinates (e.g. 0.001 for mm)")}
+                              doc="factor applied to the file's coordinates (e.g. 0.001 for mm)"),
+               "parts": Param("bool", default=None,
+                              doc="true: load a glTF or OBJ file with its parts, one object OBJECT/NODE per "
+                                  "node and material (hifi.run.scene_parts); false: one mesh; default: with "
+                                  "parts when the scenario has [scene_files.STEM] for the file")}
 
 
 def build_generator(name: str, params: dict) -> trimesh.Trimesh:
