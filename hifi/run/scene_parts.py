@@ -255,11 +255,11 @@ class SceneFiles:
                     f"{m!r} (reflectivity {self.derived[d]['reflectivity']:.3g}, color_rgb "
                     f"[{', '.join(f'{c:.3g}' for c in self.derived[d]['color_rgb'])}] from its {self._source[d]})"
                     for m, d in use["unmapped"].items())
-                how = (f"[scene_files.{use['stem']}] materials does not map" if use["table"]
-                       else f"no [scene_files.{use['stem']}] table maps")
-                parts.append(f"{use['mesh']}: {len(use['unmapped'])} material(s) that {how} take the file's "
-                             f"colour, and its luminance as reflectivity (an assumption, not a measurement: map "
-                             f"them to measured materials): {listed}")
+                how = (f"not mapped by [scene_files.{use['stem']}] materials" if use["table"]
+                       else f"(no [scene_files.{use['stem']}] table maps them)")
+                parts.append(f"{use['mesh']}: its materials {how} take the file's colour, and its luminance as "
+                             f"reflectivity (an assumption, not a measurement: map them to measured materials): "
+                             f"{listed}")
             if use["no_material"]:
                 parts.append(f"{use['no_material']} part(s) of {use['mesh']} without a material in the file take "
                              f"'default'")
