@@ -130,6 +130,24 @@ def test_parts_have_their_ids_classes_and_are_hit_where_the_transforms_put_them(
     caster.close()
 
 
+def test_a_sensor_and_an_object_ride_on_a_part(tmp_path):
+    write_cart(tmp_path)
+    d = cart_scenario(materials={"*": "paint"})
+    d["objects"].append({"name": "pennant", "mesh": "box", "size_m": [0.1, 0.1, 0.1], "parent": "cart2/Flag",
+                         "position_m": [0, 0, 0.2]})
+    d["sensors"] = [{"name": "cam", "model": "depthmap", "parent": "cart2/Flag", "position_m": [0.1, 0.2, 0.3],
+                     "rpy_deg": [0, 0, 10]}]
+    sim, _ = _sim(tmp_path, d)
+    flag = _m([5, -10, 0], [0, 0, 0]) @ FLAG_LOCAL                      # cart2's pose at t = 0.5 s
+    np.testing.assert_allclose(sim.scene.pose_at("pennant", 0.5).translation, (flag @ [0, 0, 0.2, 1])[:3],
+                               atol=1e-12)
+    cam = sim.scene.pose_at("cam", 0.5)
+    expected = flag @ _m([0.1, 0.2, 0.3], [0, 0, 10])
+    np.testing.assert_allclose(cam.translation, expected[:3, 3], atol=1e-12)
+    np.testing.assert_allclose(cam.rotation.as_matrix(), expected[:3, :3], atol=1e-12)
+    assert sim.scene.object_names[-1] == "pennant"                   # ids: the entries in order, parts in place
+
+
 def test_material_globs_derived_materials_and_class_precedence(tmp_path):
     write_cart(tmp_path)
     sim, caught = _sim(tmp_path, cart_scenario(materials={"Pai*": "paint", "Nothing*": "default"},
