@@ -29,15 +29,13 @@ map to one of its own.
 from __future__ import annotations
 
 import gc
-import json
-import struct
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import trimesh
 
+from ..api.meshes import check_gltf_file
 from ..constants import REC709_LUMINANCE_RGB, RIGID_TRANSFORM_TOL
 
 #: Files that can be loaded with parts (their suffixes, lower case).
@@ -182,7 +180,7 @@ def derived_material(material: FileMaterial) -> dict:
     Notes
     -----
     A file's colour is a visible-light albedo: glTF's ``baseColorFactor`` is linear (glTF 2.0,
-    section 3.9.2, "The base color ... These values are linear"), MTL's ``Kd`` is "the diffuse
+    schema ``material.pbrMetallicRoughness``: "These values are linear"), MTL's ``Kd`` is "the diffuse
     reflectivity" in RGB (Alias|Wavefront, *File Formats* 4.2, 1995, the MTL chapter). The
     lidar's reflectivity is the diffuse reflectance at its near-infrared wavelength, which no
     such file holds; the luminance stands in for it. That is an assumption, not a measurement:
@@ -195,50 +193,6 @@ def derived_material(material: FileMaterial) -> dict:
     rgb = tuple(float(c) for c in np.clip(np.asarray(material.color_rgb, dtype=float), 0.0, 1.0))
     reflectivity = float(np.clip(np.dot(REC709_LUMINANCE_RGB, rgb), 0.0, 1.0))
     return {"reflectivity": reflectivity, "color_rgb": rgb}
-
-
-def check_gltf_file(path) -> None:
-    """Refuse a glTF file whose own bytes or buffers are missing or cut short, before trimesh
-    reads it (trimesh fails there with a bare ``AssertionError``, or reads another file).
-
-    ``.gltf``: it must be JSON, and each buffer whose ``uri`` names a file (not a ``data:``
-    URI) must exist beside it with at least ``byteLength`` bytes. ``.glb``: the file must hold
-    at least the length its 12-byte header gives (glTF 2.0, section 4.4.2, "Header").
-    Other suffixes pass.
-
-    Raises
-    ------
-    ValueError
-        Naming the buffer and the file it looked for, or the sizes.
-    """
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".gltf":
-        try:
-            header = json.loads(path.read_bytes())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"not glTF JSON ({exc})") from None
-        buffers = header.get("buffers", []) if isinstance(header, dict) else []
-        for i, buf in enumerate(buffers if isinstance(buffers, list) else []):
-            uri = buf.get("uri") if isinstance(buf, dict) else None
-            if not isinstance(uri, str) or uri.startswith("data:"):
-                continue
-            target = path.parent / urllib.parse.unquote(uri)
-            if not target.is_file():
-                raise ValueError(f"its buffer {i} is the file {uri!r}, which is missing (looked for {target})")
-            need, size = buf.get("byteLength"), target.stat().st_size
-            if isinstance(need, int) and size < need:
-                raise ValueError(f"its buffer {i}, {target}, holds {size} bytes, fewer than its byteLength "
-                                 f"{need}: the buffer is truncated")
-    elif suffix == ".glb":
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            head = f.read(12)
-        if len(head) < 12 or head[:4] != b"glTF":
-            raise ValueError("not a binary glTF file (it does not start with the 12-byte 'glTF' header)")
-        length = struct.unpack("<I", head[8:12])[0]
-        if size < length:
-            raise ValueError(f"holds {size} bytes, fewer than the {length} its header gives: the file is truncated")
 
 
 def _unique(base: str, taken) -> str:
@@ -259,7 +213,7 @@ def _file_material(visual) -> tuple[tuple, str] | None:
         return None
     if isinstance(mat, trimesh.visual.material.PBRMaterial):
         factor = mat.baseColorFactor
-        if factor is None:              # glTF 2.0, section 5.22.2: the default is [1, 1, 1, 1]
+        if factor is None:              # glTF 2.0 material.pbrMetallicRoughness: default [1, 1, 1, 1]
             return (1.0, 1.0, 1.0), "glTF default baseColorFactor"
         return _unit_rgb(factor), "glTF baseColorFactor"
     simple = mat if isinstance(mat, trimesh.visual.material.SimpleMaterial) else mat.to_simple()

@@ -6,7 +6,8 @@ Sources of expected values:
   matrix product of what was written, composed with numpy and scipy, never with the reader;
 - trimesh's own flattening of the same file (``Scene.to_mesh``, an independent path through
   the scene graph) for the scene-frame vertices;
-- glTF 2.0 (sections 3.7.3 TRS order ``T R S``, 3.9.2 ``baseColorFactor`` default white) and
+- glTF 2.0 (schema ``node``: TRS "postmultiplied in the T * R * S order"; schema
+  ``material.pbrMetallicRoughness``: ``baseColorFactor`` default ``[1, 1, 1, 1]``) and
   IEC 61966-2-1 / ITU-R BT.709-6 for the luminance coefficients 0.2126, 0.7152, 0.0722.
 """
 
@@ -21,7 +22,8 @@ from scipy.spatial.transform import Rotation
 from trimesh.visual import TextureVisuals
 from trimesh.visual.material import PBRMaterial
 
-from hifi.world.scene_files import FileMaterial, check_gltf_file, derived_material, read_scene_file, split_rigid
+from hifi.api.meshes import check_gltf_file, load_mesh_file
+from hifi.world.scene_files import FileMaterial, derived_material, read_scene_file, split_rigid
 
 #: Colours as multiples of 1/255, so trimesh's 8-bit storage holds them exactly.
 PAINT_RGB = (204 / 255, 51 / 255, 51 / 255)        # 0.8, 0.2, 0.2
@@ -157,10 +159,10 @@ def test_primitives_scale_duplicate_and_unnamed_nodes(tmp_path):
     assert by["Door/Glass"].parent == sf.nodes.index(by["Door"]) and by["Door/Glass"].node_name == "Door"
     assert by["Door/Glass"].ancestors == ("Car",) and by["Door/Paint"].material == "Paint"
     assert by["3"].material is None
-    # glTF 3.9.2: a material without pbrMetallicRoughness has baseColorFactor [1, 1, 1, 1]
+    # glTF 2.0: a material without pbrMetallicRoughness has baseColorFactor [1, 1, 1, 1]
     assert sf.materials["Paint"] == FileMaterial("Paint", (1.0, 1.0, 1.0), "glTF default baseColorFactor")
     assert sf.materials["Glass"].color_rgb == pytest.approx((51 / 255, 102 / 255, 153 / 255))   # 8-bit
-    # scene-file frame of each vertex: scale 0.5 on everything; Door at T R (glTF 3.7.3),
+    # scene-file frame of each vertex: scale 0.5 on everything; Door at T R (glTF node: T * R * S),
     # Door_1 scaled by 2 (baked into its vertices, its frame rigid)
     rot = Rotation.from_euler("z", 90, degrees=True)
     world = {}
@@ -246,6 +248,8 @@ def test_missing_and_truncated_buffers_name_the_file(tmp_path):
     path, *_ = _typed_gltf(tmp_path, buffer_bytes=50)
     with pytest.raises(ValueError, match=r"buffer 0, .*door.bin, holds 50 bytes, fewer than its byteLength 120"):
         check_gltf_file(path)
+    with pytest.raises(ValueError, match=r"buffer 0, .*door.bin, holds 50 bytes"):     # as one mesh too
+        load_mesh_file(path)
     glb = write_car(tmp_path)
     data = glb.read_bytes()
     glb.write_bytes(data[:len(data) // 2])
