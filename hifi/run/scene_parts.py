@@ -148,7 +148,7 @@ class SceneFiles:
         #: Files loaded with parts: path -> the first object's key, the file's stem, {unmapped file
         #: material: derived name}, the parts without a material, whether a table names the file.
         self._files: dict[Path, dict] = {}
-        self.stems_seen: dict[str, list] = {}
+        self._stems_seen: set[str] = set()
 
     def _mapping(self, key: str, raw: Any, *, check_material: bool) -> dict:
         if raw is None:
@@ -176,10 +176,11 @@ class SceneFiles:
         ``scene_file`` (:class:`hifi.world.scene_files.SceneFile`); part names are entered in
         ``names`` (the namespace of objects and sensors) as belonging to ``objects[index]``."""
         stem = Path(mesh).stem
-        self.stems_seen.setdefault(stem, []).append(index)
+        self._stems_seen.add(stem)
         table = self.tables.get(stem) or _Table({}, {})
         table.file_materials[mesh_path] = list(scene_file.materials)
         table.file_nodes[mesh_path] = [n.node_name for n in scene_file.nodes]
+        first = mesh_path not in self._files          # a file of several objects is counted once
         use = self._files.setdefault(mesh_path, {"key": f"objects[{index}].mesh", "mesh": mesh, "stem": stem,
                                                  "unmapped": {}, "no_material": 0,
                                                  "table": stem in self.tables})
@@ -193,12 +194,13 @@ class SceneFiles:
             node.mesh = None                          # the part holds the only reference
             if part.mesh is not None:
                 part.n_faces = len(part.mesh.faces)
-                self._assign(part, node, table, scene_file, use)
+                self._assign(part, node, table, scene_file, use if first else None)
             out.append(part)
         return out
 
-    def _assign(self, part: PartSpec, node, table: _Table, scene_file, use: dict) -> None:
-        """The material and class of a part with triangles."""
+    def _assign(self, part: PartSpec, node, table: _Table, scene_file, use: dict | None) -> None:
+        """The material and class of a part with triangles; ``use`` (None: the file was
+        counted already) notes what the warnings list."""
         material = node.material or ""
         table.matched_materials.update(g for g in table.materials if fnmatchcase(material, g))
         names = [node.node_name, material, *node.ancestors]
@@ -208,10 +210,12 @@ class SceneFiles:
             part.material = lookup_material(hit[1], self.materials)
         elif node.material is None:
             part.material = "default"
-            use["no_material"] += 1
+            if use is not None:
+                use["no_material"] += 1
         else:
             part.material = self._derive(scene_file, node.material)
-            use["unmapped"][node.material] = part.material
+            if use is not None:
+                use["unmapped"][node.material] = part.material
         hit = _first_match(table.classes, names)
         if hit is not None:
             part.class_name = hit[1]
@@ -223,9 +227,7 @@ class SceneFiles:
         if key not in self._derived_of:
             taken = set(self.materials) | set(self.derived) | {"default"}
             name = _free(f"{Path(scene_file.path).stem}/{material}", taken)
-            self.derived[name] = {"reflectivity": 0.5, "mirror": 0.0, "color_rgb": (0.5, 0.5, 0.5),
-                                  "class": "unlabelled", "roughness_deg": 0.0,
-                                  **derived_material(scene_file.materials[material])}
+            self.derived[name] = derived_material(scene_file.materials[material])
             self._source[name] = scene_file.materials[material].source
             self._derived_of[key] = name
         return self._derived_of[key]
@@ -235,7 +237,7 @@ class SceneFiles:
         :func:`hifi.run.checks.warn_scene`."""
         v = self.v
         for stem in self.tables:
-            if stem in self.stems_seen:
+            if stem in self._stems_seen:
                 continue
             files = sorted({o.mesh for o in objects if o.mesh_path is not None})
             same = [o for o in objects if o.mesh_path is not None and Path(o.mesh).stem == stem]

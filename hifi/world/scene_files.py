@@ -37,6 +37,7 @@ import trimesh
 
 from ..api.meshes import check_gltf_file
 from ..constants import REC709_LUMINANCE_RGB, RIGID_TRANSFORM_TOL
+from .scene import UNLABELLED
 
 #: Files that can be loaded with parts (their suffixes, lower case).
 PART_FILE_SUFFIXES = (".gltf", ".glb", ".obj")
@@ -174,8 +175,10 @@ def derived_material(material: FileMaterial) -> dict:
     Returns
     -------
     dict
-        ``color_rgb``: the file's colour (linear RGB, 0..1); ``reflectivity`` [1]: its relative
-        luminance ``0.2126 R + 0.7152 G + 0.0722 B`` (:data:`hifi.constants.REC709_LUMINANCE_RGB`).
+        The keys of a ``[materials.NAME]`` table: ``color_rgb``, the file's colour (linear RGB,
+        0..1); ``reflectivity`` [1], its relative luminance ``0.2126 R + 0.7152 G + 0.0722 B``
+        (:data:`hifi.constants.REC709_LUMINANCE_RGB`); ``mirror`` 0, ``roughness_deg`` 0 and
+        ``class`` ``unlabelled``.
 
     Notes
     -----
@@ -192,7 +195,7 @@ def derived_material(material: FileMaterial) -> dict:
     """
     rgb = tuple(float(c) for c in np.clip(np.asarray(material.color_rgb, dtype=float), 0.0, 1.0))
     reflectivity = float(np.clip(np.dot(REC709_LUMINANCE_RGB, rgb), 0.0, 1.0))
-    return {"reflectivity": reflectivity, "color_rgb": rgb}
+    return {"reflectivity": reflectivity, "mirror": 0.0, "color_rgb": rgb, "class": UNLABELLED, "roughness_deg": 0.0}
 
 
 def _unique(base: str, taken) -> str:

@@ -210,6 +210,18 @@ def test_obj_parts_and_parts_true_without_a_table(tmp_path):
     np.testing.assert_allclose(hits.distance, [9.5, 10.0], atol=HIT_ATOL_M)
 
 
+def test_parts_without_material_take_default_and_are_counted_once_per_file(tmp_path):
+    (tmp_path / "plain.obj").write_text("o A\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
+                                        "o B\nv 0 0 1\nv 1 0 1\nv 0 1 1\nf 4 5 6\n")
+    d = {"simulation": {"duration_s": 0.1},
+         "objects": [{"name": n, "mesh": "plain.obj", "parts": True, "position_m": [x, 0, 0]}
+                     for n, x in (("p1", 0), ("p2", 5))]}
+    sim, caught = _sim(tmp_path, d)
+    assert len(sim.scene.objects) == 4
+    assert {sim.scene.materials[o.material_index].name for o in sim.scene.objects} == {"default"}
+    assert len(caught) == 1 and "2 part(s) of plain.obj without a material in the file take 'default'" in caught[0]
+
+
 def test_without_a_table_a_file_is_one_object_as_before(tmp_path):
     path = write_cart(tmp_path)
     d = cart_scenario()
