@@ -198,8 +198,8 @@ class Scenario:
     models: list = field(default_factory=list)
     weather: dict = field(default_factory=lambda: {"fog_visibility_m": None, "rain_rate_mm_h": 0.0,
                                                    "snowfall_rate_mm_h": 0.0})
-    #: Materials derived from scene files' own materials (name -> the keys of ``[materials]``),
-    #: for parts that ``[scene_files.STEM] materials`` does not map (hifi.run.scene_parts).
+    #: name -> :class:`~hifi.world.scene.Material` derived from scene files' own materials, for
+    #: parts that ``[scene_files.STEM] materials`` does not map (hifi.run.scene_parts).
     part_materials: dict = field(default_factory=dict)
     #: One line each: what :func:`hifi.run.checks.warn_scene` warns about scene files.
     part_warnings: list = field(default_factory=list)

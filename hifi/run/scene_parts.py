@@ -32,7 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import materials as library
 from ..api.params import Param, Validator, check_params
+from ..world.scene import Material
 
 #: Keys of a ``[scene_files.STEM]`` table.
 SCENE_FILE_PARAMS = {
@@ -65,7 +67,7 @@ class PartSpec:
         Its triangles in its own frame (handed to the scene, then None); None: a node without
         triangles, a body only.
     material : str
-        The scene material: a scenario material, ``default``, or a derived one
+        The scene material: a scenario material, ``default``, a library material, or a derived one
         (:attr:`hifi.run.scenario.Scenario.part_materials`).
     class_name : str or None
         From ``classes``; None: the material's class.
@@ -96,14 +98,16 @@ class _Table:
     file_nodes: dict = field(default_factory=dict)         # path -> the file's node names
 
 
-def lookup_material(name: str, materials: dict) -> str | None:
-    """The scene material a scene-file mapping names: ``name`` when it is a ``[materials.NAME]``
-    of the scenario or hifi's ``default``, else None.
+def lookup_material(name: str, materials: dict) -> Material:
+    """The material a scene-file mapping names, through :func:`hifi.materials.resolve` (the
+    scenario's own ``[materials.NAME]``, ``default``, or a library material).
 
-    The one place where a mapping's material name is resolved (a material library, when there
-    is one, is searched here).
+    Raises
+    ------
+    hifi.materials.UnknownMaterial
+        Naming the allowed materials.
     """
-    return name if name == "default" or name in materials else None
+    return library.resolve(name, materials)
 
 
 def _first_match(globs: dict, candidates) -> tuple[str, str] | None:
@@ -141,8 +145,8 @@ class SceneFiles:
             spec = check_params(table, SCENE_FILE_PARAMS, v.error, key)
             self.tables[stem] = _Table(self._mapping(f"{key}.materials", spec["materials"], check_material=True),
                                        self._mapping(f"{key}.classes", spec["classes"], check_material=False))
-        #: Derived material name -> its [materials] parameters (Scenario.part_materials).
-        self.derived: dict[str, dict] = {}
+        #: Materials derived from the files' own, by name (Scenario.part_materials).
+        self.derived: dict[str, Material] = {}
         self._derived_of: dict[tuple, str] = {}          # (file, file material) -> derived name
         self._source: dict[str, str] = {}                 # derived name -> where its colour comes from
         #: Files loaded with parts: path -> the first object's key, the file's stem, {unmapped file
@@ -161,10 +165,11 @@ class SceneFiles:
                 raise self.v.error("expected non-empty globs (keys)", key=key, value=raw)
             if not isinstance(value, str) or not value:
                 raise self.v.error(f"expected a {what} name (a string) for {glob!r}", key=key, value=raw)
-            if check_material and lookup_material(value, self.materials) is None:
-                allowed = ", ".join(repr(m) for m in ["default", *self.materials])
-                raise self.v.error(f"{glob!r} names material {value!r}, which does not exist; allowed: {allowed}",
-                                   key=key, value=raw)
+            if check_material:
+                try:
+                    lookup_material(value, self.materials)
+                except library.UnknownMaterial as exc:
+                    raise self.v.error(f"{glob!r} names material {value!r}: {exc}", key=key, value=raw) from None
         return dict(raw)
 
     def wants_parts(self, mesh: str, parts: bool | None) -> bool:
@@ -207,7 +212,10 @@ class SceneFiles:
         table.matched_classes.update(g for g in table.classes if any(fnmatchcase(n, g) for n in names))
         hit = _first_match(table.materials, [material])
         if hit is not None:
-            part.material = lookup_material(hit[1], self.materials)
+            resolved = lookup_material(hit[1], self.materials)
+            if resolved.name not in self.materials and resolved.name != "default":
+                self.materials[resolved.name] = resolved    # a library material, as an object's
+            part.material = resolved.name
         elif node.material is None:
             part.material = "default"
             if use is not None:
@@ -227,7 +235,7 @@ class SceneFiles:
         if key not in self._derived_of:
             taken = set(self.materials) | set(self.derived) | {"default"}
             name = _free(f"{Path(scene_file.path).stem}/{material}", taken)
-            self.derived[name] = derived_material(scene_file.materials[material])
+            self.derived[name] = derived_material(scene_file.materials[material], name)
             self._source[name] = scene_file.materials[material].source
             self._derived_of[key] = name
         return self._derived_of[key]
@@ -254,8 +262,8 @@ class SceneFiles:
             parts = []
             if use["unmapped"]:
                 listed = "; ".join(
-                    f"{m!r} (reflectivity {self.derived[d]['reflectivity']:.3g}, color_rgb "
-                    f"[{', '.join(f'{c:.3g}' for c in self.derived[d]['color_rgb'])}] from its {self._source[d]})"
+                    f"{m!r} (reflectivity {self.derived[d].reflectivity:.3g}, color_rgb "
+                    f"[{', '.join(f'{c:.3g}' for c in self.derived[d].color_rgb)}] from its {self._source[d]})"
                     for m, d in use["unmapped"].items())
                 how = (f"not mapped by [scene_files.{use['stem']}] materials" if use["table"]
                        else f"(no [scene_files.{use['stem']}] table maps them)")

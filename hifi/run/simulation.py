@@ -33,7 +33,7 @@ from ..world.motion import Pose, Track, oriented_boxes
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
 from ..runtime.progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
 from ..runtime.safety import umask
-from ..world.scene import Material, Scene
+from ..world.scene import Scene
 from ..runtime.threads import single_threaded_blas
 from .timemanager import TimeManager
 
@@ -157,9 +157,8 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
     scene = Scene()
     for material in sc.materials.values():      # the scenario's own, then the library's it uses
         scene.add_material(material)
-    for name, m in sc.part_materials.items():   # derived from scene files' own materials
-        scene.add_material(Material(name, m["reflectivity"], m["mirror"], tuple(m["color_rgb"]), m["class"],
-                                    roughness_rad=float(np.radians(m["roughness_deg"]))))
+    for material in sc.part_materials.values():   # derived from scene files' own materials
+        scene.add_material(material)
     for spec in sc.objects:
         if spec.parts is not None:
             mesh = None                           # the parts hold the meshes

@@ -37,7 +37,7 @@ import trimesh
 
 from ..api.meshes import check_gltf_file
 from ..constants import REC709_LUMINANCE_RGB, RIGID_TRANSFORM_TOL
-from .scene import UNLABELLED
+from .scene import UNLABELLED, Material
 
 #: Files that can be loaded with parts (their suffixes, lower case).
 PART_FILE_SUFFIXES = (".gltf", ".glb", ".obj")
@@ -164,38 +164,37 @@ def split_rigid(matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     return r, t, r.T @ a
 
 
-def derived_material(material: FileMaterial) -> dict:
-    """The hifi material of a file material the scenario does not map: ``reflectivity`` and
-    ``color_rgb``.
+def derived_material(material: FileMaterial, name: str) -> Material:
+    """The hifi material of a file material the scenario does not map.
 
     Parameters
     ----------
     material : FileMaterial
+    name : str
+        The scene's name for it.
 
     Returns
     -------
-    dict
-        The keys of a ``[materials.NAME]`` table: ``color_rgb``, the file's colour (linear RGB,
-        0..1); ``reflectivity`` [1], its relative luminance ``0.2126 R + 0.7152 G + 0.0722 B``
-        (:data:`hifi.constants.REC709_LUMINANCE_RGB`); ``mirror`` 0, ``roughness_deg`` 0 and
-        ``class`` ``unlabelled``.
+    hifi.world.scene.Material
+        ``color_rgb``: the file's colour (linear RGB, 0..1); ``reflectivity`` [1]: its relative
+        luminance ``0.2126 R + 0.7152 G + 0.0722 B`` (:data:`hifi.constants.REC709_LUMINANCE_RGB`),
+        at every wavelength (no ``spectrum``); no mirror, Lambertian, class ``unlabelled``.
 
     Notes
     -----
     A file's colour is a visible-light albedo: glTF's ``baseColorFactor`` is linear (glTF 2.0,
-    schema ``material.pbrMetallicRoughness``: "These values are linear"), MTL's ``Kd`` is "the diffuse
-    reflectivity" in RGB (Alias|Wavefront, *File Formats* 4.2, 1995, the MTL chapter). The
-    lidar's reflectivity is the diffuse reflectance at its near-infrared wavelength, which no
-    such file holds; the luminance stands in for it. That is an assumption, not a measurement:
-    paints and plastics are often brighter at 905 nm than their visible colour (vegetation
-    much brighter), so map the materials that matter to measured ones in
-    ``[scene_files.STEM] materials``. The rest of the material is hifi's default: Lambertian
-    (``roughness_deg`` 0), no mirror, class ``unlabelled`` (glTF's ``metallicFactor`` and
-    ``roughnessFactor``, and textures, are not read).
+    schema ``material.pbrMetallicRoughness``: "These values are linear"), MTL's ``Kd`` is "the
+    diffuse reflectivity" in RGB (Alias|Wavefront, *File Formats* 4.2, 1995, the MTL chapter).
+    The lidar's reflectivity is the diffuse reflectance at its near-infrared wavelength, which
+    no such file holds; the luminance stands in for it. That is an assumption, not a
+    measurement: paints and plastics are often brighter at 905 nm than their visible colour
+    (vegetation much brighter), so map the materials that matter to measured ones (the library,
+    :mod:`hifi.materials`, has reflectances at 865, 905 and 1550 nm) in ``[scene_files.STEM]
+    materials``. glTF's ``metallicFactor`` and ``roughnessFactor``, and textures, are not read.
     """
     rgb = tuple(float(c) for c in np.clip(np.asarray(material.color_rgb, dtype=float), 0.0, 1.0))
     reflectivity = float(np.clip(np.dot(REC709_LUMINANCE_RGB, rgb), 0.0, 1.0))
-    return {"reflectivity": reflectivity, "mirror": 0.0, "color_rgb": rgb, "class": UNLABELLED, "roughness_deg": 0.0}
+    return Material(name, reflectivity, 0.0, rgb, UNLABELLED, 0.0)
 
 
 def _unique(base: str, taken) -> str:

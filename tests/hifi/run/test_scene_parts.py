@@ -264,8 +264,8 @@ def _scenario_text(tmp_path, body):
      r"s.toml:6: scene_files.nothere: matches no object's mesh file .*; mesh files: 'cart.glb'"),
     ("unknown material", '[scene_files.cart]\nmaterials = { "Paint*" = "asphalt" }\n'
      '[[objects]]\nname = "cart"\nmesh = "cart.glb"\n',
-     r"s.toml:7: scene_files.cart.materials = \{'Paint\*': 'asphalt'\}: 'Paint\*' names material 'asphalt', "
-     r"which does not exist; allowed: 'default', 'paint'"),
+     r"s.toml:7: scene_files.cart.materials = \{'Paint\*': 'asphalt'\}: 'Paint\*' names material 'asphalt': "
+     r"unknown material \(did you mean 'asphalt_\w+'\?\); allowed: 'default', 'paint' or a library material"),
     ("truncated buffer", '[[objects]]\nname = "cart"\nmesh = "cart.gltf"\nparts = true\n',
      r"objects\[0\].mesh = 'cart.gltf': cannot load mesh file .*cart.gltf: its buffer 0, .*gltf_buffer_0.bin, "
      r"holds 10 bytes, fewer than its byteLength"),

@@ -235,10 +235,11 @@ def test_split_rigid_takes_a_rotation_as_it_is():
 def test_derived_material_reflectivity_is_the_luminance():
     # IEC 61966-2-1 / BT.709-6: Y = 0.2126 R + 0.7152 G + 0.0722 B (coefficients typed in)
     for rgb in [(1.0, 1.0, 1.0), (0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), PAINT_RGB]:
-        d = derived_material(FileMaterial("m", rgb, "test"))
-        assert d["reflectivity"] == pytest.approx(0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2], abs=1e-12)
-        assert d["color_rgb"] == pytest.approx(rgb)
-    assert derived_material(FileMaterial("w", (1.0, 1.0, 1.0), "test"))["reflectivity"] == pytest.approx(1.0)
+        d = derived_material(FileMaterial("m", rgb, "test"), "f/m")
+        assert d.reflectivity == pytest.approx(0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2], abs=1e-12)
+        assert d.color_rgb == pytest.approx(rgb) and d.name == "f/m" and d.spectrum is None
+        assert (d.mirror, d.roughness_rad, d.class_name) == (0.0, 0.0, "unlabelled")
+    assert derived_material(FileMaterial("w", (1.0, 1.0, 1.0), "test"), "w").reflectivity == pytest.approx(1.0)
 
 
 def test_missing_and_truncated_buffers_name_the_file(tmp_path):
