@@ -9,7 +9,7 @@ object of its own, with its own object id, material and class. The table maps th
 materials to the scenario's and its nodes to classes::
 
     [scene_files.street]
-    materials = { "Asphalt*" = "asphalt", "Glass*" = "glass" }   # file material -> [materials.NAME]
+    materials = { "Asphalt*" = "asphalt_worn", "Glass*" = "glass" }   # file material -> material
     classes = { "Car*" = "car" }                                  # node or material -> class
 
 Keys are globs (:func:`fnmatch.fnmatchcase`: ``*``, ``?``, ``[seq]``, case-sensitive); the
@@ -40,8 +40,9 @@ from ..world.scene import Material
 SCENE_FILE_PARAMS = {
     "materials": Param("any", default=None,
                        doc="{ \"glob\" = \"material\" }: a part whose material name in the file matches the glob "
-                           "(fnmatch, case-sensitive; the first matching entry wins) takes that [materials.NAME] "
-                           "(or \"default\"); unmapped parts take the file's colour (reflectivity: its luminance)"),
+                           "(fnmatch, case-sensitive; the first matching entry wins) takes that material: a [materials.NAME], "
+                           "\"default\" or a library material (docs/materials.md); unmapped parts take the file's "
+                           "colour (reflectivity: its luminance)"),
     "classes": Param("any", default=None,
                      doc="{ \"glob\" = \"class\" }: the class of a part whose node name, else material name, else "
                          "the name of a node above it matches the glob (the first matching entry wins); "

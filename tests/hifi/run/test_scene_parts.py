@@ -173,6 +173,19 @@ def test_material_globs_derived_materials_and_class_precedence(tmp_path):
     assert len(caught) == 2
 
 
+def test_a_mapping_may_name_a_library_material(tmp_path):
+    # hifi.materials: an entry named by a mapping is the library's (its spectrum and class),
+    # added to the scene once, as an object's material = "car_paint" would be
+    from hifi.materials import LIBRARY
+    write_cart(tmp_path)
+    sim, _ = _sim(tmp_path, cart_scenario(materials={"Paint": "car_paint", "Cloth": "cotton"}))
+    mats = [sim.scene.materials[o.material_index] for o in sim.scene.objects]
+    assert [m.name for m in mats] == ["car_paint", "cotton", "car_paint", "cotton"]
+    assert mats[0] == LIBRARY["car_paint"].material() and mats[1] == LIBRARY["cotton"].material()
+    assert [m.name for m in sim.scene.materials].count("car_paint") == 1
+    assert "car_paint" not in sim.scenario.part_materials
+
+
 def test_ancestor_names_label_the_parts_below(tmp_path):
     # Car (no mesh) > Door (material Glass_front) and Body (material Paint_red): "Car" labels
     # Body through its ancestor; Door's material glob comes before the ancestor's
