@@ -8,6 +8,9 @@ scenario loader validates them like any other key.
 from __future__ import annotations
 
 import gc
+import json
+import struct
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -400,7 +403,11 @@ def generator_faces(name: str, params: dict) -> int:
 
 #: Keys allowed beside a mesh file name.
 FILE_PARAMS = {"scale": Param("float", default=1.0, minimum=0.0, exclusive_minimum=True,
-                              doc="factor applied to the file's coordinates (e.g. 0.001 for mm)")}
+                              doc="factor applied to the file's coordinates (e.g. 0.001 for mm)"),
+               "parts": Param("bool", default=None,
+                              doc="true: load a glTF or OBJ file with its parts, one object OBJECT/NODE per "
+                                  "node and material (hifi.run.scene_parts); false: one mesh; default: with "
+                                  "parts when the scenario has [scene_files.STEM] for the file")}
 
 
 def build_generator(name: str, params: dict) -> trimesh.Trimesh:
@@ -498,9 +505,55 @@ def read_binary_ply_triangles(path: Path):
     return vertices, faces
 
 
+def check_gltf_file(path) -> None:
+    """Refuse a glTF file whose own bytes or buffers are missing or cut short, before trimesh
+    reads it (trimesh fails there with a bare ``AssertionError``, or reads another file).
+
+    ``.gltf``: it must be JSON, and each buffer whose ``uri`` names a file (not a ``data:``
+    URI) must exist beside it with at least ``byteLength`` bytes. ``.glb``: the file must hold
+    at least the length its 12-byte header gives (glTF 2.0, "GLB File Format Specification": the
+    header is the magic ``glTF``, the version and the total length, each a little-endian uint32).
+    Other suffixes pass.
+
+    Raises
+    ------
+    ValueError
+        Naming the buffer and the file it looked for, or the sizes.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".gltf":
+        try:
+            header = json.loads(path.read_bytes())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"not glTF JSON ({exc})") from None
+        buffers = header.get("buffers", []) if isinstance(header, dict) else []
+        for i, buf in enumerate(buffers if isinstance(buffers, list) else []):
+            uri = buf.get("uri") if isinstance(buf, dict) else None
+            if not isinstance(uri, str) or uri.startswith("data:"):
+                continue
+            target = path.parent / urllib.parse.unquote(uri)
+            if not target.is_file():
+                raise ValueError(f"its buffer {i} is the file {uri!r}, which is missing (looked for {target})")
+            need, size = buf.get("byteLength"), target.stat().st_size
+            if isinstance(need, int) and size < need:
+                raise ValueError(f"its buffer {i}, {target}, holds {size} bytes, fewer than its byteLength "
+                                 f"{need}: the buffer is truncated")
+    elif suffix == ".glb":
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(12)
+        if len(head) < 12 or head[:4] != b"glTF":
+            raise ValueError("not a binary glTF file (it does not start with the 12-byte 'glTF' header)")
+        length = struct.unpack("<I", head[8:12])[0]
+        if size < length:
+            raise ValueError(f"holds {size} bytes, fewer than the {length} its header gives: the file is truncated")
+
+
 def _read_with_trimesh(path: Path):
     """Vertices and faces of any mesh file trimesh reads, its placed meshes flattened into one
     (see :func:`load_mesh_file`); the loaded scene is collected before returning."""
+    check_gltf_file(path)
     try:
         loaded = trimesh.load_scene(str(path), process=False)
     except Exception as exc:  # trimesh raises many types for corrupt files; re-raise as one

@@ -25,6 +25,7 @@ from ..api.params import Locator, Param, Validator, check_params, parse_key
 from ..api.registry import available_models, load_model
 from ..api.timebase import parse_utc
 from ..world.scene import Material
+from .scene_parts import SceneFiles
 
 SUPPORTED_VERSIONS = (1,)
 
@@ -120,7 +121,7 @@ MODEL_KEYS = {
     "rate_hz": Param("float", default=None, minimum=0.0, exclusive_minimum=True, doc="the model's own rate [Hz]"),
     "params": Param("any", default=None, doc="model parameters"),
 }
-TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather", "models")
+TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather", "models", "scene_files")
 
 
 @dataclass
@@ -140,6 +141,17 @@ class ObjectSpec:
     #: The mesh read from ``mesh_path`` while validating, handed to the scene (read once; the
     #: scene takes it, and this is None again).
     loaded_mesh: Any = field(default=None, repr=False, compare=False)
+    #: A mesh file loaded with parts: its nodes (:class:`hifi.run.scene_parts.PartSpec`, parents
+    #: first), each a body riding on this object's; None: one mesh, as ``loaded_mesh``.
+    parts: list | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def object_names(self) -> list[str]:
+        """Names of the scene objects (meshes, object ids) this entry makes: its own, or its
+        parts' that hold triangles, in object-id order."""
+        if self.parts is None:
+            return [self.name]
+        return [p.name for p in self.parts if p.n_faces]
 
 
 @dataclass
@@ -186,6 +198,11 @@ class Scenario:
     models: list = field(default_factory=list)
     weather: dict = field(default_factory=lambda: {"fog_visibility_m": None, "rain_rate_mm_h": 0.0,
                                                    "snowfall_rate_mm_h": 0.0})
+    #: name -> :class:`~hifi.world.scene.Material` derived from scene files' own materials, for
+    #: parts that ``[scene_files.STEM] materials`` does not map (hifi.run.scene_parts).
+    part_materials: dict = field(default_factory=dict)
+    #: One line each: what :func:`hifi.run.checks.warn_scene` warns about scene files.
+    part_warnings: list = field(default_factory=list)
 
 
 def _path_str(parts) -> str:
@@ -257,13 +274,15 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
         raise v.error("expected tables [materials.NAME]", key="materials", value=mats_raw)
     materials = {name: _material(v, name, table) for name, table in mats_raw.items()}
 
+    scene_files = SceneFiles(v, data.get("scene_files", {}), materials)
     objs_raw = data.get("objects", [])
     if not isinstance(objs_raw, list):
         raise v.error("expected an array of tables [[objects]]", key="objects", value=objs_raw)
     names: dict[str, str] = {}
     objects = []
     for i, raw in enumerate(objs_raw):
-        objects.append(_object(v, i, raw, materials, names, base_dir, origin))
+        objects.append(_object(v, i, raw, materials, names, base_dir, scene_files, origin))
+    part_warnings = scene_files.finish(objects)
 
     sens_raw = data.get("sensors", [])
     if not isinstance(sens_raw, list):
@@ -290,7 +309,8 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
         import json
         text = "# scenario built in code (JSON form)\n# " + json.dumps(data, default=str)
     return Scenario(source, base_dir, text, sim["duration_s"], start_utc, sim["seed"], origin,
-                    materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models)
+                    materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models,
+                    part_materials=scene_files.derived, part_warnings=part_warnings)
 
 
 def _material(v: Validator, name: str, table: Any) -> Material:
@@ -310,7 +330,7 @@ def _material(v: Validator, name: str, table: Any) -> Material:
 
 
 def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path,
-            origin: dict | None = None) -> ObjectSpec:
+            scene_files: SceneFiles, origin: dict | None = None) -> ObjectSpec:
     key = f"objects[{i}]"
     if not isinstance(raw, dict):
         raise v.error("expected a table", key=key, value=raw)
@@ -323,6 +343,7 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
     if not isinstance(mesh, str):
         raise v.error(f"expected a string: {OBJECT_KEYS['mesh'].doc}", key=f"{key}.mesh", value=mesh)
     mesh_path = None
+    with_parts = False
     if mesh in meshes.GENERATORS:
         gen_spec = meshes.GENERATORS[mesh][1]
         for k in extra:
@@ -360,6 +381,18 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
         mesh_path = (base_dir / mesh).resolve()
         if not mesh_path.is_file():
             raise v.error(f"mesh file not found (looked for {mesh_path})", key=f"{key}.mesh", value=mesh)
+        with_parts = scene_files.wants_parts(mesh, mesh_params["parts"])
+        if with_parts:
+            from ..world.scene_files import PART_FILE_SUFFIXES
+            why = "parts = true" if mesh_params["parts"] else f"[scene_files.{Path(mesh).stem}] names it"
+            if suffix not in PART_FILE_SUFFIXES:
+                raise v.error(f"only glTF and OBJ files ({', '.join(PART_FILE_SUFFIXES)}) have parts, and {why}; "
+                              f"set parts = false to load it as one mesh", key=f"{key}.mesh", value=mesh)
+            if "material" in raw:
+                raise v.error(f"a file loaded with parts ({why}) takes its materials from [scene_files."
+                              f"{Path(mesh).stem}] materials and from the file; map them there (\"*\" = "
+                              f"{raw['material']!r} maps them all), or set parts = false",
+                              key=f"{key}.material", value=raw["material"])
     spec = check_params(fixed, OBJECT_KEYS, v.error, key)
     name = _unique_name(v, key, spec["name"], names)
     try:
@@ -394,10 +427,15 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
                           value=spec["vehicle"])
         vehicle = check_params(spec["vehicle"], VEHICLE_PARAMS, v.error, f"{key}.vehicle")
     names[name] = key
-    loaded = None
+    loaded = parts = None
     if mesh_path is not None:
         try:
-            loaded = meshes.load_mesh_file(mesh_path, mesh_params["scale"])
+            if with_parts:
+                from ..world.scene_files import read_scene_file
+                parts = scene_files.parts(i, name, mesh, mesh_path, read_scene_file(mesh_path, mesh_params["scale"]),
+                                          names)
+            else:
+                loaded = meshes.load_mesh_file(mesh_path, mesh_params["scale"])
         except ValueError as exc:
             raise v.error(f"cannot load mesh file {mesh_path}: {exc}", key=f"{key}.mesh", value=mesh) from None
         except MemoryError:
@@ -405,7 +443,7 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
                           key=f"{key}.mesh", value=mesh) from None
     return ObjectSpec(i, name, mesh, mesh_params, spec["material"], spec["position_m"] or (0.0, 0.0, 0.0),
                       spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path, spec["interpolation"],
-                      vehicle, loaded)
+                      vehicle, loaded, parts)
 
 
 def _dem_params(v: Validator, key: str, params: dict, base_dir: Path, origin: dict | None) -> dict:
