@@ -99,13 +99,21 @@ def inside_closed_mesh(mesh, points, bounds=None) -> np.ndarray:
     False for every point when the mesh is not watertight (inside is undefined). Points outside
     the mesh's bounding box (``bounds``, default ``mesh.bounds``) are not tested further; the
     others go to trimesh's ``contains`` (ray parity).
+
+    The test runs on a throwaway mesh over the same arrays: trimesh caches what it computes on
+    the mesh it is asked (the edges, sorted edges and each edge's face for ``is_watertight``,
+    120 bytes per triangle, and a ray intersector for ``contains``), and a scene object's mesh
+    lives as long as the run.
     """
+    import trimesh
     p = np.asarray(points, dtype=float).reshape(-1, 3)
     lo, hi = mesh.bounds if bounds is None else bounds
     near = np.all((p >= lo) & (p <= hi), axis=1)
     out = np.zeros(len(p), dtype=bool)
-    if near.any() and mesh.is_watertight:
-        out[near] = mesh.contains(p[near])
+    if near.any():
+        probe = trimesh.Trimesh(mesh.vertices, mesh.faces, process=False, validate=False)
+        if probe.is_watertight:
+            out[near] = probe.contains(p[near])
     return out
 
 
