@@ -3,8 +3,9 @@
 Run from the repository root::
 
     python benchmarks/bench_scene_files.py                            # 0.5, 1 and 5 M triangles
-    python benchmarks/bench_scene_files.py --triangles 0.5 1 --repeat 3
-    python benchmarks/bench_scene_files.py --triangles 1 --profile parts   # where the load goes
+    python benchmarks/bench_scene_files.py --repeat 5 --repeat-large 3 --tmp /tmp/bsf
+    python benchmarks/bench_scene_files.py --triangles 1 --blocks 24 --modes parts   # 12,672 parts
+    python benchmarks/bench_scene_files.py --triangles 0.5 --profile parts   # where the load goes
 
 The city (:func:`write_city`, deterministic, seeded) is a grid of ``BLOCKS x BLOCKS`` blocks of
 ``BLOCK_PITCH_M``: per block a ground tile (``Asphalt``), one building (a box of random footprint
@@ -15,7 +16,8 @@ trees (a node with a trunk ``Bark`` and a crown ``Leaves``). Each mesh is in its
 placed by the node's translation and yaw, as a modelling tool exports a city. The triangle
 count of the grounds, cars and trees is fixed (156,672), the buildings take the rest: the part
 count is the same at every size (3,168 parts with triangles, 1,296 nodes without), so the
-per-part costs are fixed and the per-triangle ones grow.
+per-part costs are fixed and the per-triangle ones grow. ``--blocks`` changes the grid (the
+parts grow as its square).
 
 Files, written once per size into ``--tmp`` (kept when given), with trimesh:
 
@@ -33,14 +35,17 @@ that holds the file and one ``hdl64e_s2`` sensor at a street crossing:
   flattens it into one object (how the file read before parts existed).
 
 Each child imports hifi, casts a few rays through a one-box scene (so numba and the compiled
-kernels are loaded before the baseline), then measures: ``hifi.load`` (split into validating
-the scenario, which reads the mesh files, and building the scene), resident memory after it;
+kernels are loaded before the baseline), then measures: ``hifi.load``, wall and CPU time
+(of which: validating the scenario, which reads the mesh files; and the load-time checks,
+:func:`hifi.run.checks.warn_scene`, timed through a wrapper), resident memory after it;
 ``RayCaster(sim.scene).build()`` (the BVHs); and one HDL-64E revolution (133,312 rays,
 ``benchmarks/_scene.py::hdl64e_rays``, 120 m) cast from 1.8 m above the street, three times
 (median). Memory: ``VmRSS`` after loading minus the baseline, and the peak (``VmHWM``, reset
 through ``/proc/self/clear_refs`` after the baseline where the kernel allows it) minus the
 baseline, per triangle. The parent checks that ``one`` and ``parts`` hit the same rays at the
-same distances.
+same distances. Rounds interleave the sizes and cases; ``--repeat`` rounds of sizes under 2 M
+triangles, ``--repeat-large`` of the others; the table gives medians. ``--profile CASE`` prints
+cProfile's view of ``hifi.load`` of that case instead.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -423,7 +429,8 @@ def _child(mode: str, toml: str, profile: bool) -> dict:
             "peak_reset": resettable, "validate_s": t1 - t0, "scene_s": t2 - t1, "load_s": t2 - t0,
             "checks_s": sum(checks_s), "load_cpu_s": load_cpu,
             "build_s": t3 - t2, "cast_s": statistics.median(times), "hits": int(np.count_nonzero(hit)),
-            "distance_sum_m": float(np.sum(dist[hit])), "hit_mask": hashlib.sha1(np.packbits(hit).tobytes()).hexdigest(),
+            "distance_sum_m": float(np.sum(dist[hit])),
+            "hit_mask": hashlib.sha1(np.packbits(hit).tobytes()).hexdigest(),
             "objects": len(sim.scene.objects), "bodies": len(sim.scene.bodies),
             "triangles": sum(o.n_faces for o in sim.scene.objects)}
 
@@ -469,13 +476,23 @@ def main(argv) -> None:
                     help="rounds for sizes of 2 M triangles and more (default 1)")
     ap.add_argument("--blocks", type=int, default=BLOCKS,
                     help=f"blocks per side of the city (default {BLOCKS}: 3,168 parts; the parts grow as its square)")
-    ap.add_argument("--tmp", default=None, help="directory for the files (kept; reused when present)")
+    ap.add_argument("--tmp", default=None,
+                    help="directory for the files (kept and reused when present; default a temporary one, removed)")
     ap.add_argument("--json", default=None, help="write the raw measurements here")
     ap.add_argument("--profile", default=None, choices=["one", "parts", "flat"],
                     help="only profile hifi.load of this case at the first size (cProfile, to stderr)")
     args = ap.parse_args(argv)
     tmp = Path(args.tmp or tempfile.mkdtemp(prefix="hifi_bench_scene_files_"))
     tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        _measure(args, tmp)
+    finally:
+        if args.tmp is None:                  # a directory of our own: the 5 M files are 180 MB
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure(args, tmp: Path) -> None:
+    """Write the files into ``tmp``, run the cases, print the table."""
     files = {}
     for m in args.triangles:
         files[m] = write_city(tmp, m, args.blocks)
@@ -496,9 +513,10 @@ def main(argv) -> None:
             for mode in args.modes:
                 res = run_case(mode, files[m]["toml"][mode])
                 results.setdefault((mode, m), []).append(res)
+                per_tri = res["triangles"]
                 print(f"  {mode:<5} {files[m]['tag']:>6}: load {res['load_s']:6.2f} s, build {res['build_s']:5.2f} s, "
-                      f"cast {res['cast_s'] * 1e3:6.1f} ms, {(res['loaded'] - res['base']) / res['triangles']:5.0f} B/tri "
-                      f"loaded, {(res['peak'] - res['base']) / res['triangles']:5.0f} B/tri peak",
+                      f"cast {res['cast_s'] * 1e3:6.1f} ms, {(res['loaded'] - res['base']) / per_tri:5.0f} B/tri "
+                      f"loaded, {(res['peak'] - res['base']) / per_tri:5.0f} B/tri peak",
                       file=sys.stderr, flush=True)
         loads.append(_load_average())
 
@@ -523,7 +541,8 @@ def main(argv) -> None:
                 ratio_t = (f"{med(mode, m, 'load_s') / med('one', m, 'load_s'):.2f} / "
                            f"{med(mode, m, 'load_cpu_s') / med('one', m, 'load_cpu_s'):.2f}")
                 ratio_m = f"{med(mode, m, 'peak') / med('one', m, 'peak'):.2f}"
-            print(f"| {ntri:,} | {parts:,} | {mode} | {med(mode, m, 'load_s'):.2f} | {med(mode, m, 'load_cpu_s'):.2f} | "
+            print(f"| {ntri:,} | {parts:,} | {mode} | {med(mode, m, 'load_s'):.2f} | "
+                  f"{med(mode, m, 'load_cpu_s'):.2f} | "
                   f"{med(mode, m, 'validate_s'):.2f} | {med(mode, m, 'checks_s'):.2f} | "
                   f"{med(mode, m, 'build_s'):.2f} | {med(mode, m, 'cast_s') * 1e3:.0f} | "
                   f"{med(mode, m, 'loaded') / ntri:.0f} | {med(mode, m, 'peak_load') / ntri:.0f} | "
