@@ -51,6 +51,7 @@ from .lidar import (
     _PulsedLidar,
     _take_hits,
     fit_noise_power,
+    reorder_echo,
 )
 from .ouster_metadata import (  # noqa: F401  (re-exported: importable from here as before the split)
     DEFAULT_BEAM_ORIGIN_MM, DEFAULT_LIDAR_TO_SENSOR_MM, DEFAULT_UDP_PORT_LIDAR, GEN1_BEAM_ORIGIN_MM, LIDAR_MODES,
@@ -370,7 +371,7 @@ class Ouster(_PulsedLidar):
         hits, origins, dirs, echoes = self._cast_beams(self._dirs[order], times[order], self._origins[order],
                                                        grid=shape, ring_order=self._ring_order)
         hits = [_take_hits(hh, back) for hh in hits]
-        echoes = [None if e is None else tuple(np.asarray(a)[back] for a in e) for e in echoes]
+        echoes = [reorder_echo(e, back) for e in echoes]
         batch = PulseBatch(origins[back], dirs[back], self._bias, ("column", "beam"), shape, times, self._yaw,
                            self._pitch)
         return self._measure_returns(k, t, hits, batch, echoes)
