@@ -164,7 +164,7 @@ def common_params(*, max_range_m, noise_sigma_m=None, bias_sigma_m=0.0, reflecti
         "halo_level_db": Param("float", default=HALO_LEVEL_DB, maximum=0.0,
                                doc="stray light of a strong return (retroreflector, pane seen head-on) in a pulse "
                                    "halo_pitch_rad away [dB of power] (Leddar Pixell user guide: -40 dB next "
-                                   "segment); -inf: no halo"),
+                                   "segment); -300: no halo"),
         "halo_pitch_rad": Param("float", default=HALO_PITCH_RAD, minimum=0.0, exclusive_minimum=True,
                                 doc="angle at which halo_level_db applies [rad] (the Pixell's segment pitch, "
                                     "about 2 deg)"),
