@@ -339,13 +339,14 @@ def halo_echoes(directions, range_m, power_w, source, *, min_power_w, level_db=H
         Range [m] and received power [W] of every pulse's strongest return.
     source : (n,) bool
         The pulses whose return makes a halo (apparent reflectivity above
-        :data:`HALO_SOURCE_MIN_REFLECTIVITY`).
+        :data:`HALO_SOURCE_MIN_REFLECTIVITY`); they get no halo themselves (it is 40 dB or more
+        below their own return).
     min_power_w : float
         Weakest halo echo worth keeping [W] (one that cannot be detected).
     level_db, pitch_rad, slope : float
         :func:`halo_response`'s parameters.
     core_rad : float
-        Angles below this [rad] (half the pulse's beam divergence: the pulse's own beam) give no
+        Angles up to this [rad] (half the pulse's beam divergence: the pulse's own beam) give no
         halo: a source that close is in the pulse's beam itself.
     max_angle_rad : float
         Largest angle searched [rad].
@@ -353,18 +354,20 @@ def halo_echoes(directions, range_m, power_w, source, *, min_power_w, level_db=H
     Returns
     -------
     HaloEchoes or None
-        For every pulse, the source q that gives it the most power ``P_q g(angle)``
-        (:func:`halo_response`) above ``min_power_w``, and that power and the source's range:
-        the halo echo lies at the source's range on the pulse's own ray. None without sources.
+        For every pulse that is not a source, the source q that gives it the most power
+        ``P_q g(angle)`` (:func:`halo_response`), if that is at least ``min_power_w``: that
+        power and the source's range (the halo echo lies at the source's range on the pulse's
+        own ray). None without sources.
 
     Notes
     -----
     The strongest single source, not the sum over all of them: the response is per source
     return, and summing the samples of an extended retroreflector would count its light once
-    per pulse that samples it (a finer scan would give a brighter halo). The neighbours are
-    found with a k-d tree over the pulses' unit directions (``scipy.spatial.cKDTree``), each
-    source searched out to the angle where its halo falls below ``min_power_w``
-    (:func:`halo_radius_rad`).
+    per pulse that samples it (a finer scan would give a brighter halo). The search is exact:
+    a k-d tree over the sources' unit directions (``scipy.spatial.cKDTree``) gives every pulse
+    its 16 nearest sources within the brightest source's reach (:func:`halo_radius_rad`);
+    where a source farther than those could still give more (the brightest source's power at
+    the 16th one's angle exceeds the best found), all sources within reach are searched.
     """
     src = np.flatnonzero(np.asarray(source, dtype=bool) & np.isfinite(range_m) & (np.asarray(power_w) > 0.0))
     if src.size == 0:
@@ -374,27 +377,44 @@ def halo_echoes(directions, range_m, power_w, source, *, min_power_w, level_db=H
     d = np.asarray(directions, dtype=float)
     n = d.shape[0]
     p_src = np.asarray(power_w, dtype=float)[src]
-    radius = np.minimum(halo_radius_rad(min_power_w / p_src, level_db=level_db, pitch_rad=pitch_rad, slope=slope),
-                        max_angle_rad)
-    tree = cKDTree(d)
-    lists = tree.query_ball_point(d[src], 2.0 * np.sin(radius / 2.0), return_sorted=False)
-    counts = np.fromiter((len(x) for x in lists), dtype=np.int64, count=src.size)
-    if counts.sum() == 0:
-        return None
-    pulse = np.concatenate([np.asarray(x, dtype=np.int64) for x in lists])
-    owner = np.repeat(np.arange(src.size), counts)
-    chord = np.linalg.norm(d[pulse] - d[src[owner]], axis=1)
-    angle = 2.0 * np.arcsin(np.minimum(chord / 2.0, 1.0))
-    power = p_src[owner] * halo_response(angle, level_db=level_db, pitch_rad=pitch_rad, slope=slope)
-    ok = (angle > core_rad) & (power >= min_power_w) & (pulse != src[owner])
-    pulse, owner, power = pulse[ok], owner[ok], power[ok]
+    p_max = float(p_src.max())
+    reach = float(min(halo_radius_rad(min_power_w / p_max, level_db=level_db, pitch_rad=pitch_rad, slope=slope),
+                      max_angle_rad))
     r_out = np.full(n, np.nan)
     p_out = np.zeros(n)
     s_out = np.full(n, -1, dtype=np.int64)
-    if pulse.size:
-        order = np.lexsort((power, pulse))                  # by pulse, then power ascending
-        last = order[np.r_[pulse[order][1:] != pulse[order][:-1], True]]
-        r_out[pulse[last]] = np.asarray(range_m, dtype=float)[src[owner[last]]]
-        p_out[pulse[last]] = power[last]
-        s_out[pulse[last]] = src[owner[last]]
+    if reach <= core_rad:
+        return HaloEchoes(r_out, p_out, s_out)
+    response = dict(level_db=level_db, pitch_rad=pitch_rad, slope=slope)
+    tree = cKDTree(d[src])
+    chord = 2.0 * np.sin(reach / 2.0)
+    victims = np.flatnonzero(~np.isin(np.arange(n), src))
+    k = min(16, src.size)
+    dist, idx = tree.query(d[victims], k=k, distance_upper_bound=chord)
+    dist, idx = dist.reshape(victims.size, k), idx.reshape(victims.size, k)
+    found = idx < src.size
+    angle = np.where(found, 2.0 * np.arcsin(np.minimum(np.where(found, dist, 0.0) / 2.0, 1.0)), np.inf)
+    power = np.where(found & (angle > core_rad), p_src[np.minimum(idx, src.size - 1)] * halo_response(angle, **response),
+                     0.0)
+    col = np.argmax(power, axis=1)
+    rows = np.arange(victims.size)
+    best, best_q = power[rows, col], idx[rows, col]
+    if k < src.size:
+        # a source beyond the k-th nearest is at least that far: it can give more only if the
+        # brightest source would at that angle
+        bound = np.where(found[:, -1], p_max * halo_response(angle[:, -1], **response), 0.0)
+        unsure = np.flatnonzero((bound > best) & (bound >= min_power_w))
+        if unsure.size:
+            lists = tree.query_ball_point(d[victims[unsure]], chord, return_sorted=False)
+            for j, hits in zip(unsure, lists):
+                q = np.asarray(hits, dtype=np.int64)
+                a = 2.0 * np.arcsin(np.minimum(np.linalg.norm(d[src[q]] - d[victims[j]], axis=1) / 2.0, 1.0))
+                pw = np.where(a > core_rad, p_src[q] * halo_response(a, **response), 0.0)
+                m = int(np.argmax(pw))
+                best[j], best_q[j] = pw[m], q[m]
+    keep = best >= min_power_w
+    v, q = victims[keep], best_q[keep]
+    r_out[v] = np.asarray(range_m, dtype=float)[src[q]]
+    p_out[v] = best[keep]
+    s_out[v] = src[q]
     return HaloEchoes(r_out, p_out, s_out)

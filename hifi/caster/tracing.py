@@ -270,7 +270,7 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
 class SurfaceTable(NamedTuple):
     """Per object id (and -1, last entry), what :func:`trace_surfaces` needs of its material."""
 
-    kind: np.ndarray              #: int8 code (:mod:`hifi.world.surfaces`: OPAQUE, GLASS, WATER, RETROREFLECTOR, MIRROR)
+    kind: np.ndarray              #: int8 code (:mod:`hifi.world.surfaces`: OPAQUE ... MIRROR)
     refractive_index: np.ndarray  #: float64, NaN where the kind has none
     transmittance: np.ndarray     #: float64, internal transmittance of a pane
 

@@ -513,8 +513,8 @@ class PulsedLidar(Sensor):
                                  halo=halo,
                                  surface_rng=None if halo is None else stream(self.ctx.seed, self.name, k, "surface"))
         if sig.echo is not None and np.any(sig.echo != 0):
-            hits = self._surface_hits(hits, front, sig, origins, dirs,
-                                      None if front is None else np.nan_to_num(front_apparent) > np.nan_to_num(apparent))
+            brighter = None if front is None else np.nan_to_num(front_apparent) > np.nan_to_num(apparent)
+            hits = self._surface_hits(hits, front, sig, origins, dirs, brighter)
             oid = hits.object_id
         if sig.atmosphere is not None and sig.atmosphere.any():
             a = sig.atmosphere

@@ -128,6 +128,32 @@ def test_water_volume_and_halo_closed_forms():
     assert halo_response(1e-6) == 1.0                                # capped near the source
 
 
+def test_halo_echoes_against_brute_force():
+    # The k-d tree search (16 nearest, then all within reach where a farther source could give
+    # more) against every pair, computed here directly: same source, power and range per pulse.
+    from sensors.surfaces import halo_echoes
+    rng = np.random.default_rng(7)
+    n = 3000
+    yaw, pitch = rng.uniform(-0.3, 0.3, n), rng.uniform(-0.1, 0.1, n)
+    d = np.column_stack([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)])
+    source = rng.random(n) < 0.05
+    power = np.where(source, 10.0 ** rng.uniform(-3, 1, n), 1e-6)    # sources over four decades
+    rng_m = rng.uniform(2, 50, n)
+    kw = dict(min_power_w=1e-7, core_rad=0.001)
+    got = halo_echoes(d, rng_m, power, source, **kw)
+    src = np.flatnonzero(source)
+    ang = 2 * np.arcsin(np.minimum(np.linalg.norm(d[:, None, :] - d[None, src, :], axis=2) / 2, 1))
+    pw = np.where(ang > kw["core_rad"], power[src][None, :] * halo_response(ang), 0.0)
+    best = pw.max(axis=1)
+    expected = np.where(~source & (best >= kw["min_power_w"]), best, 0.0)
+    np.testing.assert_allclose(got.power_w, expected, rtol=1e-12)
+    has = expected > 0
+    assert has.sum() > 500
+    np.testing.assert_array_equal(got.source[has], src[pw.argmax(axis=1)][has])
+    np.testing.assert_array_equal(got.range_m[has], rng_m[src[pw.argmax(axis=1)]][has])
+    assert np.all(got.source[~has] == -1) and np.all(np.isnan(got.range_m[~has]))
+
+
 # -- glass ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("tau0", [1.0, 0.4])
 def test_pane_before_a_wall(tau0):
@@ -333,3 +359,48 @@ def test_halo_around_a_retroreflector():
     assert p_sign * halo_response(outer_r) == pytest.approx((thr - 4.0) * noise, rel=1e-9)
     assert norm.cdf(-4.0) < 1e-4
     assert (HALO_LEVEL_DB, HALO_SLOPE) == (-40.0, pytest.approx(3.3219, rel=1e-4))
+
+
+# -- the other paths: divergent beams, the Ouster's column order, the ToF camera ----------------------
+def _pane_and_wall(sensor, pane_m=5.0, wall_m=12.0):
+    return {"simulation": {"duration_s": 0.05, "seed": 0}, "materials": {"wall": {"reflectivity": 0.5}},
+            "objects": [_wall("pane", pane_m, "glass_clear", size=20.0), _wall("wall", wall_m, "wall")],
+            "sensors": [sensor]}
+
+
+@pytest.mark.parametrize("sensor", [
+    {"name": "s", "model": "hdl64e_s2", "params": {"n_subrays": 7, "azimuth_stride": 8, **NO_HALO}},
+    {"name": "s", "model": "ouster", "params": {"preset": "os1_64", **NO_HALO}},
+], ids=["divergent_beam", "ouster"])
+def test_wall_behind_a_pane_on_other_lidars(sensor):
+    # Through a clear pane the wall 12 m ahead keeps its distance and returns rho cos(i) T(i)^2
+    # (within 2 %: a divergent beam's spot-weighted echo, an Ouster's beam origins 1.5 cm off
+    # its axis); the object behind the pane is the wall, never the pane, off the normal.
+    ds = hifi.Simulation.from_dict(_pane_and_wall(sensor)).run()["s"].isel(frame=0)
+    oid, det = ds.object_id.values.ravel(), ds.detected.values.ravel()
+    dist, refl = ds.distance.values.ravel(), ds.reflectivity.values.ravel()
+    x, y, z = ds.x.values.ravel(), ds.y.values.ravel(), ds.z.values.ravel()
+    # on the wall, through the 20 m pane (the ray crosses x = 5 at 5/12 of the hit point)
+    wall = (det & (oid == 1) & (np.abs(x - 12.0) < 1e-3) & (np.abs(y) * 5 / 12 < 9.9)
+            & (np.abs(z) * 5 / 12 < 9.9))
+    assert wall.sum() > 100
+    # incidence on the wall (and on the pane, parallel to it) from the hit point: cos = 12 / |p - o|
+    pts = np.column_stack([ds.x.values.ravel(), ds.y.values.ravel(), ds.z.values.ravel()])[wall]
+    cos_i = 12.0 / np.linalg.norm(pts, axis=1)
+    i = np.arccos(np.minimum(cos_i, 1.0))
+    np.testing.assert_allclose(refl[wall], 0.5 * cos_i * _pane(i, N_GLASS)[1] ** 2, rtol=0.02)
+    np.testing.assert_allclose(dist[wall], np.linalg.norm(pts, axis=1), rtol=0.01)
+
+
+def test_tof_camera_amplitude_through_a_pane():
+    # The SR4000 sees the wall 4 m ahead through a pane at 1.5 m; its amplitude is the wall's
+    # times T(i)^2 (the same pixel without the pane, both runs noise-free in amplitude).
+    tof = {"name": "t", "model": "tof_sr4000", "params": {"resolution_x": 16, "resolution_y": 12}}
+    with_pane = hifi.Simulation.from_dict(_pane_and_wall(tof, 1.5, 4.0)).run()["t"].isel(frame=0)
+    bare = _pane_and_wall(tof, 1.5, 4.0)
+    bare["objects"] = bare["objects"][1:]
+    without = hifi.Simulation.from_dict(bare).run()["t"].isel(frame=0)
+    assert np.all(with_pane.object_id.values == 1)
+    cos_i = 4.0 / without.distance.values
+    ratio = with_pane.intensity.values / without.intensity.values
+    np.testing.assert_allclose(ratio, _pane(np.arccos(cos_i), N_GLASS)[1] ** 2, rtol=1e-5)
