@@ -46,9 +46,10 @@ def plot_vehicle(ds, frame: int = 0):
     commanded speed [m/s]; heading [deg], unwrapped (and the perceived heading); steering angle
     [deg] (the vehicle's, else the driver's command).
     """
-    from hifi.viz.plot import _plan_limits, _pyplot, _title, seconds
+    from hifi.viz.plot_common import pyplot, seconds, title
+    from hifi.viz.plot_kinds import plan_limits
 
-    plt = _pyplot()
+    plt = pyplot()
     t = seconds(ds, "frame_time" if "frame_time" in ds else "timestamp")
     pos_var = _first(ds, "position", "position_true")
     yaw_var = _first(ds, "yaw", "yaw_true")
@@ -71,7 +72,7 @@ def plot_vehicle(ds, frame: int = 0):
     if ok.any():
         ax.quiver(p[::step, 0][ok], p[::step, 1][ok], np.cos(h[ok]), np.sin(h[ok]), angles="xy",
                   color="0.3", width=0.004, scale=25, label="heading")
-    _plan_limits(ax, p)
+    plan_limits(ax, p)
     moved = float(np.nansum(np.linalg.norm(np.diff(p, axis=0), axis=1)))
     ax.set_title(f"plan view, {moved:.1f} m travelled")
     ax.legend(loc="best", fontsize="small", framealpha=0.8)
@@ -102,5 +103,5 @@ def plot_vehicle(ds, frame: int = 0):
     ax_v.tick_params(labelbottom=False)
     ax_h.tick_params(labelbottom=False)
     ax_v.set_title("heading counter-clockwise from x (east); steering positive to the left")
-    fig.suptitle(_title(ds))
+    fig.suptitle(title(ds))
     return fig

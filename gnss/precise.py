@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .rinex import _epoch_ns, read_text
+from .rinex import epoch_ns, read_text
 
 SP3_BAD_CLOCK_US = 999999.0
 """SP3 marks a missing clock with 999999.999999 [us]; any value at least this is missing."""
@@ -47,7 +47,7 @@ def read_sp3(path) -> xr.Dataset:
             time_system = line[9:12].strip()
         elif line.startswith("*  "):
             f = line[3:].split()
-            epochs.append(_epoch_ns(int(f[0]), int(f[1]), int(f[2]), int(f[3]), int(f[4]), f[5]))
+            epochs.append(epoch_ns(int(f[0]), int(f[1]), int(f[2]), int(f[3]), int(f[4]), f[5]))
         elif line.startswith("P") and epochs:
             sv = line[1:4].replace(" ", "0")
             x, y, z = (float(line[4 + 14 * k:18 + 14 * k]) for k in range(3))
@@ -96,7 +96,7 @@ def read_clk(path) -> xr.Dataset:
         if not line.startswith("AS "):
             continue
         f = line.split()
-        t = _epoch_ns(int(f[2]), int(f[3]), int(f[4]), int(f[5]), int(f[6]), f[7])
+        t = epoch_ns(int(f[2]), int(f[3]), int(f[4]), int(f[5]), int(f[6]), f[7])
         values[(t, f[1])] = float(f[9].replace("D", "E"))
     epochs = sorted({t for t, _ in values})
     svs = sorted({s for _, s in values})

@@ -443,7 +443,8 @@ def _info(args) -> int:
         moving = "moving" if scene.is_moving(obj.name) else "static"
         total += len(obj.faces)
         print(f"  [{obj.index}] {obj.name:<16} {len(obj.vertices):>8} vertices {len(obj.faces):>8} faces  "
-              f"{mat.name} ({mat.class_name}, reflectivity {mat.reflectivity}, mirror {mat.mirror})  {moving}")
+              f"{mat.name} ({obj.class_name or mat.class_name}, reflectivity {mat.reflectivity}, mirror {mat.mirror})"
+              f"  {moving}")
     print(f"  total {total} faces")
     print("sensors")
     for spec, model in zip(sc.sensors, sim.models):

@@ -47,6 +47,20 @@ DEGENERATE_TRIANGLE_REL = 2.0**-23
 #: = 36 um) [m].
 MOUNT_ON_SURFACE_M = 1e-3
 
+#: A scene file's node transform whose linear part A has ``|A^T A - I|`` at most this (every
+#: element) and a positive determinant is a rotation, taken as it is (hifi.world.scene_files);
+#: otherwise its scale and shear are split off and baked into the node's vertices. glTF stores
+#: float32 (2**-23 ~ 1.2e-7 relative), and trimesh builds the matrices in float64 from
+#: normalised quaternions, so a rotation read from a file is orthonormal to ~1e-15; 1e-9 sits
+#: far from both.
+RIGID_TRANSFORM_TOL = 1e-9
+
+#: Relative luminance of linear RGB, Y = 0.2126 R + 0.7152 G + 0.0722 B: the Y row of the linear
+#: RGB -> CIE XYZ matrix of sRGB (IEC 61966-2-1:1999, D65 white; the primaries and coefficients of
+#: ITU-R BT.709-6, item 3.2). Used to derive a scene-file material's reflectance from its base
+#: colour (hifi.world.scene_files.derived_material).
+REC709_LUMINANCE_RGB = (0.2126, 0.7152, 0.0722)
+
 # --- WGS 84 Earth model (NIMA TR8350.2, 3rd ed., amendment 1, 2000) -------------------------------
 # Used where the scene's local ENU frame meets the rotating Earth (inertial sensors).
 

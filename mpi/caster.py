@@ -21,7 +21,7 @@ from hifi.caster import (
     EmbreeBackend,
     NearestHits,
     RayCaster,
-    _edge_rows,
+    edge_rows,
     lowest_key,
     merged_ids_of,
     no_hits,
@@ -268,7 +268,7 @@ class FacetBackend:
         from mpi4py import MPI
 
         best, obj, face, normal, edge = hits
-        rows = _edge_rows(obj, edge)
+        rows = edge_rows(obj, edge)
         if rows.size == 0:
             return
         m = rows.size

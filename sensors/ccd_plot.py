@@ -11,7 +11,7 @@ import numpy as np
 # The display helpers live in hifi (hifi view shows a camera frame the same way); they are
 # named here too, where the camera's quick look has always offered them.
 from hifi.viz.imaging import DISPLAY_GAMMA, WHITE_BALANCE_CHOICES, display, white_balance_gains  # noqa: F401
-from hifi.viz.plot import _pyplot, _scenario_sensor_params, _title, seconds
+from hifi.viz.plot_common import pyplot, scenario_sensor_params, seconds, title
 
 def daylight_white(ds, frame: int = 0) -> np.ndarray:
     """Channel signal of a white horizontal Lambertian surface under the run's sun and sky [1].
@@ -47,7 +47,7 @@ def daylight_white(ds, frame: int = 0) -> np.ndarray:
         response = channel_response_curves(SPECTRAL_GRID_M, reference_wavelength_m=ref_wl)
     else:
         response = relative_quantum_efficiency(SPECTRAL_GRID_M, reference_wavelength_m=ref_wl)[None, :]
-    diffuse = float(_scenario_sensor_params(ds).get("diffuse_fraction",
+    diffuse = float(scenario_sensor_params(ds).get("diffuse_fraction",
                                                     CCDCamera.PARAMS["diffuse_fraction"].default))
     start = np.datetime64(str(ds.attrs["start_utc"]).rstrip("Z"), "ns")
     t = float(seconds(ds, "frame_time")[frame]) if "frame_time" in ds else 0.0
@@ -83,7 +83,7 @@ def plot_camera(ds, frame: int = 0, white_balance: str = "gray-world"):
     if white_balance not in WHITE_BALANCE_CHOICES:
         raise ValueError(f"white_balance = {white_balance!r}: expected one of "
                          f"{', '.join(map(repr, WHITE_BALANCE_CHOICES))}")
-    plt = _pyplot()
+    plt = pyplot()
     fr = ds.isel(frame=frame)
     image = np.asarray(fr["image"].transpose("row", "col", "channel").values, dtype=float)
     ideal = np.asarray(fr["ideal_image"].transpose("row", "col", "channel").values, dtype=float)
@@ -111,6 +111,6 @@ def plot_camera(ds, frame: int = 0, white_balance: str = "gray-world"):
         balance = f"white balance {white_balance} (gains {g})"
     else:
         balance = "mono"
-    fig.suptitle(f"{_title(ds, frame)}\n{balance}, display gamma 1/2.2, saturated pixels white",
+    fig.suptitle(f"{title(ds, frame)}\n{balance}, display gamma 1/2.2, saturated pixels white",
                  fontsize="medium")
     return fig

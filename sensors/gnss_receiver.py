@@ -34,7 +34,7 @@ from hifi.api.model import Var
 from hifi.api.params import Param
 from hifi.api.rng import stream
 
-from .gps import GpsL1, LoggedCode, Reception, _read_nav_checked
+from .gps import GpsL1, LoggedCode, Reception, read_nav_checked
 
 #: Systems the receiver handles (RINEX letters) and the signals it can track.
 SYSTEMS = ("G", "R", "E", "C")
@@ -67,7 +67,7 @@ class GnssReceiver(GpsL1):
 
     @classmethod
     def _checked_nav(cls, p):
-        return _read_nav_checked(p["nav_file"], tuple(p["constellations"]))
+        return read_nav_checked(p["nav_file"], tuple(p["constellations"]))
 
     @classmethod
     def check_params(cls, p):

@@ -49,9 +49,9 @@ def plot_gnss_receiver(ds, frame: int = 0):
     """
     from matplotlib.ticker import MaxNLocator
 
-    from hifi.viz.plot import _pyplot
+    from hifi.viz.plot_common import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     name = ds.attrs.get("sensor_name", "gnss")
     t = seconds_since_start(ds, "timestamp")
     frame = int(np.clip(frame, 0, t.size - 1))

@@ -85,7 +85,7 @@ def epoch_view(ds):
 # The sensor model
 # --------------------------------------------------------------------------------------------
 
-def _read_nav_checked(path, systems=("G",)):
+def read_nav_checked(path, systems=("G",)):
     """:func:`gnss.read_nav`, its ValueError (file and line) reported as ``nav_file: reason``.
 
     The scenario checks read the file more than once (parameters, time span, the estimate);
@@ -299,7 +299,7 @@ class GpsL1(Sensor):
     @classmethod
     def _checked_nav(cls, p):
         """The nav file as the parameter checks read it (GPS records)."""
-        return _read_nav_checked(p["nav_file"])
+        return read_nav_checked(p["nav_file"])
 
     def rays_per_frame(self):
         """One ray per satellite (blockage) plus the multipath fan, an upper bound: the fan is

@@ -130,9 +130,9 @@ def plot_gps(ds, frame: int = 0):
     the epoch's geometry, beside the total error of the fix; (4) satellites visible, blocked,
     reflected and used per epoch.
     """
-    from hifi.viz.plot import _pyplot
+    from hifi.viz.plot_common import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     t = seconds_since_start(ds, "timestamp")
     visible = np.asarray(ds["visible"].values, bool)
     blocked = np.asarray(ds["blocked"].values, bool) & visible

@@ -46,12 +46,12 @@ from .lidar import (
     CLEAR_VISIBILITY_M,
     SNR_THRESHOLD,
     PulseBatch,
-    _common_params,
-    _footprint_params,
-    _PulsedLidar,
-    _take_hits,
+    PulsedLidar,
+    common_params,
     fit_noise_power,
+    footprint_params,
     reorder_echo,
+    take_hits,
 )
 from .ouster_metadata import (  # noqa: F401  (re-exported: importable from here as before the split)
     DEFAULT_BEAM_ORIGIN_MM, DEFAULT_LIDAR_TO_SENSOR_MM, DEFAULT_UDP_PORT_LIDAR, GEN1_BEAM_ORIGIN_MM, LIDAR_MODES,
@@ -121,7 +121,7 @@ def _ouster_params() -> dict:
         "column_stride": Param("int", default=1, minimum=1,
                                doc="simulate every n-th column only (sparse frames for previews)"),
     }
-    common = _common_params(
+    common = common_params(
         max_range_m=120.0, source=OS1_SOURCE, distance_lower_m=40.0, distance_upper_m=120.0,
         min_range_m=0.8, min_range_source="OS1 data sheet: 0.8 m minimum range",
         receiver_aperture_m=0.02, aperture_source="assumed from the unit's receive lens, no data-sheet value",
@@ -178,7 +178,7 @@ def _ouster_params() -> dict:
                                     exclusive_minimum=True, maximum=1.0,
                                     doc="transmit x receive optical efficiency (assumed 0.5 as the Velodynes; with "
                                         "noise_power_w fitted, only the ratio matters)")
-    _footprint_params(p, divergence_rad=None, aperture_radius_m=0.005,
+    footprint_params(p, divergence_rad=None, aperture_radius_m=0.005,
                       source="OS1 data sheet: 0.18 deg FWHM for 128 beams, 0.13 deg for 64 and 16, x 1.699 "
                              "for the 1/e^2 width; none: by the metadata's beam count")
     p["return_mode"] = Param("str", default="strongest", choices=("first", "last", "strongest", "average"),
@@ -187,7 +187,7 @@ def _ouster_params() -> dict:
     return p
 
 
-class Ouster(_PulsedLidar):
+class Ouster(PulsedLidar):
     """Ouster OS0 / OS1 / OS2 lidar from its metadata JSON (``metadata_file`` or ``preset``).
 
     Geometry (:func:`~sensors.ouster_metadata.ouster_beams`): the rotor turns clockwise seen from
@@ -370,14 +370,14 @@ class Ouster(_PulsedLidar):
         order, back = self._cast_order, self._uncast_order
         hits, origins, dirs, echoes = self._cast_beams(self._dirs[order], times[order], self._origins[order],
                                                        grid=shape, ring_order=self._ring_order)
-        hits = [_take_hits(hh, back) for hh in hits]
+        hits = [take_hits(hh, back) for hh in hits]
         echoes = [reorder_echo(e, back) for e in echoes]
         batch = PulseBatch(origins[back], dirs[back], self._bias, ("column", "beam"), shape, times, self._yaw,
                            self._pitch)
         return self._measure_returns(k, t, hits, batch, echoes)
 
     def _measure(self, k, t, hits, batch, echo=None, **kw):
-        """The lidar signal chain (:meth:`_PulsedLidar._measure`, its keywords passed on), then
+        """The lidar signal chain (:meth:`PulsedLidar._measure`, its keywords passed on), then
         ``range``, ``signal`` and ``near_ir`` (:func:`ouster_channels`)."""
         frame = super()._measure(k, t, hits, batch, echo, **kw)
         dims, shape = batch.dims, batch.shape

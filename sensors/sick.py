@@ -57,7 +57,7 @@ import numpy as np
 
 from hifi.api.params import Param
 
-from .lidar import SNR_THRESHOLD, LineLidar, _footprint_params
+from .lidar import SNR_THRESHOLD, LineLidar, footprint_params
 
 #: Where the figures of :data:`ERRORS_SOURCE` etc. come from (see the module docstring).
 ERRORS_SOURCE = "SICK support article 'Measurement Errors LMSxxx'"
@@ -65,7 +65,7 @@ LMS1XX_OI = "LMS1xx operating instructions 8012471/ZN27 sec. 3.6.2"
 LMS5XX_OI = "LMS500 operating instructions 8013796/UL20 sec. 3.5"
 UNVERIFIED = "data sheet, unverified here"
 #: The family's SNR-term of the range noise where a sheet gives one figure only [m]
-#: (:func:`sensors.lidar._common_params`).
+#: (:func:`sensors.lidar.common_params`).
 DEFAULT_SNR1_M = 0.05
 
 
@@ -208,7 +208,7 @@ def sick_params(sheet: SickDataSheet) -> dict:
         p[key] = replace(p[key], doc=f"{p[key].doc} ({sheet.geometry_source}{note})")
     p["wavelength_m"] = Param("float", default=sheet.wavelength_m, minimum=0.0, exclusive_minimum=True,
                               doc=f"laser wavelength [m] ({sheet.wavelength_source})")
-    return _footprint_params(p, divergence_rad=sheet.divergence_rad, aperture_radius_m=sheet.spot_at_cover_m / 2,
+    return footprint_params(p, divergence_rad=sheet.divergence_rad, aperture_radius_m=sheet.spot_at_cover_m / 2,
                              source=sheet.beam_source, dual=sheet.dual)
 
 

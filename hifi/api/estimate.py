@@ -403,7 +403,7 @@ def check_memory(sim, est: RunEstimate, budget: int | None = None) -> None:
         key, value, first = _size_driver(sc, spec, model, big, size_params, est.duration_s)
         raise v.error(f"{reason}; {first + '; ' if first else ''}{advice}", key=key, value=value)
     obj = max(sim.scene.objects, key=lambda o: len(o.faces))
-    spec = sc.objects[obj.index]
+    spec = next(s for s in sc.objects if obj.name in s.object_names)     # a part's object entry
     raise v.error(f"the scene's triangles need about {format_bytes(est.scene_bytes)} ({len(obj.faces):,} in "
                   f"{obj.name!r}, ~{SCENE_BYTES_PER_FACE} B each); {tail}; use a coarser mesh",
                   key=f"objects[{spec.index}].mesh", value=spec.mesh)
@@ -487,7 +487,8 @@ def generated_scene_bytes(sc) -> tuple[int, list]:
     ``(spec, triangles, held, build)``.
 
     A generated mesh's triangles come from its parameters (:func:`hifi.api.meshes.generator_faces`);
-    a mesh file's from the mesh read while validating. Each object then holds
+    a mesh file's from the mesh read while validating (a file loaded with parts: all its parts'
+    triangles, ``hifi.run.scene_parts.PartSpec.n_faces``). Each object then holds
     :data:`SCENE_BYTES_PER_FACE` (:data:`MOVING_SCENE_BYTES_PER_FACE` with a track, a parent or
     a vehicle) per triangle, and a generator needs
     :data:`hifi.api.meshes.BUILD_BYTES_PER_FACE` per triangle while it runs; the peak is the process,
@@ -499,6 +500,8 @@ def generated_scene_bytes(sc) -> tuple[int, list]:
         if spec.mesh in meshes.GENERATORS:
             n = meshes.generator_faces(spec.mesh, spec.mesh_params)
             build = n * meshes.BUILD_BYTES_PER_FACE.get(spec.mesh, meshes.DEFAULT_BUILD_BYTES_PER_FACE)
+        elif spec.parts is not None:
+            n, build = sum(p.n_faces for p in spec.parts), 0
         else:
             mesh = spec.loaded_mesh
             n, build = (0 if mesh is None else len(mesh.faces)), 0
@@ -554,7 +557,10 @@ def check_scene_memory(sc, budget: int | None = None) -> None:
     gen = meshes.GENERATORS[spec.mesh][1]
     name = None
     for p in (p for p in size_params if p in raw and not gen[p].required and gen[p].default is not None):
-        fewer = meshes.generator_faces(spec.mesh, {**spec.mesh_params, p: gen[p].default})
+        try:
+            fewer = meshes.generator_faces(spec.mesh, {**spec.mesh_params, p: gen[p].default})
+        except ValueError:        # nothing at the default (an OSM radius with no building in it)
+            continue
         if fewer <= n / 2:
             name = p
             break

@@ -8,12 +8,16 @@ scenario loader validates them like any other key.
 from __future__ import annotations
 
 import gc
+import json
+import struct
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
 import trimesh
 from scipy import ndimage
 
+from . import osm as _osm
 from .params import Param
 
 #: Mesh file suffixes read through trimesh (OBJ, PLY, STL, OFF, GLB/glTF).
@@ -87,6 +91,35 @@ def terrain(size_m, resolution_m, amplitude_m, seed=0, *, correlation_m=None) ->
     c, d = idx[1:, 1:].ravel(), idx[1:, :-1].ravel()
     faces = np.concatenate([np.column_stack([a, b, c]), np.column_stack([a, c, d])])
     return trimesh.Trimesh(vertices, faces, process=False)
+
+
+def dem(file, origin, resolution_m=None, crop_m=None, vertical_crs=None) -> trimesh.Trimesh:
+    """Terrain from a GeoTIFF digital elevation model, in the scene frame (:mod:`hifi.api.dem`).
+
+    Parameters
+    ----------
+    file : str
+        The GeoTIFF (the scenario loader resolves it against the scenario's folder).
+    origin : mapping
+        ``{lat_deg, lon_deg, height_m}``, the scenario's ``[simulation] origin`` (the loader
+        adds it): the scene frame is east-north-up there.
+    resolution_m : float, optional
+        Decimate to about this spacing [m] (every k-th sample); default the raster's own.
+    crop_m : (4,) float, optional
+        ``[x_min, y_min, x_max, y_max]`` in the scene frame [m]: only the part around the scene.
+    vertical_crs : str, optional
+        The heights' vertical CRS where the file does not say: ``"ellipsoidal"`` (WGS 84) or a
+        vertical CRS such as ``"EPSG:5773"`` (EGM96 height), which PROJ turns into ellipsoidal.
+
+    Notes
+    -----
+    Unlike the other generators the mesh is not centred on the object's origin: its vertices
+    are already in the scene frame, so the object's ``position_m`` and ``rpy_deg`` should stay
+    at zero (they move the terrain off its place on the Earth).
+    """
+    from . import dem as _dem
+    grid = _dem.plan_grid(_dem.read_header(file), origin, resolution_m, crop_m, vertical_crs)
+    return _dem.build_mesh(grid)
 
 
 def _star_polygon_prism(profile_xz: np.ndarray, centre_xz, width: float) -> trimesh.Trimesh:
@@ -232,6 +265,22 @@ GENERATORS = {
         "correlation_m": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
                                doc="smoothing length [m], default 10 grid cells"),
     }),
+    # The loader resolves `file` against the scenario's folder and adds `origin`, the scenario's
+    # [simulation] origin, to the parameters it hands the generator (not a key of the object).
+    "dem": (dem, {
+        "file": Param("path", doc="GeoTIFF elevation model (one band of heights; EPSG projected or geographic CRS), "
+                                  "relative to the scenario"),
+        "resolution_m": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
+                              doc="decimate to about this spacing [m] (every k-th sample, never finer than the "
+                                  "raster); default the raster's own"),
+        "crop_m": Param("vec4", default=None,
+                        doc="[x_min, y_min, x_max, y_max] in the scene frame [m]: only the DEM around the scene"),
+        "vertical_crs": Param("str", default=None,
+                              doc="the heights' vertical CRS where the file gives none: 'ellipsoidal' (WGS 84, "
+                                  "as origin.height_m) or a geoid height such as 'EPSG:5773' (EGM96), 'EPSG:3855' "
+                                  "(EGM2008), applied by PROJ with its geoid grid; default the file's, else "
+                                  "ellipsoidal with a warning"),
+    }),
     "car": (car, {"size_m": Param("vec3", default=(4.5, 1.8, 1.5), minimum=0.0,
                                   doc="length, width, height [m]")}),
     "tree": (tree, {
@@ -250,25 +299,54 @@ GENERATORS = {
                                        "distribution (Ross 1981)"),
         "seed": Param("int", default=0, minimum=0, doc="seed of the leaves' positions and orientations"),
     }),
+    "osm": (_osm.osm_mesh, {
+        "file": Param("path", doc="OpenStreetMap extract, .osm (XML) or .osm.pbf, relative to the scenario file; "
+                                  "buildings and roads in the scene frame at [simulation] origin (hifi.api.osm; data "
+                                  "(c) OpenStreetMap contributors, ODbL)"),
+        "radius_m": Param("float", default=200.0, minimum=0.0, exclusive_minimum=True,
+                          doc="keep buildings reaching within this distance of the origin, cut roads there [m]"),
+        "features": Param("any", default=_osm.FEATURES,
+                          doc="kinds this object holds, a list of 'buildings', 'roads', 'markings' (dashed lane "
+                              "lines); give buildings and roads to separate objects for their own materials"),
+        "storey_height_m": Param("float", default=_osm.STOREY_HEIGHT_M, minimum=0.0, exclusive_minimum=True,
+                                 doc="height of a storey for building:levels [m] (CTBUH floor-to-floor: residential "
+                                     "3.1, mixed 3.5, office 3.9)"),
+        "default_height_m": Param("float", default=_osm.DEFAULT_BUILDING_HEIGHT_M, minimum=0.0, exclusive_minimum=True,
+                                  doc="height of a building with neither height nor building:levels [m] (assumed)"),
+        "lane_width_m": Param("float", default=_osm.LANE_WIDTH_M, minimum=0.0, exclusive_minimum=True,
+                              doc="width of a lane where a road has no width tag [m] (AGR annex II: 3.5)"),
+    }),
 }
 
-#: Parameters that set the size of a generated mesh, each with how to shrink it ("lower" or
-#: "raise"), in the order a refusal considers them (:func:`hifi.api.estimate.check_scene_memory`).
+#: Generators that place their mesh on the Earth: besides their parameters they take the
+#: scenario's ``[simulation] origin`` (a ``{lat_deg, lon_deg, height_m}`` table) as ``origin``,
+#: which the scenario loader adds to their validated parameters (``dem`` too, by its own path).
+PLACED_GENERATORS = ("osm",)
+
+#: Parameters that set the size of a generated mesh, each with how to shrink it ("lower",
+#: "raise" or "narrow"), in the order a refusal considers them
+#: (:func:`hifi.api.estimate.check_scene_memory`).
 SIZE_PARAMS = {
     "terrain": {"resolution_m": "raise", "size_m": "lower"},
+    "dem": {"resolution_m": "raise", "crop_m": "narrow"},
     "tree": {"leaf_area_density": "lower", "leaf_size_m": "raise", "crown_radius_m": "lower",
              "crown_height_m": "lower"},
     "cylinder": {"sections": "lower"},
     "sphere": {"subdivisions": "lower"},
+    "osm": {"radius_m": "lower"},
 }
 
 #: Peak resident memory while a generator builds its mesh and the scene takes its arrays, per
 #: triangle [B]; measured with ``hifi.api.estimate.peak_rss_bytes`` around ``build_generator`` and
 #: ``SceneObject`` (Linux x86-64, Python 3.11, numpy 2, trimesh 4; 2 M and 8 M terrain
 #: triangles: 96 B; trees of 0.38 M and 1.5 M leaves: 460 and 441 B, the leaves' (n, 3)
-#: float64 temporaries; a cylinder of 4 M triangles: 225 B). Rounded up; the default is for
-#: the generators of a fixed, small size.
-BUILD_BYTES_PER_FACE = {"terrain": 100, "tree": 480, "cylinder": 240, "sphere": 240}
+#: float64 temporaries; a cylinder of 4 M triangles: 225 B; DEMs of 2 M and 8 M triangles, a
+#: float32 GeoTIFF in UTM: 58 and 53 B, above a fixed 40 MiB of one block's transformation
+#: temporaries, :data:`hifi.api.dem._BLOCK_SAMPLES`; ``osm`` on synthetic city grids of 0.4 M
+#: and 1.9 M triangles, above the file's parsed polygons: buildings 129 to 139 B, lane markings
+#: alone 301 B, everything 141 and 146 B). Rounded up; the default is for the generators of a
+#: fixed, small size.
+BUILD_BYTES_PER_FACE = {"terrain": 100, "tree": 480, "cylinder": 240, "sphere": 240, "dem": 60, "osm": 320}
 DEFAULT_BUILD_BYTES_PER_FACE = 480
 
 #: Triangles of the generators whose size does not depend on their parameters (the car: its
@@ -291,6 +369,14 @@ def tree_leaves(height_m=8.0, crown_radius_m=2.5, crown_height_m=4.0, leaf_size_
     return int(round(float(leaf_area_density) * 4.0 / 3.0 * np.pi * r * r * half / area))
 
 
+def dem_grid(params: dict):
+    """The :class:`hifi.api.dem.DemGrid` a ``dem`` object's validated ``params`` (with the
+    loader's ``origin``) will be built from: its samples, chosen from the file's tags."""
+    from . import dem as _dem
+    return _dem.plan_grid(_dem.read_header(params["file"]), params["origin"], params.get("resolution_m"),
+                          params.get("crop_m"), params.get("vertical_crs"))
+
+
 def generator_faces(name: str, params: dict) -> int:
     """Triangles generator ``name`` makes from validated ``params``, known before it runs
     (the same arithmetic as the generator; None values take the defaults)."""
@@ -300,12 +386,16 @@ def generator_faces(name: str, params: dict) -> int:
     if name == "terrain":
         nx, ny = terrain_grid(p["size_m"], p["resolution_m"])
         return 2 * (nx - 1) * (ny - 1)
+    if name == "dem":
+        return dem_grid(params).faces                     # from the file's tags, not its pixels
     if name == "tree":
         return tree_leaves(**p) + 4 * 16                  # leaves and the 16-sided closed trunk
     if name == "cylinder":
         return 4 * int(p["sections"])                     # side (2 per section) and two caps
     if name == "sphere":
         return 20 * 4 ** int(p["subdivisions"])           # icosahedron, each subdivision x 4
+    if name == "osm":                                     # counted on the file's polygons
+        return _osm.osm_faces(**p, origin=kw["origin"])
     if name not in _FIXED_FACES:
         _FIXED_FACES[name] = len(build_generator(name, p).faces)
     return _FIXED_FACES[name]
@@ -313,7 +403,11 @@ def generator_faces(name: str, params: dict) -> int:
 
 #: Keys allowed beside a mesh file name.
 FILE_PARAMS = {"scale": Param("float", default=1.0, minimum=0.0, exclusive_minimum=True,
-                              doc="factor applied to the file's coordinates (e.g. 0.001 for mm)")}
+                              doc="factor applied to the file's coordinates (e.g. 0.001 for mm)"),
+               "parts": Param("bool", default=None,
+                              doc="true: load a glTF or OBJ file with its parts, one object OBJECT/NODE per "
+                                  "node and material (hifi.run.scene_parts); false: one mesh; default: with "
+                                  "parts when the scenario has [scene_files.STEM] for the file")}
 
 
 def build_generator(name: str, params: dict) -> trimesh.Trimesh:
@@ -411,9 +505,55 @@ def read_binary_ply_triangles(path: Path):
     return vertices, faces
 
 
+def check_gltf_file(path) -> None:
+    """Refuse a glTF file whose own bytes or buffers are missing or cut short, before trimesh
+    reads it (trimesh fails there with a bare ``AssertionError``, or reads another file).
+
+    ``.gltf``: it must be JSON, and each buffer whose ``uri`` names a file (not a ``data:``
+    URI) must exist beside it with at least ``byteLength`` bytes. ``.glb``: the file must hold
+    at least the length its 12-byte header gives (glTF 2.0, "GLB File Format Specification": the
+    header is the magic ``glTF``, the version and the total length, each a little-endian uint32).
+    Other suffixes pass.
+
+    Raises
+    ------
+    ValueError
+        Naming the buffer and the file it looked for, or the sizes.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".gltf":
+        try:
+            header = json.loads(path.read_bytes())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"not glTF JSON ({exc})") from None
+        buffers = header.get("buffers", []) if isinstance(header, dict) else []
+        for i, buf in enumerate(buffers if isinstance(buffers, list) else []):
+            uri = buf.get("uri") if isinstance(buf, dict) else None
+            if not isinstance(uri, str) or uri.startswith("data:"):
+                continue
+            target = path.parent / urllib.parse.unquote(uri)
+            if not target.is_file():
+                raise ValueError(f"its buffer {i} is the file {uri!r}, which is missing (looked for {target})")
+            need, size = buf.get("byteLength"), target.stat().st_size
+            if isinstance(need, int) and size < need:
+                raise ValueError(f"its buffer {i}, {target}, holds {size} bytes, fewer than its byteLength "
+                                 f"{need}: the buffer is truncated")
+    elif suffix == ".glb":
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(12)
+        if len(head) < 12 or head[:4] != b"glTF":
+            raise ValueError("not a binary glTF file (it does not start with the 12-byte 'glTF' header)")
+        length = struct.unpack("<I", head[8:12])[0]
+        if size < length:
+            raise ValueError(f"holds {size} bytes, fewer than the {length} its header gives: the file is truncated")
+
+
 def _read_with_trimesh(path: Path):
     """Vertices and faces of any mesh file trimesh reads, its placed meshes flattened into one
     (see :func:`load_mesh_file`); the loaded scene is collected before returning."""
+    check_gltf_file(path)
     try:
         loaded = trimesh.load_scene(str(path), process=False)
     except Exception as exc:  # trimesh raises many types for corrupt files; re-raise as one

@@ -17,7 +17,7 @@ from ..errors import ScenarioError
 
 REQUIRED = object()
 
-_KINDS = ("float", "int", "bool", "str", "vec2", "vec3", "color", "path", "any")
+_KINDS = ("float", "int", "bool", "str", "vec2", "vec3", "vec4", "color", "path", "any")
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Param:
     Parameters
     ----------
     kind : str
-        One of ``float``, ``int``, ``bool``, ``str``, ``vec2``, ``vec3`` (lists of floats),
+        One of ``float``, ``int``, ``bool``, ``str``, ``vec2``, ``vec3``, ``vec4`` (lists of floats),
         ``color`` (three floats in 0..1), ``path`` (a string resolved relative to the scenario
         file) or ``any``.
     default : Any
@@ -64,7 +64,7 @@ class Param:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         base = {
             "float": "a number", "int": "an integer", "bool": "true or false", "str": "a string",
-            "vec2": "a list of 2 numbers", "vec3": "a list of 3 numbers",
+            "vec2": "a list of 2 numbers", "vec3": "a list of 3 numbers", "vec4": "a list of 4 numbers",
             "color": "a list of 3 numbers in 0..1", "path": "a file path (string)", "any": "any value",
         }[self.kind]
         bounds = []
@@ -93,7 +93,7 @@ class Param:
             v = self._number(value, kind == "int", fail)
             self._bounds(v, fail)
             return v
-        n = {"vec2": 2, "vec3": 3, "color": 3}[kind]
+        n = {"vec2": 2, "vec3": 3, "vec4": 4, "color": 3}[kind]
         if not isinstance(value, (list, tuple)) or len(value) != n:
             raise fail(f"expected {self.allowed()}")
         out = tuple(self._number(v, False, fail) for v in value)

@@ -33,6 +33,7 @@ from .hits import Hits, NearestHitBackend, NearestHits, SurfaceHits, no_front, n
 from .pool import ChunkPool
 from .ties import (
     NOT_CONTAINED,
+    edge_rows,
     lowest_key,
     merge_vertices,
     merged_ids_of,
@@ -40,8 +41,7 @@ from .ties import (
     static_world_vertices,
     tie_candidates,
 )
-# The former module-private names that mpi.caster and the tests import from here.
-from .ties import edge_rows as _edge_rows
+# The former module-private name that the tests import from here.
 from .ties import object_topology as _object_topology
 from .tracing import SurfaceTable, nearest_step, trace, trace_surfaces
 
@@ -55,8 +55,8 @@ __all__ = [
     "RayCaster",
     "SurfaceHits",
     "SurfaceTable",
-    "_edge_rows",
     "_object_topology",
+    "edge_rows",
     "lowest_key",
     "merge_vertices",
     "merged_ids_of",

@@ -268,15 +268,23 @@ class EmbreeBackend:
         ``t_min``, ``t_max`` and the keyframes between; for a spline the Bezier control points
         of its pieces); every vertex stays within ``reach`` of the origin whatever the rotation.
         So the ball centred on those points' bounding-box centre with radius (largest distance
-        to them) + ``reach`` holds the object throughout.
-        Objects riding on a parent are not bounded this way (None: every ray is cast).
+        to them) + ``reach`` holds the object throughout. An object riding at fixed poses on
+        such a body (the parts of a scene file on a moving object: each body of the chain a
+        fixed :class:`~hifi.world.motion.Pose` relative to its parent) has its origin within the
+        sum of the chain's translation norms of that body's origin whatever the rotations, so
+        its ball is that body's, grown by the sum.
+        Other objects riding on a parent are not bounded this way (None: every ray is cast).
         """
         body = self.scene.bodies[g.body]
+        chain_m = 0.0
+        while body.parent is not None and isinstance(body.local, Pose) and body.local.single:
+            chain_m += float(np.linalg.norm(body.local.translation))
+            body = self.scene.bodies[body.parent]
         if body.parent is not None or not isinstance(body.local, Track):
             return None
         pts = body.local.hull_points(t_min, t_max)
         centre = (pts.min(axis=0) + pts.max(axis=0)) / 2.0
-        radius = float(np.max(row_norm(pts - centre))) + g.reach
+        radius = float(np.max(row_norm(pts - centre))) + chain_m + g.reach
         return centre, radius * (1.0 + _CULL_MARGIN_REL) + self._cull_margin_m
 
     def _candidates(self, g: _Group, origins, directions, times, tfar32):

@@ -13,7 +13,10 @@ objects involved:
   :data:`hifi.constants.MOUNT_ON_SURFACE_M`, :func:`distance_to_surface`): the rays that leave
   into the surface hit it at distance 0, which the range sensors mask (no return);
 - a ``[weather]`` value outside the range its model is valid for
-  (:data:`hifi.run.scenario.WEATHER_VALID`).
+  (:data:`hifi.run.scenario.WEATHER_VALID`);
+- a scene file loaded with parts whose materials the scenario does not map (they take the
+  file's colour, :func:`hifi.world.scene_files.derived_material`), and a ``[scene_files.STEM]``
+  glob that matches no part (:mod:`hifi.run.scene_parts`).
 """
 
 from __future__ import annotations
@@ -116,7 +119,12 @@ def warn_scene(sc, scene, models) -> None:
             warnings.warn(f"{where(sc, f'weather.{key}')} = {value!r}: outside {lo:g} .. {hi:g}, where the model "
                           f"is valid (README \"Weather\"); the result is an extrapolation", ScenarioWarning,
                           stacklevel=3)
-    for spec, obj in zip(sc.objects, scene.objects):
+    for line in sc.part_warnings:
+        warnings.warn(line, ScenarioWarning, stacklevel=3)
+    by_name = {o.name: o for o in scene.objects}
+    # every [[objects]] entry with the scene objects it made (one, or its parts with triangles)
+    pairs = [(spec, by_name[name]) for spec in sc.objects for name in spec.object_names]
+    for spec, obj in pairs:
         bad = int(np.count_nonzero(degenerate_faces(obj.vertices, obj.faces)))
         if not bad:
             continue
@@ -134,7 +142,7 @@ def warn_scene(sc, scene, models) -> None:
     casting = [(spec, m) for spec, m in zip(sc.sensors, models) if m.rays_per_frame() > 0]
     for spec, _ in casting:
         mount = scene.pose_at(spec.name, 0.0).translation
-        for ospec, obj in zip(sc.objects, scene.objects):
+        for ospec, obj in pairs:
             local = scene.pose_at(obj.name, 0.0).inverse_apply(np.asarray(mount, dtype=float)[None, :])
             if obj.bounds is None:
                 continue

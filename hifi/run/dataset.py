@@ -264,7 +264,8 @@ def object_coords(object_names, object_classes) -> dict:
     Parameters
     ----------
     object_names : sequence of str
-        Names of ``[[objects]]`` in index order (``object_id`` i is ``object_names[i]``).
+        Names of the scene's objects in index order (``object_id`` i is ``object_names[i]``): the
+        ``[[objects]]``, a scene file loaded with parts giving one ``OBJECT/NODE`` per part.
     object_classes : sequence of str
         Semantic class of each object (its material's ``class``; ``unlabelled`` when none).
 

@@ -67,13 +67,21 @@ def scenario_reference() -> str:
                  "`rpy_deg` or moved by a `track` of keyframes (linear in position, slerp in rotation; or, "
                  "with `interpolation = \"spline\"`, a C2 spline through them, which an `imu` needs), "
                  "optionally riding on an earlier object (`parent`). Its index in `[[objects]]` is its "
-                 "object id in every dataset.\n\n" + param_table(scenario.OBJECT_KEYS) + "\n")
+                 "object id in every dataset; a mesh file loaded with parts (`[scene_files.STEM]` below) gives "
+                 "one id per part with triangles, in its place, and shifts the ids of the objects after it "
+                 "(`object_name` names every id).\n\n" + param_table(scenario.OBJECT_KEYS) + "\n")
     parts.append("Keyframes of `track`:\n\n" + param_table(scenario.KEYFRAME_PARAMS) + "\n")
     parts.append("### Built-in meshes (`mesh = NAME`, parameters beside `mesh`)\n")
     for name, (_, params) in meshes.GENERATORS.items():
         parts.append(f"`{name}`:\n\n" + param_table(params) + "\n")
-    parts.append("A mesh file (OBJ, PLY, STL, OFF, GLB; `mesh = \"path\"` relative to the scenario) takes:\n\n"
+    parts.append("A mesh file (OBJ, PLY, STL, OFF, glTF, GLB; `mesh = \"path\"` relative to the scenario) takes:\n\n"
                  + param_table(meshes.FILE_PARAMS) + "\n")
+    from .scene_parts import SCENE_FILE_PARAMS
+    parts.append("## `[scene_files.STEM]`\n\nOptional, one table per mesh file stem (the file name without its "
+                 "extension): an object whose `mesh` is a glTF (`.gltf`, `.glb`) or OBJ file of that stem is loaded "
+                 "with its parts (unless it says `parts = false`), each node of the file an object "
+                 "`OBJECT/NODE` riding on the object (docs/scenario_files.md, \"Scene files with parts\"). A "
+                 "table that matches no object's mesh file is an error.\n\n" + param_table(SCENE_FILE_PARAMS) + "\n")
     parts.append("## `[[sensors]]`\n\nA sensor's `name` names its output file `DIR/<name>.nc`: letters, "
                  "digits, `_` and `-`, not `motion` or `scenario`. Objects and sensors share one namespace.\n\n"
                  + param_table(scenario.SENSOR_KEYS) + "\n")

@@ -26,6 +26,7 @@ from ..api.registry import available_models, load_model
 from ..api.timebase import parse_utc
 from ..world.scene import Material
 from ..world.surfaces import OPTICAL_KEYS
+from .scene_parts import SceneFiles
 
 SUPPORTED_VERSIONS = (1,)
 
@@ -141,7 +142,7 @@ MODEL_KEYS = {
     "rate_hz": Param("float", default=None, minimum=0.0, exclusive_minimum=True, doc="the model's own rate [Hz]"),
     "params": Param("any", default=None, doc="model parameters"),
 }
-TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather", "models")
+TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather", "models", "scene_files")
 
 
 @dataclass
@@ -161,6 +162,17 @@ class ObjectSpec:
     #: The mesh read from ``mesh_path`` while validating, handed to the scene (read once; the
     #: scene takes it, and this is None again).
     loaded_mesh: Any = field(default=None, repr=False, compare=False)
+    #: A mesh file loaded with parts: its nodes (:class:`hifi.run.scene_parts.PartSpec`, parents
+    #: first), each a body riding on this object's; None: one mesh, as ``loaded_mesh``.
+    parts: list | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def object_names(self) -> list[str]:
+        """Names of the scene objects (meshes, object ids) this entry makes: its own, or its
+        parts' that hold triangles, in object-id order."""
+        if self.parts is None:
+            return [self.name]
+        return [p.name for p in self.parts if p.n_faces]
 
 
 @dataclass
@@ -207,6 +219,11 @@ class Scenario:
     models: list = field(default_factory=list)
     weather: dict = field(default_factory=lambda: {"fog_visibility_m": None, "rain_rate_mm_h": 0.0,
                                                    "snowfall_rate_mm_h": 0.0})
+    #: name -> :class:`~hifi.world.scene.Material` derived from scene files' own materials, for
+    #: parts that ``[scene_files.STEM] materials`` does not map (hifi.run.scene_parts).
+    part_materials: dict = field(default_factory=dict)
+    #: One line each: what :func:`hifi.run.checks.warn_scene` warns about scene files.
+    part_warnings: list = field(default_factory=list)
 
 
 def _path_str(parts) -> str:
@@ -278,13 +295,15 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
         raise v.error("expected tables [materials.NAME]", key="materials", value=mats_raw)
     materials = {name: _material(v, name, table) for name, table in mats_raw.items()}
 
+    scene_files = SceneFiles(v, data.get("scene_files", {}), materials)
     objs_raw = data.get("objects", [])
     if not isinstance(objs_raw, list):
         raise v.error("expected an array of tables [[objects]]", key="objects", value=objs_raw)
     names: dict[str, str] = {}
     objects = []
     for i, raw in enumerate(objs_raw):
-        objects.append(_object(v, i, raw, materials, names, base_dir))
+        objects.append(_object(v, i, raw, materials, names, base_dir, scene_files, origin))
+    part_warnings = scene_files.finish(objects)
 
     sens_raw = data.get("sensors", [])
     if not isinstance(sens_raw, list):
@@ -311,7 +330,8 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
         import json
         text = "# scenario built in code (JSON form)\n# " + json.dumps(data, default=str)
     return Scenario(source, base_dir, text, sim["duration_s"], start_utc, sim["seed"], origin,
-                    materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models)
+                    materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models,
+                    part_materials=scene_files.derived, part_warnings=part_warnings)
 
 
 def _material(v: Validator, name: str, table: Any) -> Material:
@@ -356,7 +376,8 @@ def _check_optics(v: Validator, key: str, table: Mapping, kind: str, params: Map
                       key=f"{key}.retroreflection_30deg_cd_lx_m2", value=r30)
 
 
-def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path) -> ObjectSpec:
+def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path,
+            scene_files: SceneFiles, origin: dict | None = None) -> ObjectSpec:
     key = f"objects[{i}]"
     if not isinstance(raw, dict):
         raise v.error("expected a table", key=key, value=raw)
@@ -369,6 +390,7 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
     if not isinstance(mesh, str):
         raise v.error(f"expected a string: {OBJECT_KEYS['mesh'].doc}", key=f"{key}.mesh", value=mesh)
     mesh_path = None
+    with_parts = False
     if mesh in meshes.GENERATORS:
         gen_spec = meshes.GENERATORS[mesh][1]
         for k in extra:
@@ -379,6 +401,19 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
         if mesh == "tree" and mesh_params["crown_height_m"] > mesh_params["height_m"]:
             raise v.error(f"must be <= height_m ({mesh_params['height_m']!r}): the crown ends at the tree's top",
                           key=f"{key}.crown_height_m", value=mesh_params["crown_height_m"])
+        if mesh == "dem":
+            mesh_params = _dem_params(v, key, mesh_params, base_dir, origin)
+        else:
+            for pname, p in gen_spec.items():               # files beside the scenario
+                if p.kind == "path" and mesh_params[pname] is not None:
+                    resolved = (base_dir / mesh_params[pname]).resolve()
+                    if not resolved.is_file():
+                        raise v.error(f"file not found (looked for {resolved})", key=f"{key}.{pname}",
+                                      value=mesh_params[pname])
+                    mesh_params[pname] = str(resolved)
+            if mesh in meshes.PLACED_GENERATORS:
+                mesh_params["origin"] = dict(origin or {"lat_deg": 0.0, "lon_deg": 0.0, "height_m": 0.0})
+                _placed_check(v, key, mesh, mesh_params, extra)
     else:
         suffix = Path(mesh).suffix.lower()
         if suffix not in meshes.MESH_FILE_SUFFIXES:
@@ -393,6 +428,18 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
         mesh_path = (base_dir / mesh).resolve()
         if not mesh_path.is_file():
             raise v.error(f"mesh file not found (looked for {mesh_path})", key=f"{key}.mesh", value=mesh)
+        with_parts = scene_files.wants_parts(mesh, mesh_params["parts"])
+        if with_parts:
+            from ..world.scene_files import PART_FILE_SUFFIXES
+            why = "parts = true" if mesh_params["parts"] else f"[scene_files.{Path(mesh).stem}] names it"
+            if suffix not in PART_FILE_SUFFIXES:
+                raise v.error(f"only glTF and OBJ files ({', '.join(PART_FILE_SUFFIXES)}) have parts, and {why}; "
+                              f"set parts = false to load it as one mesh", key=f"{key}.mesh", value=mesh)
+            if "material" in raw:
+                raise v.error(f"a file loaded with parts ({why}) takes its materials from [scene_files."
+                              f"{Path(mesh).stem}] materials and from the file; map them there (\"*\" = "
+                              f"{raw['material']!r} maps them all), or set parts = false",
+                              key=f"{key}.material", value=raw["material"])
     spec = check_params(fixed, OBJECT_KEYS, v.error, key)
     name = _unique_name(v, key, spec["name"], names)
     try:
@@ -427,10 +474,15 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
                           value=spec["vehicle"])
         vehicle = check_params(spec["vehicle"], VEHICLE_PARAMS, v.error, f"{key}.vehicle")
     names[name] = key
-    loaded = None
+    loaded = parts = None
     if mesh_path is not None:
         try:
-            loaded = meshes.load_mesh_file(mesh_path, mesh_params["scale"])
+            if with_parts:
+                from ..world.scene_files import read_scene_file
+                parts = scene_files.parts(i, name, mesh, mesh_path, read_scene_file(mesh_path, mesh_params["scale"]),
+                                          names)
+            else:
+                loaded = meshes.load_mesh_file(mesh_path, mesh_params["scale"])
         except ValueError as exc:
             raise v.error(f"cannot load mesh file {mesh_path}: {exc}", key=f"{key}.mesh", value=mesh) from None
         except MemoryError:
@@ -438,7 +490,50 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
                           key=f"{key}.mesh", value=mesh) from None
     return ObjectSpec(i, name, mesh, mesh_params, spec["material"], spec["position_m"] or (0.0, 0.0, 0.0),
                       spec["rpy_deg"] or (0.0, 0.0, 0.0), track, parent, mesh_path, spec["interpolation"],
-                      vehicle, loaded)
+                      vehicle, loaded, parts)
+
+
+def _dem_params(v: Validator, key: str, params: dict, base_dir: Path, origin: dict | None) -> dict:
+    """A ``dem`` object's parameters for its generator: ``file`` resolved against the scenario's
+    folder and the scenario's ``origin`` added; the file's tags are read and its samples chosen
+    (:func:`hifi.api.meshes.dem_grid`), so a bad DEM stops loading, before any pixel is read.
+
+    A DEM that does not say which heights it holds, on an object without ``vertical_crs``, is
+    taken as ellipsoidal and gets a :class:`~hifi.errors.ScenarioWarning` (:mod:`hifi.api.dem`,
+    "Heights")."""
+    import warnings
+    from ..errors import ScenarioWarning
+    given = params["file"]
+    origin = dict(origin or {"lat_deg": 0.0, "lon_deg": 0.0, "height_m": 0.0})
+    params = {**params, "file": str((base_dir / given).resolve()), "origin": origin}
+    try:
+        grid = meshes.dem_grid(params)
+    except ScenarioError as exc:
+        value = given if exc.key == "file" else exc.value
+        raise v.error(exc.reason, key=f"{key}.{exc.key}", value=value) from None
+    if not grid.vertical_declared:
+        warnings.warn(str(v.error(
+            "the DEM does not say which heights it holds (no VerticalCSTypeGeoKey): they are taken as WGS 84 "
+            "ellipsoidal heights, as [simulation] origin.height_m; if they are above a geoid (most DEMs: EGM96, "
+            "EGM2008, a national height system), set vertical_crs to its EPSG code (e.g. 'EPSG:3855', EGM2008 "
+            "height), else vertical_crs = 'ellipsoidal'", key=f"{key}.file", value=given)), ScenarioWarning,
+            stacklevel=2)
+    return params
+
+
+def _placed_check(v: Validator, key: str, mesh: str, params: dict, given: dict) -> None:
+    """Read the file of a generator placed on the Earth (``mesh = "osm"``) and count its
+    triangles, so that a file that is no OSM file, an origin outside it or nothing in range is a
+    scenario error at load (the read is kept for the memory check and the build)."""
+    from ..api.osm import OsmError
+    try:
+        meshes.generator_faces(mesh, params)
+    except ImportError as exc:
+        raise v.error(str(exc), key=f"{key}.mesh", value=mesh) from None
+    except OsmError as exc:
+        if exc.param == "origin":
+            raise v.error(exc.reason, key="simulation.origin", value=exc.value) from None
+        raise v.error(exc.reason, key=f"{key}.{exc.param}", value=given.get(exc.param, exc.value)) from None
 
 
 def _unique_name(v: Validator, key: str, name: str, names: dict) -> str:

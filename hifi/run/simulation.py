@@ -157,8 +157,12 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
     scene = Scene()
     for material in sc.materials.values():      # the scenario's own, then the library's it uses
         scene.add_material(material)
+    for material in sc.part_materials.values():   # derived from scene files' own materials
+        scene.add_material(material)
     for spec in sc.objects:
-        if spec.loaded_mesh is not None:          # read once, while validating; handed over, so
+        if spec.parts is not None:
+            mesh = None                           # the parts hold the meshes
+        elif spec.loaded_mesh is not None:          # read once, while validating; handed over, so
             mesh, spec.loaded_mesh = spec.loaded_mesh, None    # the scene alone holds it
         elif spec.mesh_path is not None:
             mesh = meshes.load_mesh_file(spec.mesh_path, spec.mesh_params["scale"])
@@ -168,6 +172,9 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
             except MemoryError:
                 raise _out_of_memory(sc, f"objects[{spec.index}].mesh", spec.mesh,
                                      f"building {spec.mesh} {spec.name!r}") from None
+            except ScenarioError as exc:          # what only the data shows: a DEM whose samples are all no-data
+                raise _scenario.located(sc, ScenarioError(exc.reason, key=f"objects[{spec.index}].{exc.key}",
+                                                          value=exc.value)) from None
         if spec.vehicle is not None:
             from ..world.vehicle import VehicleTrack
             local = VehicleTrack(spec.position_m, np.radians(spec.rpy_deg[2]), spec.vehicle["wheelbase_m"],
@@ -179,7 +186,23 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
                           [f["rpy_deg"] for f in spec.track], interpolation=spec.interpolation)
         else:
             local = Pose.from_position_rpy(spec.position_m, spec.rpy_deg)
-        scene.add_object(spec.name, mesh, spec.material, local, spec.parent)
+        if spec.parts is None:
+            scene.add_object(spec.name, mesh, spec.material, local, spec.parent)
+            continue
+        # A scene file with parts: the object is a body, each node of the file a body riding on
+        # it (or on its parent node) with the node's pose, and each node with triangles an object.
+        scene.add_body(spec.name, "object", local, spec.parent)
+        part_meshes = [p.mesh for p in spec.parts]
+        if any(p.n_faces and p.mesh is None for p in spec.parts):   # handed to an earlier scene
+            from ..world.scene_files import read_scene_file
+            part_meshes = [n.mesh for n in read_scene_file(spec.mesh_path, spec.mesh_params["scale"]).nodes]
+        for part, mesh in zip(spec.parts, part_meshes):
+            part.mesh = None                          # handed over: the scene alone holds it
+            pose = Pose(Rotation.from_matrix(part.rotation), np.asarray(part.translation, dtype=float))
+            if mesh is None:
+                scene.add_body(part.name, "object", pose, part.parent)
+            else:
+                scene.add_object(part.name, mesh, part.material, pose, part.parent, class_name=part.class_name)
     for spec in sc.sensors:
         scene.add_body(spec.name, "sensor", Pose.from_position_rpy(spec.position_m, spec.rpy_deg), spec.parent)
     return scene

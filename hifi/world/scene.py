@@ -164,6 +164,9 @@ class SceneObject:
     mesh: trimesh.Trimesh | None
     material_index: int
     index: int = -1
+    #: Semantic class of this object when it is not its material's (a part of a scene file
+    #: mapped by ``[scene_files.STEM] classes``); None: the material's class.
+    class_name: str | None = None
     vertices: np.ndarray = field(init=False, repr=False)
     faces: np.ndarray = field(init=False, repr=False)
     #: Faces of the whole mesh (``len(faces)`` unless this is a share).
@@ -275,13 +278,17 @@ class Scene:
         """Register a material; returns its index. Its class gets the next free id."""
         if material.name in self._material_index:
             raise ValueError(f"material {material.name!r} is defined twice")
-        if material.class_name not in self.class_names:
-            if len(self.class_names) >= 256:
-                raise ValueError("more than 255 semantic classes do not fit the uint8 annotation")
-            self.class_names.append(material.class_name)
+        self._add_class(material.class_name)
         self.materials.append(material)
         self._material_index[material.name] = len(self.materials) - 1
         return len(self.materials) - 1
+
+    def _add_class(self, class_name: str) -> None:
+        """Give ``class_name`` the next free annotation id, unless it has one."""
+        if class_name not in self.class_names:
+            if len(self.class_names) >= 256:
+                raise ValueError("more than 255 semantic classes do not fit the uint8 annotation")
+            self.class_names.append(class_name)
 
     def material_index(self, name: str) -> int:
         if name not in self._material_index:
@@ -301,10 +308,18 @@ class Scene:
         return body
 
     def add_object(self, name: str, mesh: trimesh.Trimesh, material: str = "default",
-                   local: Pose | Track | None = None, parent: str | None = None) -> SceneObject:
-        """Add a mesh object; its index (object id) is its position in :attr:`objects`."""
+                   local: Pose | Track | None = None, parent: str | None = None,
+                   class_name: str | None = None) -> SceneObject:
+        """Add a mesh object; its index (object id) is its position in :attr:`objects`.
+
+        ``class_name`` gives the object a semantic class of its own (the next free annotation
+        id if new); None: its material's class.
+        """
         self.add_body(name, "object", local if local is not None else Pose.identity(), parent)
-        obj = SceneObject(name, mesh, self.material_index(material), index=len(self.objects))
+        if class_name is not None:
+            self._add_class(class_name)
+        obj = SceneObject(name, mesh, self.material_index(material), index=len(self.objects),
+                          class_name=class_name)
         self.objects.append(obj)
         return obj
 
@@ -331,7 +346,8 @@ class Scene:
             vals = [self.materials[o.material_index].reflectance_at(wavelength_m) for o in self.objects] + [np.nan]
             return np.asarray(vals, dtype=float)
         if attribute == "class_id":
-            vals = [self.class_names.index(self.materials[o.material_index].class_name)
+            vals = [self.class_names.index(o.class_name if o.class_name is not None
+                                           else self.materials[o.material_index].class_name)
                     for o in self.objects] + [0]
             return np.asarray(vals, dtype=np.uint8)
         if attribute == "kind":

@@ -353,67 +353,96 @@ class PulsedLidar(Sensor):
         p = self.params
         n = p["n_subrays"]
         m = 2 if p["return_mode"] == "dual" else 1
+        if n > 1:
+            return self._cast_divergent(directions, times, origins_sensor, n, m)
+        hits, origins, dirs, tp, front = self._cast_axis(directions, times, p["max_range_m"], origins_sensor)
+        axis_echo = None if front is None else FrontEcho(front, tp)
+        if p["edge_subrays"] <= 1 or grid is None:
+            return [hits] * m, origins, dirs, [axis_echo] * m
+        edge = self._edge_pulses(hits, directions, times, origins_sensor, grid, ring_order)
+        if edge.size == 0:
+            return [hits] * m, origins, dirs, [axis_echo] * m
+        slots, echoes = self._edge_footprints(hits, edge, directions, times, origins_sensor, m, axis_echo)
+        return slots, origins, dirs, echoes
+
+    def _edge_pulses(self, hits, directions, times, origins_sensor, grid, ring_order) -> np.ndarray:
+        """The pulses at a depth edge (ascending): flagged along the scan by
+        :func:`depth_edge_pulses`, or flagged only across rings and confirmed by a probe sub-ray
+        that leaves the pencil's surface (:func:`probe_leaves`)."""
+        p = self.params
         div_h, div_v = self._divergence()
-        if n == 1:
-            hits, origins, dirs, tp, front = self._cast_axis(directions, times, p["max_range_m"], origins_sensor)
-            k = p["edge_subrays"]
-            if k <= 1 or grid is None:
-                return [hits] * m, origins, dirs, [None if front is None else FrontEcho(front, tp)] * m
-            along, across = depth_edge_pulses(hits.point, hits.normal, hits.hit, grid, ring_order)
-            # Rings are far apart compared with the footprint (HDL-64E: 7 mrad vs 2): a pulse
-            # flagged only across rings casts a probe at the bottom and/or top of its spot,
-            # toward the ring that left its surface, and gets the full bundle only if a probe
-            # leaves its surface too.
-            cands = [np.flatnonzero(((across & bit) > 0) & ~along) for bit in _PROBE_UV]
-            cand = np.concatenate(cands)
-            if cand.size:
-                parts = [footprint_directions(np.asarray(directions)[c], uv, div_h, div_v, p["aperture_radius_m"])
-                         for c, uv in zip(cands, _PROBE_UV.values())]
-                off = np.concatenate([q[0] for q in parts])[:, 0]
-                d = np.concatenate([q[1] for q in parts])[:, 0]
-                o = off if origins_sensor is None else off + np.asarray(origins_sensor)[cand]
-                probe, _, _ = self.cast(d, np.asarray(times)[cand], p["max_range_m"], o)   # one cast for all
-                cand = cand[probe_leaves(hits, cand, probe)]
-            edge = np.union1d(np.flatnonzero(along), cand)
-            if edge.size == 0:
-                return [hits] * m, origins, dirs, [None if front is None else FrontEcho(front, tp)] * m
-            uv, w = subray_pattern(k)
-            off, d = footprint_directions(np.asarray(directions)[edge], uv[1:], div_h, div_v, p["aperture_radius_m"])
-            o = off if origins_sensor is None else off + np.asarray(origins_sensor)[edge][:, None, :]
-            sub, _, _, sub_tp, _ = self._cast_axis(d.reshape(-1, 3), np.repeat(np.asarray(times)[edge], k - 1),
-                                                   p["max_range_m"], o.reshape(-1, 3))
-            axis = take_hits(hits, edge)
-            both = Hits(*(np.concatenate([getattr(axis, f)[:, None], getattr(sub, f).reshape(
-                (edge.size, k - 1) + getattr(sub, f).shape[1:])], axis=1).reshape((-1,) + getattr(sub, f).shape[1:])
-                for f in Hits.__dataclass_fields__))
-            tp_both = None if tp is None else np.concatenate(
-                [tp[edge][:, None], sub_tp.reshape(edge.size, k - 1)], axis=1).ravel()
-            energy = np.where(both.hit, np.broadcast_to(w, (edge.size, k)).ravel() * self._return_energy(
-                both, tp_both), 0.0).reshape(edge.size, k)
-            if p["return_mode"] == "average":
-                report = beam_echoes(both.distance.reshape(edge.size, k), energy, bin_width_s=p["bin_width_s"],
-                                     pulse_width_s=p["pulse_width_s"], mode="average", detection_threshold=0.0,
-                                     cutoff_m=p["cutoff_m"]).report
+        along, across = depth_edge_pulses(hits.point, hits.normal, hits.hit, grid, ring_order)
+        # Rings are far apart compared with the footprint (HDL-64E: 7 mrad vs 2): a pulse
+        # flagged only across rings casts a probe at the bottom and/or top of its spot,
+        # toward the ring that left its surface, and gets the full bundle only if a probe
+        # leaves its surface too.
+        cands = [np.flatnonzero(((across & bit) > 0) & ~along) for bit in _PROBE_UV]
+        cand = np.concatenate(cands)
+        if cand.size:
+            parts = [footprint_directions(np.asarray(directions)[c], uv, div_h, div_v, p["aperture_radius_m"])
+                     for c, uv in zip(cands, _PROBE_UV.values())]
+            off = np.concatenate([q[0] for q in parts])[:, 0]
+            d = np.concatenate([q[1] for q in parts])[:, 0]
+            o = off if origins_sensor is None else off + np.asarray(origins_sensor)[cand]
+            probe, _, _ = self.cast(d, np.asarray(times)[cand], p["max_range_m"], o)   # one cast for all
+            cand = cand[probe_leaves(hits, cand, probe)]
+        return np.union1d(np.flatnonzero(along), cand)
+
+    def _edge_footprints(self, hits, edge, directions, times, origins_sensor, m, axis_echo=None):
+        """The return slots (``m``) of pencil ``hits`` whose ``edge`` pulses cast their whole
+        footprint: each edge pulse takes the hit of its echo's dominant sub-ray, with the
+        echo's range (see :meth:`_cast_beams`). Returns ``(slots, echoes)``: the echoes are
+        None, or, with glass or water in the scene (``axis_echo``, the pencils'
+        :class:`FrontEcho`), each slot's :class:`FrontEcho` with the dominant sub-ray's
+        throughput."""
+        p = self.params
+        k = p["edge_subrays"]
+        div_h, div_v = self._divergence()
+        uv, w = subray_pattern(k)
+        off, d = footprint_directions(np.asarray(directions)[edge], uv[1:], div_h, div_v, p["aperture_radius_m"])
+        o = off if origins_sensor is None else off + np.asarray(origins_sensor)[edge][:, None, :]
+        sub, _, _, sub_tp, _ = self._cast_axis(d.reshape(-1, 3), np.repeat(np.asarray(times)[edge], k - 1),
+                                               p["max_range_m"], o.reshape(-1, 3))
+        axis = take_hits(hits, edge)
+        both = Hits(*(np.concatenate([getattr(axis, f)[:, None], getattr(sub, f).reshape(
+            (edge.size, k - 1) + getattr(sub, f).shape[1:])], axis=1).reshape((-1,) + getattr(sub, f).shape[1:])
+            for f in Hits.__dataclass_fields__))
+        tp = None if axis_echo is None else axis_echo.throughput
+        tp_both = None if tp is None else np.concatenate(
+            [tp[edge][:, None], sub_tp.reshape(edge.size, k - 1)], axis=1).ravel()
+        energy = np.where(both.hit, np.broadcast_to(w, (edge.size, k)).ravel() * self._return_energy(
+            both, tp_both), 0.0).reshape(edge.size, k)
+        if p["return_mode"] == "average":
+            report = beam_echoes(both.distance.reshape(edge.size, k), energy, bin_width_s=p["bin_width_s"],
+                                 pulse_width_s=p["pulse_width_s"], mode="average", detection_threshold=0.0,
+                                 cutoff_m=p["cutoff_m"]).report
+        else:
+            report = bundle_echoes(both.distance.reshape(edge.size, k), energy, mode=self._beam_mode(),
+                                   resolution_m=SPEED_OF_LIGHT_M_S * p["pulse_width_s"] / 2.0)
+        out, echoes = [], []
+        for j in range(m):
+            dom = report.dominant[:, j]
+            ok = dom >= 0
+            pick = np.flatnonzero(ok) * k + dom[ok]          # row of the dominant sub-ray in `both`
+            # the pencil hits are this step's own: the last slot takes them over
+            slot = hits if j == m - 1 else Hits(*(getattr(hits, f).copy() for f in Hits.__dataclass_fields__))
+            chosen = take_hits(both, pick)
+            for f in Hits.__dataclass_fields__:
+                getattr(slot, f)[edge[ok]] = getattr(chosen, f)
+            slot.distance[edge[ok]] = report.range_m[ok, j]
+            out.append(slot)
+            if axis_echo is None:
+                echoes.append(None)
             else:
-                report = bundle_echoes(both.distance.reshape(edge.size, k), energy, mode=self._beam_mode(),
-                                       resolution_m=SPEED_OF_LIGHT_M_S * p["pulse_width_s"] / 2.0)
-            out, fronts = [], []
-            for j in range(m):
-                dom = report.dominant[:, j]
-                ok = dom >= 0
-                pick = np.flatnonzero(ok) * k + dom[ok]          # row of the dominant sub-ray in `both`
-                # the pencil hits are this step's own: the last slot takes them over
-                slot = hits if j == m - 1 else Hits(*(getattr(hits, f).copy() for f in Hits.__dataclass_fields__))
-                chosen = take_hits(both, pick)
-                for f in Hits.__dataclass_fields__:
-                    getattr(slot, f)[edge[ok]] = getattr(chosen, f)
-                slot.distance[edge[ok]] = report.range_m[ok, j]
-                out.append(slot)
-                if front is not None:
-                    tp_slot = tp.copy()                            # the dominant sub-ray's throughput
-                    tp_slot[edge[ok]] = tp_both[pick]
-                    fronts.append(FrontEcho(front, tp_slot))
-            return out, origins, dirs, fronts if front is not None else [None] * m
+                tp_slot = tp.copy()                            # the dominant sub-ray's throughput
+                tp_slot[edge[ok]] = tp_both[pick]
+                echoes.append(FrontEcho(axis_echo.front, tp_slot))
+        return out, echoes
+
+    def _cast_divergent(self, directions, times, origins_sensor, n, m):
+        """The divergent beam of every pulse, ``n`` sub-rays (see :meth:`_cast_beams`):
+        ``(hits of the beam axes per slot, axis origins, axis directions, echoes per slot)``."""
+        p = self.params
         count = directions.shape[0]
         uv, w = subray_pattern(n)
         o, d = self._subrays(directions, origins_sensor, uv)

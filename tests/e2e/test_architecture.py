@@ -111,27 +111,9 @@ def test_contract_bites(tmp_path, contract):
     assert edge in broken.stdout, broken.stdout      # the temporary tree was linted, not the repository
 
 
-# Private names imported from another module today, in modules this check came after. Each is
-# to become public (or move); the list may only shrink: an entry no longer found fails too.
-# Keys: (importing module, imported module, name).
-KNOWN_PRIVATE_IMPORTS = {
-    ("autonomy.vehicle_plot", "hifi.viz.plot", "_plan_limits"),
-    ("autonomy.vehicle_plot", "hifi.viz.plot", "_pyplot"),
-    ("autonomy.vehicle_plot", "hifi.viz.plot", "_title"),
-    ("gnss.precise", "gnss.rinex", "_epoch_ns"),
-    ("mpi.caster", "hifi.caster", "_edge_rows"),
-    ("sensors.ccd_plot", "hifi.viz.plot", "_pyplot"),
-    ("sensors.ccd_plot", "hifi.viz.plot", "_scenario_sensor_params"),
-    ("sensors.ccd_plot", "hifi.viz.plot", "_title"),
-    ("sensors.gnss_receiver", "sensors.gps", "_read_nav_checked"),
-    ("sensors.gnss_receiver_plot", "hifi.viz.plot", "_pyplot"),
-    ("sensors.gps_plot", "hifi.viz.plot", "_pyplot"),
-    ("sensors.ouster", "sensors.lidar", "_PulsedLidar"),
-    ("sensors.ouster", "sensors.lidar", "_common_params"),
-    ("sensors.ouster", "sensors.lidar", "_footprint_params"),
-    ("sensors.ouster", "sensors.lidar", "_take_hits"),
-    ("sensors.sick", "sensors.lidar", "_footprint_params"),
-}
+# Private names imported from another module, allowed for now: none since every such name
+# became public. Keys: (importing module, imported module, name); an entry no longer found fails.
+KNOWN_PRIVATE_IMPORTS: set = set()
 
 
 def _private_imports() -> dict:

@@ -438,6 +438,34 @@ def test_swept_ball_culling_changes_nothing(monkeypatch):
         assert getattr(culled, field).tobytes() == getattr(full, field).tobytes(), field
 
 
+def test_swept_ball_of_objects_riding_at_fixed_poses_changes_nothing(monkeypatch):
+    # The parts of a scene file ride at fixed poses on a body with a track (hifi.run.scene_parts):
+    # their balls are the carrier's grown by the chain's offsets. With and without the cull the
+    # bytes are identical (regression property), and both parts are seen.
+    scene = Scene()
+    scene.add_object("ground", meshes.plane([200, 200]))
+    scene.add_body("carrier", "object", Track([0.0, 0.1], [[-10, 5, 0], [-8, 6, 0]], [[0, 0, 0], [0, 0, 30]]))
+    scene.add_body("carrier/frame", "object", Pose.from_position_rpy([0.5, 0.0, 0.5], [0, 0, 20]), "carrier")
+    scene.add_object("carrier/body", meshes.box([2.0, 1.0, 1.0]), local=Pose.from_position_rpy([0, 0, 0.5], [0, 0, 0]),
+                     parent="carrier/frame")
+    scene.add_object("carrier/mast", meshes.box([0.2, 0.2, 2.0]),
+                     local=Pose.from_position_rpy([1.0, 0.5, 2.0], [20, 0, 0]), parent="carrier/frame")
+    caster = RayCaster(scene, n_threads=1).build()
+    assert all(caster.backend._swept_ball(g, 0.0, 0.1) is not None for g in caster.backend._groups[1:])
+    rng = np.random.default_rng(4)
+    n = 20_000
+    dirs = rng.normal(size=(n, 3))
+    dirs[:, 2] = np.abs(dirs[:, 2]) * 0.3 - 0.15
+    origins = np.tile([0.0, 0.0, 1.8], (n, 1))
+    times = np.sort(rng.uniform(0, 0.1, n))
+    culled = caster.cast(origins, dirs, times, 100.0)
+    assert (culled.object_id == 1).sum() > 20 and (culled.object_id == 2).sum() > 5     # both parts seen
+    monkeypatch.setattr(EmbreeBackend, "_swept_ball", lambda self, g, a, b: None)
+    full = RayCaster(scene, n_threads=1).cast(origins, dirs, times, 100.0)
+    for field in ("distance", "point", "normal", "object_id", "face_index", "bounces"):
+        assert getattr(culled, field).tobytes() == getattr(full, field).tobytes(), field
+
+
 @pytest.mark.parametrize("subset", [False, True])
 def test_compiled_cast_passes_have_the_numpy_bytes(subset):
     """hifi/_cast_kernel.py against its numpy oracles (tests/oracles; regression: same bytes).
