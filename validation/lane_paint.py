@@ -71,7 +71,8 @@ from hifi.analysis import lidar_stats as ls  # noqa: E402
 #: lowest rings see little road around the car; beyond 25 m its rings are metres apart and a
 #: 15 cm line gives a handful of returns.
 RANGE_BAND_M = (4.0, 25.0)
-#: Range bins [m] of the table (about equal numbers of rings of the HDL-32E on a flat road).
+#: Range bins [m] of the table, wider with range as the HDL-32E's rings spread: on a flat road
+#: 1.84 m below it 7, 4, 2, 2 and 2 of its rings (r = h / sin|elevation|, 32db.yaml elevations).
 RANGE_EDGES_M = (4.0, 6.0, 8.0, 11.0, 15.0, 25.0)
 #: Height band around the road plane [m]: road markings are a few mm thick (UK Specification for
 #: the Reinstatement of Openings in Highways, S11: sprayed lines at least 0.8-1.5 mm, screed
@@ -426,7 +427,7 @@ OUSTER_STRIPES = (
 #: the carriageway with the crosswalk and the lane lines. Beyond y = 3 m, at x < -12 m, the road
 #: has arcs along single rings 3-5 times brighter than the rings' asphalt 14-25 m out (a
 #: different surface or a ring artefact: no line, no shape of a marking), which Otsu's threshold
-#: takes for paint: 104 of the 127 bright returns at 15-25 m.
+#: took for paint (104 of 127 bright returns at 15-25 m without the region).
 OUSTER_ROI_M = (-25.0, 25.0, -8.5, 3.0)
 
 
@@ -451,7 +452,8 @@ def nuscenes_scene(plane: ls.Plane) -> dict:
         objects.append({"name": name, "mesh": "box", "size_m": [KERB_WIDTH_M, 60.0, KERB_HEIGHT_M],
                         "material": "concrete", "position_m": [float(c[0]), 0.0, KERB_HEIGHT_M / 2.0],
                         "rpy_deg": [0.0, 0.0, float(heading)]})
-    # tilt: the mount turns the scene's up into the fitted plane's normal in the sensor frame
+    # tilt: the mount rotation takes the fitted plane's normal (sensor frame) to the scene's up, as
+    # lidar_real.ouster_mount does
     q, _ = Rotation.align_vectors([[0.0, 0.0, 1.0]], [np.asarray(plane.normal, dtype=float)])
     sensor = {"name": "lidar", "model": "hdl32e", "rate_hz": 20.0, "position_m": [0.0, 0.0, float(plane.height_m)],
               "rpy_deg": [float(v) for v in q.as_euler("xyz", degrees=True)],
