@@ -17,7 +17,8 @@ References
 - M. Born, E. Wolf, *Principles of Optics*, 7th ed., Cambridge University Press 1999, sec. 1.5
   (Fresnel's formulae) and sec. 7.6 (multiple reflections in a plane-parallel plate).
 - M. Rubin, "Optical properties of soda lime silica glasses", Solar Energy Materials 12,
-  275-288 (1985): n = 1.5130 - 0.003169 l^2 + 0.003962 l^-2 (l in um), 1.5152 at 905 nm.
+  275-288 (1985): n = 1.5130 - 0.003169 l^2 + 0.003962 l^-2 (l in um), 1.5152 at 905 nm (the
+  formula of his grey soda-lime window glass as refractiveindex.info gives it).
 - IAPWS R9-97, "Release on the refractive index of ordinary water substance as a function of
   wavelength, temperature and pressure" (1997): n = 1.3269 at 905 nm, 20 deg C, 998.2 kg/m^3.
 """
@@ -35,8 +36,10 @@ import numpy as np
 #: its return is concentrated back to the source, ``retroreflection_cd_lx_m2``).
 KINDS = ("opaque", "glass", "water", "retroreflector")
 
-#: Refractive index of soda-lime float glass at 905 nm: Rubin (1985)'s dispersion formula,
-#: 1.5130 - 0.003169 x 0.905^2 + 0.003962 / 0.905^2 = 1.5152.
+#: Refractive index of soda-lime window glass at 905 nm: Rubin (1985)'s dispersion formula,
+#: 1.5130 - 0.003169 x 0.905^2 + 0.003962 / 0.905^2 = 1.5152 (as refractiveindex.info tabulates
+#: it for his grey window glass; a tint is absorbers added to the same glass, so the formula is
+#: taken for clear glass too: an assumption).
 GLASS_REFRACTIVE_INDEX = 1.515
 
 #: Refractive index of liquid water at 905 nm, 20 deg C: IAPWS R9-97, 1.3269 (1.3334 at 589 nm).
