@@ -31,10 +31,12 @@ the 905 nm value.
 The values are diffuse reflectances (directional-hemispherical reflectance for the library
 samples, which includes any specular part: for glossy samples it overstates what a lidar
 receives away from the mirror direction). Glass and water have no diffuse reflectance worth
-the name: what they return is specular (``mirror``, Fresnel at normal incidence) or comes from
-behind them; a retroreflector returns far more than any diffuse surface, toward the source
-(``retroreflection_cd_lx_m2``, ASTM D4956). None of these three behaviours is modelled by the
-sensors yet: the library only holds their numbers.
+the name: what they return is specular (Fresnel's equations at their ``refractive_index``;
+``mirror`` holds the value at normal incidence) or comes from behind them; a retroreflector
+returns far more than any diffuse surface, toward the source (``retroreflection_cd_lx_m2``,
+ASTM D4956). Their ``kind`` (``"glass"``, ``"water"``, ``"retroreflector"``) makes the caster
+and the lidars model that (:mod:`hifi.world.surfaces`, :mod:`sensors.surfaces`,
+docs/surfaces.md).
 
 ``python -m hifi.materials > docs/materials.md`` writes the table with its sources (a test
 checks that the shipped file is current). The table of the entries follows.
@@ -65,6 +67,7 @@ from typing import Mapping
 import numpy as np
 
 from .world.scene import DEFAULT_MATERIAL, Material
+from .world.surfaces import GLASS_REFRACTIVE_INDEX, OPTICAL_KEYS, WATER_REFRACTIVE_INDEX
 
 #: Centres of the camera's red, green and blue colour filters [nm], in ``color_rgb`` order:
 #: ``optics.spectral.DEFAULT_RGB_FILTERS`` (Gaussian CFA curves at 600, 535 and 460 nm).
@@ -106,7 +109,15 @@ class LibraryMaterial:
         Where every value comes from.
     retroreflection_cd_lx_m2 : float or None
         Coefficient of retroreflection R_A [cd lx^-1 m^-2] of a retroreflector (at 0.2 deg
-        observation, -4 deg entrance), None for other surfaces. Not used by the sensors yet.
+        observation, -4 deg entrance), None for other surfaces.
+    kind : str
+        What the surface is to the rays (:data:`hifi.world.surfaces.KINDS`).
+    refractive_index : float or None
+        Glass and water: refractive index at 905 nm; None for the other kinds.
+    transmittance : float or None
+        Glass: internal transmittance of the pane, one pass at normal incidence; None otherwise.
+    retroreflection_30deg_cd_lx_m2 : float or None
+        Retroreflector: R_A at 0.2 deg observation, +30 deg entrance; None otherwise.
     """
 
     name: str
@@ -119,6 +130,16 @@ class LibraryMaterial:
     basis: str
     source: str
     retroreflection_cd_lx_m2: float | None = None
+    kind: str = "opaque"
+    refractive_index: float | None = None
+    transmittance: float | None = None
+    retroreflection_30deg_cd_lx_m2: float | None = None
+
+    def optics(self) -> dict:
+        """The entry's optical fields that are set (``kind``'s keys of
+        :data:`hifi.world.surfaces.OPTICAL_KEYS`) and its ``mirror``, as the scenario keys."""
+        out = {k: getattr(self, k) for k in OPTICAL_KEYS if getattr(self, k) is not None}
+        return {**out, "mirror": self.mirror}
 
     @property
     def reflectivity(self) -> float:
@@ -136,14 +157,18 @@ class LibraryMaterial:
     def material(self, name: str | None = None) -> Material:
         """This entry as a scene :class:`~hifi.world.scene.Material` (named ``name``, by default
         the entry's), with its spectrum."""
+        optics = {k: v for k, v in self.optics().items() if k != "mirror"}
         return Material(name or self.name, self.reflectivity, self.mirror, tuple(self.rgb), self.class_name,
-                        roughness_rad=float(np.radians(self.roughness_deg)), spectrum=self.spectrum_m())
+                        roughness_rad=float(np.radians(self.roughness_deg)), spectrum=self.spectrum_m(),
+                        kind=self.kind, **optics)
 
 
 def _entry(name, description, class_name, rgb, lidar, basis, source, *, roughness_deg=0.0, mirror=0.0,
-           retroreflection_cd_lx_m2=None) -> LibraryMaterial:
+           retroreflection_cd_lx_m2=None, kind="opaque", refractive_index=None, transmittance=None,
+           retroreflection_30deg_cd_lx_m2=None) -> LibraryMaterial:
     return LibraryMaterial(name, description, class_name, tuple(rgb), tuple(lidar), roughness_deg, mirror, basis,
-                           source, retroreflection_cd_lx_m2)
+                           source, retroreflection_cd_lx_m2, kind, refractive_index, transmittance,
+                           retroreflection_30deg_cd_lx_m2)
 
 
 #: The entries, by name. rgb = (R 600, G 535, B 460 nm); lidar = (865, 905, 1550 nm).
@@ -172,10 +197,15 @@ LIBRARY: dict[str, LibraryMaterial] = {m.name: m for m in (
                   "plateau; the ECOSTRESS red brick samples 0097UUUBRK, 0412UUUBRK and 0413UUUBRK are the "
                   "measurements to replace it with; Lambertian"),
     _entry("glass_clear", "clear soda-lime float glass (window)", "window",
-           rgb=(0.0, 0.0, 0.0), lidar=(0.0, 0.0, 0.0), basis="derived", mirror=0.082,
+           rgb=(0.0, 0.0, 0.0), lidar=(0.0, 0.0, 0.0), basis="derived", mirror=0.0805, kind="glass",
+           refractive_index=GLASS_REFRACTIVE_INDEX, transmittance=1.0,
            source="closed form: clean glass scatters no light diffusely; its two faces reflect "
-                  "2R/(1+R) = 0.082 specularly at normal incidence, R = ((n-1)/(n+1))^2 = 0.0426 for "
-                  "n = 1.52 (soda-lime glass, Rubin 1985); the rest is transmitted (not modelled)"),
+                  "2R/(1+R) = 0.0805 specularly at normal incidence, R = ((n-1)/(n+1))^2 = 0.0419 for "
+                  "n = 1.515 (soda-lime glass at 905 nm, Rubin 1985's dispersion formula), and transmit "
+                  "(1-R)/(1+R) = 0.920 (kind glass: Fresnel's equations at every incidence, "
+                  "docs/surfaces.md); the bulk's absorption is neglected (transmittance 1: the iron of float "
+                  "glass absorbs near 1000 nm, Vogt et al. 2016, IEEE J. Photovolt. 6, 111: give a measured "
+                  "transmittance for a tinted or thick pane)"),
     _entry("car_paint", "white automotive paint with clear coat", "car",
            rgb=(0.80, 0.80, 0.75), lidar=(0.75, 0.75, 0.55), basis="estimate", mirror=0.04,
            source="estimate (no measured spectrum at hand): white is the commonest car colour (37 % of new "
@@ -230,10 +260,13 @@ LIBRARY: dict[str, LibraryMaterial] = {m.name: m for m in (
                   "infrared follows road_paint_white; glass beads not included; Lambertian"),
     _entry("retroreflective_sheeting", "white retroreflective sign sheeting (ASTM D4956 Type I)", "traffic_sign",
            rgb=(0.27, 0.27, 0.27), lidar=(0.27, 0.27, 0.27), basis="standard", retroreflection_cd_lx_m2=70.0,
+           kind="retroreflector", retroreflection_30deg_cd_lx_m2=30.0,
            source="ASTM D4956: white sheeting's daytime luminance factor is at least 27 % (the value here, "
                   "taken as flat: an estimate in the near infrared); Type I white's coefficient of "
-                  "retroreflection R_A is at least 70 cd/lx/m^2 at 0.2 deg observation, -4 deg entrance "
-                  "(a Lambertian white gives 1/pi = 0.32), kept in retroreflection_cd_lx_m2; Lambertian"),
+                  "retroreflection R_A is at least 70 cd/lx/m^2 at 0.2 deg observation, -4 deg entrance and 30 "
+                  "at +30 deg entrance (a Lambertian white gives 1/pi = 0.32); taken as grey, the same at "
+                  "905 nm (the beads and their metallised backing are not pigments: an estimate); Lambertian "
+                  "diffuse part"),
     _entry("skin", "human skin, light to medium pigmentation", "person",
            rgb=(0.45, 0.30, 0.25), lidar=(0.55, 0.55, 0.07), basis="estimate",
            source="estimate (no measured table at hand): melanin and haemoglobin absorb in the blue and "
@@ -248,12 +281,16 @@ LIBRARY: dict[str, LibraryMaterial] = {m.name: m for m in (
                   "at 1550 nm; USGS splib07 sample Cotton_Fabric_GDS437_White is the measurement to replace "
                   "it with; Lambertian"),
     _entry("water", "clear still water", "water",
-           rgb=(0.01, 0.02, 0.03), lidar=(0.0, 0.0, 0.0), basis="derived", mirror=0.020,
+           rgb=(0.01, 0.02, 0.03), lidar=(0.0, 0.0, 0.0), basis="derived", mirror=0.020, kind="water",
+           refractive_index=WATER_REFRACTIVE_INDEX,
            source="mirror: Fresnel reflectance at normal incidence ((n-1)/(n+1))^2 = 0.020 for n = 1.333 "
-                  "(Hale & Querry 1973); diffuse: the light scattered back out of clear water, a few per "
-                  "cent in the blue-green and falling to the red (estimate), none in the near infrared "
-                  "where water absorbs within centimetres (absorption coefficient 0.07 /cm at 900 nm and "
-                  "about 10 /cm at 1550 nm, Hale & Querry 1973)"),
+                  "(Hale & Querry 1973; 1.327 at 905 nm, IAPWS R9-97, the refractive index of kind water); "
+                  "diffuse: the light scattered back out of clear water, a few per cent in the blue-green "
+                  "and falling to the red (estimate), none worth the name in the near infrared where water "
+                  "absorbs within centimetres (absorption coefficient 0.07 /cm at 900 nm and about 10 /cm at "
+                  "1550 nm, Hale & Querry 1973): pure water's volume backscatter at 905 nm, pi beta(180) / "
+                  "(2 a) with beta(180) = 2.1e-5 /m/sr (Morel 1974) and a = 6.8 /m, is 5e-6 (0 here; give "
+                  "a turbid water its own reflectivity)"),
 )}
 
 
@@ -326,34 +363,51 @@ def derive(name: str, base: str, overrides: Mapping) -> Material:
     base : str
         A library entry (:func:`library_entry`).
     overrides : mapping
-        Any of ``reflectivity``, ``mirror``, ``color_rgb``, ``class``, ``roughness_deg`` (the
-        scenario keys, user units). A given ``reflectivity`` replaces the entry's spectrum: the
-        lidars then see that value at every wavelength.
+        Any of ``reflectivity``, ``mirror``, ``color_rgb``, ``class``, ``roughness_deg``, ``kind``
+        and the optical keys (:data:`hifi.world.surfaces.OPTICAL_KEYS`; the scenario keys, user
+        units). A given ``reflectivity`` replaces the entry's spectrum: the lidars then see that
+        value at every wavelength. The entry's optical values that the resulting ``kind`` has
+        no use for are dropped (a glass entry made ``kind = "opaque"`` loses its refractive index).
 
     Returns
     -------
     hifi.world.scene.Material
     """
     entry = library_entry(base)
-    unknown = set(overrides) - {"reflectivity", "mirror", "color_rgb", "class", "roughness_deg"}
+    unknown = set(overrides) - {"reflectivity", "mirror", "color_rgb", "class", "roughness_deg", "kind", *OPTICAL_KEYS}
     if unknown:
         raise ValueError(f"derive: unknown keys {sorted(unknown)}")
     given = dict(overrides)
     spectrum = None if "reflectivity" in given else entry.spectrum_m()
+    kind = given.get("kind", entry.kind)
+    # the entry's optical values, then the given ones, of the keys this kind has
+    optics = {k: v for k, v in {**entry.optics(), **given}.items()
+              if k in OPTICAL_KEYS and kind in OPTICAL_KEYS[k] and v is not None}
     return Material(name, float(given.get("reflectivity", entry.reflectivity)), float(given.get("mirror", entry.mirror)),
                     tuple(given.get("color_rgb", entry.rgb)), given.get("class", entry.class_name),
                     roughness_rad=float(np.radians(given.get("roughness_deg", entry.roughness_deg))),
-                    spectrum=spectrum)
+                    spectrum=spectrum, kind=kind, **optics)
 
 
 # -- the reference table -----------------------------------------------------------------------
 _COLUMNS = ("name", "class", "R 600", "G 535", "B 460", "865 nm", "905 nm", "1550 nm", "roughness [deg]", "mirror",
-            "basis")
+            "kind", "basis")
+
+
+def _kind(m: LibraryMaterial) -> str:
+    """The ``kind`` column: the kind and its optical values."""
+    if m.kind == "glass":
+        return f"glass (n {m.refractive_index:g}, transmittance {m.transmittance:g})"
+    if m.kind == "water":
+        return f"water (n {m.refractive_index:g})"
+    if m.kind == "retroreflector":
+        return f"retroreflector (R_A {m.retroreflection_cd_lx_m2:g} / {m.retroreflection_30deg_cd_lx_m2:g})"
+    return m.kind
 
 
 def _row(m: LibraryMaterial) -> list[str]:
     return [m.name, m.class_name, *(f"{v:.3g}" for v in m.rgb), *(f"{v:.3g}" for v in m.lidar),
-            f"{m.roughness_deg:g}", f"{m.mirror:g}", m.basis]
+            f"{m.roughness_deg:g}", f"{m.mirror:g}", _kind(m), m.basis]
 
 
 def _rst_table() -> str:
@@ -381,15 +435,18 @@ def reference_markdown() -> str:
             "spectrum at its own `wavelength_m`, linearly between them and held at the ends (so between 600 "
             "and 865 nm, a straight line). `basis`: *measured* (a spectral library's sample), *derived* (a "
             "closed form or a stated operation on measured values), *standard* (a standard's specified "
-            "value), *estimate* (no measurement at hand; the source says from what). Glass, water and "
-            "retroreflectors are listed with their numbers (mirror fraction, R_A); transmission and "
-            "retroreflection are not modelled by the sensors yet.", ""]
+            "value), *estimate* (no measurement at hand; the source says from what). `kind`: what the surface is "
+            "to the rays: glass (a pane the rays pass, Fresnel reflection at its refractive index n), water "
+            "(Fresnel reflection, the rays follow it) and retroreflectors (the return concentrated back to the "
+            "sensor, R_A) are modelled as [surfaces.md](surfaces.md) describes; `mirror` of glass and water is "
+            "their specular reflectance at normal incidence, for reference.", ""]
     table = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     table += ["| " + " | ".join(f"`{c}`" if i == 0 else c for i, c in enumerate(_row(m))) + " |"
               for m in LIBRARY.values()]
     sources = ["", "## Sources", ""]
     for m in LIBRARY.values():
-        extra = (f" Coefficient of retroreflection R_A = {m.retroreflection_cd_lx_m2:g} cd/lx/m^2."
+        extra = (f" Coefficient of retroreflection R_A = {m.retroreflection_cd_lx_m2:g} cd/lx/m^2 at -4 deg "
+                 f"entrance, {m.retroreflection_30deg_cd_lx_m2:g} at +30 deg (0.2 deg observation)."
                  if m.retroreflection_cd_lx_m2 is not None else "")
         sources.append(f"- `{m.name}` ({m.description}): {m.source}.{extra}")
     refs = ["", "## References", "",
@@ -407,6 +464,12 @@ def reference_markdown() -> str:
             "Applied Optics 12(3), 555-563 (1973).",
             "- M. Rubin, \"Optical properties of soda lime silica glasses\", Solar Energy Materials 12, 275-288 "
             "(1985).",
+            "- IAPWS R9-97, \"Release on the refractive index of ordinary water substance as a function of "
+            "wavelength, temperature and pressure\" (1997).",
+            "- A. Morel, \"Optical properties of pure water and pure sea water\", in N. G. Jerlov, E. Steemann "
+            "Nielsen (eds.), Optical Aspects of Oceanography, Academic Press 1974, pp. 1-24.",
+            "- M. R. Vogt et al., \"Measurement of the optical constants of soda-lime glasses in dependence of iron "
+            "content\", IEEE J. Photovoltaics 6(1), 111-118 (2016).",
             "- M. Pomerantz, H. Akbari, J. T. Harvey, \"Cooler reflective pavements give benefits beyond energy "
             "savings: durability and illumination\", LBNL-45370 (2000).",
             "- M. E. Kashani, M. J. Olsen, C. E. Parrish, N. Wilson, \"A review of LIDAR radiometric processing: "

@@ -65,9 +65,12 @@ def test_library_covers_the_common_surfaces():
 
 def test_closed_form_entries():
     # Fresnel reflectance at normal incidence, ((n-1)/(n+1))^2: water n = 1.333 (Hale & Querry
-    # 1973) 0.0204; glass n = 1.52 (Rubin 1985) 0.0426 per face, 2R/(1+R) = 0.0817 for both.
+    # 1973) 0.0204; glass at 905 nm, n = 1.5130 - 0.003169 x 0.905^2 + 0.003962 / 0.905^2 = 1.5152
+    # (Rubin 1985's dispersion formula), 0.0419 per face, 2R/(1+R) = 0.0805 for both.
     assert materials.LIBRARY["water"].mirror == pytest.approx(((1.333 - 1) / 2.333) ** 2, abs=5e-4)
-    r = ((1.52 - 1) / 2.52) ** 2
+    n_glass = 1.5130 - 0.003169 * 0.905 ** 2 + 0.003962 / 0.905 ** 2
+    assert materials.LIBRARY["glass_clear"].refractive_index == pytest.approx(n_glass, abs=5e-4)
+    r = ((n_glass - 1) / (n_glass + 1)) ** 2
     assert materials.LIBRARY["glass_clear"].mirror == pytest.approx(2 * r / (1 + r), abs=5e-4)
     # Fresh asphalt: the weathered sample scaled to 0.05 at 550 nm (Pomerantz et al. 2000):
     # between the 535 and 600 nm values, linearly (15/65 of the way).
