@@ -8,6 +8,7 @@ from hifi.constants import SPEED_OF_LIGHT_M_S
 from hifi.api.model import Sensor
 from hifi.api.params import Param
 from hifi.api.rng import stream
+from hifi.world.textures import HitTextures
 
 from hifi.run.dataset import (annotation_var, axis_coords, image_coords, range_frame, range_layout, sensor_pose_vars,
                           yaw_pitch)
@@ -116,6 +117,7 @@ class ToFSR4000(Sensor):
         self._dirs = d.reshape(-1, 3)
         self._yaw, self._pitch = yaw_pitch(self._dirs)
         self._refl = ctx.scene.object_table("reflectivity", wavelength_m=SR4000_WAVELENGTH_M)
+        self._textures = HitTextures(ctx.scene)      # textured scene-file parts: reflectance per hit
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
@@ -142,8 +144,8 @@ class ToFSR4000(Sensor):
         det = hits.hit & np.isfinite(measured) & (hits.distance > 0.0)
         reported = origins + dirs * measured[:, None]
         oid = hits.object_id
-        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
-                                      roughness_rad=self._rough[oid])
+        intensity = lambertian_return(self._textures.reflectance(self._refl, hits, t), hits.cos_incidence,
+                                      hits.distance, self._mirror[oid], roughness_rad=self._rough[oid])
         if self._extinction > 0.0:
             intensity = intensity * np.exp(-2.0 * self._extinction * hits.distance)
         power = SR4000_REFERENCE_POWER_W * intensity

@@ -14,6 +14,7 @@ from hifi.constants import SPEED_OF_LIGHT_M_S
 from hifi.run.dataset import ATMOSPHERE_ID, annotation_var, axis_coords, range_frame, sensor_pose_vars
 from hifi.api.model import Sensor, Var
 from hifi.api.rng import stream
+from hifi.world.textures import HitTextures
 
 from ..beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
 from ..radiometry import extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor
@@ -104,12 +105,20 @@ class PulsedLidar(Sensor):
         # Each material's diffuse reflectance at this lidar's wavelength (hifi.materials spectra;
         # a material without one has its reflectivity at every wavelength).
         self._refl = scene.object_table("reflectivity", wavelength_m=self.params["wavelength_m"])
+        self._textures = HitTextures(scene)      # textured scene-file parts: reflectance per hit
         self._mirror = scene.object_table("mirror")
         self._rough = scene.object_table("roughness_rad")
         self._class = scene.object_table("class_id")
         self._class_names = list(scene.class_names)
         self._chain = ChainParams.from_params(self.params)
         self._setup_weather(ctx)
+
+    def _reflectance(self, hits, times):
+        """Diffuse reflectance of each hit at this lidar's wavelength, (n,): its material's
+        (``self._refl[object_id]``), or on a textured scene-file part the value at the hit
+        (:meth:`hifi.world.textures.HitTextures.reflectance`; ``times``: each ray's emission
+        time [s])."""
+        return self._textures.reflectance(self._refl, hits, times)
 
     def _setup_weather(self, ctx):
         """Extinction and the fog echo of the run's ``[weather]`` (:mod:`sensors.weather`).
@@ -297,7 +306,8 @@ class PulsedLidar(Sensor):
             for f in Hits.__dataclass_fields__))
         oid = both.object_id
         energy = np.where(both.hit, np.broadcast_to(w, (edge.size, k)).ravel() * lambertian_return(
-            self._refl[oid], both.cos_incidence, both.distance, self._mirror[oid],
+            self._reflectance(both, np.repeat(np.asarray(times)[edge], k)), both.cos_incidence, both.distance,
+            self._mirror[oid],
             roughness_rad=self._rough[oid]), 0.0).reshape(edge.size, k)
         if p["return_mode"] == "average":
             report = beam_echoes(both.distance.reshape(edge.size, k), energy, bin_width_s=p["bin_width_s"],
@@ -329,15 +339,16 @@ class PulsedLidar(Sensor):
         o, d = self._subrays(directions, origins_sensor, uv)
         hits, origins, dirs = self.cast(d, np.repeat(times, n), p["max_range_m"], o)
         oid = hits.object_id
+        refl = self._reflectance(hits, np.repeat(times, n))
         weight = np.broadcast_to(w, (count, n))
         energy = np.where(hits.hit, weight.ravel() * lambertian_return(
-            self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
+            refl, hits.cos_incidence, hits.distance, self._mirror[oid],
             roughness_rad=self._rough[oid]), 0.0).reshape(count, n)
         rng_sub = hits.distance.reshape(count, n)
         echo = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
                            mode=self._beam_mode(), detection_threshold=0.0, cutoff_m=p["cutoff_m"],
                            threads=self.threads).report
-        rho_sub = (self._refl[oid] * (1.0 - self._mirror[oid])).reshape(count, n)
+        rho_sub = (refl * (1.0 - self._mirror[oid])).reshape(count, n)
         axis = slice(None, None, n)             # sub-ray 0 of every pulse: strided copies, no index array
         axis_hits = Hits(*(np.ascontiguousarray(getattr(hits, f)[axis]) for f in Hits.__dataclass_fields__))
         w_rho = weight * np.nan_to_num(rho_sub)
@@ -391,8 +402,9 @@ class PulsedLidar(Sensor):
         n_lasers = shape[-1]
         if echo is None:
             measured = hits.distance
-            rho = self._refl[oid] * (1.0 - self._mirror[oid])
-            apparent = lambertian_return(self._refl[oid], hits.cos_incidence, measured, self._mirror[oid],
+            refl = self._reflectance(hits, batch.times)
+            rho = refl * (1.0 - self._mirror[oid])
+            apparent = lambertian_return(refl, hits.cos_incidence, measured, self._mirror[oid],
                                          roughness_rad=self._rough[oid], reference_distance_m=1.0) * measured ** 2
         else:
             measured, rho, energy = echo
