@@ -19,9 +19,9 @@ Memory model (peak resident set size of the process)::
   compiled kernels of :mod:`hifi.kernels`), or runs the divergent-beam receiver.
 - scene: ``SCENE_BYTES_PER_FACE`` per triangle of a static object, ``MOVING_SCENE_BYTES_PER_FACE``
   per triangle of a moving one (mesh arrays, the float32 copies handed to Embree and its BVH;
-  a moving object has its own BVH in its body frame), plus the decoded textures of scene-file
-  parts (their texels as held: 3 B per pixel of a base-colour texture, 4 B of a reflectance map)
-  and their texture coordinates (16 B per vertex).
+  a moving object has its own BVH in its body frame), plus the textures of scene-file parts:
+  their texels as held (3 B per pixel of a base-colour texture, 4 B of a reflectance map),
+  their texture coordinates (16 B per vertex) and each textured face's map to them (64 B).
 - setup: the arrays a model keeps from ``setup`` on (ray directions, per-ray times), analytic.
 - writer (:func:`writer_bytes`): the frames :class:`hifi.run.output.FrameWriter` buffers before it
   writes (at most ``BUFFER_MAX_FRAMES`` frames or ``BUFFER_MAX_BYTES``), the copy its flush
@@ -263,8 +263,8 @@ class RunEstimate:
 
 def scene_bytes(scene) -> int:
     """Memory of a scene's meshes and BVHs [B]: per-triangle factors for static and moving objects,
-    and the decoded textures and texture coordinates of textured scene-file parts
-    (``SceneObject.texture``: each array once, however many parts share it)."""
+    and the textures of scene-file parts (``SceneObject.texture``: the decoded images and the
+    face maps, each array once however many parts share it)."""
     total = 0
     seen: set[int] = set()
     for obj in scene.objects:

@@ -35,6 +35,7 @@ import numpy as np
 from .. import materials as library
 from ..api.params import Param, Validator, check_params
 from ..world.scene import Material
+from ..world.textures import TEXCOORD_MAP_BYTES_PER_FACE
 
 #: Keys of a ``[scene_files.STEM]`` table.
 SCENE_FILE_PARAMS = {
@@ -85,8 +86,9 @@ class PartSpec:
         Its texture coordinates with its base-colour texture and reflectance map; None: its
         material alone.
     texture_bytes : int
-        Memory of the texture coordinates and images this part adds to its object's [B] (an
-        image several parts share is counted at the first).
+        Memory its texture adds [B]: its texture coordinates and images (an image several parts
+        share counted at the first) and, in the scene, its faces' maps to texture coordinates
+        (:data:`hifi.world.textures.TEXCOORD_MAP_BYTES_PER_FACE` each).
     """
 
     name: str
@@ -244,7 +246,8 @@ class SceneFiles:
                 part.n_faces = len(part.mesh.faces)
                 self._assign(part, node, table, scene_file, use if first else None)
                 part.texture = self._texture(part, node, table, scene_file, stem)
-                if part.texture is not None:
+                if part.texture is not None:      # its face maps in the scene, then what it holds
+                    part.texture_bytes = part.n_faces * TEXCOORD_MAP_BYTES_PER_FACE
                     for arr in part.texture.arrays():
                         if id(arr) not in counted:
                             counted.add(id(arr))
