@@ -11,6 +11,7 @@ materials to the scenario's and its nodes to classes::
     [scene_files.street]
     materials = { "Asphalt*" = "asphalt_worn", "Glass*" = "glass" }   # file material -> material
     classes = { "Car*" = "car" }                                  # node or material -> class
+    reflectance_maps = { "Asphalt*" = "asphalt_905nm.png" }       # node or material -> image
 
 Keys are globs (:func:`fnmatch.fnmatchcase`: ``*``, ``?``, ``[seq]``, case-sensitive); the
 first entry in the table's order that matches wins. ``materials`` globs match a part's material
@@ -21,6 +22,12 @@ labels every part under a node ``Car`` that no entry names more closely). A part
 material (one :class:`~hifi.errors.ScenarioWarning` per file lists them); a part without a
 material in the file takes hifi's ``default``. A part that ``classes`` does not map has its
 material's class.
+
+A part with texture coordinates keeps its file material's base-colour texture and the image
+``reflectance_maps`` gives it (matched as ``classes`` is; a greyscale image of its reflectance
+at the lidar wavelength, read when the scenario is loaded) as a
+:class:`hifi.world.textures.PartTexture`, which the scene binds to the part's mesh
+(:mod:`hifi.world.textures`: the sensors sample it per hit).
 """
 
 from __future__ import annotations

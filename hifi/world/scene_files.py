@@ -217,7 +217,8 @@ def derived_material(material: FileMaterial, name: str) -> Material:
     measurement: paints and plastics are often brighter at 905 nm than their visible colour
     (vegetation much brighter), so map the materials that matter to measured ones (the library,
     :mod:`hifi.materials`, has reflectances at 865, 905 and 1550 nm) in ``[scene_files.STEM]
-    materials``. glTF's ``metallicFactor`` and ``roughnessFactor``, and textures, are not read.
+    materials``. glTF's ``metallicFactor`` and ``roughnessFactor`` are not read; a base-colour
+    texture modulates this material per hit (:class:`hifi.world.textures.HitTextures`).
     """
     rgb = tuple(float(c) for c in np.clip(np.asarray(material.color_rgb, dtype=float), 0.0, 1.0))
     reflectivity = float(np.clip(np.dot(REC709_LUMINANCE_RGB, rgb), 0.0, 1.0))
