@@ -283,12 +283,14 @@ class _TextureRef:
 def _gltf_header(path: Path) -> dict:
     """The JSON of a ``.gltf`` file or of a ``.glb``'s first chunk (glTF 2.0, "GLB File Format
     Specification": 12-byte header, then chunk length, chunk type ``JSON``, the JSON)."""
-    data = path.read_bytes()
     if path.suffix.lower() == ".glb":
-        length, kind = struct.unpack("<II", data[12:20])
-        if kind != 0x4E4F534A:           # 'JSON'
-            raise ValueError("its first chunk is not JSON")
-        data = data[20:20 + length]
+        with open(path, "rb") as f:          # the JSON chunk only, not the binary one
+            length, kind = struct.unpack("<II", f.read(20)[12:20])
+            if kind != 0x4E4F534A:           # 'JSON'
+                raise ValueError("its first chunk is not JSON")
+            data = f.read(length)
+    else:
+        data = path.read_bytes()
     header = json.loads(data)
     if not isinstance(header, dict):
         raise ValueError("its JSON is not an object")

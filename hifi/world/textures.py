@@ -30,10 +30,10 @@ decoded before performing linear interpolation").
 
 References
 ----------
-Khronos Group, *glTF 2.0 Specification* (2021): 3.8.4 (texture coordinates: the origin is the
+Khronos Group, *glTF 2.0 Specification* (2021): 3.8.3 (texture coordinates: the origin is the
 image's upper left corner), 3.9.2 (base colour: ``baseColorFactor`` times the texture, whose
-texels are sRGB-encoded and decoded to linear before filtering), 5.26 (samplers: ``wrapS``,
-``wrapT``, default 10497 REPEAT).
+texels are sRGB-encoded and decoded to linear before filtering), 3.8.4.3 (wrapping: repeat,
+mirrored repeat, clamp to edge), 5.26 (samplers: ``wrapS``, ``wrapT``, default 10497 REPEAT).
 M. Segal and K. Akeley, *The OpenGL Graphics System: A Specification, Version 4.6 (Core
 Profile)*, Khronos Group, 2019, 8.14.2 (coordinate wrapping and texel selection: texel centres
 at half-integers, the REPEAT, MIRRORED_REPEAT and CLAMP_TO_EDGE index rules).
@@ -118,11 +118,6 @@ class TextureImage:
     texels: np.ndarray
     wrap: tuple = DEFAULT_WRAP
     srgb: bool = True
-
-    @property
-    def nbytes(self) -> int:
-        """Memory of the decoded texels [B]."""
-        return int(self.texels.nbytes)
 
     def sample(self, uv) -> np.ndarray:
         """:func:`sample_bilinear` of this image at ``uv`` ((n, 2), trimesh's convention):
@@ -392,6 +387,8 @@ def luminance_scaled_reflectance(reflectance, colour_rgb, material_rgb) -> np.nd
     B.-K. D. Park, J. R. Sayer, A. D. Clover and M. P. Reed, "Longitudinal degradation of
     pavement marking detectability for mobile LiDAR sensing technology in real-world use",
     Sensors 23(13), 5815, 2023.
+    Lim et al., "Near-infrared reflective dark-tone bilayer system for LiDAR-based autonomous
+    vehicles", Macromolecular Research 30, 2022 (as cited by :mod:`hifi.materials`).
     """
     rho = np.asarray(reflectance, dtype=float)
     y_ref = luminance(material_rgb)

@@ -3,14 +3,15 @@ sRGB decoding, wrap modes, bilinear sampling, barycentric coordinates, the orien
 and OBJ texture coordinates, samplers, moving parts, mirror bounces, notes and errors.
 
 Sources of expected values:
-- IEC 61966-2-1:1999, 5.2 (the sRGB transfer function, typed in here as its two branches);
+- IEC 61966-2-1:1999, 5.2 (the sRGB transfer function, typed in here as its two branches), and
+  glTF 2.0's worked example of a base colour (3.9.2);
 - the OpenGL 4.6 core specification, 8.14.2 (REPEAT, CLAMP_TO_EDGE, MIRRORED_REPEAT texel
   indices, typed in as sequences) and, as an independent implementation of linear filtering,
   ``scipy.ndimage.map_coordinates(order=1)`` with the matching boundary modes (``grid-wrap``,
   ``nearest``, ``reflect``);
 - ``trimesh.triangles.points_to_barycentric`` for the barycentric coordinates that interpolate
   a face's texture coordinates;
-- glTF 2.0, 3.8.4 (texture coordinate (0, 0) is the image's upper-left corner) and the OBJ
+- glTF 2.0, 3.8.3 (texture coordinate (0, 0) is the image's upper-left corner) and the OBJ
   convention (``vt`` (0, 0) is its lower-left corner), on files typed in here (JSON, OBJ and
   MTL text) so trimesh's writers, which flip coordinates themselves, play no part: each
   quadrant of a 2 x 2 image has its own colour, and the texel centres sit at u, v = 1/4, 3/4;
@@ -32,14 +33,16 @@ import trimesh
 from scipy import ndimage
 
 import hifi
+from hifi import materials
 from hifi.api.estimate import SCENE_BYTES_PER_FACE, generated_scene_bytes
 from hifi.caster import RayCaster
 from hifi.cli import main
 from hifi.errors import ScenarioWarning
 from hifi.run import scenario as scenario_mod
 from hifi.world.scene_files import read_scene_file
-from hifi.world.textures import (TEXCOORD_MAP_BYTES_PER_FACE, HitTextures, PartTexture, luminance_scaled_reflectance,
-                                 read_reflectance_map, sample_bilinear, srgb_to_linear, texcoords_at, wrap_index)
+from hifi.world.textures import (SRGB8_TO_LINEAR, TEXCOORD_MAP_BYTES_PER_FACE, HitTextures, PartTexture,
+                                 luminance_scaled_reflectance, read_reflectance_map, sample_bilinear, srgb_to_linear,
+                                 texcoords_at, wrap_index)
 
 #: The 2 x 2 image, rows from the top: red, green / blue, white.
 QUADRANTS = np.array([[[255, 0, 0], [0, 255, 0]], [[0, 0, 255], [255, 255, 255]]], np.uint8)
@@ -135,6 +138,11 @@ def test_srgb_decoding_is_iec_61966_2_1():
     # the two branches meet at the breakpoint to 1e-7 (the standard's own rounding of 0.04045)
     assert abs(0.04045 / 12.92 - ((0.04045 + 0.055) / 1.055) ** 2.4) < 1e-7
     assert srgb_to_linear(0.0) == 0.0 and srgb_to_linear(1.0) == 1.0
+    # glTF 2.0, 3.9.2, worked example: texel [64, 124, 231] decodes to [0.051, 0.202, 0.799] and,
+    # times baseColorFactor [0.2, 1.0, 0.7], gives the base colour [0.0102, 0.202, 0.5593]
+    decoded = SRGB8_TO_LINEAR[[64, 124, 231]]
+    np.testing.assert_allclose(decoded, [0.051, 0.202, 0.799], atol=5e-4)
+    np.testing.assert_allclose(decoded * [0.2, 1.0, 0.7], [0.0102, 0.202, 0.5593], atol=5e-4)
 
 
 def test_wrap_indices_follow_opengl():
@@ -161,7 +169,6 @@ def test_bilinear_sampling_matches_scipy(wrap, scipy_mode):
 
 def test_srgb_texels_are_decoded_before_interpolation():
     img = np.array([[[0, 0, 0], [255, 255, 255]]], np.uint8)             # black | white, one row
-    from hifi.world.textures import SRGB8_TO_LINEAR
     mid = sample_bilinear(img, [[0.5, 0.5]], ("clamp", "clamp"), lut=SRGB8_TO_LINEAR)
     # halfway between the texel centres: half of linear black and linear white (glTF 2.0,
     # 3.9.2: decode, then filter), not the decoded mean code 0.5 (0.214)
@@ -195,12 +202,18 @@ def test_luminance_scaling_and_its_bounds():
     np.testing.assert_allclose(luminance_scaled_reflectance([0.2, 0.2, 0.6], colour, grey), [0.4, 0.1, 1.0])
     black = np.zeros((1, 3))
     assert luminance_scaled_reflectance([0.3], [[1.0, 1.0, 1.0]], black)[0] == 0.3    # no ratio: kept
+    # the documented saturation: white road paint's colour on worn asphalt (the library's
+    # entries) would be 0.278 x 0.8186 / 0.1763 = 1.29 at 905 nm, clipped to 1
+    asphalt, paint = materials.LIBRARY["asphalt_worn"], materials.LIBRARY["road_paint_white"]
+    y = np.dot([0.2126, 0.7152, 0.0722], paint.rgb) / np.dot([0.2126, 0.7152, 0.0722], asphalt.rgb)
+    assert 1.28 < asphalt.lidar[1] * y < 1.30
+    assert luminance_scaled_reflectance([asphalt.lidar[1]], [paint.rgb], [asphalt.rgb])[0] == 1.0
 
 
 # -- files: orientation, samplers, the scene ---------------------------------------------------------
 
 #: Scene points (x, y) on the unit square at the four texel centres, and the quadrant glTF
-#: coordinates u = x, v = y put there (glTF 2.0, 3.8.4: v from the image's top).
+#: coordinates u = x, v = y put there (glTF 2.0, 3.8.3: v from the image's top).
 POINTS = [(0.25, 0.25), (0.75, 0.25), (0.25, 0.75), (0.75, 0.75)]
 
 
