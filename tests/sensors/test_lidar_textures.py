@@ -83,17 +83,21 @@ def test_a_reflectance_map_overrides_the_mapping(tmp_path):
     np.testing.assert_allclose(refl[dark], 26 / 255 * HEIGHT_M / dist[dark], rtol=REFL_RTOL)
 
 
-def test_tof_and_grid_intensity_follow_the_texture(tmp_path):
-    """The ToF camera's and the generic grid's intensity (a Lambertian return, linear in the
-    reflectance) over the textured road, against the untextured road's."""
+def test_tof_grid_and_ladar_intensity_follow_the_texture(tmp_path):
+    """The ToF camera's, the generic grid's and the divergent-beam LADAR's intensity (a
+    Lambertian return, or the echo energy of one, linear in the reflectance) over the textured
+    road, against the untextured road's."""
     sensors = [{"name": "tof", "model": "tof_sr4000", "position_m": [0, 4, 9], "rpy_deg": [0, 90, 0]},
                {"name": "grid", "model": "generic_grid", "position_m": [0, 0, HEIGHT_M],
-                "params": {"phi_min_deg": -60, "phi_max_deg": -5, "n_phi": 30, "n_theta": 60}}]
+                "params": {"phi_min_deg": -60, "phi_max_deg": -5, "n_phi": 30, "n_theta": 60}},
+               {"name": "ladar", "model": "sick_lms291", "position_m": [0, 0, 3.0], "rpy_deg": [0, 30, 0],
+                "params": {"detection_threshold": 1e-7}}]          # the darkest echoes too
     runs = [hifi.Simulation.from_dict(textured_road_scenario(tmp_path, sensors, textured=t), base_dir=tmp_path)
             .run(out=None) for t in (True, False)]
-    for name in ("tof", "grid"):
-        stripe, dark = _zones(runs[0][name])
+    for name, margin_m in (("tof", 0.1), ("grid", 0.1), ("ladar", 0.8)):
+        stripe, dark = _zones(runs[0][name], margin_m)
         assert stripe.sum() > 10 and dark.sum() > 10, name
-        ratio = runs[0][name].intensity.values.ravel() / runs[1][name].intensity.values.ravel()
+        with np.errstate(invalid="ignore"):                # 0 / 0 off the road
+            ratio = runs[0][name].intensity.values.ravel() / runs[1][name].intensity.values.ravel()
         np.testing.assert_allclose(ratio[stripe], _srgb_linear(ROAD_STRIPE_CODE) / MATERIAL_Y, rtol=REFL_RTOL)
         np.testing.assert_allclose(ratio[dark], _srgb_linear(ROAD_DARK_CODE) / MATERIAL_Y, rtol=REFL_RTOL)
