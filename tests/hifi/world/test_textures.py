@@ -434,3 +434,14 @@ def test_bad_textures_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, b
     assert len(err) == 1 and err[0].startswith("hifi: error: "), err
     assert re.search(message, err[0]), err[0]
     assert not out.exists() and not list(tmp_path.glob(".out*"))
+
+
+def test_a_reflectance_map_glob_that_matches_no_part_is_warned_about(tmp_path):
+    _write_inputs(tmp_path)
+    scene, warned = _scene(tmp_path, [{"name": "a", "mesh": "ok.gltf"}],
+                           scene_files={"ok": {"reflectance_maps": {"Nothing*": "grey.png", "Tex": "grey.png"}}})
+    assert any("scene_files.ok.reflectance_maps: 'Nothing*' match(es) no part" in w for w in warned), warned
+    # the one that matches: the map's 128 / 255 everywhere on the square, for a lidar at any wavelength
+    hits = RayCaster(scene).cast(*_down(POINTS))
+    table = scene.object_table("reflectivity", wavelength_m=1550e-9)
+    np.testing.assert_allclose(HitTextures(scene).reflectance(table, hits, 0.0), 128 / 255, atol=1e-7)
