@@ -383,7 +383,7 @@ class Ouster(PulsedLidar):
         dims, shape = batch.dims, batch.shape
         p = self.params
         oid = hits.object_id
-        rho = np.where(hits.hit, self._refl[oid] * (1.0 - self._mirror[oid]), np.nan)
+        rho = np.where(hits.hit, self._reflectance(hits, batch.times) * (1.0 - self._mirror[oid]), np.nan)
         ch = ouster_channels(frame["distance_noisy"].data.ravel(), frame["received_power"].data.ravel(), rho,
                              range_offset_m=self.range_offset_m, p_white_1m_w=self._p_white_1m,
                              signal_white_1m_photons=p["signal_white_1m_photons"],

@@ -9,6 +9,7 @@ from hifi.api.model import Sensor
 from hifi.api.params import Param
 from hifi.api.rng import stream
 from hifi.world.surfaces import RETROREFLECTOR
+from hifi.world.textures import HitTextures
 
 from hifi.run.dataset import (annotation_var, axis_coords, image_coords, range_frame, range_layout, sensor_pose_vars,
                           yaw_pitch)
@@ -118,6 +119,7 @@ class ToFSR4000(Sensor):
         self._dirs = d.reshape(-1, 3)
         self._yaw, self._pitch = yaw_pitch(self._dirs)
         self._refl = ctx.scene.object_table("reflectivity", wavelength_m=SR4000_WAVELENGTH_M)
+        self._textures = HitTextures(ctx.scene)      # textured scene-file parts: reflectance per hit
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
@@ -157,8 +159,8 @@ class ToFSR4000(Sensor):
         det = hits.hit & np.isfinite(measured) & (hits.distance > 0.0)
         reported = origins + dirs * measured[:, None]
         oid = hits.object_id
-        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
-                                      roughness_rad=self._rough[oid])
+        intensity = lambertian_return(self._textures.reflectance(self._refl, hits, t), hits.cos_incidence,
+                                      hits.distance, self._mirror[oid], roughness_rad=self._rough[oid])
         if self._retro is not None:
             retro, r_a, r_a30 = self._retro
             on = retro[oid]

@@ -295,7 +295,7 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
         raise v.error("expected tables [materials.NAME]", key="materials", value=mats_raw)
     materials = {name: _material(v, name, table) for name, table in mats_raw.items()}
 
-    scene_files = SceneFiles(v, data.get("scene_files", {}), materials)
+    scene_files = SceneFiles(v, data.get("scene_files", {}), materials, base_dir)
     objs_raw = data.get("objects", [])
     if not isinstance(objs_raw, list):
         raise v.error("expected an array of tables [[objects]]", key="objects", value=objs_raw)

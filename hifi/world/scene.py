@@ -167,6 +167,10 @@ class SceneObject:
     #: Semantic class of this object when it is not its material's (a part of a scene file
     #: mapped by ``[scene_files.STEM] classes``); None: the material's class.
     class_name: str | None = None
+    #: Texture of a scene-file part (:class:`hifi.world.textures.SurfaceTexture`: texture
+    #: coordinates, base-colour texture, reflectance map, over the whole mesh); None: its
+    #: material alone.
+    texture: object | None = field(default=None, repr=False)
     vertices: np.ndarray = field(init=False, repr=False)
     faces: np.ndarray = field(init=False, repr=False)
     #: Faces of the whole mesh (``len(faces)`` unless this is a share).

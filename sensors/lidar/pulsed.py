@@ -13,10 +13,11 @@ from typing import NamedTuple
 
 from hifi.caster import Hits
 from hifi.constants import SPEED_OF_LIGHT_M_S
-from hifi.world.surfaces import GLASS, RETROREFLECTOR, WATER
+from hifi.world.surfaces import RETROREFLECTOR
 from hifi.run.dataset import ATMOSPHERE_ID, annotation_var, axis_coords, range_frame, sensor_pose_vars
 from hifi.api.model import Sensor, Var
 from hifi.api.rng import stream
+from hifi.world.textures import HitTextures
 
 from ..beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
 from ..radiometry import extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor
@@ -135,6 +136,7 @@ class PulsedLidar(Sensor):
         # Each material's diffuse reflectance at this lidar's wavelength (hifi.materials spectra;
         # a material without one has its reflectivity at every wavelength).
         self._refl = scene.object_table("reflectivity", wavelength_m=self.params["wavelength_m"])
+        self._textures = HitTextures(scene)      # textured scene-file parts: reflectance per hit
         self._mirror = scene.object_table("mirror")
         self._rough = scene.object_table("roughness_rad")
         self._class = scene.object_table("class_id")
@@ -152,6 +154,13 @@ class PulsedLidar(Sensor):
         if self._has_surfaces:
             self._n_index = scene.object_table("refractive_index")
             self._tau = scene.object_table("transmittance")
+
+    def _reflectance(self, hits, times):
+        """Diffuse reflectance of each hit at this lidar's wavelength, (n,): its material's
+        (``self._refl[object_id]``), or on a textured scene-file part the value at the hit
+        (:meth:`hifi.world.textures.HitTextures.reflectance`; ``times``: each ray's emission
+        time [s])."""
+        return self._textures.reflectance(self._refl, hits, times)
 
     def _setup_weather(self, ctx):
         """Extinction and the fog echo of the run's ``[weather]`` (:mod:`sensors.weather`).
@@ -207,14 +216,15 @@ class PulsedLidar(Sensor):
         sh, origins, dirs = self.cast_surfaces(directions, times, max_range_m, origins_sensor)
         return sh.hits, origins, dirs, sh.throughput, sh.front
 
-    def _return_reflectivity(self, hits, throughput=None):
+    def _return_reflectivity(self, hits, throughput=None, refl=None):
         """Apparent reflectivity of each ray's hit, ``rho f(i) (1 - mirror)`` (Oren-Nayar
         ``f``, :func:`sensors.radiometry.lambertian_return` at 1 m) plus a retroreflector's
         return (:func:`sensors.surfaces.retroreflector_reflectivity`), times the path's two-way
-        throughput (glass crossed, water reflected off); NaN where nothing is hit."""
+        throughput (glass crossed, water reflected off); NaN where nothing is hit. ``refl``:
+        each hit's reflectance (:meth:`_reflectance`; None: its material's)."""
         oid = hits.object_id
         measured = hits.distance
-        out = lambertian_return(self._refl[oid], hits.cos_incidence, measured, self._mirror[oid],
+        out = lambertian_return(self._refl[oid] if refl is None else refl, hits.cos_incidence, measured, self._mirror[oid],
                                 roughness_rad=self._rough[oid], reference_distance_m=1.0) * measured ** 2
         if self._has_retro:
             out = out + self._retro_term(oid, hits.cos_incidence)
@@ -228,12 +238,12 @@ class PulsedLidar(Sensor):
         return np.where(retro, retroreflector_reflectivity(np.where(retro, self._retro[oid], 1.0), cos_incidence,
                                                            np.where(retro, self._retro30[oid], np.nan)), 0.0)
 
-    def _return_energy(self, hits, throughput=None):
+    def _return_energy(self, hits, throughput=None, refl=None):
         """Relative received power of each ray (:func:`sensors.radiometry.lambertian_return`,
         1 for a white Lambertian target at 1 m), with a retroreflector's return and the path's
         two-way throughput as :meth:`_return_reflectivity`; NaN where nothing is hit."""
         oid = hits.object_id
-        out = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
+        out = lambertian_return(self._refl[oid] if refl is None else refl, hits.cos_incidence, hits.distance, self._mirror[oid],
                                 roughness_rad=self._rough[oid])
         if self._has_retro:
             out = out + self._retro_term(oid, hits.cos_incidence) / hits.distance ** 2
@@ -241,10 +251,10 @@ class PulsedLidar(Sensor):
             out = out * (throughput * throughput)
         return out
 
-    def _threshold_reflectivity(self, oid, throughput=None):
+    def _threshold_reflectivity(self, oid, throughput=None, refl=None):
         """The reflectivity of BlenSor's detection threshold (Eq. 1): ``rho (1 - mirror)``, plus
         a retroreflector's return at normal incidence, times the two-way throughput."""
-        rho = self._refl[oid] * (1.0 - self._mirror[oid])
+        rho = (self._refl[oid] if refl is None else refl) * (1.0 - self._mirror[oid])
         if self._has_retro:
             rho = rho + self._retro_term(oid, 1.0)
         if throughput is not None:
@@ -410,8 +420,9 @@ class PulsedLidar(Sensor):
         tp = None if axis_echo is None else axis_echo.throughput
         tp_both = None if tp is None else np.concatenate(
             [tp[edge][:, None], sub_tp.reshape(edge.size, k - 1)], axis=1).ravel()
+        refl = self._reflectance(both, np.repeat(np.asarray(times)[edge], k))
         energy = np.where(both.hit, np.broadcast_to(w, (edge.size, k)).ravel() * self._return_energy(
-            both, tp_both), 0.0).reshape(edge.size, k)
+            both, tp_both, refl), 0.0).reshape(edge.size, k)
         if p["return_mode"] == "average":
             report = beam_echoes(both.distance.reshape(edge.size, k), energy, bin_width_s=p["bin_width_s"],
                                  pulse_width_s=p["pulse_width_s"], mode="average", detection_threshold=0.0,
@@ -448,13 +459,14 @@ class PulsedLidar(Sensor):
         o, d = self._subrays(directions, origins_sensor, uv)
         hits, origins, dirs, tp, front = self._cast_axis(d, np.repeat(times, n), p["max_range_m"], o)
         oid = hits.object_id
+        refl = self._reflectance(hits, np.repeat(times, n))
         weight = np.broadcast_to(w, (count, n))
-        energy = np.where(hits.hit, weight.ravel() * self._return_energy(hits, tp), 0.0).reshape(count, n)
+        energy = np.where(hits.hit, weight.ravel() * self._return_energy(hits, tp, refl), 0.0).reshape(count, n)
         rng_sub = hits.distance.reshape(count, n)
         echo = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
                            mode=self._beam_mode(), detection_threshold=0.0, cutoff_m=p["cutoff_m"],
                            threads=self.threads).report
-        rho_sub = self._threshold_reflectivity(oid, tp).reshape(count, n)
+        rho_sub = self._threshold_reflectivity(oid, tp, refl).reshape(count, n)
         axis = slice(None, None, n)             # sub-ray 0 of every pulse: strided copies, no index array
         axis_hits = Hits(*(np.ascontiguousarray(getattr(hits, f)[axis]) for f in Hits.__dataclass_fields__))
         # the axis's front surface echoes as the pencil's does (the waveform holds the targets)
@@ -518,8 +530,9 @@ class PulsedLidar(Sensor):
         if echo is None:
             measured = hits.distance
             tp = None if front_echo is None else front_echo.throughput
-            rho = self._threshold_reflectivity(oid, tp)
-            apparent = self._return_reflectivity(hits, tp)
+            refl = self._reflectance(hits, batch.times)
+            rho = self._threshold_reflectivity(oid, tp, refl)
+            apparent = self._return_reflectivity(hits, tp, refl)
         else:
             measured, rho, energy = echo
             apparent = np.where(np.isfinite(measured), np.nan_to_num(energy) * measured ** 2, np.nan)
