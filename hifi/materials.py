@@ -28,9 +28,11 @@ anything else there: a lidar between those wavelengths (an 850 nm ToF camera) ge
 that is only as good as that line. ``reflectivity`` (what a model without a wavelength uses) is
 the 905 nm value.
 
-The values are diffuse reflectances (directional-hemispherical reflectance for the library
-samples, which includes any specular part: for glossy samples it overstates what a lidar
-receives away from the mirror direction). Glass and water have no diffuse reflectance worth
+The values are diffuse reflectances (directional-hemispherical reflectance for the laboratory
+samples of the libraries and for skin, which includes any specular part: for glossy samples it
+overstates what a lidar receives away from the mirror direction; the ASD spectrometer spectra of
+bark, sand and cotton are reflectance factors in their instrument's geometry, relative to a
+calibrated white panel). Glass and water have no diffuse reflectance worth
 the name: what they return is specular (Fresnel's equations at their ``refractive_index``;
 ``mirror`` holds the value at normal incidence) or comes from behind them; a retroreflector
 returns far more than any diffuse surface, toward the source (``retroreflection_cd_lx_m2``,
@@ -46,7 +48,10 @@ References
 S. K. Meerdink, S. J. Hook, D. A. Roberts, E. A. Abbott, "The ECOSTRESS spectral library
 version 1.0", Remote Sensing of Environment 230, 111196 (2019); A. M. Baldridge, S. J. Hook,
 C. I. Grove, G. Rivera, "The ASTER spectral library version 2.0", Remote Sensing of
-Environment 113, 711-715 (2009). E. W. Spisz et al., NASA TN D-5353 (1969). ASTM D4956,
+Environment 113, 711-715 (2009). R. F. Kokaly, R. N. Clark, G. A. Swayze et al., "USGS spectral
+library version 7", U.S. Geological Survey Data Series 1035 (2017), doi:10.3133/ds1035. C. C.
+Cooksey, D. W. Allen, B. K. Tsai, "Reference data set of human skin reflectance", Journal of
+Research of NIST 122, 26 (2017). E. W. Spisz et al., NASA TN D-5353 (1969). ASTM D4956,
 Standard Specification for Retroreflective Sheeting for Traffic Control. M. Oren, S. K.
 Nayar, "Generalization of Lambert's reflectance model", SIGGRAPH 1994. G. M. Hale, M. R.
 Querry, "Optical constants of water in the 200-nm to 200-um wavelength region", Applied Optics
@@ -81,6 +86,8 @@ BASES = ("measured", "derived", "standard", "estimate")
 _ECOSTRESS = "ECOSTRESS spectral library (Meerdink et al. 2019; ASTER library, Baldridge et al. 2009)"
 _INTERP = ("its tabulated spectrum (2 nm steps to 800 nm, 20 nm beyond) interpolated linearly to "
            "460/535/600/865/905/1550 nm")
+_USGS = "USGS spectral library version 7 (splib07a, Kokaly et al. 2017)"
+_ASD = "its ASD spectrometer spectrum (1 nm steps, 350-2500 nm) read at 460/535/600/865/905/1550 nm"
 
 
 @dataclass(frozen=True)
@@ -191,11 +198,11 @@ LIBRARY: dict[str, LibraryMaterial] = {m.name: m for m in (
            source=f"{_ECOSTRESS} sample 0432UUUCNC (construction concrete, light brown cement cinderblock), "
                   f"{_INTERP}; Lambertian (no roughness measurement)"),
     _entry("brick", "red fired-clay brick", "building",
-           rgb=(0.30, 0.14, 0.10), lidar=(0.45, 0.46, 0.50), basis="estimate",
-           source="estimate (no measured spectrum at hand): the shape of iron-oxide (hematite) coloured "
-                  "ceramics, dark in blue and green with the red rise near 580 nm and a flat near-infrared "
-                  "plateau; the ECOSTRESS red brick samples 0097UUUBRK, 0412UUUBRK and 0413UUUBRK are the "
-                  "measurements to replace it with; Lambertian"),
+           rgb=(0.194, 0.124, 0.106), lidar=(0.273, 0.279, 0.341), basis="measured",
+           source=f"{_ECOSTRESS} sample 0097UUUBRK (red smooth-faced brick, general construction material), "
+                  f"{_INTERP}; red building bricks of the USGS library are a little darker in the near infrared, "
+                  "0.23 (GDS353, medium red) and 0.21 (GDS350, dark red) at 905 nm (Kokaly et al. 2017); "
+                  "Lambertian (no roughness measurement)"),
     _entry("glass_clear", "clear soda-lime float glass (window)", "window",
            rgb=(0.0, 0.0, 0.0), lidar=(0.0, 0.0, 0.0), basis="derived", mirror=0.0805, kind="glass",
            refractive_index=GLASS_REFRACTIVE_INDEX, transmittance=1.0,
@@ -230,19 +237,19 @@ LIBRARY: dict[str, LibraryMaterial] = {m.name: m for m in (
            rgb=(0.075, 0.101, 0.042), lidar=(0.501, 0.509, 0.243), basis="measured",
            source=f"{_ECOSTRESS} JHU sample 'grass.doc' (green rye grass sod), {_INTERP}; Lambertian"),
     _entry("bark", "tree bark", "trunk",
-           rgb=(0.12, 0.09, 0.06), lidar=(0.30, 0.31, 0.35), basis="estimate",
-           source="estimate (no measured spectrum at hand): dry, dark brown, without chlorophyll: low "
-                  "and rising through the visible, a near-infrared plateau well below leaves' and no water "
-                  "trough at 1550 nm for dry bark; Lambertian"),
+           rgb=(0.108, 0.089, 0.065), lidar=(0.240, 0.260, 0.395), basis="measured",
+           source=f"{_ECOSTRESS} UCSB sample VH342 (Pinus coulteri bark, Santa Barbara 2015, bidirectional "
+                  f"reflectance), {_ASD}: dark and rising through the visible, no chlorophyll red edge, brighter "
+                  "at 1550 nm than at 905 nm (dry wood); Lambertian"),
     _entry("soil", "dark loam", "terrain",
            rgb=(0.067, 0.044, 0.027), lidar=(0.176, 0.185, 0.327), basis="measured",
            source=f"{_ECOSTRESS} soil sample 85P4663 (black loam, mollisol, cryoboroll), {_INTERP}; "
                   "Lambertian"),
     _entry("sand", "dry quartz sand", "terrain",
-           rgb=(0.38, 0.32, 0.25), lidar=(0.45, 0.46, 0.52), basis="estimate",
-           source="estimate (no measured spectrum at hand): dry quartz sand, brighter than loam and rising "
-                  "slowly to the short-wave infrared; below the bright playa clay of ECOSTRESS sample "
-                  "89P1763 (0.38 at 550 nm, 0.49 at 905 nm); Lambertian"),
+           rgb=(0.264, 0.234, 0.188), lidar=(0.306, 0.308, 0.416), basis="measured",
+           source=f"{_USGS} record 13249, sample Sand_GrndIsle1_no_oil (beach sand of Grand Isle, Louisiana, "
+                  f"without oil), {_ASD}: brighter than loam and rising slowly to the short-wave infrared; "
+                  "Lambertian"),
     _entry("snow", "granular snow (82 um grains)", "terrain",
            rgb=(0.975, 0.982, 0.985), lidar=(0.874, 0.838, 0.023), basis="measured",
            source=f"{_ECOSTRESS} JHU sample MEDGRAN.SNW (medium granular snow, 82 um effective grain size; "
@@ -267,19 +274,20 @@ LIBRARY: dict[str, LibraryMaterial] = {m.name: m for m in (
                   "at +30 deg entrance (a Lambertian white gives 1/pi = 0.32); taken as grey, the same at "
                   "905 nm (the beads and their metallised backing are not pigments: an estimate); Lambertian "
                   "diffuse part"),
-    _entry("skin", "human skin, light to medium pigmentation", "person",
-           rgb=(0.45, 0.30, 0.25), lidar=(0.55, 0.55, 0.07), basis="estimate",
-           source="estimate (no measured table at hand): melanin and haemoglobin absorb in the blue and "
-                  "green; skin is brightest in the near infrared, and beyond 1.2 um all skin types are "
-                  "alike, governed by water absorption (Jacquez et al. 1955, J. Appl. Physiol. 8, 'Spectral "
-                  "reflectance of human skin in the region 0.7-2.6 um'; NIST measurements 250-2500 nm: "
-                  "Cooksey & Allen 2013, Proc. SPIE 8734, 87340N), hence low at 1550 nm; Lambertian"),
+    _entry("skin", "human skin, mean of 100 adults", "person",
+           rgb=(0.447, 0.321, 0.282), lidar=(0.594, 0.564, 0.094), basis="derived",
+           source="the mean of the 100 subjects of the NIST reference data set of human skin reflectance "
+                  "(Cooksey, Allen & Tsai 2017, J. Res. NIST 122, 26, doi:10.18434/M38597: inner forearm, "
+                  "directional-hemispherical reflectance factor, 3 nm steps from 250 to 2500 nm), each subject's "
+                  "average spectrum interpolated linearly to 460/535/600/865/905/1550 nm; the subjects' 5th to "
+                  "95th percentiles are 0.29-0.53 at 600 nm, 0.52-0.60 at 905 nm and 0.08-0.11 at 1550 nm: "
+                  "melanin separates skin types in the visible, water absorption makes them alike beyond 1.2 um "
+                  "(Jacquez et al. 1955, J. Appl. Physiol. 8, 297); Lambertian"),
     _entry("cotton", "white cotton fabric", "person",
-           rgb=(0.80, 0.78, 0.75), lidar=(0.80, 0.80, 0.60), basis="estimate",
-           source="estimate (no measured spectrum at hand): bleached cellulose is bright from the visible "
-                  "to the near infrared and absorbs near 1450 and 1940 nm (bound water, cellulose), lower "
-                  "at 1550 nm; USGS splib07 sample Cotton_Fabric_GDS437_White is the measurement to replace "
-                  "it with; Lambertian"),
+           rgb=(0.610, 0.594, 0.617), lidar=(0.641, 0.640, 0.459), basis="measured",
+           source=f"{_USGS} record 18587, sample Cotton_Fabric_GDS437_White (white cotton fabric), {_ASD}: "
+                  "bright from the visible to the near infrared, lower at 1550 nm where cellulose and bound water "
+                  "absorb (troughs near 1450 and 1940 nm); Lambertian"),
     _entry("water", "clear still water", "water",
            rgb=(0.01, 0.02, 0.03), lidar=(0.0, 0.0, 0.0), basis="derived", mirror=0.020, kind="water",
            refractive_index=WATER_REFRACTIVE_INDEX,
@@ -453,10 +461,26 @@ def reference_markdown() -> str:
             "- S. K. Meerdink, S. J. Hook, D. A. Roberts, E. A. Abbott, \"The ECOSTRESS spectral library version "
             "1.0\", Remote Sensing of Environment 230, 111196 (2019); A. M. Baldridge, S. J. Hook, C. I. Grove, "
             "G. Rivera, \"The ASTER spectral library version 2.0\", Remote Sensing of Environment 113, 711-715 "
-            "(2009). Sample ids as in the library; the values are its directional-hemispherical reflectance. The "
-            "sample files were read from copies redistributed with HELIOS++ (python/pyhelios/data/spectra: "
-            "0425UUUASP) and with the R package photobiologyFilters (materials.mspct: 0095UUUASP, 0432UUUCNC, "
-            "0384UUUALM, 85P4663, 89P1763, the JHU grass, deciduous and snow spectra; metals.mspct: NASA TN D-5353).",
+            "(2009). Sample ids as in the library; the values are its directional-hemispherical reflectance "
+            "(VH342's, an ASD spectrum: bidirectional reflectance). The sample files were read from copies "
+            "redistributed with HELIOS++ (python/pyhelios/data/spectra: 0425UUUASP), with the R package "
+            "photobiologyFilters (materials.mspct: 0095UUUASP, 0432UUUCNC, 0384UUUALM, 85P4663, 89P1763, the JHU "
+            "grass, deciduous and snow spectra; metals.mspct: NASA TN D-5353), with Quantiloom "
+            "(github.com/blitzcolo/Quantiloom-dev, assets/models/cornell_box/cornell_brick_reflectance.csv at "
+            "commit 87763195: 0097UUUBRK, as reflectance = percent / 100) and with "
+            "speclib (github.com/chrislyonsKY/speclib, tests/data/ecostress at commit 663a057f: the UCSB file of "
+            "VH342).",
+            "- R. F. Kokaly, R. N. Clark, G. A. Swayze, K. E. Livo, T. M. Hoefen, N. C. Pearson, R. A. Wise, W. M. "
+            "Benzel, H. A. Lowers, R. L. Driscoll, A. J. Klein, \"USGS spectral library version 7\", U.S. Geological "
+            "Survey Data Series 1035 (2017), doi:10.3133/ds1035 (public domain). Record numbers and sample names as "
+            "in splib07a; the ASD spectra (1 nm steps) were read from their conversion in speclib "
+            "(github.com/chrislyonsKY/speclib, docs/data/spectra at commit 663a057f) and agree within 0.001 with "
+            "Astroray's independent reading of the USGS archive (github.com/HendrikGC02/Astroray, "
+            "data/spectral_profiles/profiles.bin at commit cca800d8).",
+            "- C. C. Cooksey, D. W. Allen, B. K. Tsai, \"Reference data set of human skin reflectance\", Journal of "
+            "Research of the National Institute of Standards and Technology 122, 26 (2017); data set "
+            "doi:10.18434/M38597, read from the copy in iadpython (github.com/scottprahl/iadpython, "
+            "iadpython/data/M38597.csv at commit dc8c91c0).",
             "- E. W. Spisz, A. J. Weigand, R. L. Bowman, J. R. Jack, \"Solar absorptances and spectral reflectances "
             "of 12 metals for temperatures ranging from 300 to 500 K\", NASA TN D-5353 (1969).",
             "- ASTM D4956, Standard Specification for Retroreflective Sheeting for Traffic Control.",
