@@ -44,6 +44,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable
 
+from ..api.params import Param
 from ..errors import ScenarioError
 
 #: Most variants of one sweep: beyond it a sweep is almost certainly a mistake (a grid of
@@ -51,6 +52,17 @@ from ..errors import ScenarioError
 MAX_VARIANTS = 100_000
 
 MODES = ("grid", "zip")
+
+#: The keys of ``[sweep]``, for the scenario reference (``"PATH"`` stands for every path).
+SWEEP_PARAMS = {
+    "mode": Param("str", default="grid", choices=MODES,
+                  doc="'grid': every combination of the lists (their cartesian product, the last list varying "
+                      "fastest); 'zip': the lists side by side (they must have one length)"),
+    "seed": Param("any", default=None, doc="list of seeds (integers >= 0), e.g. [1, 2, 3]"),
+    '"PATH"': Param("any", default=None,
+                    doc="list of the values the scenario value at PATH takes, of one type (numbers, strings, "
+                        "booleans or lists of numbers)"),
+}
 
 #: The catalog of a finished sweep (written last).
 CATALOG = "sweep.json"
