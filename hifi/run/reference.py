@@ -55,7 +55,7 @@ def scenario_reference() -> str:
     """The whole scenario reference as Markdown (see the module docstring)."""
     from ..api import meshes
     from . import scenario
-    from .sweep import MAX_VARIANTS, SWEEP_PARAMS
+    from .sweep_table import MAX_VARIANTS, SWEEP_PARAMS
     from ..api.registry import available_models, load_model
 
     parts = [_HEADER]

@@ -225,7 +225,7 @@ class Scenario:
     part_materials: dict = field(default_factory=dict)
     #: One line each: what :func:`hifi.run.checks.warn_scene` warns about scene files.
     part_warnings: list = field(default_factory=list)
-    #: The ``[sweep]`` table (:class:`hifi.run.sweep.Sweep`), or None: a plain scenario. The
+    #: The ``[sweep]`` table (:class:`hifi.run.sweep_table.Sweep`), or None: a plain scenario. The
     #: scenario itself is the sweep's base, its values as written.
     sweep: Any = None
 
@@ -332,7 +332,7 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
     weather = check_params(data.get("weather", {}), WEATHER_PARAMS, v.error, "weather")
     sweep = None
     if "sweep" in data:
-        from .sweep import parse_sweep
+        from .sweep_table import parse_sweep
         sweep = parse_sweep(data["sweep"], data, v.error)
     if text is None:
         import json
