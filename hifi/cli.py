@@ -487,6 +487,9 @@ def _info(args) -> int:
     sc, scene = sim.scenario, sim.scene
     print(f"scenario  {sc.source}")
     print(f"duration  {sc.duration_s} s from {sc.start_utc}, seed {sc.seed}")
+    if sc.sweep is not None:              # what follows is the sweep's base scenario
+        print(f"sweep     {len(sc.sweep)} variants, {sc.sweep.mode} of {', '.join(sc.sweep.lists)}; below the "
+              f"scenario as written")
     print(f"origin    lat {sc.origin['lat_deg']} deg, lon {sc.origin['lon_deg']} deg, h {sc.origin['height_m']} m")
     print("classes   " + ", ".join(f"{i}={n}" for i, n in enumerate(scene.class_names)))
     print("objects")

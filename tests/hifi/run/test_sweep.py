@@ -194,6 +194,11 @@ def test_a_scenario_without_sweep_loads_as_before(tmp_path):
     assert len(hifi.load(_write(tmp_path, GRID, "g.toml")).scenario.sweep) == 4
 
 
+def test_info_names_the_sweep(tmp_path, capsys):
+    assert main(["info", str(_write(tmp_path, GRID))]) == 0
+    assert "sweep     4 variants, grid of simulation.seed, objects.wall.position_m.0" in capsys.readouterr().out
+
+
 def test_toml_writer_round_trips_a_scenario():
     # independent check: Python's own TOML reader (tomllib) parses the text back to the data
     d = street_scenario(weather={"fog_visibility_m": 200.0})
