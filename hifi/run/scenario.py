@@ -142,7 +142,8 @@ MODEL_KEYS = {
     "rate_hz": Param("float", default=None, minimum=0.0, exclusive_minimum=True, doc="the model's own rate [Hz]"),
     "params": Param("any", default=None, doc="model parameters"),
 }
-TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather", "models", "scene_files")
+TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather", "models", "scene_files",
+            "sweep")
 
 
 @dataclass
@@ -224,6 +225,9 @@ class Scenario:
     part_materials: dict = field(default_factory=dict)
     #: One line each: what :func:`hifi.run.checks.warn_scene` warns about scene files.
     part_warnings: list = field(default_factory=list)
+    #: The ``[sweep]`` table (:class:`hifi.run.sweep_table.Sweep`), or None: a plain scenario. The
+    #: scenario itself is the sweep's base, its values as written.
+    sweep: Any = None
 
 
 def _path_str(parts) -> str:
@@ -326,12 +330,16 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
                          lambda spec=spec: check(spec.params, names=kinds, vehicles=vehicles))
     out = check_params(data.get("output", {}), OUTPUT_PARAMS, v.error, "output")
     weather = check_params(data.get("weather", {}), WEATHER_PARAMS, v.error, "weather")
+    sweep = None
+    if "sweep" in data:
+        from .sweep_table import parse_sweep
+        sweep = parse_sweep(data["sweep"], data, v.error)
     if text is None:
         import json
         text = "# scenario built in code (JSON form)\n# " + json.dumps(data, default=str)
     return Scenario(source, base_dir, text, sim["duration_s"], start_utc, sim["seed"], origin,
                     materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models,
-                    part_materials=scene_files.derived, part_warnings=part_warnings)
+                    part_materials=scene_files.derived, part_warnings=part_warnings, sweep=sweep)
 
 
 def _material(v: Validator, name: str, table: Any) -> Material:
