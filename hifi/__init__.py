@@ -55,6 +55,7 @@ _LAZY = {
     "available_models": "api.registry", "load_model": "api.registry", "register_model": "api.registry",
     "Material": "world.scene", "Scene": "world.scene",
     "Simulation": "run.simulation",
+    "open_sweep": "run.sweep", "run_sweep": "run.sweep",
     "TimeManager": "run.timemanager",
 }
 
@@ -126,5 +127,5 @@ __all__ = [
     "Material", "Pose",
     "Track", "RayCaster", "Hits", "Model", "Sensor", "Var", "RunContext", "Param", "MessageBus",
     "Message", "SensorData", "PoseMessage", "LogMessage", "Command", "TimeManager",
-    "available_models", "load_model", "register_model",
+    "available_models", "load_model", "register_model", "open_sweep", "run_sweep",
 ]

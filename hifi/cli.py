@@ -380,6 +380,12 @@ def _run(args) -> int:
     partition = args.partition or (DEFAULT_MPI_PARTITION if _launcher_size() > 1 else None)
     from .runtime.safety import check_not_input
     check_not_input(args.out, [args.scenario])    # also under mpirun: every rank refuses alike
+    if _is_sweep(args.scenario):
+        if args.partition is not None:
+            raise ValueError(f"--partition {args.partition}: {args.scenario} is a sweep ([sweep]), whose variants "
+                             f"are shared over the MPI ranks whole (rank r runs variants r, r + N, ...); drop "
+                             f"--partition")
+        return _run_sweep(args, seed, duration, start)
     if partition is not None:
         return _run_partitioned(args, partition, seed, duration, start)
     import hifi
@@ -389,6 +395,53 @@ def _run(args) -> int:
     sim.run_to_files(args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
                      progress=False if args.no_progress else None, ignore_disk_space=args.ignore_disk_space)
     _summary(args.out, sim.scenario.duration_s if duration is None else duration, start)
+    return 0
+
+
+def _is_sweep(path: Path) -> bool:
+    """Whether the scenario file has a ``[sweep]`` table (False where it cannot be read: the
+    usual load reports that)."""
+    import tomllib
+    try:
+        return "sweep" in tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+
+
+def _barrier():
+    """Wait for every process of the MPI launch: ``barrier`` of the entry-point group
+    ``hifi.launch`` (the ``mpi`` package's), or the ``barrier`` of the module that holds its
+    ``end_job`` where the installed metadata predate that entry point."""
+    import sys as _sys
+    from .api.registry import entry_points
+    found = {ep.name: ep for ep in entry_points(group="hifi.launch")}
+    if "barrier" in found:
+        return found["barrier"].load()
+    end_job = _end_job()
+    barrier = getattr(_sys.modules.get(getattr(end_job, "__module__", "")), "barrier", None)
+    if barrier is None:
+        raise ImportError("a sweep under mpirun needs the MPI extra (a 'barrier' in the entry-point group "
+                          "'hifi.launch'); install it with pip install \".[mpi]\"")
+    return barrier
+
+
+def _run_sweep(args, seed, duration, start: float) -> int:
+    """``hifi run SWEEP.toml``: every variant a whole run (:mod:`hifi.run.sweep`); under mpirun
+    rank r of N runs the variants r, r + N, ..."""
+    from .run.sweep import run_sweep
+    size = _launcher_size()
+    rank = _launch_rank() if size > 1 else 0
+    catalog = run_sweep(args.scenario, args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
+                        progress=False if args.no_progress else None, ignore_disk_space=args.ignore_disk_space,
+                        rank=rank, size=size, barrier=_barrier() if size > 1 else None)
+    if catalog is not None:
+        import json
+        import time
+        n = len(json.loads(catalog.read_text(encoding="utf-8"))["variants"])
+        total = sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file())
+        print(f"{n} variant{'' if n == 1 else 's'} in {time.monotonic() - start:.1f} s wall time "
+              f"({size} process{'' if size == 1 else 'es'})")
+        print(f"{catalog}  {total:>12} bytes in all  {_human_bytes(total)}")
     return 0
 
 
@@ -434,6 +487,9 @@ def _info(args) -> int:
     sc, scene = sim.scenario, sim.scene
     print(f"scenario  {sc.source}")
     print(f"duration  {sc.duration_s} s from {sc.start_utc}, seed {sc.seed}")
+    if sc.sweep is not None:              # what follows is the sweep's base scenario
+        print(f"sweep     {len(sc.sweep)} variants, {sc.sweep.mode} of {', '.join(sc.sweep.lists)}; below the "
+              f"scenario as written")
     print(f"origin    lat {sc.origin['lat_deg']} deg, lon {sc.origin['lon_deg']} deg, h {sc.origin['height_m']} m")
     print("classes   " + ", ".join(f"{i}={n}" for i, n in enumerate(scene.class_names)))
     print("objects")

@@ -22,6 +22,11 @@ SECONDARY_RAY_OFFSET_MIN_M = 1e-9
 #: Default bound on mirror bounces per ray (a fixed bound keeps the cost of a frame known; 8 by default).
 MAX_MIRROR_BOUNCES = 8
 
+#: Default bound on glass panes a ray crosses (hifi.caster.trace_surfaces); a ray that would cross
+#: more reports no hit. 8: a building's glazing (double and triple panes) seen through a car's
+#: windows with room to spare, and a fixed bound keeps the cost of a frame known.
+MAX_PANE_CROSSINGS = 8
+
 #: Mirror fraction at or above which a surface reflects the ray geometrically (perfect mirror).
 MIRROR_FOLLOW_THRESHOLD = 1.0
 

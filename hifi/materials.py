@@ -28,13 +28,17 @@ anything else there: a lidar between those wavelengths (an 850 nm ToF camera) ge
 that is only as good as that line. ``reflectivity`` (what a model without a wavelength uses) is
 the 905 nm value.
 
-The values are diffuse reflectances (directional-hemispherical reflectance for the library
-samples, which includes any specular part: for glossy samples it overstates what a lidar
-receives away from the mirror direction). Glass and water have no diffuse reflectance worth
-the name: what they return is specular (``mirror``, Fresnel at normal incidence) or comes from
-behind them; a retroreflector returns far more than any diffuse surface, toward the source
-(``retroreflection_cd_lx_m2``, ASTM D4956). None of these three behaviours is modelled by the
-sensors yet: the library only holds their numbers.
+The values are diffuse reflectances (directional-hemispherical reflectance for the laboratory
+samples of the libraries and for skin, which includes any specular part: for glossy samples it
+overstates what a lidar receives away from the mirror direction; the ASD spectrometer spectra of
+bark, sand and cotton are reflectance factors in their instrument's geometry, relative to a
+calibrated white panel). Glass and water have no diffuse reflectance worth
+the name: what they return is specular (Fresnel's equations at their ``refractive_index``;
+``mirror`` holds the value at normal incidence) or comes from behind them; a retroreflector
+returns far more than any diffuse surface, toward the source (``retroreflection_cd_lx_m2``,
+ASTM D4956). Their ``kind`` (``"glass"``, ``"water"``, ``"retroreflector"``) makes the caster
+and the lidars model that (:mod:`hifi.world.surfaces`, :mod:`sensors.surfaces`,
+docs/surfaces.md).
 
 ``python -m hifi.materials > docs/materials.md`` writes the table with its sources (a test
 checks that the shipped file is current). The table of the entries follows.
@@ -44,7 +48,10 @@ References
 S. K. Meerdink, S. J. Hook, D. A. Roberts, E. A. Abbott, "The ECOSTRESS spectral library
 version 1.0", Remote Sensing of Environment 230, 111196 (2019); A. M. Baldridge, S. J. Hook,
 C. I. Grove, G. Rivera, "The ASTER spectral library version 2.0", Remote Sensing of
-Environment 113, 711-715 (2009). E. W. Spisz et al., NASA TN D-5353 (1969). ASTM D4956,
+Environment 113, 711-715 (2009). R. F. Kokaly, R. N. Clark, G. A. Swayze et al., "USGS spectral
+library version 7", U.S. Geological Survey Data Series 1035 (2017), doi:10.3133/ds1035. C. C.
+Cooksey, D. W. Allen, B. K. Tsai, "Reference data set of human skin reflectance", Journal of
+Research of NIST 122, 26 (2017). E. W. Spisz et al., NASA TN D-5353 (1969). ASTM D4956,
 Standard Specification for Retroreflective Sheeting for Traffic Control. M. Oren, S. K.
 Nayar, "Generalization of Lambert's reflectance model", SIGGRAPH 1994. G. M. Hale, M. R.
 Querry, "Optical constants of water in the 200-nm to 200-um wavelength region", Applied Optics
@@ -65,6 +72,7 @@ from typing import Mapping
 import numpy as np
 
 from .world.scene import DEFAULT_MATERIAL, Material
+from .world.surfaces import GLASS_REFRACTIVE_INDEX, OPTICAL_KEYS, WATER_REFRACTIVE_INDEX
 
 #: Centres of the camera's red, green and blue colour filters [nm], in ``color_rgb`` order:
 #: ``optics.spectral.DEFAULT_RGB_FILTERS`` (Gaussian CFA curves at 600, 535 and 460 nm).
@@ -78,6 +86,8 @@ BASES = ("measured", "derived", "standard", "estimate")
 _ECOSTRESS = "ECOSTRESS spectral library (Meerdink et al. 2019; ASTER library, Baldridge et al. 2009)"
 _INTERP = ("its tabulated spectrum (2 nm steps to 800 nm, 20 nm beyond) interpolated linearly to "
            "460/535/600/865/905/1550 nm")
+_USGS = "USGS spectral library version 7 (splib07a, Kokaly et al. 2017)"
+_ASD = "its ASD spectrometer spectrum (1 nm steps, 350-2500 nm) read at 460/535/600/865/905/1550 nm"
 
 
 @dataclass(frozen=True)
@@ -106,7 +116,15 @@ class LibraryMaterial:
         Where every value comes from.
     retroreflection_cd_lx_m2 : float or None
         Coefficient of retroreflection R_A [cd lx^-1 m^-2] of a retroreflector (at 0.2 deg
-        observation, -4 deg entrance), None for other surfaces. Not used by the sensors yet.
+        observation, -4 deg entrance), None for other surfaces.
+    kind : str
+        What the surface is to the rays (:data:`hifi.world.surfaces.KINDS`).
+    refractive_index : float or None
+        Glass and water: refractive index at 905 nm; None for the other kinds.
+    transmittance : float or None
+        Glass: internal transmittance of the pane, one pass at normal incidence; None otherwise.
+    retroreflection_30deg_cd_lx_m2 : float or None
+        Retroreflector: R_A at 0.2 deg observation, +30 deg entrance; None otherwise.
     """
 
     name: str
@@ -119,6 +137,16 @@ class LibraryMaterial:
     basis: str
     source: str
     retroreflection_cd_lx_m2: float | None = None
+    kind: str = "opaque"
+    refractive_index: float | None = None
+    transmittance: float | None = None
+    retroreflection_30deg_cd_lx_m2: float | None = None
+
+    def optics(self) -> dict:
+        """The entry's optical fields that are set (``kind``'s keys of
+        :data:`hifi.world.surfaces.OPTICAL_KEYS`) and its ``mirror``, as the scenario keys."""
+        out = {k: getattr(self, k) for k in OPTICAL_KEYS if getattr(self, k) is not None}
+        return {**out, "mirror": self.mirror}
 
     @property
     def reflectivity(self) -> float:
@@ -136,14 +164,18 @@ class LibraryMaterial:
     def material(self, name: str | None = None) -> Material:
         """This entry as a scene :class:`~hifi.world.scene.Material` (named ``name``, by default
         the entry's), with its spectrum."""
+        optics = {k: v for k, v in self.optics().items() if k != "mirror"}
         return Material(name or self.name, self.reflectivity, self.mirror, tuple(self.rgb), self.class_name,
-                        roughness_rad=float(np.radians(self.roughness_deg)), spectrum=self.spectrum_m())
+                        roughness_rad=float(np.radians(self.roughness_deg)), spectrum=self.spectrum_m(),
+                        kind=self.kind, **optics)
 
 
 def _entry(name, description, class_name, rgb, lidar, basis, source, *, roughness_deg=0.0, mirror=0.0,
-           retroreflection_cd_lx_m2=None) -> LibraryMaterial:
+           retroreflection_cd_lx_m2=None, kind="opaque", refractive_index=None, transmittance=None,
+           retroreflection_30deg_cd_lx_m2=None) -> LibraryMaterial:
     return LibraryMaterial(name, description, class_name, tuple(rgb), tuple(lidar), roughness_deg, mirror, basis,
-                           source, retroreflection_cd_lx_m2)
+                           source, retroreflection_cd_lx_m2, kind, refractive_index, transmittance,
+                           retroreflection_30deg_cd_lx_m2)
 
 
 #: The entries, by name. rgb = (R 600, G 535, B 460 nm); lidar = (865, 905, 1550 nm).
@@ -166,16 +198,21 @@ LIBRARY: dict[str, LibraryMaterial] = {m.name: m for m in (
            source=f"{_ECOSTRESS} sample 0432UUUCNC (construction concrete, light brown cement cinderblock), "
                   f"{_INTERP}; Lambertian (no roughness measurement)"),
     _entry("brick", "red fired-clay brick", "building",
-           rgb=(0.30, 0.14, 0.10), lidar=(0.45, 0.46, 0.50), basis="estimate",
-           source="estimate (no measured spectrum at hand): the shape of iron-oxide (hematite) coloured "
-                  "ceramics, dark in blue and green with the red rise near 580 nm and a flat near-infrared "
-                  "plateau; the ECOSTRESS red brick samples 0097UUUBRK, 0412UUUBRK and 0413UUUBRK are the "
-                  "measurements to replace it with; Lambertian"),
+           rgb=(0.194, 0.124, 0.106), lidar=(0.273, 0.279, 0.341), basis="measured",
+           source=f"{_ECOSTRESS} sample 0097UUUBRK (red smooth-faced brick, general construction material), "
+                  f"{_INTERP}; red building bricks of the USGS library are a little darker in the near infrared, "
+                  "0.23 (GDS353, medium red) and 0.21 (GDS350, dark red) at 905 nm (Kokaly et al. 2017); "
+                  "Lambertian (no roughness measurement)"),
     _entry("glass_clear", "clear soda-lime float glass (window)", "window",
-           rgb=(0.0, 0.0, 0.0), lidar=(0.0, 0.0, 0.0), basis="derived", mirror=0.082,
+           rgb=(0.0, 0.0, 0.0), lidar=(0.0, 0.0, 0.0), basis="derived", mirror=0.0805, kind="glass",
+           refractive_index=GLASS_REFRACTIVE_INDEX, transmittance=1.0,
            source="closed form: clean glass scatters no light diffusely; its two faces reflect "
-                  "2R/(1+R) = 0.082 specularly at normal incidence, R = ((n-1)/(n+1))^2 = 0.0426 for "
-                  "n = 1.52 (soda-lime glass, Rubin 1985); the rest is transmitted (not modelled)"),
+                  "2R/(1+R) = 0.0805 specularly at normal incidence, R = ((n-1)/(n+1))^2 = 0.0419 for "
+                  "n = 1.515 (soda-lime glass at 905 nm, Rubin 1985's dispersion formula), and transmit "
+                  "(1-R)/(1+R) = 0.920 (kind glass: Fresnel's equations at every incidence, "
+                  "docs/surfaces.md); the bulk's absorption is neglected (transmittance 1: the iron of float "
+                  "glass absorbs near 1000 nm, Vogt et al. 2016, IEEE J. Photovolt. 6, 111: give a measured "
+                  "transmittance for a tinted or thick pane)"),
     _entry("car_paint", "white automotive paint with clear coat", "car",
            rgb=(0.80, 0.80, 0.75), lidar=(0.75, 0.75, 0.55), basis="estimate", mirror=0.04,
            source="estimate (no measured spectrum at hand): white is the commonest car colour (37 % of new "
@@ -200,19 +237,19 @@ LIBRARY: dict[str, LibraryMaterial] = {m.name: m for m in (
            rgb=(0.075, 0.101, 0.042), lidar=(0.501, 0.509, 0.243), basis="measured",
            source=f"{_ECOSTRESS} JHU sample 'grass.doc' (green rye grass sod), {_INTERP}; Lambertian"),
     _entry("bark", "tree bark", "trunk",
-           rgb=(0.12, 0.09, 0.06), lidar=(0.30, 0.31, 0.35), basis="estimate",
-           source="estimate (no measured spectrum at hand): dry, dark brown, without chlorophyll: low "
-                  "and rising through the visible, a near-infrared plateau well below leaves' and no water "
-                  "trough at 1550 nm for dry bark; Lambertian"),
+           rgb=(0.108, 0.089, 0.065), lidar=(0.240, 0.260, 0.395), basis="measured",
+           source=f"{_ECOSTRESS} UCSB sample VH342 (Pinus coulteri bark, Santa Barbara 2015, bidirectional "
+                  f"reflectance), {_ASD}: dark and rising through the visible, no chlorophyll red edge, brighter "
+                  "at 1550 nm than at 905 nm (dry wood); Lambertian"),
     _entry("soil", "dark loam", "terrain",
            rgb=(0.067, 0.044, 0.027), lidar=(0.176, 0.185, 0.327), basis="measured",
            source=f"{_ECOSTRESS} soil sample 85P4663 (black loam, mollisol, cryoboroll), {_INTERP}; "
                   "Lambertian"),
     _entry("sand", "dry quartz sand", "terrain",
-           rgb=(0.38, 0.32, 0.25), lidar=(0.45, 0.46, 0.52), basis="estimate",
-           source="estimate (no measured spectrum at hand): dry quartz sand, brighter than loam and rising "
-                  "slowly to the short-wave infrared; below the bright playa clay of ECOSTRESS sample "
-                  "89P1763 (0.38 at 550 nm, 0.49 at 905 nm); Lambertian"),
+           rgb=(0.264, 0.234, 0.188), lidar=(0.306, 0.308, 0.416), basis="measured",
+           source=f"{_USGS} record 13249, sample Sand_GrndIsle1_no_oil (beach sand of Grand Isle, Louisiana, "
+                  f"without oil), {_ASD}: brighter than loam and rising slowly to the short-wave infrared; "
+                  "Lambertian"),
     _entry("snow", "granular snow (82 um grains)", "terrain",
            rgb=(0.975, 0.982, 0.985), lidar=(0.874, 0.838, 0.023), basis="measured",
            source=f"{_ECOSTRESS} JHU sample MEDGRAN.SNW (medium granular snow, 82 um effective grain size; "
@@ -230,30 +267,38 @@ LIBRARY: dict[str, LibraryMaterial] = {m.name: m for m in (
                   "infrared follows road_paint_white; glass beads not included; Lambertian"),
     _entry("retroreflective_sheeting", "white retroreflective sign sheeting (ASTM D4956 Type I)", "traffic_sign",
            rgb=(0.27, 0.27, 0.27), lidar=(0.27, 0.27, 0.27), basis="standard", retroreflection_cd_lx_m2=70.0,
+           kind="retroreflector", retroreflection_30deg_cd_lx_m2=30.0,
            source="ASTM D4956: white sheeting's daytime luminance factor is at least 27 % (the value here, "
                   "taken as flat: an estimate in the near infrared); Type I white's coefficient of "
-                  "retroreflection R_A is at least 70 cd/lx/m^2 at 0.2 deg observation, -4 deg entrance "
-                  "(a Lambertian white gives 1/pi = 0.32), kept in retroreflection_cd_lx_m2; Lambertian"),
-    _entry("skin", "human skin, light to medium pigmentation", "person",
-           rgb=(0.45, 0.30, 0.25), lidar=(0.55, 0.55, 0.07), basis="estimate",
-           source="estimate (no measured table at hand): melanin and haemoglobin absorb in the blue and "
-                  "green; skin is brightest in the near infrared, and beyond 1.2 um all skin types are "
-                  "alike, governed by water absorption (Jacquez et al. 1955, J. Appl. Physiol. 8, 'Spectral "
-                  "reflectance of human skin in the region 0.7-2.6 um'; NIST measurements 250-2500 nm: "
-                  "Cooksey & Allen 2013, Proc. SPIE 8734, 87340N), hence low at 1550 nm; Lambertian"),
+                  "retroreflection R_A is at least 70 cd/lx/m^2 at 0.2 deg observation, -4 deg entrance and 30 "
+                  "at +30 deg entrance (a Lambertian white gives 1/pi = 0.32); taken as grey, the same at "
+                  "905 nm (the beads and their metallised backing are not pigments: an estimate); Lambertian "
+                  "diffuse part"),
+    _entry("skin", "human skin, mean of 100 adults", "person",
+           rgb=(0.447, 0.321, 0.282), lidar=(0.594, 0.564, 0.094), basis="derived",
+           source="the mean of the 100 subjects of the NIST reference data set of human skin reflectance "
+                  "(Cooksey, Allen & Tsai 2017, J. Res. NIST 122, 26, doi:10.18434/M38597: inner forearm, "
+                  "directional-hemispherical reflectance factor, 3 nm steps from 250 to 2500 nm), each subject's "
+                  "average spectrum interpolated linearly to 460/535/600/865/905/1550 nm; the subjects' 5th to "
+                  "95th percentiles are 0.29-0.53 at 600 nm, 0.52-0.60 at 905 nm and 0.08-0.11 at 1550 nm: "
+                  "melanin separates skin types in the visible, water absorption makes them alike beyond 1.2 um "
+                  "(Jacquez et al. 1955, J. Appl. Physiol. 8, 297); Lambertian"),
     _entry("cotton", "white cotton fabric", "person",
-           rgb=(0.80, 0.78, 0.75), lidar=(0.80, 0.80, 0.60), basis="estimate",
-           source="estimate (no measured spectrum at hand): bleached cellulose is bright from the visible "
-                  "to the near infrared and absorbs near 1450 and 1940 nm (bound water, cellulose), lower "
-                  "at 1550 nm; USGS splib07 sample Cotton_Fabric_GDS437_White is the measurement to replace "
-                  "it with; Lambertian"),
+           rgb=(0.610, 0.594, 0.617), lidar=(0.641, 0.640, 0.459), basis="measured",
+           source=f"{_USGS} record 18587, sample Cotton_Fabric_GDS437_White (white cotton fabric), {_ASD}: "
+                  "bright from the visible to the near infrared, lower at 1550 nm where cellulose and bound water "
+                  "absorb (troughs near 1450 and 1940 nm); Lambertian"),
     _entry("water", "clear still water", "water",
-           rgb=(0.01, 0.02, 0.03), lidar=(0.0, 0.0, 0.0), basis="derived", mirror=0.020,
+           rgb=(0.01, 0.02, 0.03), lidar=(0.0, 0.0, 0.0), basis="derived", mirror=0.020, kind="water",
+           refractive_index=WATER_REFRACTIVE_INDEX,
            source="mirror: Fresnel reflectance at normal incidence ((n-1)/(n+1))^2 = 0.020 for n = 1.333 "
-                  "(Hale & Querry 1973); diffuse: the light scattered back out of clear water, a few per "
-                  "cent in the blue-green and falling to the red (estimate), none in the near infrared "
-                  "where water absorbs within centimetres (absorption coefficient 0.07 /cm at 900 nm and "
-                  "about 10 /cm at 1550 nm, Hale & Querry 1973)"),
+                  "(Hale & Querry 1973; 1.327 at 905 nm, IAPWS R9-97, the refractive index of kind water); "
+                  "diffuse: the light scattered back out of clear water, a few per cent in the blue-green "
+                  "and falling to the red (estimate), none worth the name in the near infrared where water "
+                  "absorbs within centimetres (absorption coefficient 0.07 /cm at 900 nm and about 10 /cm at "
+                  "1550 nm, Hale & Querry 1973): pure water's volume backscatter at 905 nm, pi beta(180) / "
+                  "(2 a) with beta(180) = 2.1e-5 /m/sr (Morel 1974) and a = 6.8 /m, is 5e-6 (0 here; give "
+                  "a turbid water its own reflectivity)"),
 )}
 
 
@@ -326,34 +371,51 @@ def derive(name: str, base: str, overrides: Mapping) -> Material:
     base : str
         A library entry (:func:`library_entry`).
     overrides : mapping
-        Any of ``reflectivity``, ``mirror``, ``color_rgb``, ``class``, ``roughness_deg`` (the
-        scenario keys, user units). A given ``reflectivity`` replaces the entry's spectrum: the
-        lidars then see that value at every wavelength.
+        Any of ``reflectivity``, ``mirror``, ``color_rgb``, ``class``, ``roughness_deg``, ``kind``
+        and the optical keys (:data:`hifi.world.surfaces.OPTICAL_KEYS`; the scenario keys, user
+        units). A given ``reflectivity`` replaces the entry's spectrum: the lidars then see that
+        value at every wavelength. The entry's optical values that the resulting ``kind`` has
+        no use for are dropped (a glass entry made ``kind = "opaque"`` loses its refractive index).
 
     Returns
     -------
     hifi.world.scene.Material
     """
     entry = library_entry(base)
-    unknown = set(overrides) - {"reflectivity", "mirror", "color_rgb", "class", "roughness_deg"}
+    unknown = set(overrides) - {"reflectivity", "mirror", "color_rgb", "class", "roughness_deg", "kind", *OPTICAL_KEYS}
     if unknown:
         raise ValueError(f"derive: unknown keys {sorted(unknown)}")
     given = dict(overrides)
     spectrum = None if "reflectivity" in given else entry.spectrum_m()
+    kind = given.get("kind", entry.kind)
+    # the entry's optical values, then the given ones, of the keys this kind has
+    optics = {k: v for k, v in {**entry.optics(), **given}.items()
+              if k in OPTICAL_KEYS and kind in OPTICAL_KEYS[k] and v is not None}
     return Material(name, float(given.get("reflectivity", entry.reflectivity)), float(given.get("mirror", entry.mirror)),
                     tuple(given.get("color_rgb", entry.rgb)), given.get("class", entry.class_name),
                     roughness_rad=float(np.radians(given.get("roughness_deg", entry.roughness_deg))),
-                    spectrum=spectrum)
+                    spectrum=spectrum, kind=kind, **optics)
 
 
 # -- the reference table -----------------------------------------------------------------------
 _COLUMNS = ("name", "class", "R 600", "G 535", "B 460", "865 nm", "905 nm", "1550 nm", "roughness [deg]", "mirror",
-            "basis")
+            "kind", "basis")
+
+
+def _kind(m: LibraryMaterial) -> str:
+    """The ``kind`` column: the kind and its optical values."""
+    if m.kind == "glass":
+        return f"glass (n {m.refractive_index:g}, transmittance {m.transmittance:g})"
+    if m.kind == "water":
+        return f"water (n {m.refractive_index:g})"
+    if m.kind == "retroreflector":
+        return f"retroreflector (R_A {m.retroreflection_cd_lx_m2:g} / {m.retroreflection_30deg_cd_lx_m2:g})"
+    return m.kind
 
 
 def _row(m: LibraryMaterial) -> list[str]:
     return [m.name, m.class_name, *(f"{v:.3g}" for v in m.rgb), *(f"{v:.3g}" for v in m.lidar),
-            f"{m.roughness_deg:g}", f"{m.mirror:g}", m.basis]
+            f"{m.roughness_deg:g}", f"{m.mirror:g}", _kind(m), m.basis]
 
 
 def _rst_table() -> str:
@@ -381,25 +443,44 @@ def reference_markdown() -> str:
             "spectrum at its own `wavelength_m`, linearly between them and held at the ends (so between 600 "
             "and 865 nm, a straight line). `basis`: *measured* (a spectral library's sample), *derived* (a "
             "closed form or a stated operation on measured values), *standard* (a standard's specified "
-            "value), *estimate* (no measurement at hand; the source says from what). Glass, water and "
-            "retroreflectors are listed with their numbers (mirror fraction, R_A); transmission and "
-            "retroreflection are not modelled by the sensors yet.", ""]
+            "value), *estimate* (no measurement at hand; the source says from what). `kind`: what the surface is "
+            "to the rays: glass (a pane the rays pass, Fresnel reflection at its refractive index n), water "
+            "(Fresnel reflection, the rays follow it) and retroreflectors (the return concentrated back to the "
+            "sensor, R_A) are modelled as [surfaces.md](surfaces.md) describes; `mirror` of glass and water is "
+            "their specular reflectance at normal incidence, for reference.", ""]
     table = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     table += ["| " + " | ".join(f"`{c}`" if i == 0 else c for i, c in enumerate(_row(m))) + " |"
               for m in LIBRARY.values()]
     sources = ["", "## Sources", ""]
     for m in LIBRARY.values():
-        extra = (f" Coefficient of retroreflection R_A = {m.retroreflection_cd_lx_m2:g} cd/lx/m^2."
+        extra = (f" Coefficient of retroreflection R_A = {m.retroreflection_cd_lx_m2:g} cd/lx/m^2 at -4 deg "
+                 f"entrance, {m.retroreflection_30deg_cd_lx_m2:g} at +30 deg (0.2 deg observation)."
                  if m.retroreflection_cd_lx_m2 is not None else "")
         sources.append(f"- `{m.name}` ({m.description}): {m.source}.{extra}")
     refs = ["", "## References", "",
             "- S. K. Meerdink, S. J. Hook, D. A. Roberts, E. A. Abbott, \"The ECOSTRESS spectral library version "
             "1.0\", Remote Sensing of Environment 230, 111196 (2019); A. M. Baldridge, S. J. Hook, C. I. Grove, "
             "G. Rivera, \"The ASTER spectral library version 2.0\", Remote Sensing of Environment 113, 711-715 "
-            "(2009). Sample ids as in the library; the values are its directional-hemispherical reflectance. The "
-            "sample files were read from copies redistributed with HELIOS++ (python/pyhelios/data/spectra: "
-            "0425UUUASP) and with the R package photobiologyFilters (materials.mspct: 0095UUUASP, 0432UUUCNC, "
-            "0384UUUALM, 85P4663, 89P1763, the JHU grass, deciduous and snow spectra; metals.mspct: NASA TN D-5353).",
+            "(2009). Sample ids as in the library; the values are its directional-hemispherical reflectance "
+            "(VH342's, an ASD spectrum: bidirectional reflectance). The sample files were read from copies "
+            "redistributed with HELIOS++ (python/pyhelios/data/spectra: 0425UUUASP), with the R package "
+            "photobiologyFilters (materials.mspct: 0095UUUASP, 0432UUUCNC, 0384UUUALM, 85P4663, 89P1763, the JHU "
+            "grass, deciduous and snow spectra; metals.mspct: NASA TN D-5353), with Quantiloom "
+            "(github.com/blitzcolo/Quantiloom-dev, assets/models/cornell_box/cornell_brick_reflectance.csv at "
+            "commit 87763195: 0097UUUBRK, as reflectance = percent / 100) and with "
+            "speclib (github.com/chrislyonsKY/speclib, tests/data/ecostress at commit 663a057f: the UCSB file of "
+            "VH342).",
+            "- R. F. Kokaly, R. N. Clark, G. A. Swayze, K. E. Livo, T. M. Hoefen, N. C. Pearson, R. A. Wise, W. M. "
+            "Benzel, H. A. Lowers, R. L. Driscoll, A. J. Klein, \"USGS spectral library version 7\", U.S. Geological "
+            "Survey Data Series 1035 (2017), doi:10.3133/ds1035 (public domain). Record numbers and sample names as "
+            "in splib07a; the ASD spectra (1 nm steps) were read from their conversion in speclib "
+            "(github.com/chrislyonsKY/speclib, docs/data/spectra at commit 663a057f) and agree within 0.001 with "
+            "Astroray's independent reading of the USGS archive (github.com/HendrikGC02/Astroray, "
+            "data/spectral_profiles/profiles.bin at commit cca800d8).",
+            "- C. C. Cooksey, D. W. Allen, B. K. Tsai, \"Reference data set of human skin reflectance\", Journal of "
+            "Research of the National Institute of Standards and Technology 122, 26 (2017); data set "
+            "doi:10.18434/M38597, read from the copy in iadpython (github.com/scottprahl/iadpython, "
+            "iadpython/data/M38597.csv at commit dc8c91c0).",
             "- E. W. Spisz, A. J. Weigand, R. L. Bowman, J. R. Jack, \"Solar absorptances and spectral reflectances "
             "of 12 metals for temperatures ranging from 300 to 500 K\", NASA TN D-5353 (1969).",
             "- ASTM D4956, Standard Specification for Retroreflective Sheeting for Traffic Control.",
@@ -407,6 +488,12 @@ def reference_markdown() -> str:
             "Applied Optics 12(3), 555-563 (1973).",
             "- M. Rubin, \"Optical properties of soda lime silica glasses\", Solar Energy Materials 12, 275-288 "
             "(1985).",
+            "- IAPWS R9-97, \"Release on the refractive index of ordinary water substance as a function of "
+            "wavelength, temperature and pressure\" (1997).",
+            "- A. Morel, \"Optical properties of pure water and pure sea water\", in N. G. Jerlov, E. Steemann "
+            "Nielsen (eds.), Optical Aspects of Oceanography, Academic Press 1974, pp. 1-24.",
+            "- M. R. Vogt et al., \"Measurement of the optical constants of soda-lime glasses in dependence of iron "
+            "content\", IEEE J. Photovoltaics 6(1), 111-118 (2016).",
             "- M. Pomerantz, H. Akbari, J. T. Harvey, \"Cooler reflective pavements give benefits beyond energy "
             "savings: durability and illumination\", LBNL-45370 (2000).",
             "- M. E. Kashani, M. J. Olsen, C. E. Parrish, N. Wilson, \"A review of LIDAR radiometric processing: "

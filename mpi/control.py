@@ -194,6 +194,14 @@ def end_job(status: int, line: str | None, *, comm=None, signum: int | None = No
     _leave(rank, status, line, STOP_WAIT_S, comm)
 
 
+def barrier() -> None:
+    """Wait until every rank of ``MPI.COMM_WORLD`` is here (``Ibarrier`` tested in a loop,
+    :func:`wait`: a signal or another rank's stop still ends the wait). A sweep's ranks share
+    nothing else (:mod:`hifi.run.sweep`)."""
+    comm = import_mpi().COMM_WORLD
+    wait(comm, comm.Ibarrier())
+
+
 def import_mpi():
     """``from mpi4py import MPI`` (which runs ``MPI_Init``), bounded in time.
 

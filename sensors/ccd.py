@@ -13,7 +13,8 @@ The chain of one frame, each step a plain function or an :mod:`optics` kernel, e
    (:func:`optics.illumination.sunlight`). The sun's direction in ENU is the scene frame
    (x east, y north, z up).
 3. **Shading.** Each hit facet is Lambertian with its material's ``color_rgb`` as the band
-   reflectance of each channel; direct sun times cos(incidence) where a shadow ray towards the
+   reflectance of each channel (on a textured scene-file part, the file's base colour at the
+   hit, :meth:`hifi.world.textures.HitTextures.colour`); direct sun times cos(incidence) where a shadow ray towards the
    sun reaches the sky (cast for the facets of :func:`optics.illumination.sun_facing`), plus an
    isotropic diffuse sky weighted by the facet's sky view factor; pixels that see nothing get
    the sky radiance (:func:`optics.illumination.scene_photon_radiance`). The model casts the
@@ -59,6 +60,7 @@ from optics.radiometry import field_angle, image_irradiance, mechanical_vignetti
 from optics.spectral import channel_response_curves, relative_quantum_efficiency
 
 from hifi.run.dataset import axis_coords, image_coords, sensor_pose_vars
+from hifi.world.textures import HitTextures
 
 from .weather import weather_of
 
@@ -345,6 +347,8 @@ class CCDCamera(Sensor):
         # Reflectance per object (trailing NaN row for id -1); mono: mean of R, G, B.
         colour = ctx.scene.object_table("color_rgb")
         self._reflectance = colour if p["color"] == "rgb" else colour.mean(axis=1, keepdims=True)
+        self._colour = colour
+        self._textures = HitTextures(ctx.scene)      # textured scene-file parts: colour per hit
         # Per-pixel optics factors, fixed for the run.
         pos = pixel_positions(self._grid, p["pixel_pitch_m"])
         self._field_angle = field_angle(pos, p["focal_length_m"])
@@ -433,7 +437,13 @@ class CCDCamera(Sensor):
                 lit[facing] = True
         lit_all = np.zeros(hit.shape, dtype=bool)
         lit_all[idx] = lit
-        out = scene_photon_radiance(hit, self._reflectance[hits.object_id], hits.normal, lit_all,
+        if self._textures:
+            reflectance = self._textures.colour(self._colour, hits, t_s)
+            if self.params["color"] != "rgb":
+                reflectance = reflectance.mean(axis=1, keepdims=True)
+        else:
+            reflectance = self._reflectance[hits.object_id]
+        out = scene_photon_radiance(hit, reflectance, hits.normal, lit_all,
                                     sun.direction_scene, sun.direct_normal,
                                     sun.diffuse_horizontal)
         if self._extinction > 0.0:

@@ -7,6 +7,7 @@ import numpy as np
 from hifi.api.model import Sensor, Var
 from hifi.api.params import Param
 from hifi.api.rng import stream
+from hifi.world.textures import HitTextures
 
 from hifi.run.dataset import (annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, range_layout,
                           sensor_pose_vars)
@@ -92,6 +93,7 @@ class GenericGrid(Sensor):
         # No wavelength (Doria's scanner has none): each material's reflectivity, which for a
         # hifi.materials library material is its 905 nm value.
         self._refl = ctx.scene.object_table("reflectivity")
+        self._textures = HitTextures(ctx.scene)      # textured scene-file parts: reflectance per hit
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
@@ -116,8 +118,8 @@ class GenericGrid(Sensor):
         detected = hits.hit & (hits.distance > p["min_range_m"])
         ghost = origins + dirs * d_noisy[:, None] + ortho          # on the emitted ray (mirror ghosts)
         oid = hits.object_id
-        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
-                                      roughness_rad=self._rough[oid])
+        intensity = lambertian_return(self._textures.reflectance(self._refl, hits, times), hits.cos_incidence,
+                                      hits.distance, self._mirror[oid], roughness_rad=self._rough[oid])
         intensity = np.where(detected, intensity, np.nan)
         shape = (p["n_theta"], p["n_phi"])
         extra = {"annotation": annotation_var(("theta", "phi"), self._class[oid].reshape(shape),

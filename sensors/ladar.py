@@ -8,6 +8,7 @@ from hifi.caster import Hits
 from hifi.api.model import Sensor, Var
 from hifi.api.params import Param
 from hifi.api.rng import stream
+from hifi.world.textures import HitTextures
 
 from hifi.run.dataset import (annotation_var, axis_coords, direction_from_yaw_pitch, range_frame, range_layout,
                           sensor_pose_vars)
@@ -146,6 +147,7 @@ class SickLMS291(Sensor):
         # Receiver window: every return within the maximum range (twice, for mirror paths).
         self.n_bins = self._n_bins()
         self._refl = ctx.scene.object_table("reflectivity", wavelength_m=LMS291_WAVELENGTH_M)
+        self._textures = HitTextures(ctx.scene)      # textured scene-file parts: reflectance per hit
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
@@ -174,8 +176,8 @@ class SickLMS291(Sensor):
         hits, origins, dirs = self.cast(self._dirs, times, p["max_range_m"], self._offsets)
         oid = hits.object_id
         energy = (np.repeat(self.weights[None, :], n_steps, axis=0).ravel()
-                  * lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance,
-                                      self._mirror[oid], roughness_rad=self._rough[oid]))
+                  * lambertian_return(self._textures.reflectance(self._refl, hits, times), hits.cos_incidence,
+                                      hits.distance, self._mirror[oid], roughness_rad=self._rough[oid]))
         if self._extinction > 0.0:
             energy = energy * np.exp(-2.0 * self._extinction * np.nan_to_num(hits.distance))
         # a sub-ray that meets a surface through the emitter (distance 0: a scanner mounted on

@@ -50,6 +50,7 @@ from .lidar import (
     common_params,
     fit_noise_power,
     footprint_params,
+    reorder_echo,
     take_hits,
 )
 from .ouster_metadata import (  # noqa: F401  (re-exported: importable from here as before the split)
@@ -370,7 +371,7 @@ class Ouster(PulsedLidar):
         hits, origins, dirs, echoes = self._cast_beams(self._dirs[order], times[order], self._origins[order],
                                                        grid=shape, ring_order=self._ring_order)
         hits = [take_hits(hh, back) for hh in hits]
-        echoes = [None if e is None else tuple(np.asarray(a)[back] for a in e) for e in echoes]
+        echoes = [reorder_echo(e, back) for e in echoes]
         batch = PulseBatch(origins[back], dirs[back], self._bias, ("column", "beam"), shape, times, self._yaw,
                            self._pitch)
         return self._measure_returns(k, t, hits, batch, echoes)
@@ -382,7 +383,7 @@ class Ouster(PulsedLidar):
         dims, shape = batch.dims, batch.shape
         p = self.params
         oid = hits.object_id
-        rho = np.where(hits.hit, self._refl[oid] * (1.0 - self._mirror[oid]), np.nan)
+        rho = np.where(hits.hit, self._reflectance(hits, batch.times) * (1.0 - self._mirror[oid]), np.nan)
         ch = ouster_channels(frame["distance_noisy"].data.ravel(), frame["received_power"].data.ravel(), rho,
                              range_offset_m=self.range_offset_m, p_white_1m_w=self._p_white_1m,
                              signal_white_1m_photons=p["signal_white_1m_photons"],

@@ -8,12 +8,15 @@ from hifi.constants import SPEED_OF_LIGHT_M_S
 from hifi.api.model import Sensor
 from hifi.api.params import Param
 from hifi.api.rng import stream
+from hifi.world.surfaces import RETROREFLECTOR
+from hifi.world.textures import HitTextures
 
 from hifi.run.dataset import (annotation_var, axis_coords, image_coords, range_frame, range_layout, sensor_pose_vars,
                           yaw_pitch)
 from .depthmap import pinhole_directions
 from .noise import gaussian_range_noise
 from .radiometry import lambertian_return
+from .surfaces import retroreflector_reflectivity
 from .weather import weather_of
 
 
@@ -116,6 +119,7 @@ class ToFSR4000(Sensor):
         self._dirs = d.reshape(-1, 3)
         self._yaw, self._pitch = yaw_pitch(self._dirs)
         self._refl = ctx.scene.object_table("reflectivity", wavelength_m=SR4000_WAVELENGTH_M)
+        self._textures = HitTextures(ctx.scene)      # textured scene-file parts: reflectance per hit
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
@@ -123,6 +127,14 @@ class ToFSR4000(Sensor):
         # no clear-air term (indoor ranges), so clear weather is 0.
         w = weather_of(ctx)
         self._extinction = 0.0 if w.clear else w.extinction(SR4000_WAVELENGTH_M, 0.0)
+        # Glass, water and retroreflectors (docs/surfaces.md): the amplitude through panes and
+        # water reflections, and a retroreflector's return; nothing changes in other scenes.
+        self._surfaces = bool(getattr(ctx.caster, "has_surfaces", False))
+        kind = ctx.scene.object_table("kind")
+        self._retro = None
+        if np.any(kind == RETROREFLECTOR):
+            self._retro = (kind == RETROREFLECTOR, ctx.scene.object_table("retroreflection_cd_lx_m2"),
+                           ctx.scene.object_table("retroreflection_30deg_cd_lx_m2"))
 
     def coords(self):
         p = self.params
@@ -131,7 +143,12 @@ class ToFSR4000(Sensor):
 
     def step(self, k, t):
         p = self.params
-        hits, origins, dirs = self.cast(self._dirs, t, p["max_range_m"])
+        throughput = None
+        if self._surfaces:
+            sh, origins, dirs = self.cast_surfaces(self._dirs, t, p["max_range_m"])
+            hits, throughput = sh.hits, sh.throughput
+        else:
+            hits, origins, dirs = self.cast(self._dirs, t, p["max_range_m"])
         rng = stream(self.ctx.seed, self.name, k, "noise")
         measured = gaussian_range_noise(hits.distance, p["noise_sigma_m"], rng)
         if p["modulation_frequency_hz"] > 0:
@@ -142,8 +159,16 @@ class ToFSR4000(Sensor):
         det = hits.hit & np.isfinite(measured) & (hits.distance > 0.0)
         reported = origins + dirs * measured[:, None]
         oid = hits.object_id
-        intensity = lambertian_return(self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
-                                      roughness_rad=self._rough[oid])
+        intensity = lambertian_return(self._textures.reflectance(self._refl, hits, t), hits.cos_incidence,
+                                      hits.distance, self._mirror[oid], roughness_rad=self._rough[oid])
+        if self._retro is not None:
+            retro, r_a, r_a30 = self._retro
+            on = retro[oid]
+            retro_rho = np.where(on, retroreflector_reflectivity(np.where(on, r_a[oid], 1.0), hits.cos_incidence,
+                                                                 np.where(on, r_a30[oid], np.nan)), 0.0)
+            intensity = intensity + retro_rho / hits.distance ** 2
+        if throughput is not None:
+            intensity = intensity * (throughput * throughput)
         if self._extinction > 0.0:
             intensity = intensity * np.exp(-2.0 * self._extinction * hits.distance)
         power = SR4000_REFERENCE_POWER_W * intensity

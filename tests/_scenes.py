@@ -102,3 +102,50 @@ def street_scenario(*, duration_s=0.3, return_mode="strongest", weather=None, se
     if weather:
         d["weather"] = dict(weather)
     return d
+
+
+#: The road texture of :func:`textured_road_scenario`: 8 x 8 texels, dark grey (sRGB code 64)
+#: with a white (255) stripe in texel rows 3 and 4 from the top.
+ROAD_TEXTURE_SHAPE = (8, 8)
+ROAD_DARK_CODE, ROAD_STRIPE_CODE = 64, 255
+
+#: Half the side of the textured road [m]; the texture spans 16 m and repeats, so white stripes
+#: lie along x at y = 16 k +- 2 m: their texels are pure within 1 m of y = 16 k, the dark ones
+#: from 3 m to 13 m off (between texel centres the sampling blends them).
+ROAD_HALF_M = 24.0
+ROAD_PERIOD_M = 16.0
+
+
+def textured_road_scenario(directory, sensors, *, textured=True, reflectance_map=None, seed=3):
+    """Write ``road.glb`` into ``directory`` (with trimesh's glTF writer): a 48 x 48 m plane in
+    z = 0, material ``Road`` (baseColorFactor white), texture coordinates ``((x + 24) / 16,
+    (y + 24) / 16)`` and, if ``textured``, the base-colour texture of :data:`ROAD_TEXTURE_SHAPE`;
+    return the scenario (a dict) that maps ``Road`` to ``[materials.road]`` (reflectivity 0.2,
+    color_rgb 0.5 grey) with ``sensors``, and, with ``reflectance_map`` (an image file name in
+    ``directory``), ``reflectance_maps = { "Road" = ... }``."""
+    import numpy as np
+    import PIL.Image
+    import trimesh
+    from trimesh.visual import TextureVisuals
+    from trimesh.visual.material import PBRMaterial
+
+    texels = np.full((*ROAD_TEXTURE_SHAPE, 3), ROAD_DARK_CODE, np.uint8)
+    texels[3:5] = ROAD_STRIPE_CODE
+    h = ROAD_HALF_M
+    v = np.array([[-h, -h, 0.0], [h, -h, 0.0], [h, h, 0.0], [-h, h, 0.0]])
+    uv = (v[:, :2] + h) / ROAD_PERIOD_M
+    image = PIL.Image.fromarray(texels) if textured else None
+    mat = PBRMaterial(name="Road", baseColorFactor=[1.0, 1.0, 1.0, 1.0], baseColorTexture=image)
+    mesh = trimesh.Trimesh(v, [[0, 1, 2], [0, 2, 3]], visual=TextureVisuals(uv=uv, material=mat), process=False)
+    s = trimesh.Scene()
+    s.add_geometry(mesh, node_name="Road", geom_name="road")
+    (directory / "road.glb").write_bytes(s.export(file_type="glb"))
+    table = {"materials": {"Road": "road"}}
+    if reflectance_map is not None:
+        table["reflectance_maps"] = {"Road": reflectance_map}
+    return {"simulation": {"duration_s": 0.1, "seed": seed, "start_utc": "2024-05-01T10:00:00Z",
+                           "origin": {"lat_deg": 47.8, "lon_deg": 13.04, "height_m": 430.0}},
+            "materials": {"road": {"reflectivity": 0.2, "color_rgb": [0.5, 0.5, 0.5], "class": "road"}},
+            "scene_files": {"road": table},
+            "objects": [{"name": "road", "mesh": "road.glb"}],
+            "sensors": list(sensors)}

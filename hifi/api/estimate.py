@@ -19,7 +19,9 @@ Memory model (peak resident set size of the process)::
   compiled kernels of :mod:`hifi.kernels`), or runs the divergent-beam receiver.
 - scene: ``SCENE_BYTES_PER_FACE`` per triangle of a static object, ``MOVING_SCENE_BYTES_PER_FACE``
   per triangle of a moving one (mesh arrays, the float32 copies handed to Embree and its BVH;
-  a moving object has its own BVH in its body frame).
+  a moving object has its own BVH in its body frame), plus the textures of scene-file parts:
+  their texels as held (3 B per pixel of a base-colour texture, 4 B of a reflectance map),
+  their texture coordinates (16 B per vertex) and each textured face's map to them (64 B).
 - setup: the arrays a model keeps from ``setup`` on (ray directions, per-ray times), analytic.
 - writer (:func:`writer_bytes`): the frames :class:`hifi.run.output.FrameWriter` buffers before it
   writes (at most ``BUFFER_MAX_FRAMES`` frames or ``BUFFER_MAX_BYTES``), the copy its flush
@@ -260,11 +262,19 @@ class RunEstimate:
 
 
 def scene_bytes(scene) -> int:
-    """Memory of a scene's meshes and BVHs [B]: per-triangle factors for static and moving objects."""
+    """Memory of a scene's meshes and BVHs [B]: per-triangle factors for static and moving objects,
+    and the textures of scene-file parts (``SceneObject.texture``: the decoded images and the
+    face maps, each array once however many parts share it)."""
     total = 0
+    seen: set[int] = set()
     for obj in scene.objects:
         per = MOVING_SCENE_BYTES_PER_FACE if scene.is_moving(obj.name) else SCENE_BYTES_PER_FACE
         total += per * len(obj.faces)
+        texture = getattr(obj, "texture", None)
+        for arr in (texture.arrays() if texture is not None else ()):
+            if id(arr) not in seen:
+                seen.add(id(arr))
+                total += int(arr.nbytes)
     return total
 
 
@@ -507,6 +517,8 @@ def generated_scene_bytes(sc) -> tuple[int, list]:
             n, build = (0 if mesh is None else len(mesh.faces)), 0
         moving = spec.track is not None or spec.parent is not None or spec.vehicle is not None
         held = n * (MOVING_SCENE_BYTES_PER_FACE if moving else SCENE_BYTES_PER_FACE)
+        if spec.parts is not None:                # decoded textures and texture coordinates
+            held += sum(getattr(p, "texture_bytes", 0) for p in spec.parts)
         rows.append((spec, n, held, build))
     peak = BASE_PROCESS_BYTES + sum(r[2] for r in rows) + max((r[3] for r in rows), default=0)
     return peak, rows

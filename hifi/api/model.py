@@ -285,6 +285,27 @@ class Sensor(Model):
             The emitted rays in the scene frame (``origins_scene`` a read-only broadcast of one
             point when every ray leaves the sensor origin at one pose).
         """
+        origins, dirs, times = self._scene_rays(directions_sensor, times_s, origins_sensor)
+        hits = self.ctx.caster.cast(origins, dirs, times, max_range_m)
+        return hits, origins, dirs
+
+    def cast_surfaces(self, directions_sensor, times_s, max_range_m, origins_sensor=None):
+        """:meth:`cast` through glass panes and along water reflections, keeping the first such
+        surface of every path and the path's throughput
+        (:meth:`hifi.caster.RayCaster.cast_surfaces`).
+
+        Returns
+        -------
+        surface_hits : hifi.caster.SurfaceHits
+        origins_scene, directions_scene : (n, 3) float
+            As :meth:`cast`.
+        """
+        origins, dirs, times = self._scene_rays(directions_sensor, times_s, origins_sensor)
+        return self.ctx.caster.cast_surfaces(origins, dirs, times, max_range_m), origins, dirs
+
+    def _scene_rays(self, directions_sensor, times_s, origins_sensor):
+        """The rays of :meth:`cast` in the scene frame: ``(origins, directions, times)``, times
+        broadcast to one per ray."""
         d = np.asarray(directions_sensor, dtype=float).reshape(-1, 3)
         n = d.shape[0]
         times = np.asarray(times_s, dtype=float)
@@ -307,5 +328,4 @@ class Sensor(Model):
             origins = pose.apply(o_s)
             dirs = pose.apply_vectors(d)
             dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
-        hits = self.ctx.caster.cast(origins, dirs, np.broadcast_to(times, (n,)), max_range_m)
-        return hits, origins, dirs
+        return origins, dirs, np.broadcast_to(times, (n,))

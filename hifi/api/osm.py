@@ -156,6 +156,13 @@ _CIRCLE_SIDES = 256
 #: Segments per quarter circle of a road's round joins and ends.
 _ROUND_SEGMENTS = 4
 
+#: Vertices closer than this to the outline without them are dropped [m] (:func:`_clean`):
+#: OpenStreetMap stores coordinates in units of 1e-7 deg (the OSM wiki, "Node": 7 decimal
+#: places; 1.1 cm of latitude), so nothing finer is in the data. Joining the road strips makes
+#: vertices millimetres apart where two outlines cross at a shallow angle, and ear clipping
+#: turns such a pair and a far vertex into a triangle too thin for the float32 caster.
+_SIMPLIFY_M = 0.01
+
 #: Passes of :func:`_unsliver` (one flip removes a sliver; a second catches a sliver whose
 #: neighbour was itself flipped in the first).
 _SLIVER_PASSES = 4
@@ -382,9 +389,10 @@ def _parts(geometry) -> list:
 
 
 def _clean(geometry) -> list:
-    """Valid Polygons of ``geometry`` without repeated or collinear consecutive vertices (a
-    simplification of tolerance 0), exterior counter-clockwise and holes clockwise: the
-    footprints earcut triangulates vertex for vertex."""
+    """Valid Polygons of ``geometry`` without repeated, collinear or nearly collinear
+    consecutive vertices (a simplification of tolerance :data:`_SIMPLIFY_M`, topology kept),
+    exterior counter-clockwise and holes clockwise: the footprints earcut triangulates vertex
+    for vertex."""
     _, shapely = _modules()
     from shapely.geometry.polygon import orient
 
@@ -393,7 +401,7 @@ def _clean(geometry) -> list:
     for g in shapely.get_parts(geometry):
         if g.geom_type not in ("Polygon", "MultiPolygon"):
             continue
-        for p in _parts(shapely.simplify(g, 0.0)):
+        for p in _parts(shapely.simplify(g, _SIMPLIFY_M)):
             if p.geom_type == "Polygon" and not p.is_empty and p.area > 0:
                 out.append(orient(p, 1.0))
     return out

@@ -9,7 +9,8 @@ Three layers:
   that frame at each ray's own emission time instead of rebuilding the BVH.
   :class:`mpi.caster.FacetBackend` casts a share of the facets and reduces over processes;
 - plain functions over a backend: :func:`trace` (first segment, then the bounded mirror
-  bounce loop) and :func:`settle_ties` (the edge-tie rule that makes a hit independent of how
+  bounce loop), :func:`trace_surfaces` (the same through glass panes and off water, with the
+  first such surface of every path and the path's throughput) and :func:`settle_ties` (the edge-tie rule that makes a hit independent of how
   the facets are split);
 - :class:`RayCaster`, the public facade the sensors call (``ctx.caster.cast(...)``), which
   also splits the rays over threads (:class:`ChunkPool`; embreex releases the GIL inside
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from .embree import EmbreeBackend
 from .facade import RayCaster
-from .hits import Hits, NearestHitBackend, NearestHits, no_hits, secondary_ray_offset_m
+from .hits import Hits, NearestHitBackend, NearestHits, SurfaceHits, no_front, no_hits, secondary_ray_offset_m
 from .pool import ChunkPool
 from .ties import (
     NOT_CONTAINED,
@@ -42,7 +43,7 @@ from .ties import (
 )
 # The former module-private name that the tests import from here.
 from .ties import object_topology as _object_topology
-from .tracing import nearest_step, trace
+from .tracing import SurfaceTable, nearest_step, trace, trace_surfaces
 
 __all__ = [
     "NOT_CONTAINED",
@@ -52,16 +53,20 @@ __all__ = [
     "NearestHitBackend",
     "NearestHits",
     "RayCaster",
+    "SurfaceHits",
+    "SurfaceTable",
     "_object_topology",
     "edge_rows",
     "lowest_key",
     "merge_vertices",
     "merged_ids_of",
     "nearest_step",
+    "no_front",
     "no_hits",
     "secondary_ray_offset_m",
     "settle_ties",
     "static_world_vertices",
     "tie_candidates",
     "trace",
+    "trace_surfaces",
 ]

@@ -12,10 +12,10 @@ import numpy as np
 from ..constants import MAX_MIRROR_BOUNCES, MIRROR_FOLLOW_THRESHOLD
 from ..world.scene import Scene
 from .embree import EmbreeBackend
-from .hits import Hits, NearestHitBackend, NearestHits
+from .hits import Hits, NearestHitBackend, NearestHits, SurfaceHits, no_front
 from .pool import ChunkPool
 from .ties import object_topology, settle_ties
-from .tracing import nearest_step, trace
+from .tracing import SurfaceTable, nearest_step, trace, trace_surfaces
 
 #: Distance of a hit point from a neighbouring triangle's plane within which that triangle is
 #: taken to contain the point too, relative to the scene extent (2**-20: a few float32 ulp).
@@ -73,6 +73,10 @@ class RayCaster:
         self.backend = backend if backend is not None else EmbreeBackend(scene, face_subset=face_subset)
         # Per object id (and -1, last entry, NaN -> False): does a ray follow its reflection?
         self._mirror_object = scene.object_table("mirror") >= MIRROR_FOLLOW_THRESHOLD
+        # Glass and water (hifi.world.surfaces): None when the scene has neither, so that a cast
+        # is then trace() itself.
+        table = SurfaceTable.of(scene)
+        self._surfaces = table if table.any else None
         self._tie_cache: dict = {}
         self._tables_built = False
         self._tie_plane_m = _TIE_PLANE_REL * max(scene.extent_m(), 1.0)
@@ -193,9 +197,48 @@ class RayCaster:
 
         Notes
         -----
-        :func:`trace` over this caster's backend, threads and scene.
+        :func:`trace` over this caster's backend, threads and scene; in a scene with glass or
+        water (:data:`hifi.world.surfaces.KINDS`) the rays go on through panes and along the
+        reflections off water (:meth:`cast_surfaces`, whose ``hits`` this is).
         """
+        if self._surfaces is not None:
+            return self.cast_surfaces(origins, directions, times, max_range_m).hits
         self.build()
         return trace(self.backend, origins, directions, times, max_range_m,
                      mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
                      map_chunks=self._map_chunks())
+
+    @property
+    def has_surfaces(self) -> bool:
+        """Whether the scene holds glass or water, so that :meth:`cast_surfaces` may find a
+        front surface and a throughput below 1."""
+        return self._surfaces is not None
+
+    def cast_surfaces(self, origins, directions, times=0.0, max_range_m=np.inf) -> SurfaceHits:
+        """Cast rays through mirrors, glass panes and water reflections, keeping the first glass
+        or water surface of every path and the path's throughput.
+
+        Parameters
+        ----------
+        origins, directions, times, max_range_m
+            As :meth:`cast`.
+
+        Returns
+        -------
+        SurfaceHits
+            ``hits`` as :meth:`cast` returns them, ``front`` (NaN / -1 where a path meets no
+            glass or water) and ``throughput`` (one way, 1 where none).
+
+        Notes
+        -----
+        :func:`trace_surfaces` over this caster's backend, threads and scene; in a scene
+        without glass or water, :func:`trace` with no front and a throughput of 1.
+        """
+        self.build()
+        if self._surfaces is None:
+            hits = trace(self.backend, origins, directions, times, max_range_m,
+                         mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
+                         map_chunks=self._map_chunks())
+            return SurfaceHits(hits, no_front(len(hits)), np.ones(len(hits)))
+        return trace_surfaces(self.backend, origins, directions, times, max_range_m, surfaces=self._surfaces,
+                              max_bounces=self.max_bounces, settle=self._settle, map_chunks=self._map_chunks())

@@ -78,6 +78,43 @@ class Hits:
         return self.distance.shape[0]
 
 
+@dataclass(frozen=True)
+class SurfaceHits:
+    """Result of casting n rays through glass and off water
+    (:meth:`~hifi.caster.RayCaster.cast_surfaces`).
+
+    Attributes
+    ----------
+    hits : Hits
+        The surface each ray ends on, through panes, mirrors and water reflections (what
+        :meth:`~hifi.caster.RayCaster.cast` returns).
+    front : Hits
+        The first glass or water surface on each ray's path (:data:`hifi.world.surfaces.KINDS`):
+        path length to it, point, normal turned toward the ray, the ray's direction there,
+        object, face, mirror reflections before it; NaN / -1 where the path has none.
+    throughput : (n,) float64
+        Share of the emitted power that reaches ``hits`` along the path, one way: the product
+        of the transmittances of the panes crossed and the Fresnel reflectances of the water
+        surfaces reflected off (:func:`hifi.world.surfaces.surface_throughput`); 1 where the
+        path crosses none (and on a miss).
+    """
+
+    hits: Hits
+    front: Hits
+    throughput: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+
+def no_front(n: int) -> Hits:
+    """:class:`Hits` of n rays that meet no glass or water: read-only broadcasts of NaN / -1 /
+    0, no memory per ray."""
+    nan, nan3 = np.broadcast_to(np.nan, (n,)), np.broadcast_to(np.nan, (n, 3))
+    none = np.broadcast_to(np.int32(-1), (n,))
+    return Hits(nan, nan3, nan3, nan3, none, none, np.broadcast_to(np.int8(0), (n,)))
+
+
 def secondary_ray_offset_m(coordinate_bound_m, *, rel: float = SECONDARY_RAY_OFFSET_REL,
                            min_m: float = SECONDARY_RAY_OFFSET_MIN_M) -> np.ndarray:
     """Clearance [m] of a secondary ray's origin from the surface it leaves (mirror bounce,

@@ -1,17 +1,22 @@
 """Tracing over any nearest-hit backend: :func:`nearest_step` (one cast step, split over
-threads, with the edge-tie rule) and :func:`trace` (the first segment of every ray finished in
-place, then the bounded mirror bounce loop with its secondary-ray offsets). Plain functions
-over the backend protocol, kept apart from the backends they drive and from the facade that
-binds them to a scene.
+threads, with the edge-tie rule), :func:`trace` (the first segment of every ray finished in
+place, then the bounded mirror bounce loop with its secondary-ray offsets) and
+:func:`trace_surfaces` (the same through glass panes and off water surfaces, keeping the first
+such surface of every path and the path's throughput). Plain functions over the backend
+protocol, kept apart from the backends they drive and from the facade that binds them to a
+scene.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..constants import MAX_MIRROR_BOUNCES
+from typing import NamedTuple
+
+from ..constants import MAX_MIRROR_BOUNCES, MAX_PANE_CROSSINGS
+from ..world.surfaces import GLASS, MIRROR, WATER, surface_throughput
 from ._rows import rows_or_shared
-from .hits import Hits, NearestHitBackend, NearestHits
+from .hits import Hits, NearestHitBackend, NearestHits, SurfaceHits, no_front
 
 #: Smallest cosine used to turn the normal clearance of a secondary ray into a distance along
 #: it; grazing reflections (cos < 0.05, 87 deg) step at most 20 offsets along the ray.
@@ -110,20 +115,61 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
 
 
 def _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d):
-    """The rays of a finished first segment that hit a mirror: ``(index, segment, point,
-    normal, direction, object id)`` for the bounce loop, their outputs reset to NaN / -1; None
-    if there are none."""
+    """The rays of a finished first segment that hit a mirror (or any surface ``mirror_object``
+    flags): ``(index, segment, point, normal, direction, object id, face)`` for the bounce
+    loop, their outputs reset to NaN / -1; None if there are none."""
     on_mirror = mirror_object[obj]
     if not np.any(on_mirror):
         return None
     m = np.nonzero(on_mirror)[0]
-    state = (m + a, dist[m], pt[m], nrm[m], d[m], obj[m])
+    state = (m + a, dist[m], pt[m], nrm[m], d[m], obj[m], face[m])
     dist[m] = np.nan
     pt[m] = np.nan
     nrm[m] = np.nan
     obj[m] = -1
     face[m] = -1
     return state
+
+
+def _trace_first(backend, origins, directions, times, max_range_m, mirror_object, settle, map_chunks):
+    """The outputs of a trace and its first segment: ``(hits, states, times, max_range)``,
+    ``hits`` finished for every ray that ends on its first surface, ``states`` the
+    :func:`_mirror_state` of each chunk that has rays on a surface ``mirror_object`` flags
+    (those left out), ``times`` and ``max_range`` as the loops take them."""
+    origins = np.asarray(origins, dtype=float).reshape(-1, 3)
+    directions_in = np.asarray(directions, dtype=float).reshape(-1, 3)
+    n = origins.shape[0]
+    if directions_in.shape[0] != n:
+        raise ValueError(f"origins has {n} rays but directions has {directions_in.shape[0]}")
+    times = np.asarray(times, dtype=float)
+    times = float(times) if times.ndim == 0 else np.broadcast_to(times, (n,))
+    max_range = np.asarray(max_range_m, dtype=float)
+    max_range = float(max_range) if max_range.ndim == 0 else np.broadcast_to(max_range, (n,))
+
+    distance = np.empty(n)
+    point = np.empty((n, 3))
+    normal = np.empty((n, 3))
+    out_dir = np.empty((n, 3))
+    object_id = np.empty(n, dtype=np.int32)
+    face_index = np.empty(n, dtype=np.int32)
+    bounces = np.zeros(n, dtype=np.int8)
+    hits = Hits(distance, point, normal, out_dir, object_id, face_index, bounces)
+    if n == 0:
+        return hits, [], times, max_range
+    backend.build()
+    times = _one_time(times)
+    mirrors = mirror_object if np.any(mirror_object) else None
+    out = (distance, point, normal, out_dir, object_id, face_index)
+
+    def first(a, b):
+        return _first_segment(backend, settle, a, b, origins, directions_in, times, max_range,
+                              out, mirrors)
+
+    if backend.collective or map_chunks is None:
+        states = [first(0, n)]
+    else:
+        states = map_chunks(first, n)
+    return hits, [s for s in states if s is not None], times, max_range
 
 
 def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_m=np.inf, *,
@@ -171,42 +217,13 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
     distance, and the reflected line itself is exact. The scene is frozen during a ray's
     flight (< 1 us at 300 m).
     """
-    origins = np.asarray(origins, dtype=float).reshape(-1, 3)
-    directions_in = np.asarray(directions, dtype=float).reshape(-1, 3)
-    n = origins.shape[0]
-    if directions_in.shape[0] != n:
-        raise ValueError(f"origins has {n} rays but directions has {directions_in.shape[0]}")
-    times = np.asarray(times, dtype=float)
-    times = float(times) if times.ndim == 0 else np.broadcast_to(times, (n,))
-    max_range = np.asarray(max_range_m, dtype=float)
-    max_range = float(max_range) if max_range.ndim == 0 else np.broadcast_to(max_range, (n,))
-
-    distance = np.empty(n)
-    point = np.empty((n, 3))
-    normal = np.empty((n, 3))
-    out_dir = np.empty((n, 3))
-    object_id = np.empty(n, dtype=np.int32)
-    face_index = np.empty(n, dtype=np.int32)
-    bounces = np.zeros(n, dtype=np.int8)
-    hits = Hits(distance, point, normal, out_dir, object_id, face_index, bounces)
-    if n == 0:
-        return hits
-    backend.build()
-    times = _one_time(times)
-    mirrors = mirror_object if np.any(mirror_object) else None
-    out = (distance, point, normal, out_dir, object_id, face_index)
-
-    def first(a, b):
-        return _first_segment(backend, settle, a, b, origins, directions_in, times, max_range,
-                              out, mirrors)
-
-    if backend.collective or map_chunks is None:
-        states = [first(0, n)]
-    else:
-        states = map_chunks(first, n)
-    states = [s for s in states if s is not None]
+    hits, states, times, max_range = _trace_first(backend, origins, directions, times, max_range_m,
+                                                  mirror_object, settle, map_chunks)
     if not states or max_bounces == 0:
         return hits
+    n = len(hits)
+    distance, point, normal, out_dir, object_id, face_index, bounces = (
+        getattr(hits, f) for f in Hits.__dataclass_fields__)
 
     # Rays on a mirror: reflect and follow, up to max_bounces reflections.
     active = np.concatenate([s[0] for s in states])
@@ -248,3 +265,152 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
         active, travelled, remaining = active[m], total[m], remaining[m] - seg[m]
         seg, p, nrm, d, mirror = seg[m], p[m], nrm[m], d[m], obj[m]
     return hits
+
+
+class SurfaceTable(NamedTuple):
+    """Per object id (and -1, last entry), what :func:`trace_surfaces` needs of its material."""
+
+    kind: np.ndarray              #: int8 code (:mod:`hifi.world.surfaces`: OPAQUE ... MIRROR)
+    refractive_index: np.ndarray  #: float64, NaN where the kind has none
+    transmittance: np.ndarray     #: float64, internal transmittance of a pane
+
+    @classmethod
+    def of(cls, scene) -> "SurfaceTable":
+        """The table of a :class:`~hifi.world.scene.Scene`."""
+        return cls(scene.object_table("kind"), scene.object_table("refractive_index"),
+                   scene.object_table("transmittance"))
+
+    @property
+    def any(self) -> bool:
+        """Whether any object is glass or water (else :func:`trace` does the same work)."""
+        return bool(np.any((self.kind == GLASS) | (self.kind == WATER)))
+
+    def follow(self) -> np.ndarray:
+        """Per object id: does a ray go on from it (a mirror, a pane, a water surface)?"""
+        return (self.kind == MIRROR) | (self.kind == GLASS) | (self.kind == WATER)
+
+
+def trace_surfaces(backend: NearestHitBackend, origins, directions, times=0.0, max_range_m=np.inf, *,
+                   surfaces: SurfaceTable, max_bounces: int = MAX_MIRROR_BOUNCES,
+                   max_crossings: int = MAX_PANE_CROSSINGS, settle=None, map_chunks=None) -> SurfaceHits:
+    """Cast rays and follow them through mirrors, through glass panes and along the
+    reflection off water surfaces to the first surface that stops them.
+
+    Parameters
+    ----------
+    backend, origins, directions, times, max_range_m, settle, map_chunks
+        As :func:`trace`.
+    surfaces : SurfaceTable
+        Per object id (and -1 last): its kind (a perfect mirror is ``MIRROR``), refractive
+        index and internal transmittance.
+    max_bounces : int
+        Bound on reflections per ray (mirrors and water surfaces); a ray that would reflect
+        once more reports no hit.
+    max_crossings : int
+        Bound on glass panes crossed per ray (:data:`~hifi.constants.MAX_PANE_CROSSINGS`); a ray
+        that would cross one more reports no hit.
+
+    Returns
+    -------
+    SurfaceHits
+        The final hits (as :func:`trace` returns them: ``bounces`` counts the mirror and water
+        reflections), the first glass or water surface of every path, and the throughput.
+
+    Notes
+    -----
+    A ray that reaches a pane goes on in the same direction (a thin pane shifts it sideways by
+    millimetres: :func:`hifi.world.surfaces.pane_optics`), one that reaches water along its
+    mirror reflection; each multiplies the path's throughput by the share that goes on that
+    way (:func:`hifi.world.surfaces.surface_throughput`), and the first of them on a path is
+    kept as ``front``. The secondary ray leaves from a point on the continued line that clears
+    the surface by ``backend.secondary_offset_m`` (stepping ``offset / cos``, cos clamped at
+    ``_MIN_COS_OFFSET``), the path length is measured from the true point, as in
+    :func:`trace`. Every ray in the loop is on such a surface and each step adds a reflection or
+    a crossing to it, so at most ``max_bounces + max_crossings`` steps run. The loop's arrays
+    and its decisions come from the backend's (collective) results only, so every MPI rank
+    runs it alike. A scene without glass or water gives what :func:`trace` gives (its first
+    ``hits``), with no front and a throughput of 1.
+    """
+    follow = surfaces.follow()
+    hits, states, times, max_range = _trace_first(backend, origins, directions, times, max_range_m, follow,
+                                                  settle, map_chunks)
+    n = len(hits)
+    throughput = np.ones(n)
+    if not states:
+        return SurfaceHits(hits, no_front(n), throughput)
+    distance, point, normal, out_dir, object_id, face_index, bounces = (
+        getattr(hits, f) for f in Hits.__dataclass_fields__)
+    front = Hits(np.full(n, np.nan), np.full((n, 3), np.nan), np.full((n, 3), np.nan), np.full((n, 3), np.nan),
+                 np.full(n, -1, dtype=np.int32), np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=np.int8))
+    has_front = np.zeros(n, dtype=bool)
+
+    active = np.concatenate([s[0] for s in states])
+    seg, p, nrm, d, obj, face = (np.concatenate([s[i] for s in states]) for i in range(1, 7))
+    all_times = np.broadcast_to(times, (n,))
+    remaining = np.broadcast_to(max_range, (n,))[active] - seg
+    travelled = seg
+    tp = np.ones(active.size)
+    n_reflect = np.zeros(active.size, dtype=np.int64)
+    n_cross = np.zeros(active.size, dtype=np.int64)
+    for _ in range(max_bounces + max_crossings):
+        kind = surfaces.kind[obj]
+        dn = np.einsum("ij,ij->i", d, nrm)              # < 0: nrm faces the arriving ray
+        on_surface = (kind == GLASS) | (kind == WATER)
+        first = on_surface & ~has_front[active]
+        if np.any(first):
+            fi = active[first]
+            has_front[fi] = True
+            front.distance[fi] = travelled[first]
+            front.point[fi] = p[first]
+            front.normal[fi] = nrm[first]
+            front.direction[fi] = d[first]
+            front.object_id[fi] = obj[first]
+            front.face_index[fi] = face[first]
+            front.bounces[fi] = n_reflect[first]
+        if np.any(on_surface):
+            tp = tp * surface_throughput(kind, -dn, surfaces.refractive_index[obj], surfaces.transmittance[obj])
+        reflect = (kind == MIRROR) | (kind == WATER)
+        n_reflect = n_reflect + reflect
+        n_cross = n_cross + (kind == GLASS)
+        keep = (n_reflect <= max_bounces) & (n_cross <= max_crossings)
+        if not np.all(keep):                            # past a bound: no hit (outputs stay NaN / -1)
+            active, travelled, remaining, tp = active[keep], travelled[keep], remaining[keep], tp[keep]
+            n_reflect, n_cross, reflect = n_reflect[keep], n_cross[keep], reflect[keep]
+            p, nrm, d, obj, dn = p[keep], nrm[keep], d[keep], obj[keep], dn[keep]
+            if active.size == 0:
+                break
+        going = np.where(reflect[:, None], d - 2.0 * dn[:, None] * nrm, d)
+        start = p
+        # Leave along the continued line, far enough to clear the surface by the offset
+        # (clamped at grazing), so the path stays exact.
+        cos_out = np.maximum(np.abs(np.einsum("ij,ij->i", going, nrm)), _MIN_COS_OFFSET)
+        offset_m = backend.secondary_offset_m(start, obj)
+        o = start + going * (offset_m / cos_out)[:, None]
+        d = going
+        seg, obj, face, nrm, _ = nearest_step(backend, o, d, all_times[active], remaining,
+                                              settle=settle, map_chunks=map_chunks)
+        hit = obj >= 0
+        p = o + d * np.where(hit, seg, np.nan)[:, None]
+        # Measure from the true point on the surface left, not the offset origin.
+        seg = np.where(hit, np.linalg.norm(p - start, axis=1), seg)
+        facing = np.einsum("ij,ij->i", nrm, d)
+        nrm = np.where((facing > 0)[:, None], -nrm, nrm)
+        total = travelled + seg
+        goes_on = hit & follow[obj]
+        final = hit & ~goes_on
+        fi = active[final]
+        distance[fi] = total[final]
+        point[fi] = p[final]
+        normal[fi] = nrm[final]
+        out_dir[fi] = d[final]
+        object_id[fi] = obj[final]
+        face_index[fi] = face[final]
+        bounces[fi] = n_reflect[final]
+        throughput[fi] = tp[final]
+        if not np.any(goes_on):
+            break
+        m = goes_on
+        active, travelled, remaining = active[m], total[m], remaining[m] - seg[m]
+        seg, p, nrm, d, obj, face = seg[m], p[m], nrm[m], d[m], obj[m], face[m]
+        tp, n_reflect, n_cross = tp[m], n_reflect[m], n_cross[m]
+    return SurfaceHits(hits, front, throughput)

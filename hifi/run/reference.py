@@ -55,6 +55,7 @@ def scenario_reference() -> str:
     """The whole scenario reference as Markdown (see the module docstring)."""
     from ..api import meshes
     from . import scenario
+    from .sweep_table import MAX_VARIANTS, SWEEP_PARAMS
     from ..api.registry import available_models, load_model
 
     parts = [_HEADER]
@@ -96,6 +97,16 @@ def scenario_reference() -> str:
     parts.append("## `[weather]`\n\nOptional; absent: clear air. Extinction in every lidar's signal chain "
                  "(and the fog's own echo, `object_id` = -2); see the README section \"Weather\".\n\n"
                  + param_table(scenario.WEATHER_PARAMS) + "\n")
+    parts.append("## `[sweep]`\n\nOptional: the file is a sweep, a batch of variants of the scenario (`hifi run` "
+                 "writes each as a whole run into `DIR/variant_0000/` ... and the catalog `DIR/sweep.json`; "
+                 "`hifi.open_sweep(DIR)` reads them back with a `variant` dimension; docs/scenario_files.md, "
+                 "\"Sweeps\"). Every key but `mode` is a dotted path naming a scenario value, quoted, and the "
+                 "list of its values: `seed` (or `simulation.seed`), `\"sensors.NAME.params.KEY\"`, "
+                 "`\"sensors.NAME.position_m\"`, `\"objects.NAME.position_m.2\"` (one component), "
+                 "`\"materials.NAME.KEY\"`, `\"weather.KEY\"`, `\"output.KEY\"`, `\"models.NAME.params.KEY\"` "
+                 "(an entry of an array of tables by its `name` or position). Each variant is validated as a "
+                 f"scenario; at most {MAX_VARIANTS:,} variants.\n\n"
+                 + param_table(SWEEP_PARAMS) + "\n")
     parts.append("## Models and their `[sensors.params]`\n\nModels come from the entry-point group "
                  "`hifi.models`; this list is what is installed with hifi itself.\n")
     for name in available_models():

@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ..api.params import Locator, Param, Validator, check_params, parse_key
 from ..api.registry import available_models, load_model
 from ..api.timebase import parse_utc
 from ..world.scene import Material
+from ..world.surfaces import OPTICAL_KEYS
 from .scene_parts import SceneFiles
 
 SUPPORTED_VERSIONS = (1,)
@@ -59,6 +60,26 @@ MATERIAL_PARAMS = {
                            doc="Oren-Nayar roughness (std of facet slopes) [deg]; 0: Lambertian. Rough "
                                "surfaces return more light at grazing incidence (asphalt: about 11, fitted "
                                "to the nuScenes HDL-32E road, validation/lidar_real.py)"),
+    "kind": Param("str", default="opaque", choices=("opaque", "glass", "water", "retroreflector"),
+                  doc="what the surface is to the rays (docs/surfaces.md): 'opaque' (the diffuse and mirror "
+                      "fractions); 'glass' a thin pane the rays pass, reflecting by Fresnel's equations on both "
+                      "faces; 'water' a smooth water surface, Fresnel reflection, the rays follow the reflection; "
+                      "'retroreflector' retroreflective sheeting, its return concentrated back to the sensor"),
+    "refractive_index": Param("float", default=None, minimum=1.0, maximum=4.0,
+                              doc="glass and water: refractive index at the lidar wavelength; default 1.515 for "
+                                  "glass (soda-lime, Rubin 1985, at 905 nm) and 1.327 for water (IAPWS R9-97, "
+                                  "905 nm, 20 C)"),
+    "transmittance": Param("float", default=None, minimum=0.0, maximum=1.0,
+                           doc="glass: internal transmittance of the pane's bulk, one pass at normal incidence, "
+                               "its faces' reflections excluded, 0..1; default 1 (clear), lower for a tinted pane"),
+    "retroreflection_cd_lx_m2": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
+                                      doc="retroreflector: coefficient of retroreflection R_A [cd/(lx m^2)] at 0.2 "
+                                          "deg observation, -4 deg entrance (ASTM D4956; Type I white sheeting "
+                                          "70)"),
+    "retroreflection_30deg_cd_lx_m2": Param("float", default=None, minimum=0.0, exclusive_minimum=True,
+                                            doc="retroreflector: R_A at 0.2 deg observation, +30 deg entrance (ASTM "
+                                                "D4956; Type I white 30), how the return falls with the entrance "
+                                                "angle; default 30/70 of retroreflection_cd_lx_m2"),
 }
 OBJECT_KEYS = {
     "name": Param("str", doc="unique name"),
@@ -121,7 +142,8 @@ MODEL_KEYS = {
     "rate_hz": Param("float", default=None, minimum=0.0, exclusive_minimum=True, doc="the model's own rate [Hz]"),
     "params": Param("any", default=None, doc="model parameters"),
 }
-TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather", "models", "scene_files")
+TOP_KEYS = ("version", "simulation", "materials", "objects", "sensors", "output", "weather", "models", "scene_files",
+            "sweep")
 
 
 @dataclass
@@ -203,6 +225,9 @@ class Scenario:
     part_materials: dict = field(default_factory=dict)
     #: One line each: what :func:`hifi.run.checks.warn_scene` warns about scene files.
     part_warnings: list = field(default_factory=list)
+    #: The ``[sweep]`` table (:class:`hifi.run.sweep_table.Sweep`), or None: a plain scenario. The
+    #: scenario itself is the sweep's base, its values as written.
+    sweep: Any = None
 
 
 def _path_str(parts) -> str:
@@ -274,7 +299,7 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
         raise v.error("expected tables [materials.NAME]", key="materials", value=mats_raw)
     materials = {name: _material(v, name, table) for name, table in mats_raw.items()}
 
-    scene_files = SceneFiles(v, data.get("scene_files", {}), materials)
+    scene_files = SceneFiles(v, data.get("scene_files", {}), materials, base_dir)
     objs_raw = data.get("objects", [])
     if not isinstance(objs_raw, list):
         raise v.error("expected an array of tables [[objects]]", key="objects", value=objs_raw)
@@ -305,12 +330,16 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
                          lambda spec=spec: check(spec.params, names=kinds, vehicles=vehicles))
     out = check_params(data.get("output", {}), OUTPUT_PARAMS, v.error, "output")
     weather = check_params(data.get("weather", {}), WEATHER_PARAMS, v.error, "weather")
+    sweep = None
+    if "sweep" in data:
+        from .sweep_table import parse_sweep
+        sweep = parse_sweep(data["sweep"], data, v.error)
     if text is None:
         import json
         text = "# scenario built in code (JSON form)\n# " + json.dumps(data, default=str)
     return Scenario(source, base_dir, text, sim["duration_s"], start_utc, sim["seed"], origin,
                     materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models,
-                    part_materials=scene_files.derived, part_warnings=part_warnings)
+                    part_materials=scene_files.derived, part_warnings=part_warnings, sweep=sweep)
 
 
 def _material(v: Validator, name: str, table: Any) -> Material:
@@ -320,13 +349,39 @@ def _material(v: Validator, name: str, table: Any) -> Material:
     key = f"materials.{name}"
     params = check_params(table, MATERIAL_PARAMS, v.error, key)
     if params["library"] is None:
+        kind = params["kind"]
+        _check_optics(v, key, table, kind, params)
+        optics = {k: params[k] for k in OPTICAL_KEYS if params[k] is not None}
         return Material(name, params["reflectivity"], params["mirror"], tuple(params["color_rgb"]), params["class"],
-                        roughness_rad=float(np.radians(params["roughness_deg"])))
+                        roughness_rad=float(np.radians(params["roughness_deg"])), kind=kind, **optics)
     try:
-        library.library_entry(params["library"])
+        entry = library.library_entry(params["library"])
     except library.UnknownMaterial as exc:
         raise v.error(str(exc), key=f"{key}.library", value=params["library"]) from None
+    kind = table.get("kind", entry.kind)
+    _check_optics(v, key, table, kind, {**entry.optics(), **{k: params[k] for k in table if k != "library"}})
     return library.derive(name, params["library"], {k: params[k] for k in table if k != "library"})
+
+
+def _check_optics(v: Validator, key: str, table: Mapping, kind: str, params: Mapping) -> None:
+    """The optical keys agree with the material's ``kind`` (:data:`OPTICAL_KEYS`); a glass or
+    water surface is not a perfect mirror; a retroreflector has its R_A, and its R_A at 30 deg
+    entrance is not above the one at -4 deg."""
+    for k, kinds in OPTICAL_KEYS.items():
+        if k in table and kind not in kinds:
+            raise v.error(f"applies to kind = {' or '.join(repr(x) for x in kinds)} only (this material's kind is "
+                          f"{kind!r})", key=f"{key}.{k}", value=table[k])
+    if kind in ("glass", "water") and params.get("mirror", 0.0) >= 1.0:
+        raise v.error(f"a {kind} surface reflects by Fresnel's equations; allowed: mirror < 1 (or kind = 'opaque' for "
+                      "a perfect mirror)", key=f"{key}.mirror", value=params["mirror"])
+    r_a = params.get("retroreflection_cd_lx_m2")
+    if kind == "retroreflector" and r_a is None:
+        raise v.error("a retroreflector needs its coefficient of retroreflection: retroreflection_cd_lx_m2 > 0 "
+                      "[cd/(lx m^2)] (ASTM D4956)", key=f"{key}.kind", value=kind)
+    r30 = params.get("retroreflection_30deg_cd_lx_m2")
+    if kind == "retroreflector" and r30 is not None and r30 > r_a:
+        raise v.error(f"must be <= retroreflection_cd_lx_m2 = {r_a!r} (the return falls with the entrance angle)",
+                      key=f"{key}.retroreflection_30deg_cd_lx_m2", value=r30)
 
 
 def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_dir: Path,

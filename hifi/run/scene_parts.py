@@ -11,6 +11,7 @@ materials to the scenario's and its nodes to classes::
     [scene_files.street]
     materials = { "Asphalt*" = "asphalt_worn", "Glass*" = "glass" }   # file material -> material
     classes = { "Car*" = "car" }                                  # node or material -> class
+    reflectance_maps = { "Asphalt*" = "asphalt_905nm.png" }       # node or material -> image
 
 Keys are globs (:func:`fnmatch.fnmatchcase`: ``*``, ``?``, ``[seq]``, case-sensitive); the
 first entry in the table's order that matches wins. ``materials`` globs match a part's material
@@ -21,6 +22,12 @@ labels every part under a node ``Car`` that no entry names more closely). A part
 material (one :class:`~hifi.errors.ScenarioWarning` per file lists them); a part without a
 material in the file takes hifi's ``default``. A part that ``classes`` does not map has its
 material's class.
+
+A part with texture coordinates keeps its file material's base-colour texture and the image
+``reflectance_maps`` gives it (matched as ``classes`` is; a greyscale image of its reflectance
+at the lidar wavelength, read when the scenario is loaded) as a
+:class:`hifi.world.textures.PartTexture`, which the scene binds to the part's mesh
+(:mod:`hifi.world.textures`: the sensors sample it per hit).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import numpy as np
 from .. import materials as library
 from ..api.params import Param, Validator, check_params
 from ..world.scene import Material
+from ..world.textures import TEXCOORD_MAP_BYTES_PER_FACE
 
 #: Keys of a ``[scene_files.STEM]`` table.
 SCENE_FILE_PARAMS = {
@@ -47,6 +55,11 @@ SCENE_FILE_PARAMS = {
                      doc="{ \"glob\" = \"class\" }: the class of a part whose node name, else material name, else "
                          "the name of a node above it matches the glob (the first matching entry wins); "
                          "unmapped parts have their material's class"),
+    "reflectance_maps": Param("any", default=None,
+                              doc="{ \"glob\" = \"image file\" }: a part matched as classes match (node, material, "
+                                  "nodes above) takes its diffuse reflectance at the lidar wavelength from the "
+                                  "greyscale image (linear, 0..1 at full scale; relative to the scenario file) over "
+                                  "its texture coordinates, instead of its material's scaled by its texture"),
 }
 
 
@@ -74,6 +87,15 @@ class PartSpec:
         From ``classes``; None: the material's class.
     file_material : str or None
         The part's material name in the file.
+    n_faces : int
+        Its triangles.
+    texture : hifi.world.textures.PartTexture or None
+        Its texture coordinates with its base-colour texture and reflectance map; None: its
+        material alone.
+    texture_bytes : int
+        Memory its texture adds [B]: its texture coordinates and images (an image several parts
+        share counted at the first) and, in the scene, its faces' maps to texture coordinates
+        (:data:`hifi.world.textures.TEXCOORD_MAP_BYTES_PER_FACE` each).
     """
 
     name: str
@@ -85,6 +107,8 @@ class PartSpec:
     class_name: str | None = None
     file_material: str | None = None
     n_faces: int = 0
+    texture: Any = field(default=None, repr=False)
+    texture_bytes: int = 0
 
 
 @dataclass
@@ -93,8 +117,10 @@ class _Table:
 
     materials: dict
     classes: dict
+    reflectance_maps: dict = field(default_factory=dict)   # glob -> TextureImage (wrap repeat)
     matched_materials: set = field(default_factory=set)
     matched_classes: set = field(default_factory=set)
+    matched_maps: set = field(default_factory=set)
     file_materials: dict = field(default_factory=dict)     # path -> the file's material names
     file_nodes: dict = field(default_factory=dict)         # path -> the file's node names
 
@@ -134,9 +160,10 @@ class SceneFiles:
         The scenario's validated ``[materials]``.
     """
 
-    def __init__(self, v: Validator, raw: Any, materials: dict):
+    def __init__(self, v: Validator, raw: Any, materials: dict, base_dir: Path | None = None):
         self.v = v
         self.materials = materials
+        self.base_dir = Path(base_dir) if base_dir is not None else Path(".")
         if not isinstance(raw, dict):
             raise v.error("expected tables [scene_files.STEM] (STEM: a mesh file's name without its extension)",
                           key="scene_files", value=raw)
@@ -145,7 +172,8 @@ class SceneFiles:
             key = f"scene_files.{stem}"
             spec = check_params(table, SCENE_FILE_PARAMS, v.error, key)
             self.tables[stem] = _Table(self._mapping(f"{key}.materials", spec["materials"], check_material=True),
-                                       self._mapping(f"{key}.classes", spec["classes"], check_material=False))
+                                       self._mapping(f"{key}.classes", spec["classes"], check_material=False),
+                                       self._maps(f"{key}.reflectance_maps", spec["reflectance_maps"]))
         #: Materials derived from the files' own, by name (Scenario.part_materials).
         self.derived: dict[str, Material] = {}
         self._derived_of: dict[tuple, str] = {}          # (file, file material) -> derived name
@@ -173,6 +201,26 @@ class SceneFiles:
                     raise self.v.error(f"{glob!r} names material {value!r}: {exc}", key=key, value=raw) from None
         return dict(raw)
 
+    def _maps(self, key: str, raw: Any) -> dict:
+        """``reflectance_maps``: each image read now (glob -> TextureImage), so a bad one stops
+        loading with its key."""
+        from ..world.textures import read_reflectance_map
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise self.v.error("expected a table { \"glob\" = \"image file\" }", key=key, value=raw)
+        out = {}
+        for glob, value in raw.items():
+            if not glob:
+                raise self.v.error("expected non-empty globs (keys)", key=key, value=raw)
+            if not isinstance(value, str) or not value:
+                raise self.v.error(f"expected an image file name (a string) for {glob!r}", key=key, value=raw)
+            try:
+                out[glob] = read_reflectance_map((self.base_dir / value).resolve())
+            except ValueError as exc:
+                raise self.v.error(f"reflectance map {value!r} for {glob!r}: {exc}", key=key, value=value) from None
+        return out
+
     def wants_parts(self, mesh: str, parts: bool | None) -> bool:
         """Whether the object of mesh file ``mesh`` is loaded with parts (``parts`` its key)."""
         return parts if parts is not None else Path(mesh).stem in self.tables
@@ -190,7 +238,10 @@ class SceneFiles:
         use = self._files.setdefault(mesh_path, {"key": f"objects[{index}].mesh", "mesh": mesh, "stem": stem,
                                                  "unmapped": {}, "no_material": 0,
                                                  "table": stem in self.tables})
+        if first:
+            use["notes"] = list(scene_file.notes)
         out: list[PartSpec] = []
+        counted: set[int] = set()                     # texture arrays this object already counts
         for node in scene_file.nodes:
             part_name = _free(f"{name}/{node.name}", names)
             names[part_name] = f"objects[{index}]"
@@ -201,8 +252,39 @@ class SceneFiles:
             if part.mesh is not None:
                 part.n_faces = len(part.mesh.faces)
                 self._assign(part, node, table, scene_file, use if first else None)
+                part.texture = self._texture(part, node, table, scene_file, stem)
+                if part.texture is not None:      # its face maps in the scene, then what it holds
+                    part.texture_bytes = part.n_faces * TEXCOORD_MAP_BYTES_PER_FACE
+                    for arr in part.texture.arrays():
+                        if id(arr) not in counted:
+                            counted.add(id(arr))
+                            part.texture_bytes += int(arr.nbytes)
             out.append(part)
         return out
+
+    def _texture(self, part: PartSpec, node, table: _Table, scene_file, stem: str):
+        """The :class:`hifi.world.textures.PartTexture` of a part with triangles: its file
+        material's base-colour texture and the reflectance map ``reflectance_maps`` gives it
+        (matched as ``classes`` is), over its texture coordinates; None without either."""
+        from ..world.textures import PartTexture, TextureImage
+        file_material = scene_file.materials.get(node.material) if node.material is not None else None
+        base = file_material.texture if file_material is not None else None
+        names = [node.node_name, node.material or "", *node.ancestors]
+        table.matched_maps.update(g for g in table.reflectance_maps if any(fnmatchcase(n, g) for n in names))
+        hit = _first_match(table.reflectance_maps, names)
+        rmap = None
+        if hit is not None:
+            if node.uv is None:
+                raise self.v.error(f"{hit[0]!r} gives a reflectance map to part {part.name!r}, which has no texture "
+                                   f"coordinates in {Path(scene_file.path).name} (glTF TEXCOORD_0, OBJ vt) to place "
+                                   f"it by", key=f"scene_files.{stem}.reflectance_maps", value=hit[0])
+            rmap = table.reflectance_maps[hit[0]]
+            if base is not None and base.wrap != rmap.wrap:      # the base-colour texture's sampler
+                rmap = TextureImage(rmap.name, rmap.texels, base.wrap, srgb=False)
+        if node.uv is None or (base is None and rmap is None):
+            return None
+        factor = file_material.color_rgb if file_material is not None else (1.0, 1.0, 1.0)
+        return PartTexture(node.uv, base, factor, rmap)
 
     def _assign(self, part: PartSpec, node, table: _Table, scene_file, use: dict | None) -> None:
         """The material and class of a part with triangles; ``use`` (None: the file was
@@ -258,6 +340,9 @@ class SceneFiles:
                           key=f"scene_files.{stem}")
         warnings = []
         for path, use in self._files.items():
+            if use.get("notes"):
+                key = f"scene_files.{use['stem']}" if use["table"] else use["key"]
+                warnings.append(str(v.error(f"{use['mesh']}: " + "; ".join(use["notes"]), key=key)))
             if not use["unmapped"] and not use["no_material"]:
                 continue
             parts = []
@@ -285,14 +370,16 @@ class SceneFiles:
                     f"{', '.join(repr(g) for g in unused)} match(es) no part's material; the materials of "
                     f"{', '.join(str(Path(f).name) for f in files)}: {', '.join(repr(m) for m in names) or 'none'}",
                     key=f"scene_files.{stem}.materials")))
-            unused = [g for g in table.classes if g not in table.matched_classes]
-            if unused:
-                materials = sorted({m for f in files for m in table.file_materials[f]})
-                nodes = sorted({n for f in files for n in table.file_nodes[f]})
-                warnings.append(str(v.error(
-                    f"{', '.join(repr(g) for g in unused)} match(es) no part (a node's name, a material's name or "
-                    f"a name above a part); the materials: {', '.join(repr(m) for m in materials) or 'none'}; "
-                    f"the nodes: {', '.join(repr(n) for n in nodes)}", key=f"scene_files.{stem}.classes")))
+            for what, globs, matched in (("classes", table.classes, table.matched_classes),
+                                         ("reflectance_maps", table.reflectance_maps, table.matched_maps)):
+                unused = [g for g in globs if g not in matched]
+                if unused:
+                    materials = sorted({m for f in files for m in table.file_materials[f]})
+                    nodes = sorted({n for f in files for n in table.file_nodes[f]})
+                    warnings.append(str(v.error(
+                        f"{', '.join(repr(g) for g in unused)} match(es) no part (a node's name, a material's name "
+                        f"or a name above a part); the materials: {', '.join(repr(m) for m in materials) or 'none'}; "
+                        f"the nodes: {', '.join(repr(n) for n in nodes)}", key=f"scene_files.{stem}.{what}")))
         return warnings
 
 

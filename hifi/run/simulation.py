@@ -206,7 +206,9 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
             if mesh is None:
                 scene.add_body(part.name, "object", pose, part.parent)
             else:
-                scene.add_object(part.name, mesh, part.material, pose, part.parent, class_name=part.class_name)
+                obj = scene.add_object(part.name, mesh, part.material, pose, part.parent, class_name=part.class_name)
+                if part.texture is not None:          # over the object's own (whole) mesh arrays
+                    obj.texture = part.texture.bind(obj.vertices, obj.faces)
     for spec in sc.sensors:
         scene.add_body(spec.name, "sensor", Pose.from_position_rpy(spec.position_m, spec.rpy_deg), spec.parent)
     return scene

@@ -52,9 +52,30 @@ class Material:
         Diffuse reflectance by wavelength: ``(wavelengths_m, reflectance)``, the wavelengths
         [m] strictly increasing, the reflectances in 0..1 (:mod:`hifi.materials` gives one per
         library entry). None (the default): ``reflectivity`` at every wavelength.
+    kind : str
+        What the surface is to the rays (:data:`hifi.world.surfaces.KINDS`): ``"opaque"``
+        (default: the diffuse and mirror fractions above), ``"glass"`` (a thin pane the rays
+        pass, Fresnel reflection on both faces), ``"water"`` (a smooth water surface, Fresnel
+        reflection; the rays follow the reflection), ``"retroreflector"`` (retroreflective
+        sheeting: its return is concentrated back to the source).
+    refractive_index : float, optional
+        Refractive index of a glass or water surface at the lidar wavelength (>= 1); None: the
+        kind's default (:data:`hifi.world.surfaces.DEFAULT_REFRACTIVE_INDEX`: 1.515 glass, 1.327
+        water), None for the other kinds (NaN in :meth:`Scene.object_table`).
+    transmittance : float
+        Internal transmittance of a glass pane's bulk, one pass at normal incidence, its faces'
+        reflections excluded, 0..1: 1 clear, lower tinted (:func:`hifi.world.surfaces.pane_optics`).
+    retroreflection_cd_lx_m2 : float
+        Coefficient of retroreflection R_A of a retroreflector [cd lx^-1 m^-2] at 0.2 deg
+        observation and -4 deg entrance (ASTM D4956's first geometry); 0 for the other kinds.
+    retroreflection_30deg_cd_lx_m2 : float, optional
+        R_A at 0.2 deg observation and +30 deg entrance (ASTM D4956's second geometry), which
+        sets how the return falls with the entrance angle; None: the ratio 30 / 70 of ASTM
+        D4956 Type I white sheeting.
 
     A lidar asks :meth:`reflectance_at` for its own wavelength; ``reflectivity`` is what a model
-    without a wavelength uses (and every model, when there is no ``spectrum``).
+    without a wavelength uses (and every model, when there is no ``spectrum``). The defaults of
+    the last five fields are an opaque surface, what every material was before they existed.
     """
 
     name: str
@@ -64,8 +85,29 @@ class Material:
     class_name: str = UNLABELLED
     roughness_rad: float = 0.0
     spectrum: tuple | None = None
+    kind: str = "opaque"
+    refractive_index: float | None = None
+    transmittance: float = 1.0
+    retroreflection_cd_lx_m2: float = 0.0
+    retroreflection_30deg_cd_lx_m2: float | None = None
 
     def __post_init__(self):
+        from .surfaces import DEFAULT_REFRACTIVE_INDEX, KINDS
+        if self.kind not in KINDS:
+            raise ValueError(f"material {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        if self.refractive_index is None:
+            object.__setattr__(self, "refractive_index", DEFAULT_REFRACTIVE_INDEX.get(self.kind))
+        elif not self.refractive_index >= 1.0:
+            raise ValueError(f"material {self.name!r}: refractive_index must be >= 1, got {self.refractive_index!r}")
+        if not 0.0 <= self.transmittance <= 1.0:
+            raise ValueError(f"material {self.name!r}: transmittance must be in 0..1, got {self.transmittance!r}")
+        if self.kind == "retroreflector" and not self.retroreflection_cd_lx_m2 > 0.0:
+            raise ValueError(f"material {self.name!r}: a retroreflector needs retroreflection_cd_lx_m2 > 0, got "
+                             f"{self.retroreflection_cd_lx_m2!r}")
+        r30 = self.retroreflection_30deg_cd_lx_m2
+        if r30 is not None and not 0.0 < r30 <= self.retroreflection_cd_lx_m2:
+            raise ValueError(f"material {self.name!r}: retroreflection_30deg_cd_lx_m2 must be in (0, "
+                             f"retroreflection_cd_lx_m2 = {self.retroreflection_cd_lx_m2!r}], got {r30!r}")
         if self.spectrum is not None:
             wl, refl = (np.asarray(a, dtype=float) for a in self.spectrum)
             if wl.ndim != 1 or wl.shape != refl.shape or wl.size < 1:
@@ -125,6 +167,10 @@ class SceneObject:
     #: Semantic class of this object when it is not its material's (a part of a scene file
     #: mapped by ``[scene_files.STEM] classes``); None: the material's class.
     class_name: str | None = None
+    #: Texture of a scene-file part (:class:`hifi.world.textures.SurfaceTexture`: texture
+    #: coordinates, base-colour texture, reflectance map, over the whole mesh); None: its
+    #: material alone.
+    texture: object | None = field(default=None, repr=False)
     vertices: np.ndarray = field(init=False, repr=False)
     faces: np.ndarray = field(init=False, repr=False)
     #: Faces of the whole mesh (``len(faces)`` unless this is a share).
@@ -289,6 +335,10 @@ class Scene:
     def object_table(self, attribute: str, *, wavelength_m: float | None = None) -> np.ndarray:
         """Per-object material attribute, with one extra trailing entry for "no hit" (id -1).
 
+        ``"kind"`` gives int8 codes (:mod:`hifi.world.surfaces`: ``OPAQUE``, ``GLASS``,
+        ``WATER``, ``RETROREFLECTOR``, and ``MIRROR`` for an opaque material whose ``mirror``
+        reaches ``MIRROR_FOLLOW_THRESHOLD``), ``OPAQUE`` for "no hit".
+
         ``scene.object_table("reflectivity")[object_id]`` is then valid for every id including -1.
         With ``wavelength_m`` [m] (only for ``"reflectivity"``), each object's diffuse reflectance
         at that wavelength (:meth:`Material.reflectance_at`): what a lidar of that wavelength
@@ -304,6 +354,16 @@ class Scene:
                                            else self.materials[o.material_index].class_name)
                     for o in self.objects] + [0]
             return np.asarray(vals, dtype=np.uint8)
+        if attribute == "kind":
+            # the caster's codes (hifi.world.surfaces): a perfect mirror is its own code
+            from ..constants import MIRROR_FOLLOW_THRESHOLD
+            from .surfaces import KINDS, MIRROR
+            codes = []
+            for o in self.objects:
+                m = self.materials[o.material_index]
+                code = KINDS.index(m.kind)
+                codes.append(MIRROR if code == 0 and m.mirror >= MIRROR_FOLLOW_THRESHOLD else code)
+            return np.asarray(codes + [0], dtype=np.int8)
         if attribute == "color_rgb":
             vals = [self.materials[o.material_index].color_rgb for o in self.objects] + [(np.nan,) * 3]
             return np.asarray(vals, dtype=float)

@@ -25,10 +25,10 @@ from .firing import (AZIMUTH_STEP_RTOL, FIRING_MODES, azimuth_step_deg, cycles_p
                      mirror_scan_directions)
 from .footprint import EDGE_DEPTH_M, depth_edge_pulses, footprint_params, probe_leaves
 from .line import IbeoLux, LineLidar, SickLMS
-from .pulsed import PulseBatch, PulsedLidar, take_hits
+from .pulsed import FrontEcho, PulseBatch, PulsedLidar, reorder_echo, take_hits
 from .rotating import HDL32E, HDL64E_S2, VLP16, RotatingLidar
-from .signal import (CLEAR_VISIBILITY_M, FOG_BLIND_MIN_M, SNR_THRESHOLD, ChainParams, SignalChain, common_params, fit_noise_power,
-                     lidar_signal_chain)
+from .signal import (CLEAR_VISIBILITY_M, FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, SNR_THRESHOLD, TARGET_ECHO,
+                     ChainParams, Halo, SignalChain, common_params, fit_noise_power, lidar_signal_chain)
 
 # The names these had while they were private to one module, which sensors.ouster, sensors.sick
 # and the tests import.
@@ -39,9 +39,10 @@ _take_hits = take_hits
 _probe_leaves = probe_leaves
 
 __all__ = [
-    "AZIMUTH_STEP_RTOL", "CLEAR_VISIBILITY_M", "ChainParams", "EDGE_DEPTH_M", "FIRING_MODES", "FOG_BLIND_MIN_M", "HDL32E",
-    "HDL64E_S2", "SNR_THRESHOLD", "VLP16", "IbeoLux", "LineLidar", "PulseBatch", "PulsedLidar", "RotatingLidar",
+    "AZIMUTH_STEP_RTOL", "CLEAR_VISIBILITY_M", "ChainParams", "EDGE_DEPTH_M", "FIRING_MODES", "FOG_BLIND_MIN_M",
+    "FRONT_ECHO", "FrontEcho", "HALO_ECHO", "HDL32E", "HDL64E_S2", "Halo", "SNR_THRESHOLD", "TARGET_ECHO", "VLP16",
+    "IbeoLux", "LineLidar", "PulseBatch", "PulsedLidar", "RotatingLidar",
     "SickLMS", "SignalChain", "azimuth_step_deg", "common_params", "cycles_per_rotation", "depth_edge_pulses",
     "fit_noise_power", "firing_fractions", "footprint_params",
-    "lidar_signal_chain", "mirror_scan_directions", "probe_leaves", "take_hits",
+    "lidar_signal_chain", "mirror_scan_directions", "probe_leaves", "reorder_echo", "take_hits",
 ]

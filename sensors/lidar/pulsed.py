@@ -9,17 +9,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from typing import NamedTuple
+
 from hifi.caster import Hits
 from hifi.constants import SPEED_OF_LIGHT_M_S
+from hifi.world.surfaces import RETROREFLECTOR
 from hifi.run.dataset import ATMOSPHERE_ID, annotation_var, axis_coords, range_frame, sensor_pose_vars
 from hifi.api.model import Sensor, Var
 from hifi.api.rng import stream
+from hifi.world.textures import HitTextures
 
 from ..beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
 from ..radiometry import extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor
+from ..surfaces import front_reflectivity, retroreflector_reflectivity
 from ..weather import Particles, fog_echo_table, particle_window, precipitation, sample_particles, weather_of
 from .footprint import depth_edge_pulses, probe_leaves
-from .signal import FOG_BLIND_MIN_M, ChainParams, lidar_signal_chain
+from .signal import FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, ChainParams, Halo, lidar_signal_chain
 
 
 #: Position (beam radii) of the probe sub-ray that tests whether the footprint of a pulse
@@ -82,6 +87,33 @@ def take_hits(hits, rows):
     return Hits(*(getattr(hits, f)[rows] for f in Hits.__dataclass_fields__))
 
 
+class FrontEcho(NamedTuple):
+    """What a return slot of a frame knows of the glass and water on its pulses' paths (scenes
+    with glass or water only; :meth:`hifi.caster.RayCaster.cast_surfaces`).
+
+    Attributes
+    ----------
+    front : hifi.caster.Hits
+        The first glass or water surface on each pulse's beam axis (NaN / -1 where none).
+    throughput : ndarray, shape (n,)
+        One-way share of the power reaching the slot's hit along its path [1] (1 where the path
+        crosses no glass and reflects off no water).
+    """
+
+    front: Hits
+    throughput: np.ndarray
+
+
+def reorder_echo(echo, rows):
+    """A return slot's echo (None, a :class:`FrontEcho`, or a divergent beam's ``(range,
+    reflectivity, energy[, FrontEcho])``) with its pulses taken in the order ``rows``."""
+    if echo is None:
+        return None
+    if isinstance(echo, FrontEcho):
+        return FrontEcho(take_hits(echo.front, rows), np.asarray(echo.throughput)[rows])
+    return tuple(reorder_echo(a, rows) if isinstance(a, FrontEcho) else np.asarray(a)[rows] for a in echo)
+
+
 class PulsedLidar(Sensor):
     """Shared measurement chain (:func:`lidar_signal_chain`): received power, SNR, detection,
     SNR-dependent range noise, reported intensity; ghost points behind mirrors."""
@@ -104,12 +136,31 @@ class PulsedLidar(Sensor):
         # Each material's diffuse reflectance at this lidar's wavelength (hifi.materials spectra;
         # a material without one has its reflectivity at every wavelength).
         self._refl = scene.object_table("reflectivity", wavelength_m=self.params["wavelength_m"])
+        self._textures = HitTextures(scene)      # textured scene-file parts: reflectance per hit
         self._mirror = scene.object_table("mirror")
         self._rough = scene.object_table("roughness_rad")
         self._class = scene.object_table("class_id")
         self._class_names = list(scene.class_names)
         self._chain = ChainParams.from_params(self.params)
         self._setup_weather(ctx)
+        # Glass, water and retroreflectors (hifi.world.surfaces, sensors.surfaces): the tables
+        # only where the scene has them, so that other scenes run the chain as before.
+        self._kind = scene.object_table("kind")
+        self._has_retro = bool(np.any(self._kind == RETROREFLECTOR))
+        self._has_surfaces = bool(getattr(ctx.caster, "has_surfaces", False))
+        if self._has_retro:
+            self._retro = scene.object_table("retroreflection_cd_lx_m2")
+            self._retro30 = scene.object_table("retroreflection_30deg_cd_lx_m2")
+        if self._has_surfaces:
+            self._n_index = scene.object_table("refractive_index")
+            self._tau = scene.object_table("transmittance")
+
+    def _reflectance(self, hits, times):
+        """Diffuse reflectance of each hit at this lidar's wavelength, (n,): its material's
+        (``self._refl[object_id]``), or on a textured scene-file part the value at the hit
+        (:meth:`hifi.world.textures.HitTextures.reflectance`; ``times``: each ray's emission
+        time [s])."""
+        return self._textures.reflectance(self._refl, hits, times)
 
     def _setup_weather(self, ctx):
         """Extinction and the fog echo of the run's ``[weather]`` (:mod:`sensors.weather`).
@@ -155,6 +206,72 @@ class PulsedLidar(Sensor):
                                      r_max_m=float(p["max_range_m"]))
             if window is not None:
                 self._precip.append((kind, window))
+
+    def _cast_axis(self, directions, times, max_range_m, origins_sensor=None):
+        """:meth:`hifi.api.model.Sensor.cast`, through glass and water where the scene has them:
+        ``(hits, origins, dirs, throughput, front)``, the last two None in a scene without."""
+        if not self._has_surfaces:
+            hits, origins, dirs = self.cast(directions, times, max_range_m, origins_sensor)
+            return hits, origins, dirs, None, None
+        sh, origins, dirs = self.cast_surfaces(directions, times, max_range_m, origins_sensor)
+        return sh.hits, origins, dirs, sh.throughput, sh.front
+
+    def _return_reflectivity(self, hits, throughput=None, refl=None):
+        """Apparent reflectivity of each ray's hit, ``rho f(i) (1 - mirror)`` (Oren-Nayar
+        ``f``, :func:`sensors.radiometry.lambertian_return` at 1 m) plus a retroreflector's
+        return (:func:`sensors.surfaces.retroreflector_reflectivity`), times the path's two-way
+        throughput (glass crossed, water reflected off); NaN where nothing is hit. ``refl``:
+        each hit's reflectance (:meth:`_reflectance`; None: its material's)."""
+        oid = hits.object_id
+        measured = hits.distance
+        out = lambertian_return(self._refl[oid] if refl is None else refl, hits.cos_incidence, measured, self._mirror[oid],
+                                roughness_rad=self._rough[oid], reference_distance_m=1.0) * measured ** 2
+        if self._has_retro:
+            out = out + self._retro_term(oid, hits.cos_incidence)
+        if throughput is not None:
+            out = out * (throughput * throughput)
+        return out
+
+    def _retro_term(self, oid, cos_incidence):
+        """A retroreflector's return as an apparent reflectivity, 0 for the other surfaces."""
+        retro = self._kind[oid] == RETROREFLECTOR
+        return np.where(retro, retroreflector_reflectivity(np.where(retro, self._retro[oid], 1.0), cos_incidence,
+                                                           np.where(retro, self._retro30[oid], np.nan)), 0.0)
+
+    def _return_energy(self, hits, throughput=None, refl=None):
+        """Relative received power of each ray (:func:`sensors.radiometry.lambertian_return`,
+        1 for a white Lambertian target at 1 m), with a retroreflector's return and the path's
+        two-way throughput as :meth:`_return_reflectivity`; NaN where nothing is hit."""
+        oid = hits.object_id
+        out = lambertian_return(self._refl[oid] if refl is None else refl, hits.cos_incidence, hits.distance, self._mirror[oid],
+                                roughness_rad=self._rough[oid])
+        if self._has_retro:
+            out = out + self._retro_term(oid, hits.cos_incidence) / hits.distance ** 2
+        if throughput is not None:
+            out = out * (throughput * throughput)
+        return out
+
+    def _threshold_reflectivity(self, oid, throughput=None, refl=None):
+        """The reflectivity of BlenSor's detection threshold (Eq. 1): ``rho (1 - mirror)``, plus
+        a retroreflector's return at normal incidence, times the two-way throughput."""
+        rho = (self._refl[oid] if refl is None else refl) * (1.0 - self._mirror[oid])
+        if self._has_retro:
+            rho = rho + self._retro_term(oid, 1.0)
+        if throughput is not None:
+            rho = rho * (throughput * throughput)
+        return rho
+
+    def _front_reflectivity(self, front):
+        """Apparent reflectivity of the echo of each pulse's front surface (glass or water,
+        :func:`sensors.surfaces.front_reflectivity`), NaN where none."""
+        p = self.params
+        oid = front.object_id
+        return front_reflectivity(self._kind[oid], front.cos_incidence, front.distance,
+                                  refractive_index=self._n_index[oid], transmittance=self._tau[oid],
+                                  reflectivity=self._refl[oid], mirror=self._mirror[oid],
+                                  roughness_rad=self._rough[oid], divergence_rad=2.0 * self._half_div,
+                                  aperture_radius_m=p["aperture_radius_m"],
+                                  receiver_aperture_m=p["receiver_aperture_m"])
 
     def _particles(self, k, n_pulses):
         """Rain drops and snowflakes in the beams of frame ``k`` (None without precipitation)."""
@@ -248,13 +365,15 @@ class PulsedLidar(Sensor):
         m = 2 if p["return_mode"] == "dual" else 1
         if n > 1:
             return self._cast_divergent(directions, times, origins_sensor, n, m)
-        hits, origins, dirs = self.cast(directions, times, p["max_range_m"], origins_sensor)
+        hits, origins, dirs, tp, front = self._cast_axis(directions, times, p["max_range_m"], origins_sensor)
+        axis_echo = None if front is None else FrontEcho(front, tp)
         if p["edge_subrays"] <= 1 or grid is None:
-            return [hits] * m, origins, dirs, [None] * m
+            return [hits] * m, origins, dirs, [axis_echo] * m
         edge = self._edge_pulses(hits, directions, times, origins_sensor, grid, ring_order)
         if edge.size == 0:
-            return [hits] * m, origins, dirs, [None] * m
-        return self._edge_footprints(hits, edge, directions, times, origins_sensor, m), origins, dirs, [None] * m
+            return [hits] * m, origins, dirs, [axis_echo] * m
+        slots, echoes = self._edge_footprints(hits, edge, directions, times, origins_sensor, m, axis_echo)
+        return slots, origins, dirs, echoes
 
     def _edge_pulses(self, hits, directions, times, origins_sensor, grid, ring_order) -> np.ndarray:
         """The pulses at a depth edge (ascending): flagged along the scan by
@@ -279,26 +398,31 @@ class PulsedLidar(Sensor):
             cand = cand[probe_leaves(hits, cand, probe)]
         return np.union1d(np.flatnonzero(along), cand)
 
-    def _edge_footprints(self, hits, edge, directions, times, origins_sensor, m) -> list:
+    def _edge_footprints(self, hits, edge, directions, times, origins_sensor, m, axis_echo=None):
         """The return slots (``m``) of pencil ``hits`` whose ``edge`` pulses cast their whole
         footprint: each edge pulse takes the hit of its echo's dominant sub-ray, with the
-        echo's range (see :meth:`_cast_beams`)."""
+        echo's range (see :meth:`_cast_beams`). Returns ``(slots, echoes)``: the echoes are
+        None, or, with glass or water in the scene (``axis_echo``, the pencils'
+        :class:`FrontEcho`), each slot's :class:`FrontEcho` with the dominant sub-ray's
+        throughput."""
         p = self.params
         k = p["edge_subrays"]
         div_h, div_v = self._divergence()
         uv, w = subray_pattern(k)
         off, d = footprint_directions(np.asarray(directions)[edge], uv[1:], div_h, div_v, p["aperture_radius_m"])
         o = off if origins_sensor is None else off + np.asarray(origins_sensor)[edge][:, None, :]
-        sub, _, _ = self.cast(d.reshape(-1, 3), np.repeat(np.asarray(times)[edge], k - 1), p["max_range_m"],
-                              o.reshape(-1, 3))
+        sub, _, _, sub_tp, _ = self._cast_axis(d.reshape(-1, 3), np.repeat(np.asarray(times)[edge], k - 1),
+                                               p["max_range_m"], o.reshape(-1, 3))
         axis = take_hits(hits, edge)
         both = Hits(*(np.concatenate([getattr(axis, f)[:, None], getattr(sub, f).reshape(
             (edge.size, k - 1) + getattr(sub, f).shape[1:])], axis=1).reshape((-1,) + getattr(sub, f).shape[1:])
             for f in Hits.__dataclass_fields__))
-        oid = both.object_id
-        energy = np.where(both.hit, np.broadcast_to(w, (edge.size, k)).ravel() * lambertian_return(
-            self._refl[oid], both.cos_incidence, both.distance, self._mirror[oid],
-            roughness_rad=self._rough[oid]), 0.0).reshape(edge.size, k)
+        tp = None if axis_echo is None else axis_echo.throughput
+        tp_both = None if tp is None else np.concatenate(
+            [tp[edge][:, None], sub_tp.reshape(edge.size, k - 1)], axis=1).ravel()
+        refl = self._reflectance(both, np.repeat(np.asarray(times)[edge], k))
+        energy = np.where(both.hit, np.broadcast_to(w, (edge.size, k)).ravel() * self._return_energy(
+            both, tp_both, refl), 0.0).reshape(edge.size, k)
         if p["return_mode"] == "average":
             report = beam_echoes(both.distance.reshape(edge.size, k), energy, bin_width_s=p["bin_width_s"],
                                  pulse_width_s=p["pulse_width_s"], mode="average", detection_threshold=0.0,
@@ -306,7 +430,7 @@ class PulsedLidar(Sensor):
         else:
             report = bundle_echoes(both.distance.reshape(edge.size, k), energy, mode=self._beam_mode(),
                                    resolution_m=SPEED_OF_LIGHT_M_S * p["pulse_width_s"] / 2.0)
-        out = []
+        out, echoes = [], []
         for j in range(m):
             dom = report.dominant[:, j]
             ok = dom >= 0
@@ -318,7 +442,13 @@ class PulsedLidar(Sensor):
                 getattr(slot, f)[edge[ok]] = getattr(chosen, f)
             slot.distance[edge[ok]] = report.range_m[ok, j]
             out.append(slot)
-        return out
+            if axis_echo is None:
+                echoes.append(None)
+            else:
+                tp_slot = tp.copy()                            # the dominant sub-ray's throughput
+                tp_slot[edge[ok]] = tp_both[pick]
+                echoes.append(FrontEcho(axis_echo.front, tp_slot))
+        return out, echoes
 
     def _cast_divergent(self, directions, times, origins_sensor, n, m):
         """The divergent beam of every pulse, ``n`` sub-rays (see :meth:`_cast_beams`):
@@ -327,24 +457,27 @@ class PulsedLidar(Sensor):
         count = directions.shape[0]
         uv, w = subray_pattern(n)
         o, d = self._subrays(directions, origins_sensor, uv)
-        hits, origins, dirs = self.cast(d, np.repeat(times, n), p["max_range_m"], o)
+        hits, origins, dirs, tp, front = self._cast_axis(d, np.repeat(times, n), p["max_range_m"], o)
         oid = hits.object_id
+        refl = self._reflectance(hits, np.repeat(times, n))
         weight = np.broadcast_to(w, (count, n))
-        energy = np.where(hits.hit, weight.ravel() * lambertian_return(
-            self._refl[oid], hits.cos_incidence, hits.distance, self._mirror[oid],
-            roughness_rad=self._rough[oid]), 0.0).reshape(count, n)
+        energy = np.where(hits.hit, weight.ravel() * self._return_energy(hits, tp, refl), 0.0).reshape(count, n)
         rng_sub = hits.distance.reshape(count, n)
         echo = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
                            mode=self._beam_mode(), detection_threshold=0.0, cutoff_m=p["cutoff_m"],
                            threads=self.threads).report
-        rho_sub = (self._refl[oid] * (1.0 - self._mirror[oid])).reshape(count, n)
+        rho_sub = self._threshold_reflectivity(oid, tp, refl).reshape(count, n)
         axis = slice(None, None, n)             # sub-ray 0 of every pulse: strided copies, no index array
         axis_hits = Hits(*(np.ascontiguousarray(getattr(hits, f)[axis]) for f in Hits.__dataclass_fields__))
+        # the axis's front surface echoes as the pencil's does (the waveform holds the targets)
+        front_axis = () if front is None else (FrontEcho(
+            Hits(*(np.ascontiguousarray(getattr(front, f)[axis]) for f in Hits.__dataclass_fields__)),
+            np.ascontiguousarray(tp[axis])),)
         w_rho = weight * np.nan_to_num(rho_sub)
         echoes = []
         for j in range(m):
             rho_echo = _row_sums(np.where(echo.members[:, j, :], w_rho, 0.0))
-            echoes.append((echo.range_m[:, j], rho_echo, echo.energy[:, j]))
+            echoes.append((echo.range_m[:, j], rho_echo, echo.energy[:, j]) + front_axis)
         return [axis_hits] * m, np.ascontiguousarray(origins[axis]), np.ascontiguousarray(dirs[axis]), echoes
 
     def _measure_returns(self, k, t, hits, batch: PulseBatch, echoes):
@@ -389,14 +522,26 @@ class PulsedLidar(Sensor):
         origins, dirs, bias, shape = batch.origins, batch.directions, batch.bias, batch.shape
         oid = hits.object_id
         n_lasers = shape[-1]
+        front_echo = None
+        if isinstance(echo, FrontEcho):
+            front_echo, echo = echo, None
+        elif echo is not None and len(echo) == 4:
+            front_echo, echo = echo[3], echo[:3]
         if echo is None:
             measured = hits.distance
-            rho = self._refl[oid] * (1.0 - self._mirror[oid])
-            apparent = lambertian_return(self._refl[oid], hits.cos_incidence, measured, self._mirror[oid],
-                                         roughness_rad=self._rough[oid], reference_distance_m=1.0) * measured ** 2
+            tp = None if front_echo is None else front_echo.throughput
+            refl = self._reflectance(hits, batch.times)
+            rho = self._threshold_reflectivity(oid, tp, refl)
+            apparent = self._return_reflectivity(hits, tp, refl)
         else:
             measured, rho, energy = echo
             apparent = np.where(np.isfinite(measured), np.nan_to_num(energy) * measured ** 2, np.nan)
+        front = None if front_echo is None else front_echo.front
+        front_apparent = None if front is None else self._front_reflectivity(front)
+        halo = None
+        if self._has_surfaces or self._has_retro:
+            p = self.params
+            halo = Halo(dirs, p["halo_level_db"], p["halo_pitch_rad"], p["halo_slope"], self._half_div)
         gain = np.tile(self._laser_gain(n_lasers), int(np.prod(shape[:-1])))
         sig = lidar_signal_chain(measured, rho, apparent, self._chain, bias_m=bias, gain=gain,
                                  noise_rng=stream(self.ctx.seed, self.name, k, "noise"),
@@ -405,7 +550,14 @@ class PulsedLidar(Sensor):
                                  range_offset_m=self.range_offset_m,
                                  extinction_per_m=self._extinction, fog=self._fog,
                                  fog_rng=None if self._fog is None else stream(self.ctx.seed, self.name, k, "fog"),
-                                 particles=particles, mode=mode)
+                                 particles=particles, mode=mode,
+                                 front=None if front is None else (front.distance, front_apparent),
+                                 halo=halo,
+                                 surface_rng=None if halo is None else stream(self.ctx.seed, self.name, k, "surface"))
+        if sig.echo is not None and np.any(sig.echo != 0):
+            brighter = None if front is None else np.nan_to_num(front_apparent) > np.nan_to_num(apparent)
+            hits = self._surface_hits(hits, front, sig, origins, dirs, brighter)
+            oid = hits.object_id
         if sig.atmosphere is not None and sig.atmosphere.any():
             a = sig.atmosphere
             hits = Hits(*(getattr(hits, f).copy() for f in Hits.__dataclass_fields__))
@@ -417,6 +569,33 @@ class PulsedLidar(Sensor):
             oid = hits.object_id
         reported = origins + dirs * sig.distance_noisy[:, None]          # on the emitted ray: mirror ghosts
         return self._frame(t, hits, batch, sig, reported)
+
+    @staticmethod
+    def _surface_hits(hits, front, sig, origins, dirs, front_brighter):
+        """The hits of a frame where the chain reported a front surface's echo (the front's hit)
+        or a halo (the object of the source's brighter return, target or front
+        (``front_brighter``), on the pulse's own ray at the source's range, no normal, no face:
+        a point in the air next to the retroreflector)."""
+        out = Hits(*(getattr(hits, f).copy() for f in Hits.__dataclass_fields__))
+        f = sig.echo == FRONT_ECHO
+        if np.any(f):
+            for name in Hits.__dataclass_fields__:
+                getattr(out, name)[f] = getattr(front, name)[f]
+        h = sig.echo == HALO_ECHO
+        if np.any(h):
+            q = sig.halo_source[h]
+            src = hits.object_id[q]
+            if front is not None:
+                src = np.where(front_brighter[q], front.object_id[q], src)
+            r = sig.halo_range[h]
+            out.object_id[h] = src
+            out.face_index[h] = -1
+            out.distance[h] = r
+            out.point[h] = origins[h] + dirs[h] * r[:, None]
+            out.normal[h] = np.nan
+            out.direction[h] = dirs[h]
+            out.bounces[h] = 0
+        return out
 
     def _frame(self, t, hits, batch: PulseBatch, sig, reported):
         """The dataset of a frame from the signal chain's results (:func:`range_frame`)."""

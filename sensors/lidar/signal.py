@@ -14,6 +14,8 @@ from hifi.api.params import Param
 from ..detection import detected as detect, detection_probability
 from ..noise import snr_range_sigma
 from ..radiometry import extinction_from_visibility, lidar_received_power, overlap_factor, reported_intensity
+from ..surfaces import (HALO_LEVEL_DB, HALO_PITCH_RAD, HALO_SLOPE, HALO_SOURCE_MIN_REFLECTIVITY,
+                        halo_echoes)
 
 
 def fit_noise_power(points, *, peak_power_w, receiver_aperture_m, optical_efficiency, visibility_m,
@@ -158,6 +160,17 @@ def common_params(*, max_range_m, noise_sigma_m=None, bias_sigma_m=0.0, reflecti
         "bin_width_s": Param("float", default=0.5e-9, minimum=0.0, exclusive_minimum=True,
                              doc="receiver sampling interval [s]"),
         "cutoff_m": Param("float", default=3.0, minimum=0.0, doc="average mode: window behind the first echo [m]"),
+        # The halo of strong returns (sensors.surfaces.halo_response), docs/surfaces.md.
+        "halo_level_db": Param("float", default=HALO_LEVEL_DB, maximum=0.0,
+                               doc="stray light of a strong return (retroreflector, pane seen head-on) in a pulse "
+                                   "halo_pitch_rad away [dB of power] (Leddar Pixell user guide: -40 dB next "
+                                   "segment); -300: no halo"),
+        "halo_pitch_rad": Param("float", default=HALO_PITCH_RAD, minimum=0.0, exclusive_minimum=True,
+                                doc="angle at which halo_level_db applies [rad] (the Pixell's segment pitch, "
+                                    "about 2 deg)"),
+        "halo_slope": Param("float", default=HALO_SLOPE, minimum=0.0, exclusive_minimum=True,
+                            doc="power-law slope of the halo's fall-off with angle (Pixell: 20 dB more four "
+                                "segments away, 2 / log10 4 = 3.32)"),
     }
 
 
@@ -172,6 +185,28 @@ class SignalChain(NamedTuple):
     intensity: np.ndarray        #: reported intensity code, NaN where nothing hit
     atmosphere: np.ndarray | None = None   #: bool, the echo reported is the fog's (None: no fog)
     atmosphere_range: np.ndarray | None = None   #: true range of the fog echo [m] where ``atmosphere``
+    #: int8, which hard echo is reported (None: neither ``front`` nor ``halo`` given):
+    #: :data:`TARGET_ECHO`, :data:`FRONT_ECHO` or :data:`HALO_ECHO`
+    echo: np.ndarray | None = None
+    halo_source: np.ndarray | None = None   #: source pulse of the halo echo reported, -1 elsewhere
+    halo_range: np.ndarray | None = None    #: true range of the halo echo [m] where reported
+
+
+#: Codes of :attr:`SignalChain.echo`: the pulse's target (or nothing), the glass or water surface
+#: in front of it, the halo of a strong return nearby.
+TARGET_ECHO, FRONT_ECHO, HALO_ECHO = 0, 1, 2
+
+
+class Halo(NamedTuple):
+    """What :func:`lidar_signal_chain` needs to add the halo of strong returns
+    (:func:`sensors.surfaces.halo_echoes`): the pulses' directions and the response's
+    parameters (the lidar's ``halo_*`` parameters)."""
+
+    directions: np.ndarray   #: (n, 3) unit direction of each pulse's axis, scene frame
+    level_db: float          #: response one pitch away [dB of power]
+    pitch_rad: float         #: angle of that level [rad]
+    slope: float             #: power-law slope [1]
+    core_rad: float          #: half the beam divergence: no halo inside the pulse's own beam [rad]
 
 
 class ChainParams(NamedTuple):
@@ -211,7 +246,8 @@ class ChainParams(NamedTuple):
 
 def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *, bias_m, gain, noise_rng,
                        detection_rng, intensity_rng, range_offset_m=0.0, extinction_per_m=None, fog=None,
-                       fog_rng=None, particles=None, mode="strongest") -> SignalChain:
+                       fog_rng=None, particles=None, mode="strongest", front=None, halo=None,
+                       surface_rng=None) -> SignalChain:
     """Measurement chain of a pulsed lidar after the cast: power, SNR, detection, noise, intensity.
 
     Parameters
@@ -249,6 +285,17 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
         Where the sensor's range grid starts, this far before the ray's origin [m]: the
         reported range ``d + range_offset_m`` is the multiple of ``range_resolution_m`` (0 for
         the Velodynes; an Ouster measures from its lidar origin, ``n`` behind each beam origin).
+    front : tuple of two (n,) float, optional
+        ``(range_m, apparent_reflectivity)`` of the glass or water surface in front of each
+        pulse's target (NaN where none; :func:`sensors.surfaces.front_reflectivity`): its own
+        echo. None: no such surface in the scene.
+    halo : Halo, optional
+        The pulses' directions and the halo response: strong returns (apparent reflectivity
+        above 1, target or front) add a stray-light echo at their range to the pulses around
+        them (:func:`sensors.surfaces.halo_echoes`). None: no halo.
+    surface_rng : numpy.random.Generator
+        With ``front`` or ``halo``: two uniform draws per pulse, the detection of the front's
+        echo and of the halo's.
 
     Notes
     -----
@@ -274,6 +321,14 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
        true range is uniform over its echo's top (where noise moves the peak). An atmospheric echo gets the range noise of its SNR and the apparent reflectivity
        ``pi P R^2 / (P_t eta A_r)`` (what a Lambertian target at that range would need).
        Without weather nothing is drawn, so clear-air results keep their bytes.
+    6. Surfaces (docs/surfaces.md): the echo of a glass or water surface in front of the target
+       (``front``, the lidar equation of its apparent reflectivity) and the halo of a strong
+       return nearby (``halo``) are each detected with ``Phi(SNR - snr_threshold)`` against
+       their own draws, and the hard echo reported is the one ``mode`` prefers among the
+       detected target, front and halo echoes (as for the weather, which then competes with
+       it): strongest the largest power, first the nearest, last the farthest. A front or halo
+       echo gets the range noise of its SNR; a halo's apparent reflectivity is
+       ``pi P R^2 / (P_t eta A_r)``. Without them nothing is drawn.
     """
     c = chain if isinstance(chain, ChainParams) else ChainParams.from_params(chain)
     d = np.asarray(distance_m, dtype=float)
@@ -307,6 +362,68 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
                                 reflectivity_upper=c.reflectivity_upper, distance_lower_m=c.distance_lower_m,
                                 distance_upper_m=c.distance_upper_m)
     apparent = np.where(hit, apparent_reflectivity, np.nan)
+    d_hard = d                                  # range of the hard echo reported (target, front, halo)
+    echo = halo_src = r_halo = None
+    if front is not None or halo is not None:
+        area_eff = c.peak_power_w * c.optical_efficiency * np.pi * c.receiver_aperture_m ** 2 / 4.0
+        u_s = surface_rng.random((2,) + d.shape)
+        hard = []                               # (code, range, power, apparent, detected)
+        p_f = r_f = None
+        if front is not None:
+            r_f, rho_f = (np.asarray(a, dtype=float) for a in front)
+            with np.errstate(invalid="ignore"):
+                p_f = lidar_received_power(c.peak_power_w, rho_f, 1.0, r_f,
+                                           receiver_area_m2=np.pi * c.receiver_aperture_m ** 2 / 4.0,
+                                           system_efficiency=c.optical_efficiency, extinction_per_m=alpha,
+                                           overlap=overlap_factor(r_f, c.full_overlap_m))
+                det_f = (np.isfinite(r_f) & (r_f >= c.min_range_m) & (r_f <= c.max_range_m)
+                         & (u_s[0] < detection_probability(p_f / c.noise_power_w, c.snr_threshold)))
+            hard.append((FRONT_ECHO, r_f, p_f, rho_f, det_f))
+        if halo is not None:
+            # each pulse's strongest hard return, its power and range, and whether it is a source
+            p_t = np.nan_to_num(power)
+            with np.errstate(invalid="ignore"):
+                use_f = np.zeros(d.shape, dtype=bool) if p_f is None else np.nan_to_num(p_f) > p_t
+                p_src = np.where(use_f, np.nan_to_num(p_f), p_t)
+                r_src = np.where(use_f, r_f if r_f is not None else d, d)
+                rho_src = np.where(use_f, rho_f if front is not None else apparent, np.nan_to_num(apparent))
+                source = rho_src > HALO_SOURCE_MIN_REFLECTIVITY
+            h = halo_echoes(halo.directions, r_src, p_src, source,
+                            min_power_w=c.noise_power_w * max(c.snr_threshold - 3.09, 0.1), level_db=halo.level_db,
+                            pitch_rad=halo.pitch_rad, slope=halo.slope, core_rad=halo.core_rad)
+            if h is not None:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    det_h = ((h.source >= 0) & ~source & (h.range_m >= c.min_range_m) & (h.range_m <= c.max_range_m)
+                             & (u_s[1] < detection_probability(h.power_w / c.noise_power_w, c.snr_threshold)))
+                    rho_h = np.pi * h.power_w * h.range_m ** 2 / area_eff
+                hard.append((HALO_ECHO, h.range_m, h.power_w, rho_h, det_h))
+                halo_src = np.where(det_h, h.source, -1)
+        r_c, p_c, rho_c, det_c = d, np.nan_to_num(power), apparent, det
+        echo = np.zeros(d.shape, dtype=np.int8)
+        for code, r_x, p_x, rho_x, det_x in hard:
+            with np.errstate(invalid="ignore"):
+                take = det_x & (~det_c | _preferred(mode, r_x, p_x, r_c, p_c))
+            r_c, p_c, rho_c = np.where(take, r_x, r_c), np.where(take, p_x, p_c), np.where(take, rho_x, rho_c)
+            det_c = det_c | det_x
+            echo = np.where(take, np.int8(code), echo)
+        sel = echo != TARGET_ECHO
+        if sel.any():
+            snr_c = p_c / c.noise_power_w
+            sigma_c = (np.full(d.shape, float(c.noise_sigma_m)) if c.noise_sigma_m is not None else
+                       snr_range_sigma(snr_c, floor_m=c.range_noise_floor_m, snr1_m=c.range_noise_snr1_m))
+            r_rep = r_c + np.asarray(bias_m, dtype=float) + sigma_c * z
+            if c.range_resolution_m > 0.0:
+                res = c.range_resolution_m
+                r_rep = np.round((r_rep + range_offset_m) / res) * res - range_offset_m
+            d_noisy = np.where(sel, r_rep, d_noisy)
+            power = np.where(sel, p_c, power)
+            snr = np.where(sel, snr_c, snr)
+            apparent = np.where(sel, rho_c, apparent)
+            det = det | sel
+            d_hard = np.where(sel, r_c, d)
+        if halo_src is not None:
+            halo_src = np.where(echo == HALO_ECHO, halo_src, -1)
+            r_halo = np.where(echo == HALO_ECHO, r_c, np.nan)
     atmos = r_atm = None
     cands = []                                  # atmospheric echoes: (range, power, detected) per pulse
     if fog is not None:
@@ -325,7 +442,7 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
             take = det_b & (~det_a | _preferred(mode, r_b, p_b, r_a, p_a))
             r_a, p_a, det_a = np.where(take, r_b, r_a), np.where(take, p_b, p_a), det_a | det_b
         with np.errstate(invalid="ignore"):
-            atmos = det_a & ~(det & ~_preferred(mode, r_a, p_a, d, np.nan_to_num(power)))
+            atmos = det_a & ~(det & ~_preferred(mode, r_a, p_a, d_hard, np.nan_to_num(power)))
         if atmos.any():
             snr_a = p_a / c.noise_power_w
             sigma_a = (np.full(d.shape, float(c.noise_sigma_m)) if c.noise_sigma_m is not None else
@@ -343,7 +460,12 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
         r_atm = np.where(atmos, r_a, np.nan)
     intensity = reported_intensity(apparent, snr, gain, intensity_rng, full_scale=c.intensity_full_scale,
                                    max_code=c.intensity_max, exponent=c.intensity_exponent)
-    return SignalChain(power, snr, apparent, det, d_noisy, intensity, atmos, r_atm)
+    if echo is not None and atmos is not None:
+        echo = np.where(atmos, np.int8(TARGET_ECHO), echo)      # the weather's echo replaced it
+        if halo_src is not None:
+            halo_src = np.where(atmos, -1, halo_src)
+            r_halo = np.where(atmos, np.nan, r_halo)
+    return SignalChain(power, snr, apparent, det, d_noisy, intensity, atmos, r_atm, echo, halo_src, r_halo)
 
 
 def _preferred(mode, r1, p1, r2, p2):

@@ -15,6 +15,7 @@ from hifi.run import scenario
 from hifi.world.scene import Material, Scene
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "materials.md"
+SPECTRA = Path(__file__).resolve().parents[1] / "data" / "material_spectra"
 
 
 def _wall(material, *, materials_table=None, sensors=(), distance_m=10.0):
@@ -46,7 +47,7 @@ def test_entry_values_in_range_and_cited(entry):
     assert entry.basis in materials.BASES
     assert len(entry.source) > 80, entry.source
     if entry.basis == "measured":
-        assert "sample" in entry.source and "ECOSTRESS" in entry.source
+        assert "sample" in entry.source and ("ECOSTRESS" in entry.source or "USGS" in entry.source)
     if entry.basis == "estimate":
         assert entry.source.startswith("estimate")
     assert entry.reflectivity == entry.lidar[1]                   # 905 nm, by definition
@@ -65,9 +66,12 @@ def test_library_covers_the_common_surfaces():
 
 def test_closed_form_entries():
     # Fresnel reflectance at normal incidence, ((n-1)/(n+1))^2: water n = 1.333 (Hale & Querry
-    # 1973) 0.0204; glass n = 1.52 (Rubin 1985) 0.0426 per face, 2R/(1+R) = 0.0817 for both.
+    # 1973) 0.0204; glass at 905 nm, n = 1.5130 - 0.003169 x 0.905^2 + 0.003962 / 0.905^2 = 1.5152
+    # (Rubin 1985's dispersion formula), 0.0419 per face, 2R/(1+R) = 0.0805 for both.
     assert materials.LIBRARY["water"].mirror == pytest.approx(((1.333 - 1) / 2.333) ** 2, abs=5e-4)
-    r = ((1.52 - 1) / 2.52) ** 2
+    n_glass = 1.5130 - 0.003169 * 0.905 ** 2 + 0.003962 / 0.905 ** 2
+    assert materials.LIBRARY["glass_clear"].refractive_index == pytest.approx(n_glass, abs=5e-4)
+    r = ((n_glass - 1) / (n_glass + 1)) ** 2
     assert materials.LIBRARY["glass_clear"].mirror == pytest.approx(2 * r / (1 + r), abs=5e-4)
     # Fresh asphalt: the weathered sample scaled to 0.05 at 550 nm (Pomerantz et al. 2000):
     # between the 535 and 600 nm values, linearly (15/65 of the way).
@@ -76,6 +80,52 @@ def test_closed_form_entries():
     # Ice absorbs at 1550 nm: snow is bright at 905 nm and dark at 1550 nm (the measured sample).
     snow = materials.LIBRARY["snow"]
     assert snow.lidar[1] > 0.8 and snow.lidar[2] < 0.05
+
+
+def _rows(name):
+    """A vendored excerpt of a published spectrum: wavelengths [nm] and the reflectance column(s)."""
+    data = np.loadtxt(SPECTRA / name, delimiter=",", skiprows=1, ndmin=2)
+    return data[:, 0], data[:, 1:]
+
+
+_LIBRARY_NM = np.array((*materials.CAMERA_BANDS_NM, *materials.LIDAR_WAVELENGTHS_NM))   # R, G, B, 865, 905, 1550
+
+
+@pytest.mark.parametrize("name, rows", [
+    ("brick", "ecostress_0097uuubrk.csv"),         # ECOSTRESS 0097UUUBRK, 2 nm / 20 nm steps
+    ("bark", "ecostress_vh342.csv"),               # ECOSTRESS VH342, ASD 1 nm steps
+    ("sand", "usgs_13249_sand_grndisle1.csv"),     # USGS splib07a record 13249
+    ("cotton", "usgs_18587_cotton_gds437.csv"),    # USGS splib07a record 18587
+])
+def test_measured_entries_are_their_samples(name, rows):
+    # The published rows (tests/data/material_spectra/README.md) interpolated linearly to the
+    # library's wavelengths give the entry's six values, rounded to 3 decimals (half a unit).
+    nm, refl = _rows(rows)
+    expected = np.interp(_LIBRARY_NM, nm, refl[:, 0])
+    e = materials.LIBRARY[name]
+    assert e.basis == "measured"
+    np.testing.assert_allclose((*e.rgb, *e.lidar), expected, atol=5e-4)
+
+
+def test_skin_is_the_mean_of_the_nist_subjects():
+    # NIST's 100 subjects (Cooksey et al. 2017), each interpolated linearly to the library's
+    # wavelengths, then averaged; the entry rounds to 3 decimals.
+    nm, subjects = _rows("nist_skin_m38597.csv")
+    assert subjects.shape == (9, 100)
+    per_subject = np.stack([np.interp(_LIBRARY_NM, nm, subjects[:, i]) for i in range(100)])
+    e = materials.LIBRARY["skin"]
+    assert e.basis == "derived" and "doi:10.18434/M38597" in e.source
+    np.testing.assert_allclose((*e.rgb, *e.lidar), per_subject.mean(axis=0), atol=5e-4)
+    # Every subject is bright at 905 nm (NIST's minimum there 0.495) and dark at 1550 nm, where
+    # water absorbs (NIST's maximum there 0.115): Jacquez et al. (1955).
+    assert per_subject[:, 5].max() < 0.12 and per_subject[:, 4].min() > 0.45
+
+
+def test_entries_still_estimated():
+    # Regression test: the entries for which no measured spectrum was found (car paint, road
+    # markings); their source says so.
+    estimates = {n for n, e in materials.LIBRARY.items() if e.basis == "estimate"}
+    assert estimates == {"car_paint", "road_paint_white", "road_paint_yellow"}
 
 
 def test_docs_page_is_current():

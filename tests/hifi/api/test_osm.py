@@ -214,6 +214,29 @@ def test_face_counts_before_building(osm_map):
         sum(len(m.faces) for m in built.values())
 
 
+def test_outline_detail_below_the_osm_coordinate_unit_is_dropped():
+    # OSM stores 1e-7 deg (1.1 cm of latitude): a vertex 4 mm off the straight edge of a 10 m
+    # square is below what the data holds and goes (4 corners left); one 5 cm off is kept (5).
+    # 4 mm is about the gap of the road-surface vertex pair in examples/data's Monaco cut that
+    # earcut turned into a triangle the caster cannot hit (heights analytic: the offsets).
+    fine = Polygon([(0, 0), (5, -0.004), (10, 0), (10, 10), (0, 10)])
+    coarse = Polygon([(0, 0), (5, -0.05), (10, 0), (10, 10), (0, 10)])
+    assert [len(p.exterior.coords) - 1 for p in osm._clean(fine)] == [4]
+    assert [len(p.exterior.coords) - 1 for p in osm._clean(coarse)] == [5]
+
+
+def test_joined_roads_of_a_real_map_have_no_unhittable_triangles():
+    # The Monaco cut shipped with examples/street.toml: where two road strips cross at a shallow
+    # angle their joined outline had vertices millimetres apart; the scene check
+    # (hifi.run.checks.degenerate_faces, height <= 1.19e-7 x longest edge) finds none now.
+    from hifi.run.checks import degenerate_faces
+    from conftest import REPO_ROOT
+    path = REPO_ROOT / "examples" / "data" / "monaco_boulevard_des_moulins.osm.pbf"
+    roads = osm.osm_meshes(path, (43.7445745, 7.429068, 100.0), 150.0, ["roads"])["roads"]
+    assert len(roads.faces) > 100
+    assert not degenerate_faces(roads.vertices, roads.faces).any()
+
+
 def test_courtyard_is_open(osm_map, osm_file):
     # expected: a vertical ray through the courtyard misses the building (it reaches the ground);
     # one through the ring of rooms hits the roof at its height, 40 ft (trimesh's ray query over

@@ -1,0 +1,230 @@
+"""Sweeps: one scenario file, many variants of it, each run as a whole run (batch runs).
+
+A ``[sweep]`` table declares value lists over the seed and over any scenario value named by
+its path; the variants are their cartesian product (``mode = "grid"``, the default) or the
+lists taken side by side (``mode = "zip"``)::
+
+    [sweep]
+    mode = "grid"
+    seed = [1, 2, 3]
+    "sensors.lidar.params.visibility_m" = [50.0, 200.0, 2000.0]
+
+Paths (dotted; an array of tables is indexed by an entry's ``name`` or by its position, a
+list value by its position):
+
+- ``seed`` or ``simulation.seed``, any ``simulation.<key>``
+- ``sensors.<name>.params.<key>``, ``sensors.<name>.position_m``, ``sensors.<name>.rate_hz``, ...
+- ``objects.<name>.position_m`` (``objects.<name>.position_m.2``: its height alone), ...
+- ``models.<name>.params.<key>``
+- ``materials.<name>.<key>``
+- ``weather.<key>``, ``output.<key>``
+
+Each variant is the scenario with those values substituted, validated like any scenario
+(:func:`hifi.run.scenario.validate`): a value out of range fails with the usual one-line
+error, its file named as ``FILE (sweep variant 3: seed = 2, ...)``.
+
+:func:`run_sweep` writes every variant into ``DIR/variant_0000`` ... (each an ordinary run
+directory, written atomically by :meth:`hifi.Simulation.run_to_files`) and, last, the catalog
+``DIR/sweep.json``; :func:`open_sweep` reads them back as one dataset per file with a
+``variant`` dimension. Under a launcher of several MPI processes rank ``r`` of ``N`` runs the
+variants ``r, r + N, ...``; the ranks share nothing but two barriers (every rank has checked
+the whole sweep before any writes; every variant is written before rank 0 writes the catalog).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable
+
+from ..errors import ScenarioError
+from .sweep_table import MAX_VARIANTS, MODES, SWEEP_PARAMS, Sweep, Variant, locate, parse_sweep, to_toml, \
+    variant_dir_name, variants
+
+__all__ = ["CATALOG", "INCOMPLETE_MARKER", "MAX_VARIANTS", "MODES", "SWEEP_PARAMS", "Sweep", "Variant", "locate",
+           "open_sweep", "parse_sweep", "prepare", "run_sweep", "to_toml", "variant_dir_name", "variants"]
+
+#: The catalog of a finished sweep (written last).
+CATALOG = "sweep.json"
+
+#: Present in a sweep directory while variants are being written (removed with the catalog).
+INCOMPLETE_MARKER = ".hifi-sweep-incomplete"
+
+_VARIANT_DIR = re.compile(r"variant_\d{4,}\Z")
+
+
+# --- running
+
+
+def _check_sweep_dir(out: Path, overwrite: bool) -> None:
+    """Refuse an output directory the sweep must not write or replace: an existing one without
+    ``overwrite``; with it, one that holds anything but a sweep's variants, catalog and marker."""
+    from .output import check_output_dir
+    try:
+        check_output_dir(out, overwrite=False)        # also the protected paths (root, home, cwd)
+    except FileExistsError:
+        if not overwrite:
+            raise FileExistsError(f"output directory {out} exists; use --overwrite to replace it") from None
+        if out.is_symlink() or not out.is_dir():
+            raise FileExistsError(f"--out {out} exists and is not a directory; --overwrite replaces only a "
+                                  f"directory written by a hifi sweep") from None
+        foreign = sorted(p.name for p in out.iterdir()
+                         if not (p.name in (CATALOG, INCOMPLETE_MARKER) or (_VARIANT_DIR.match(p.name) and p.is_dir())))
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+            raise FileExistsError(f"--overwrite: {out} holds files a hifi sweep did not write ({shown}); refusing "
+                                  f"to delete them, move them or choose another --out") from None
+
+
+def prepare(path, out, *, seed=None, duration_s=None, ignore_disk_space: bool = False,
+            overwrite: bool = False):
+    """Load the sweep file ``path``, validate every variant and check the disk and ``out``;
+    return ``(scenario, sweep, variants)``. Writes nothing (every rank runs it)."""
+    from . import scenario as _scenario
+    from .simulation import Simulation
+    sc = _scenario.load(path)
+    if sc.sweep is None:
+        raise ScenarioError("no [sweep] table: a sweep run needs one (hifi run runs a plain scenario)",
+                            file=sc.source, key="sweep")
+    if seed is not None and "simulation.seed" in sc.sweep.lists:
+        raise ScenarioError("the sweep varies the seed; --seed would replace it in every variant: drop --seed",
+                            file=sc.source, key="--seed", value=seed)
+    found = variants(sc.raw, sc.sweep, sc.source)
+    total = 0
+    for v in found:
+        vsc = _scenario.validate(copy.deepcopy(v.data), base_dir=sc.base_dir, source=v.source, text=v.text)
+        total += Simulation(vsc).estimate(duration_s).output_bytes
+    from ..api.estimate import check_disk
+    # check_disk reads the estimate's output_bytes and names the scenario's file
+    check_disk(SimpleNamespace(scenario=sc), SimpleNamespace(output_bytes=total), out, ignore=ignore_disk_space)
+    _check_sweep_dir(Path(out), overwrite)
+    return sc, sc.sweep, found
+
+
+def run_sweep(path, out, *, seed: int | None = None, duration_s: float | None = None, overwrite: bool = False,
+              progress: bool | None = None, ignore_disk_space: bool = False, rank: int = 0, size: int = 1,
+              barrier: Callable[[], None] | None = None) -> Path | None:
+    """Run every variant of the sweep file ``path`` into ``out/variant_NNNN`` and write the
+    catalog ``out/sweep.json``.
+
+    Parameters
+    ----------
+    path : path-like
+        A scenario file with a ``[sweep]`` table.
+    out : path-like
+        The sweep's directory; must not exist unless ``overwrite`` (then it must be a sweep's).
+    seed, duration_s : optional
+        Override ``[simulation]`` in every variant (``seed`` not when the sweep varies it).
+    progress, ignore_disk_space : optional
+        As :meth:`hifi.Simulation.run`; the disk check counts the sum of every variant's output.
+    rank, size : int
+        This process's share: the variants ``rank, rank + size, ...`` (an MPI launch).
+    barrier : callable, optional
+        Waits for every process of the launch (needed when ``size > 1``).
+
+    Returns
+    -------
+    pathlib.Path or None
+        The catalog (on rank 0; None on the others).
+
+    Raises
+    ------
+    hifi.ScenarioError
+        Before anything is written: a bad ``[sweep]``, a variant that is not a valid scenario,
+        an output estimate over the free disk space.
+    FileExistsError
+        ``out`` exists (without ``overwrite``, or it is not a sweep's directory).
+    """
+    from .simulation import Simulation
+    from . import scenario as _scenario
+    from ..runtime.safety import check_not_input, write_file
+    out = Path(out)
+    if size > 1 and barrier is None:
+        raise ValueError(f"run_sweep: size = {size} needs a barrier")
+    check_not_input(out, [path])
+    sc, sweep, found = prepare(path, out, seed=seed, duration_s=duration_s, ignore_disk_space=ignore_disk_space,
+                               overwrite=overwrite)
+    if size > 1:
+        barrier()                       # every rank has checked everything: now the writing starts
+    if rank == 0:
+        if out.exists():
+            shutil.rmtree(out)          # --overwrite of a sweep's directory (_check_sweep_dir)
+        out.mkdir(parents=True)
+        (out / INCOMPLETE_MARKER).write_text("hifi sweep in progress or failed; not a finished sweep\n",
+                                             encoding="utf-8")
+    if size > 1:
+        barrier()                       # the directory exists
+    for v in found[rank::size]:
+        vsc = _scenario.validate(v.data, base_dir=sc.base_dir, source=v.source, text=v.text)
+        Simulation(vsc).run_to_files(out / v.dir_name, seed=seed, duration_s=duration_s, progress=progress,
+                                     ignore_disk_space=True)      # the sweep's disk check counted it
+    if size > 1:
+        barrier()                       # every variant is written
+    if rank != 0:
+        return None
+    catalog = {"scenario": sc.source, "mode": sweep.mode, "paths": list(sweep.lists),
+               "seed": seed, "duration_s": duration_s,
+               "variants": [{"index": v.index, "dir": v.dir_name, "values": v.values} for v in found]}
+    written = write_file(out / CATALOG, lambda tmp: Path(tmp).write_text(json.dumps(catalog, indent=1) + "\n",
+                                                                         encoding="utf-8"), overwrite=False)
+    (out / INCOMPLETE_MARKER).unlink()
+    return written
+
+
+def open_sweep(directory) -> dict:
+    """The datasets of a finished sweep, one per file name, each with a ``variant`` dimension.
+
+    Every file ``NAME.nc`` of the variants (each sensor's, ``motion.nc``) is opened in every
+    variant directory and concatenated along ``variant`` (:func:`xarray.concat`); the swept
+    values are coordinates along ``variant`` named by their paths (``simulation.seed`` as
+    ``seed``; a list value, such as a position, with a second dimension ``<path>_index``), so
+    a Monte-Carlo study is a ``groupby``::
+
+        ds = hifi.open_sweep("out")["gnss"]
+        ds.groupby("sensors.lidar.params.visibility_m").mean()
+
+    The files are opened with dask chunks when dask is installed (then nothing is read until
+    used, and the files stay open); without dask the data are read into memory and the files
+    closed.
+
+    Raises
+    ------
+    FileNotFoundError
+        No catalog ``sweep.json`` (not a sweep directory, or one that did not finish).
+    """
+    import importlib.util
+
+    import numpy as np
+    import xarray as xr
+    directory = Path(directory)
+    catalog_path = directory / CATALOG
+    if not catalog_path.is_file():
+        raise FileNotFoundError(f"{catalog_path}: no such file; open_sweep takes a directory written by a "
+                                f"finished sweep (hifi run SWEEP.toml --out DIR)")
+    catalog = json.loads(catalog_path.read_text(encoding="utf-8"))
+    entries = catalog["variants"]
+    names = sorted(p.stem for p in (directory / entries[0]["dir"]).glob("*.nc"))
+    lazy = importlib.util.find_spec("dask") is not None
+    coords: dict = {"variant": ("variant", np.array([e["index"] for e in entries]))}
+    for path in catalog["paths"]:
+        name = "seed" if path == "simulation.seed" else path
+        values = np.array([e["values"][path] for e in entries])
+        coords[name] = (("variant",) if values.ndim == 1 else ("variant", f"{name}_index"), values)
+    result = {}
+    for name in names:
+        parts = [xr.open_dataset(directory / e["dir"] / f"{name}.nc", chunks={} if lazy else None) for e in entries]
+        try:
+            ds = xr.concat(parts, dim="variant", data_vars="all", coords="different", compat="equals",
+                           join="outer", combine_attrs="drop_conflicts")
+            if not lazy:
+                ds = ds.load()
+        finally:
+            if not lazy:
+                for p in parts:
+                    p.close()
+        result[name] = ds.assign_coords(coords)
+    return result
