@@ -30,7 +30,8 @@ that holds the file and one ``hdl64e_s2`` sensor at a street crossing:
 
 - ``one``: ``mesh = "one_<N>k.glb"``, ``material = "concrete"``: the baseline.
 - ``parts``: ``mesh = "city_<N>k.glb"`` with a ``[scene_files.city_<N>k]`` table mapping the
-  file's materials (``Rubber`` left to the derived material) and classes by glob.
+  file's materials (``CarGlass`` and ``Rubber`` left to derived, opaque materials:
+  :data:`MATERIAL_MAP`) and classes by glob.
 - ``flat``: the city file with ``parts = false``: trimesh reads the same node tree and hifi
   flattens it into one object (how the file read before parts existed).
 
@@ -94,8 +95,11 @@ FILE_COLOURS = {"Asphalt": (0.08, 0.08, 0.08), "Facade_Concrete": (0.55, 0.53, 0
                 "Facade_Brick": (0.45, 0.18, 0.12), "CarGlass": (0.1, 0.12, 0.14),
                 "Rubber": (0.02, 0.02, 0.02), "Bark": (0.25, 0.17, 0.1), "Leaves": (0.12, 0.3, 0.08)}
 #: The scenario's mappings of the city's materials and classes (hifi's library materials).
+#: ``CarGlass`` and ``Rubber`` are left to the materials derived from their colours, which are
+#: opaque: the library's ``glass_clear`` passes rays (hifi.world.surfaces), and the one-mesh
+#: baseline has no glass, so both cases cast the same paths.
 MATERIAL_MAP = {"Asphalt": "asphalt_worn", "Facade_Concrete": "concrete", "Facade_Brick": "brick",
-                "CarPaint_*": "car_paint", "CarGlass": "glass_clear", "Bark": "bark", "Leaves": "vegetation"}
+                "CarPaint_*": "car_paint", "Bark": "bark", "Leaves": "vegetation"}
 CLASS_MAP = {"building_*": "building", "car_*": "car", "tree_*": "vegetation", "ground_*": "road"}
 
 #: The sensor: at the street crossing nearest the city centre, off the ground tiles' edges, 1.8 m
