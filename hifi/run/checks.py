@@ -99,12 +99,19 @@ def inside_closed_mesh(mesh, points, bounds=None) -> np.ndarray:
     False for every point when the mesh is not watertight (inside is undefined). Points outside
     the mesh's bounding box (``bounds``, default ``mesh.bounds``) are not tested further; the
     others go to trimesh's ``contains`` (ray parity).
+
+    Watertightness is trimesh's test (every edge shared by exactly two faces,
+    ``trimesh.graph.is_watertight``, what ``Trimesh.is_watertight`` calls) on edges made here and
+    dropped on return: ``mesh.is_watertight`` would keep the edges, sorted edges and each edge's
+    face in the mesh's cache, 120 bytes per triangle, for as long as the scene holds the mesh.
     """
+    import trimesh
     p = np.asarray(points, dtype=float).reshape(-1, 3)
     lo, hi = mesh.bounds if bounds is None else bounds
     near = np.all((p >= lo) & (p <= hi), axis=1)
     out = np.zeros(len(p), dtype=bool)
-    if near.any() and mesh.is_watertight:
+    faces = np.asarray(mesh.faces).view(np.ndarray)
+    if near.any() and len(faces) and trimesh.graph.is_watertight(trimesh.geometry.faces_to_edges(faces))[0]:
         out[near] = mesh.contains(p[near])
     return out
 

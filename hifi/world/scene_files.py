@@ -530,6 +530,10 @@ def read_scene_file(path, scale: float = 1.0) -> SceneFile:
     materials: dict[str, FileMaterial] = {}
     named: dict[int, str] = {}                # id of trimesh's material -> its name here
     used_geometry: set[str] = set()
+    # Names taken so far and children per parent index, kept as the nodes are added: scanning
+    # the nodes for them at every node made a file of a few thousand nodes take seconds.
+    taken: set[str] = set()
+    children: dict[int | None, int] = {}
     tf = loaded.graph.transforms
     root = (np.diag([scale, scale, scale, 1.0]), np.eye(3), np.zeros(3))
     # depth first, children in trimesh's order: (node, parent node, parent index, parent's
@@ -569,9 +573,8 @@ def read_scene_file(path, scale: float = 1.0) -> SceneFile:
                 if uv is None and materials[material].texture is not None:
                     textures.note(f"node {str(key)!r} (material {material!r}) has no texture coordinates: its "
                                   f"texture {materials[material].texture.name} is left out there")
-        taken = {n.name for n in nodes}
         if primitive:
-            siblings = sum(1 for n in nodes if n.parent == parent)
+            siblings = children.get(parent, 0)
             name = _unique(f"{nodes[parent].name}/{material if material is not None else siblings}", taken)
             node_name = parent_node
             above = ancestors[1:]
@@ -592,6 +595,8 @@ def read_scene_file(path, scale: float = 1.0) -> SceneFile:
                                    process=False, validate=False)
         nodes.append(FileNode(name, parent, r_parent.T @ r, r_parent.T @ (t - t_parent), mesh, material,
                               node_name, above, uv))
+        taken.add(name)
+        children[parent] = children.get(parent, 0) + 1
         index = len(nodes) - 1
         for child in reversed(tf.children.get(key, [])):
             stack.append((child, key, index, (world, r, t), node_name, (node_name, *above)))

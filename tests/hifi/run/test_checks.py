@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import hifi
-from hifi.run.checks import degenerate_faces
+from hifi.run.checks import degenerate_faces, inside_closed_mesh
 from hifi.cli import main
 
 from conftest import REPO_ROOT
@@ -65,6 +65,17 @@ def test_mount_on_a_moving_parent_is_checked_at_t0():
 def test_open_meshes_have_no_inside():
     # Under the ground plane and behind a wall plane: open meshes, nothing is "inside".
     assert _load(_scenario([_depth("cam", [5, 5, -0.5])])) == []
+
+
+def test_the_inside_check_leaves_no_edge_tables_on_the_scene_mesh():
+    # Regression test: trimesh caches the edge tables of is_watertight (120 bytes per triangle)
+    # on the mesh it is asked, and a scene object's mesh lives as long as the run. The answers
+    # are closed forms: the centre of a closed unit cube is inside it, a point 2 m out is not.
+    import trimesh
+    cube = trimesh.creation.box([1.0, 1.0, 1.0])
+    mesh = trimesh.Trimesh(np.array(cube.vertices), np.array(cube.faces), process=False)
+    assert inside_closed_mesh(mesh, [[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]]).tolist() == [True, False]
+    assert not {"edges", "edges_sorted", "edges_face"} & set(mesh._cache.cache)
 
 
 def test_zero_size_box_warns_with_the_count():
