@@ -233,21 +233,9 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
     travelled = seg
     for bounce in range(1, max_bounces + 1):
         reflected = d - 2.0 * np.einsum("ij,ij->i", d, nrm)[:, None] * nrm
-        start = p
-        # Leave along the reflected line itself, far enough to clear the mirror by the
-        # offset (clamped at grazing reflection), so the path stays exact.
-        cos_out = np.maximum(np.einsum("ij,ij->i", reflected, nrm), _MIN_COS_OFFSET)
-        offset_m = backend.secondary_offset_m(start, mirror)
-        o = start + reflected * (offset_m / cos_out)[:, None]
         d = reflected
-        seg, obj, face, nrm, _ = nearest_step(backend, o, d, all_times[active], remaining,
-                                              settle=settle, map_chunks=map_chunks)
-        hit = obj >= 0
-        p = o + d * np.where(hit, seg, np.nan)[:, None]
-        # Measure from the true reflection point, not the offset origin.
-        seg = np.where(hit, np.linalg.norm(p - start, axis=1), seg)
-        facing = np.einsum("ij,ij->i", nrm, d)
-        nrm = np.where((facing > 0)[:, None], -nrm, nrm)
+        seg, obj, face, nrm, p, hit = _leave(backend, p, d, nrm, mirror, all_times[active], remaining,
+                                             settle, map_chunks)
         total = travelled + seg
         is_mirror = hit & mirror_object[obj]
         final = hit & ~is_mirror
@@ -380,21 +368,9 @@ def trace_surfaces(backend: NearestHitBackend, origins, directions, times=0.0, m
             if active.size == 0:
                 break
         going = np.where(reflect[:, None], d - 2.0 * dn[:, None] * nrm, d)
-        start = p
-        # Leave along the continued line, far enough to clear the surface by the offset
-        # (clamped at grazing), so the path stays exact.
-        cos_out = np.maximum(np.abs(np.einsum("ij,ij->i", going, nrm)), _MIN_COS_OFFSET)
-        offset_m = backend.secondary_offset_m(start, obj)
-        o = start + going * (offset_m / cos_out)[:, None]
         d = going
-        seg, obj, face, nrm, _ = nearest_step(backend, o, d, all_times[active], remaining,
-                                              settle=settle, map_chunks=map_chunks)
-        hit = obj >= 0
-        p = o + d * np.where(hit, seg, np.nan)[:, None]
-        # Measure from the true point on the surface left, not the offset origin.
-        seg = np.where(hit, np.linalg.norm(p - start, axis=1), seg)
-        facing = np.einsum("ij,ij->i", nrm, d)
-        nrm = np.where((facing > 0)[:, None], -nrm, nrm)
+        seg, obj, face, nrm, p, hit = _leave(backend, p, d, nrm, obj, all_times[active], remaining,
+                                             settle, map_chunks)
         total = travelled + seg
         goes_on = hit & follow[obj]
         final = hit & ~goes_on
@@ -414,3 +390,24 @@ def trace_surfaces(backend: NearestHitBackend, origins, directions, times=0.0, m
         seg, p, nrm, d, obj, face = seg[m], p[m], nrm[m], d[m], obj[m], face[m]
         tp, n_reflect, n_cross = tp[m], n_reflect[m], n_cross[m]
     return SurfaceHits(hits, front, throughput)
+
+
+def _leave(backend, start, going, nrm, left, times, remaining, settle, map_chunks):
+    """The next segment of rays that leave a surface (a mirror's reflection, or a pane or water
+    surface crossed or reflected off) at ``start`` along unit ``going``: ``(segment length,
+    object, face, normal toward the ray, end point, hit)``.
+
+    The secondary ray starts on the continued line itself, far enough to clear the surface left
+    (object ids ``left``, normal ``nrm``) by the backend's offset over ``|going . n|`` (clamped
+    at ``_MIN_COS_OFFSET`` for grazing rays), so the path stays exact; the length is measured
+    from the true point on the surface, not the offset origin. Misses: NaN point, the segment
+    as the backend gives it."""
+    cos_out = np.maximum(np.abs(np.einsum("ij,ij->i", going, nrm)), _MIN_COS_OFFSET)
+    offset_m = backend.secondary_offset_m(start, left)
+    o = start + going * (offset_m / cos_out)[:, None]
+    seg, obj, face, nrm, _ = nearest_step(backend, o, going, times, remaining, settle=settle, map_chunks=map_chunks)
+    hit = obj >= 0
+    p = o + going * np.where(hit, seg, np.nan)[:, None]
+    seg = np.where(hit, np.linalg.norm(p - start, axis=1), seg)
+    facing = np.einsum("ij,ij->i", nrm, going)
+    return seg, obj, face, np.where((facing > 0)[:, None], -nrm, nrm), p, hit
