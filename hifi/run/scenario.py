@@ -412,13 +412,7 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
         if mesh == "dem":
             mesh_params = _dem_params(v, key, mesh_params, base_dir, origin)
         else:
-            for pname, p in gen_spec.items():               # files beside the scenario
-                if p.kind == "path" and mesh_params[pname] is not None:
-                    resolved = (base_dir / mesh_params[pname]).resolve()
-                    if not resolved.is_file():
-                        raise v.error(f"file not found (looked for {resolved})", key=f"{key}.{pname}",
-                                      value=mesh_params[pname])
-                    mesh_params[pname] = str(resolved)
+            _resolve_files(v, mesh_params, gen_spec, base_dir, key)    # files beside the scenario
             if mesh in meshes.PLACED_GENERATORS:
                 mesh_params["origin"] = dict(origin or {"lat_deg": 0.0, "lon_deg": 0.0, "height_m": 0.0})
                 _placed_check(v, key, mesh, mesh_params, extra)
@@ -620,13 +614,7 @@ def _model_params(v: Validator, key: str, cls: type, raw: Any, base_dir: Path) -
     ``cls.PARAMS``, files resolved against the scenario's folder, then the model's own
     ``check_params`` (cross-parameter checks, may return converted params)."""
     params = check_params(raw or {}, cls.PARAMS, v.error, f"{key}.params")
-    for pname, p in cls.PARAMS.items():
-        if p.kind == "path" and params[pname] is not None:
-            resolved = (base_dir / params[pname]).resolve()
-            if not resolved.is_file():
-                raise v.error(f"file not found (looked for {resolved})", key=f"{key}.params.{pname}",
-                              value=params[pname])
-            params[pname] = str(resolved)
+    _resolve_files(v, params, cls.PARAMS, base_dir, f"{key}.params")
     check = getattr(cls, "check_params", None)
     if check is not None:
         params = _model_check(v, key, params, lambda: check(params)) or params
@@ -669,3 +657,15 @@ def _model_check(v: Validator, key: str, params: dict, call):
         if pname in params:
             raise v.error(reason, key=f"{key}.params.{pname}", value=params[pname]) from None
         raise v.error(str(exc), key=f"{key}.params") from None
+
+
+def _resolve_files(v: Validator, params: dict, spec: dict, base_dir: Path, key: str) -> None:
+    """In place: every parameter of kind ``path`` in ``params`` (given, per ``spec``) resolved
+    against the scenario's folder; a file that does not exist is a scenario error at
+    ``key.NAME``."""
+    for pname, p in spec.items():
+        if p.kind == "path" and params[pname] is not None:
+            resolved = (base_dir / params[pname]).resolve()
+            if not resolved.is_file():
+                raise v.error(f"file not found (looked for {resolved})", key=f"{key}.{pname}", value=params[pname])
+            params[pname] = str(resolved)

@@ -42,6 +42,7 @@ import numpy as np
 from .. import materials as library
 from ..api.params import Param, Validator, check_params
 from ..world.scene import Material
+from ..world.scene_files import unique_name
 from ..world.textures import TEXCOORD_MAP_BYTES_PER_FACE
 
 #: Keys of a ``[scene_files.STEM]`` table.
@@ -243,7 +244,7 @@ class SceneFiles:
         out: list[PartSpec] = []
         counted: set[int] = set()                     # texture arrays this object already counts
         for node in scene_file.nodes:
-            part_name = _free(f"{name}/{node.name}", names)
+            part_name = unique_name(f"{name}/{node.name}", names)
             names[part_name] = f"objects[{index}]"
             parent = name if node.parent is None else out[node.parent].name
             part = PartSpec(part_name, parent, node.rotation, node.translation, node.mesh,
@@ -317,7 +318,7 @@ class SceneFiles:
         key = (scene_file.path, material)
         if key not in self._derived_of:
             taken = set(self.materials) | set(self.derived) | {"default"}
-            name = _free(f"{Path(scene_file.path).stem}/{material}", taken)
+            name = unique_name(f"{Path(scene_file.path).stem}/{material}", taken)
             self.derived[name] = derived_material(scene_file.materials[material], name)
             self._source[name] = scene_file.materials[material].source
             self._derived_of[key] = name
@@ -381,13 +382,3 @@ class SceneFiles:
                         f"or a name above a part); the materials: {', '.join(repr(m) for m in materials) or 'none'}; "
                         f"the nodes: {', '.join(repr(n) for n in nodes)}", key=f"scene_files.{stem}.{what}")))
         return warnings
-
-
-def _free(base: str, taken) -> str:
-    """``base``, or ``base_1``, ``base_2``, ...: the first not in ``taken``."""
-    if base not in taken:
-        return base
-    k = 1
-    while f"{base}_{k}" in taken:
-        k += 1
-    return f"{base}_{k}"

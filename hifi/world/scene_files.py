@@ -225,7 +225,7 @@ def derived_material(material: FileMaterial, name: str) -> Material:
     return Material(name, reflectivity, 0.0, rgb, UNLABELLED, 0.0)
 
 
-def _unique(base: str, taken) -> str:
+def unique_name(base: str, taken) -> str:
     """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken``."""
     if base not in taken:
         return base
@@ -567,7 +567,7 @@ def read_scene_file(path, scale: float = 1.0) -> SceneFile:
                     if same is not None and same.color_rgb == found[0] and same.texture is texture:
                         named[id(mat)] = base
                     else:
-                        named[id(mat)] = _unique(base, materials)
+                        named[id(mat)] = unique_name(base, materials)
                         materials[named[id(mat)]] = FileMaterial(named[id(mat)], *found, texture)
                 material = named[id(mat)]
                 if uv is None and materials[material].texture is not None:
@@ -575,11 +575,11 @@ def read_scene_file(path, scale: float = 1.0) -> SceneFile:
                                   f"texture {materials[material].texture.name} is left out there")
         if primitive:
             siblings = children.get(parent, 0)
-            name = _unique(f"{nodes[parent].name}/{material if material is not None else siblings}", taken)
+            name = unique_name(f"{nodes[parent].name}/{material if material is not None else siblings}", taken)
             node_name = parent_node
             above = ancestors[1:]
         else:
-            name = _unique(str(key), taken)
+            name = unique_name(str(key), taken)
             node_name = str(key)
             above = ancestors
         mesh = None

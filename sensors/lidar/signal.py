@@ -347,10 +347,7 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
     else:
         sigma = np.where(hit, snr_range_sigma(snr, floor_m=c.range_noise_floor_m,
                                               snr1_m=c.range_noise_snr1_m), 0.0)
-    d_noisy = d + np.asarray(bias_m, dtype=float) + sigma * z
-    if c.range_resolution_m > 0.0:
-        res = c.range_resolution_m
-        d_noisy = np.round((d_noisy + range_offset_m) / res) * res - range_offset_m
+    d_noisy = _on_range_grid(d + np.asarray(bias_m, dtype=float) + sigma * z, c, range_offset_m)
     with np.errstate(invalid="ignore"):
         in_range = hit & (d >= c.min_range_m) & (d <= c.max_range_m)
     u = detection_rng.random((2,) + d.shape)
@@ -408,13 +405,7 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
             echo = np.where(take, np.int8(code), echo)
         sel = echo != TARGET_ECHO
         if sel.any():
-            snr_c = p_c / c.noise_power_w
-            sigma_c = (np.full(d.shape, float(c.noise_sigma_m)) if c.noise_sigma_m is not None else
-                       snr_range_sigma(snr_c, floor_m=c.range_noise_floor_m, snr1_m=c.range_noise_snr1_m))
-            r_rep = r_c + np.asarray(bias_m, dtype=float) + sigma_c * z
-            if c.range_resolution_m > 0.0:
-                res = c.range_resolution_m
-                r_rep = np.round((r_rep + range_offset_m) / res) * res - range_offset_m
+            snr_c, r_rep = _echo_range(r_c, p_c, z, bias_m, c, range_offset_m)
             d_noisy = np.where(sel, r_rep, d_noisy)
             power = np.where(sel, p_c, power)
             snr = np.where(sel, snr_c, snr)
@@ -444,13 +435,7 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
         with np.errstate(invalid="ignore"):
             atmos = det_a & ~(det & ~_preferred(mode, r_a, p_a, d_hard, np.nan_to_num(power)))
         if atmos.any():
-            snr_a = p_a / c.noise_power_w
-            sigma_a = (np.full(d.shape, float(c.noise_sigma_m)) if c.noise_sigma_m is not None else
-                       snr_range_sigma(snr_a, floor_m=c.range_noise_floor_m, snr1_m=c.range_noise_snr1_m))
-            r_rep = r_a + np.asarray(bias_m, dtype=float) + sigma_a * z
-            if c.range_resolution_m > 0.0:
-                res = c.range_resolution_m
-                r_rep = np.round((r_rep + range_offset_m) / res) * res - range_offset_m
+            snr_a, r_rep = _echo_range(r_a, p_a, z, bias_m, c, range_offset_m)
             area_eff = c.peak_power_w * c.optical_efficiency * np.pi * c.receiver_aperture_m ** 2 / 4.0
             d_noisy = np.where(atmos, r_rep, d_noisy)
             power = np.where(atmos, p_a, power)
@@ -466,6 +451,26 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
             halo_src = np.where(atmos, -1, halo_src)
             r_halo = np.where(atmos, np.nan, r_halo)
     return SignalChain(power, snr, apparent, det, d_noisy, intensity, atmos, r_atm, echo, halo_src, r_halo)
+
+
+def _on_range_grid(r, c: ChainParams, range_offset_m):
+    """Ranges ``r`` [m] rounded to ``c.range_resolution_m`` on a grid that starts
+    ``range_offset_m`` before the ray's origin (unchanged where the resolution is 0)."""
+    if c.range_resolution_m > 0.0:
+        res = c.range_resolution_m
+        return np.round((r + range_offset_m) / res) * res - range_offset_m
+    return r
+
+
+def _echo_range(r, power_w, z, bias_m, c: ChainParams, range_offset_m):
+    """``(SNR, reported range [m])`` of an echo other than the target's (a pane, water, fog, a
+    particle, a halo) at true range ``r`` with peak power ``power_w`` [W]: the range noise of
+    its own SNR (or the fixed ``noise_sigma_m``) with the pulse's deviate ``z`` and laser bias,
+    on the range grid, as the target's range is reported."""
+    snr = power_w / c.noise_power_w
+    sigma = (np.full(np.shape(r), float(c.noise_sigma_m)) if c.noise_sigma_m is not None else
+             snr_range_sigma(snr, floor_m=c.range_noise_floor_m, snr1_m=c.range_noise_snr1_m))
+    return snr, _on_range_grid(r + np.asarray(bias_m, dtype=float) + sigma * z, c, range_offset_m)
 
 
 def _preferred(mode, r1, p1, r2, p2):
