@@ -36,9 +36,16 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     r.add_argument("--ignore-disk-space", action="store_true",
                    help="run even when the estimated output (before compression) exceeds the free space "
                         "of the file system holding --out")
-    r.add_argument("--partition", choices=("facets", "time"), default=None,
-                   help="MPI run (under mpirun): split the scene's facets or the simulated time "
-                        "over the ranks (default under mpirun with more than one rank: time)")
+    r.add_argument("--partition", default=None, metavar="{time,facets,facets=K}",
+                   help="MPI run (under mpirun): split the simulated time or the scene's facets over the "
+                        "ranks, or both: facets=K, groups of K ranks share the scene, the groups the time "
+                        "(default under mpirun with more than one rank: time)")
+    r.add_argument("--format", default=None, choices=("netcdf", "zarr"), dest="output_format",
+                   help="how the datasets are written: netCDF files (a serial run's default) or Zarr stores "
+                        "(what a partitioned run writes, and what --resume continues)")
+    r.add_argument("--resume", action="store_true",
+                   help="continue the unfinished run of --out (killed, interrupted, failed), keeping the frames "
+                        "it wrote; starts the run when there is none (writes Zarr)")
     i = sub.add_parser("info", help="validate a scenario and summarise it")
     i.add_argument("scenario", type=Path)
     pl = sub.add_parser("plot", help="PNG quick look of a dataset")
@@ -359,11 +366,25 @@ def _override(text, key: str, name: str):
     return SIMULATION_PARAMS[name].check(value, lambda reason: ScenarioError(reason, key=key, value=value))
 
 
+def _parse_partition(text: str) -> tuple[str, dict]:
+    """``--partition``: ``time``, ``facets`` or ``facets=K`` (K an integer >= 1) as the runner's
+    name and keyword arguments."""
+    name, _, value = text.partition("=")
+    if name in ("time", "facets") and not value and "=" not in text:
+        return name, {}
+    if name == "facets" and value.isdigit() and int(value) >= 1:
+        return name, {"group_size": int(value)}
+    raise ValueError(f"--partition = {text!r}: expected time, facets or facets=K with K an integer >= 1 that "
+                     f"divides the number of ranks")
+
+
 def _run_partitioned(args, partition: str, seed, duration, start: float) -> int:
-    runner = _partition_runner(partition)
+    name, options = _parse_partition(partition)
+    runner = _partition_runner(name)
     results = runner(args.scenario, out=args.out, seed=seed, duration_s=duration,
                      overwrite=args.overwrite, progress=False if args.no_progress else None,
-                     ignore_disk_space=args.ignore_disk_space)
+                     ignore_disk_space=args.ignore_disk_space, output_format=args.output_format,
+                     resume=args.resume, **options)
     if results is not None:                        # None on ranks other than 0
         if duration is None:
             from .run.scenario import load
@@ -390,10 +411,12 @@ def _run(args) -> int:
         return _run_partitioned(args, partition, seed, duration, start)
     import hifi
     sim = hifi.load(args.scenario)
-    from .run.output import check_output_dir
-    check_output_dir(args.out, args.overwrite)
+    if not args.resume:
+        from .run.output import check_output_dir
+        check_output_dir(args.out, args.overwrite)
     sim.run_to_files(args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
-                     progress=False if args.no_progress else None, ignore_disk_space=args.ignore_disk_space)
+                     progress=False if args.no_progress else None, ignore_disk_space=args.ignore_disk_space,
+                     output_format=args.output_format, resume=args.resume)
     _summary(args.out, sim.scenario.duration_s if duration is None else duration, start)
     return 0
 
@@ -457,28 +480,51 @@ def _human_bytes(n: int) -> str:
 
 def _summary(out_dir: Path, duration_s: float, start: float, datasets=None) -> None:
     """What a finished run prints on stdout: the simulated span, the wall time, then every file
-    of ``out_dir`` with its size on disk and dimensions (read with netCDF4, in the file's
-    order), and the total. ``datasets`` (an MPI run's opened results) are closed."""
+    (or Zarr store, its size the sum of its files) of ``out_dir`` with its size on disk and
+    dimensions (in the file's order), and the total. ``datasets`` (an MPI run's opened
+    results) are closed."""
     import time
 
-    import netCDF4
     wall = time.monotonic() - start
     for ds in (datasets or {}).values():
         ds.close()
-    dims = {}
-    for path in Path(out_dir).glob("*.nc"):
-        with netCDF4.Dataset(path) as nc:
-            dims[path.name] = ", ".join(f"{d}={len(v)}" for d, v in nc.dimensions.items())
-    files = sorted((p for p in out_dir.iterdir() if p.is_file()), key=lambda p: (p.name.startswith("."), p.name))
-    sizes = [p.stat().st_size for p in files]
-    names = [str(p) for p in files]
+    entries = sorted((p for p in out_dir.iterdir() if p.is_file() or p.suffix == ".zarr"),
+                     key=lambda p: (p.name.startswith("."), p.name))
+    sizes = [_size_on_disk(p) for p in entries]
+    names = [str(p) for p in entries]
     width = max([len(n) for n in names] + [len("total")])
     print(f"simulated 0 to {duration_s:g} s in {wall:.1f} s wall time")
-    for name, size, path in zip(names, sizes, files):
-        extra = dims.get(path.name)
+    for name, size, path in zip(names, sizes, entries):
+        extra = _dimensions(path)
         print(f"{name:<{width}}  {size:>12} bytes" + (f"  {extra}" if extra else ""))
     total = sum(sizes)
-    print(f"{'total':<{width}}  {total:>12} bytes  {_human_bytes(total)} in {len(files)} files")
+    n_files = sum(1 if p.is_file() else sum(1 for q in p.rglob("*") if q.is_file()) for p in entries)
+    print(f"{'total':<{width}}  {total:>12} bytes  {_human_bytes(total)} in {n_files} files")
+
+
+def _size_on_disk(path: Path) -> int:
+    """Bytes of a file, or of every file of a Zarr store."""
+    return path.stat().st_size if path.is_file() else sum(q.stat().st_size for q in path.rglob("*") if q.is_file())
+
+
+def _dimensions(path: Path) -> str | None:
+    """``frame=3, ring=32, ...`` of a netCDF file or a Zarr store (None for other files)."""
+    if path.suffix == ".nc":
+        import netCDF4
+        with netCDF4.Dataset(path) as nc:
+            return ", ".join(f"{d}={len(v)}" for d, v in nc.dimensions.items())
+    if path.suffix == ".zarr":
+        import json
+        meta = json.loads((path / ".zmetadata").read_text(encoding="utf-8"))["metadata"]
+        dims: dict = {}
+        for key, value in meta.items():
+            if key.endswith("/.zattrs"):
+                shape = meta.get(key[:-len(".zattrs")] + ".zarray", {}).get("shape", [])
+                for d, n in zip(value.get("_ARRAY_DIMENSIONS", []), shape):
+                    dims.setdefault(d, n)
+        order = ["frame"] + sorted(d for d in dims if d != "frame")
+        return ", ".join(f"{d}={dims[d]}" for d in order if d in dims)
+    return None
 
 
 def _info(args) -> int:

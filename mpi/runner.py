@@ -1,45 +1,44 @@
 """Partitioned ``hifi run`` under MPI: the runners of the entry-point group ``hifi.partitions``.
 
-``hifi run SCENARIO --out DIR --partition facets|time`` calls :func:`run_facets` or
-:func:`run_time` on every rank. Rank 0 writes; the other ranks return None.
+``hifi run SCENARIO --out DIR --partition time|facets|facets=K`` calls :func:`run_time` or
+:func:`run_facets` on every rank (:func:`run_partitioned`: ``facets=K``, groups of K ranks
+share the scene by facets, the groups share the simulated time). Every rank writes the frames
+it computed into the Zarr stores of the temporary directory ``.DIR.partial-*`` that rank 0
+made (:mod:`hifi.run.zarr_output`); rank 0 moves it into place once every rank has written.
+Rank 0 returns the datasets, the other ranks None.
 
 Failures read as in a serial run: one line ``hifi: error: ...`` from rank 0 and the serial
 exit status (2 bad input, 1 a file that cannot be written). An error before the run (a bad
-scenario, an existing output directory, a mesh that does not load on one rank) is agreed on by
-every rank in one collective; rank 0 raises it (its own, else the first failing rank's as
-``rank R of N: ...``) and the others wait to be ended. An error during the run on rank 0 (its
-output cannot be written) leaves the runner on rank 0 as it would a serial run; on another rank
-(a sensor's bug) it goes to rank 0 (:func:`mpi.control.report_error`), which raises it as
-``rank R of N: ...``. Either way the command line ends the job from rank 0
-(:func:`mpi.control.end_job`: no ``MPI_Abort``, no other rank left waiting) once rank 0's
-``finally`` blocks have deleted its ``.DIR.partial-*``. Only a job killed outright (SIGKILL)
-leaves that directory, holding an ``INCOMPLETE`` file, and never a ``DIR`` that looks finished.
+scenario, an existing output directory, a mesh that does not load on one rank, a group size
+that does not divide the ranks) is agreed on by every rank in one collective, before any file
+is written; rank 0 raises it (its own, else the first failing rank's as ``rank R of N: ...``)
+and the others wait to be ended. An error during the run on rank 0 leaves the runner on rank 0
+as it would a serial run; on another rank (a sensor's bug, a disk full) it goes to rank 0
+(:func:`mpi.control.report_error`), which raises it as ``rank R of N: ...``. Either way the
+command line ends the job from rank 0 (:func:`mpi.control.end_job`). The frames written stay
+in ``.DIR.partial-*`` (marked ``INCOMPLETE``), never in a ``DIR`` that looks finished, and
+``hifi run ... --resume`` continues from them (:mod:`hifi.run.resume`).
 
 Interrupts: ``mpiexec`` passes SIGINT and SIGTERM on to every rank. No rank ever waits in a
 blocking MPI call (:mod:`mpi.control`), so every rank stops within moments, and a signal that
-reaches one rank only stops the others too. Rank 0 deletes ``.DIR.partial-*``, prints ``hifi:
-interrupted at t = ... s`` once, and the job exits with 128 + the signal number; the other
-ranks write no file at all (not even a temporary directory).
+reaches one rank only stops the others too. Rank 0 prints ``hifi: interrupted at t = ... s``
+and where the frames written are kept, once, and the job exits with 128 + the signal number.
 
-Progress (``--partition time``): the ranks other than 0 send rank 0 their simulated progress
-with non-blocking sends at most every :data:`PROGRESS_REPORT_S`, and their last report with the
-number of frames they hold; rank 0 shows the whole job's simulated seconds, then the writing
-of the other ranks' frames (:class:`hifi.runtime.progress.Progress`). Reports change nothing computed.
+Progress: rank 0 shows the whole job's simulated seconds from the reports of the other
+groups (:class:`Partition`), then its own writing (:class:`hifi.runtime.progress.Progress`).
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 
 from hifi.runtime.interrupt import check as check_interrupt
 from hifi.runtime.interrupt import deferred, error_status
 
-from .control import check_stop, end_interrupted, end_job, import_mpi, poll, report_error, wait, wait_message
-
-#: Tag of the point-to-point messages carrying frames to rank 0 in time mode.
-_FRAME_TAG = 77
+from .control import check_stop, end_interrupted, end_job, import_mpi, poll, report_error, wait
 
 #: Tag of the progress reports of the ranks other than 0 in time mode (78 is
 #: :data:`mpi.control.STOP_TAG`).
@@ -111,100 +110,150 @@ def _failed(comm, exc: BaseException) -> None:
     report_error(comm, exc, 1 if status is None else status)
 
 
-def _prepare(comm, scenario, out, overwrite, duration_s=None, ignore_disk_space=False):
-    """Load the scenario on every rank and check the output directory and its free space on
-    rank 0 (agreed)."""
-    import hifi
-    from hifi.run.output import check_output_dir
-
-    def load():
-        sim = hifi.load(scenario)
-        if comm.Get_rank() == 0:
-            check_output_dir(out, overwrite)
-            sim.check_disk(out, duration_s, ignore_disk_space=ignore_disk_space)
-        return sim
-
-    return _agree(comm, load)
-
-
-def run_facets(scenario, *, out, seed=None, duration_s=None, overwrite=False, progress=None,
-               ignore_disk_space=False):
-    """``--partition facets``: every rank holds 1/N of the facets and runs every model.
-
-    All ranks generate the same rays; :class:`mpi.caster.FacetCaster` finds each ray's global
-    nearest hit with one reduction per cast step. Rank 0 writes the files.
-
-    Parameters
-    ----------
-    scenario : path-like
-        Scenario file.
-    out : path-like
-        Output directory (rank 0 writes it).
-    seed, duration_s, overwrite, progress, ignore_disk_space
-        As :meth:`hifi.Simulation.run` (``duration_s`` [s]); the progress bar shows on rank 0 only.
+def _prepare(comm, scenario, out, overwrite, duration_s=None, ignore_disk_space=False, seed=None,
+             output_format=None, resume=False):
+    """Load the scenario on every rank; on rank 0 check the output directory and its free space
+    and make the temporary directory every rank writes into (or find the one ``resume``
+    continues); agreed by every rank, then its path sent to all.
 
     Returns
     -------
-    dict of str to xarray.Dataset or None
-        Rank 0: the written datasets; other ranks: None.
+    (Simulation, Path or None, bool)
+        The simulation, the shared directory (None: ``resume`` found the run finished) and
+        whether the run resumes a stopped one.
     """
-    from .caster import FacetCaster
+    import hifi
+    from hifi.run.output import check_output_dir
+    from hifi.run.resume import identity, plan
+    from hifi.run.simulation import INCOMPLETE_MARKER, make_partial, output_format_of
 
-    comm = world()
-    try:
-        sim = _prepare(comm, scenario, out, overwrite, duration_s, ignore_disk_space)
-        caster = _agree(comm, lambda: FacetCaster(sim.scene, comm).build())
-        root = comm.Get_rank() == 0
-        try:
-            results = sim.run(out=out if root else None, seed=seed, duration_s=duration_s,
-                              overwrite=overwrite, progress=progress if root else False,
-                              caster=caster, write=root, ignore_disk_space=True)   # checked in _prepare
-        except Exception as exc:
-            _failed(comm, exc)
-        wait(comm, comm.Ibarrier())
-    except KeyboardInterrupt as exc:           # SIGINT, SIGTERM, or another rank's stop message
-        end_interrupted(comm, exc)
-    return results if root else None
+    def load():
+        sim = hifi.load(scenario)
+        output_format_of(output_format, partitioned=True, resume=resume, out=out)
+        if comm.Get_rank() != 0:
+            return sim, None
+        sc = sim.scenario
+        duration = sc.duration_s if duration_s is None else float(duration_s)
+        ident = identity(sc.text, sc.seed if seed is None else int(seed), duration)
+        partial, complete = plan(Path(out), ident, INCOMPLETE_MARKER) if resume else (None, False)
+        if complete:
+            return sim, ""
+        if partial is not None:
+            return sim, (str(partial), True)
+        check_output_dir(out, overwrite)
+        sim.check_disk(out, duration_s, ignore_disk_space=ignore_disk_space)
+        return sim, (str(make_partial(Path(out), ident)), False)
+
+    sim, made = _agree(comm, load)
+    made = _broadcast(comm, made)
+    if made == "":
+        return sim, None, False
+    return sim, Path(made[0]), made[1]
 
 
-class TimePartition:
-    """Hooks of :meth:`hifi.Simulation.run` for a time-partitioned run.
+def _broadcast(comm, value):
+    """Rank 0's ``value`` on every rank (a pickled object, sent with non-blocking calls)."""
+    import pickle
+    data = pickle.dumps(value) if comm.Get_rank() == 0 else b""
+    size = np.array([len(data)], dtype=np.int64)
+    wait(comm, comm.Ibcast(size, root=0))
+    buf = np.frombuffer(data, dtype=np.uint8).copy() if comm.Get_rank() == 0 else np.empty(int(size[0]), np.uint8)
+    wait(comm, comm.Ibcast(buf, root=0))
+    return pickle.loads(buf.tobytes())
 
-    The simulated interval ``[0, duration_s)`` is cut into ``size`` contiguous sub-intervals of
-    equal length; rank r computes the events with ``r D / N <= t < (r + 1) D / N`` (every model,
-    every frame in that span). Rank 0 writes its own frames as it computes them; then, once
-    every rank has finished computing, it receives the frames of ranks 1, 2, ... in turn and
-    writes them, which is event order. The other ranks keep their frames in memory until rank 0
-    takes them.
+
+def _barrier(comm, also=None) -> None:
+    """Wait until every rank of ``comm`` is here; ``also()`` runs between the tests and must
+    be true too (rank 0 receiving the progress reports)."""
+    request = comm.Ibarrier()
+    poll(comm, lambda: bool(request.Test()) and (also is None or also()))
+
+
+class Partition:
+    """Hooks of :meth:`hifi.Simulation.run` for a run shared over MPI ranks.
+
+    The ranks form ``groups`` groups of ``group_size`` consecutive ranks. The groups share the
+    simulated time: the events still to compute, in time order, are cut into ``groups``
+    contiguous stretches of equal cost (rays cast, plus one per event), group g computing the
+    g-th (every model, every frame in that stretch). Within a group the ranks share the
+    scene's facets (:class:`mpi.caster.FacetCaster`): each computes every frame of the
+    group's stretch, and writes the frames ``k`` with ``k % group_size`` equal to its rank in
+    the group. Every rank writes its frames itself, into the Zarr stores of the shared
+    directory (:mod:`hifi.run.zarr_output`); rank 0 made them, and finishes the run once every
+    rank has written.
 
     Requires what every shipped model does: a frame depends only on the scenario, the seed and
     the frame's index and time (random streams are keyed by seed, sensor and frame,
-    :mod:`hifi.api.rng`), not on the frames before it.
+    :mod:`hifi.api.rng`), not on the frames before it, so any split gives the same values. A
+    closed loop cannot be split in time (:func:`_refuse_closed_loop`).
+
+    Progress: the first rank of every group but rank 0's sends rank 0 its simulated seconds
+    done with non-blocking sends at most every :data:`PROGRESS_REPORT_S`, and a last report
+    when it has computed its stretch; rank 0 shows the sum. Reports change nothing computed.
     """
 
-    def __init__(self, comm, duration_s: float):
+    def __init__(self, comm, duration_s: float, directory: Path, group_size: int, resumed: bool = False):
         self.comm = comm
+        self.directory = directory
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
-        self.lo = duration_s * self.rank / self.size
-        self.hi = duration_s * (self.rank + 1) / self.size
-        self.last = self.rank == self.size - 1
-        self._held: list = []
+        self.owner = self.rank == 0
+        self.group_size = int(group_size)
+        self.groups = self.size // self.group_size
+        self.group, self.group_rank = divmod(self.rank, self.group_size)
+        self.leader = self.group_rank == 0
+        self.duration_s = float(duration_s)
+        self.resumed = resumed
+        self.lo, self.hi = 0.0, self.duration_s
         self.progress = None
-        # Rank 0: simulated seconds done by each rank, whether its last report came, and how
-        # many frames it holds.
-        self._done = [0.0] * self.size
-        self._final = [r == 0 for r in range(self.size)]
-        self._counts = [0] * self.size
+        # Rank 0: simulated seconds done by each group, and whether its last report came.
+        self._done = [0.0] * self.groups
+        self._final = [g == 0 for g in range(self.groups)]
         self._last_report = -float("inf")
         self._reports: list = []
 
     def start(self, models, progress):
         self.progress = progress
+        if self.groups == 1:
+            return None
+        self.lo, self.hi = self._stretch(models)
+        last = self.group == self.groups - 1
 
         def keep(i, k):
             t = models[i].event_time(k)
-            return self.lo <= t and (self.last or t < self.hi)
+            return self.lo <= t and (last or t < self.hi)
         return keep
+
+    def _stretch(self, models):
+        """This group's stretch ``[lo, hi)`` of simulated time [s] (see the class notes).
+
+        Every rank computes the same boundaries from the same schedule; a resumed run counts
+        only the frames not yet written (:func:`hifi.run.zarr_output.written_frames`), so the
+        groups share the work that is left."""
+        from hifi.run.zarr_output import written_frames
+        times, costs = [], []
+        for m in models:
+            n = m.frame_count(self.duration_s)
+            ts = np.array([m.event_time(k) for k in range(n)], dtype=np.float64)
+            cost = np.full(n, 1.0 + m.rays_per_frame())
+            if self.resumed and m.writes_dataset:
+                cost[written_frames(self.directory / f"{m.name}.zarr")] = 0.0
+            times.append(ts)
+            costs.append(cost)
+        t = np.concatenate(times) if times else np.zeros(0)
+        c = np.concatenate(costs) if costs else np.zeros(0)
+        order = np.argsort(t, kind="stable")
+        t, c = t[order], np.cumsum(c[order])
+        total = c[-1] if c.size else 0.0
+        bounds = [0.0]
+        for g in range(1, self.groups):
+            j = int(np.searchsorted(c, total * g / self.groups, side="left")) if total > 0 else 0
+            bounds.append(max(bounds[-1], float(t[min(j, t.size - 1)]) if t.size else self.duration_s * g / self.groups))
+        bounds.append(self.duration_s)
+        return bounds[self.group], bounds[self.group + 1]
+
+    def ready(self) -> None:
+        """Rank 0 has made the stores: the others may open them."""
+        _barrier(self.comm)
 
     def event(self, t) -> None:
         """After every event of the time manager (``t`` [s]): progress and stop messages."""
@@ -212,65 +261,44 @@ class TimePartition:
         if self.rank == 0:
             self._done[0] = done
             self._receive_reports()
-        else:
+        elif self.leader:
             now = time.monotonic()
             if now - self._last_report >= PROGRESS_REPORT_S:
                 self._last_report = now
-                self._report(done, None)
+                self._report(done, False)
         check_stop(self.comm)
 
     def frame(self, i, k, t, frame) -> bool:
-        if self.rank == 0:
-            return True
-        self._held.append((i, k, t, frame))
-        return False
+        return k % self.group_size == self.group_rank
 
-    def _report(self, done_s, n_frames) -> None:
-        """Rank > 0: tell rank 0 the simulated seconds done; ``n_frames`` (the frames held)
-        marks the last report."""
-        self._reports.append(self.comm.isend((done_s, n_frames), dest=0, tag=_PROGRESS_TAG))
+    def _report(self, done_s, final: bool) -> None:
+        """A group's first rank (not rank 0): tell rank 0 the simulated seconds done."""
+        self._reports.append(self.comm.isend((self.group, done_s, final), dest=0, tag=_PROGRESS_TAG))
 
     def _receive_reports(self) -> bool:
         """Rank 0: take every progress report that has arrived; True once all last ones did."""
         from mpi4py import MPI
         status = MPI.Status()
         while self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=_PROGRESS_TAG, status=status):
-            source = status.Get_source()
-            done_s, n_frames = self.comm.recv(source=source, tag=_PROGRESS_TAG)
-            self._done[source] = done_s
-            if n_frames is not None:
-                self._final[source] = True
-                self._counts[source] = n_frames
-        self.progress.simulated(sum(self._done))
+            group, done_s, final = self.comm.recv(source=status.Get_source(), tag=_PROGRESS_TAG)
+            self._done[group] = done_s
+            self._final[group] = self._final[group] or final
+        if self.progress is not None:
+            self.progress.simulated(sum(self._done))
         return all(self._final)
 
-    def drain(self, write) -> None:
-        comm = self.comm
-        if self.rank != 0:
-            self._report(self.hi - self.lo, len(self._held))
-            for request in self._reports:
-                wait(comm, request)
-            self._reports.clear()
-            for item in self._held:
-                wait(comm, comm.isend(item, dest=0, tag=_FRAME_TAG))
-            self._held.clear()
+    def written(self) -> None:
+        """This rank has written all its frames: wait for every rank (rank 0 then finishes the run)."""
+        if self.rank == 0:
+            self._done[0] = self.hi - self.lo
+            _barrier(self.comm, self._receive_reports)
             return
-        from hifi.runtime.interrupt import note_time
-        self._done[0] = self.hi - self.lo
-        poll(comm, self._receive_reports)              # every rank has finished computing
-        self.progress.start_writing(sum(self._counts))
-        t_written = None
-        try:
-            for source in range(1, self.size):
-                for _ in range(self._counts[source]):
-                    wait_message(comm, source, _FRAME_TAG)
-                    item = comm.recv(source=source, tag=_FRAME_TAG)
-                    t_written = item[2]
-                    write(*item)
-                    self.progress.wrote(1)
-        except KeyboardInterrupt as exc:
-            note_time(exc, t_written)
-            raise
+        if self.leader and self.groups > 1:
+            self._report(self.hi - self.lo, True)
+        for request in self._reports:
+            wait(self.comm, request)
+        self._reports.clear()
+        _barrier(self.comm)
 
 
 def _refuse_closed_loop(sim, scenario) -> None:
@@ -281,30 +309,75 @@ def _refuse_closed_loop(sim, scenario) -> None:
         raise PartitionError(f"{scenario}: --partition time cannot run a closed loop ({', '.join(map(repr, loop))} "
                              f"depend on what happened before each step, so the run cannot be split into "
                              f"independent time stretches); use --partition facets, which splits the scene "
-                             f"instead and gives the same bytes as a serial run")
+                             f"instead and gives the same values as a serial run")
 
 
-def run_time(scenario, *, out, seed=None, duration_s=None, overwrite=False, progress=None,
-             ignore_disk_space=False):
-    """``--partition time``: every rank holds the whole scene and computes a contiguous
-    sub-interval of the simulated time; rank 0 writes every frame in order.
+def _check_group_size(group_size: int, size: int) -> None:
+    if group_size < 1 or size % group_size:
+        raise PartitionError(f"--partition facets={group_size}: the group size must divide the number of ranks "
+                             f"({size}); allowed: " + ", ".join(f"facets={d}" for d in range(1, size + 1)
+                                                                  if size % d == 0))
 
-    Parameters and return value as :func:`run_facets`.
+
+def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duration_s=None, overwrite=False,
+                    progress=None, ignore_disk_space=False, output_format=None, resume=False):
+    """A run shared over the ranks of ``MPI.COMM_WORLD`` (:class:`Partition`).
+
+    Parameters
+    ----------
+    scenario : path-like
+        Scenario file.
+    group_size : int or None
+        Ranks that share the scene's facets (None: all of them; 1: a time partition).
+    out : path-like
+        Output directory (every rank writes into its temporary sibling; rank 0 moves it into place).
+    seed, duration_s, overwrite, progress, ignore_disk_space, output_format, resume
+        As :meth:`hifi.Simulation.run` (``duration_s`` [s]); the progress bar shows on rank 0 only.
+
+    Returns
+    -------
+    dict of str to xarray.Dataset or None
+        Rank 0: the written datasets; other ranks: None.
     """
+    from .caster import FacetCaster
+
     comm = world()
+    size = comm.Get_size()
+    group_size = size if group_size is None else int(group_size)
     try:
-        sim = _prepare(comm, scenario, out, overwrite, duration_s, ignore_disk_space)
-        _agree(comm, lambda: _refuse_closed_loop(sim, scenario))
+        _agree(comm, lambda: _check_group_size(group_size, size))
+        sim, directory, resumed = _prepare(comm, scenario, out, overwrite, duration_s, ignore_disk_space,
+                                           seed=seed, output_format=output_format, resume=resume)
         root = comm.Get_rank() == 0
+        if directory is None:                    # resume: the run is finished
+            return sim.run(out, seed=seed, duration_s=duration_s, resume=True, progress=False) if root else None
+        if size // group_size > 1:
+            _agree(comm, lambda: _refuse_closed_loop(sim, scenario))
+        caster = None
+        if group_size > 1:
+            group_comm = comm.Split(comm.Get_rank() // group_size, comm.Get_rank())
+            caster = _agree(comm, lambda: FacetCaster(sim.scene, group_comm).build())
         duration = sim.scenario.duration_s if duration_s is None else float(duration_s)
+        partition = Partition(comm, duration, directory, group_size, resumed=resumed)
         try:
-            results = sim.run(out=out if root else None, seed=seed, duration_s=duration_s,
-                              overwrite=overwrite, progress=progress if root else False,
-                              partition=TimePartition(comm, duration), write=root,
-                              ignore_disk_space=True)                                 # checked in _prepare
+            results = sim.run(out=out, seed=seed, duration_s=duration_s, overwrite=overwrite,
+                              progress=progress if root else False, caster=caster, partition=partition,
+                              ignore_disk_space=True, output_format="zarr")          # checked in _prepare
         except Exception as exc:
             _failed(comm, exc)
         wait(comm, comm.Ibarrier())
     except KeyboardInterrupt as exc:           # SIGINT, SIGTERM, or another rank's stop message
         end_interrupted(comm, exc)
     return results if root else None
+
+
+def run_facets(scenario, **kwargs):
+    """``--partition facets``: every rank holds 1/N of the facets and computes every frame;
+    rank r writes the frames k with k % N = r (:func:`run_partitioned`)."""
+    return run_partitioned(scenario, group_size=kwargs.pop("group_size", None), **kwargs)
+
+
+def run_time(scenario, **kwargs):
+    """``--partition time``: every rank holds the whole scene and computes a contiguous
+    stretch of the simulated time, and writes its frames (:func:`run_partitioned`)."""
+    return run_partitioned(scenario, group_size=1, **kwargs)

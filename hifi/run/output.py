@@ -56,16 +56,34 @@ def _create_kwargs(v: Var) -> dict:
     return kw
 
 
-def _set_attrs(var, v: Var) -> None:
+#: Attributes of the ``frame`` and ``frame_time`` variables of every dataset.
+FRAME_ATTRS = {"units": "1", "long_name": "frame index"}
+FRAME_TIME_ATTRS = {"units": "s", "long_name": "simulated time of the frame's event since simulation start"}
+
+
+def variable_attrs(v: Var) -> dict:
+    """The attributes a file stores for ``v``: its own, the CF packing of its encoding, and
+    ``dtype = "bool"`` for a boolean (stored as int8; xarray decodes it back to bool)."""
     attrs = v.attrs()
     enc = v.encoding or {}
     for key in ("scale_factor", "add_offset", "comment"):
         if key in enc:
             attrs[key] = enc[key]
     if v.data.dtype == bool:
-        attrs["dtype"] = "bool"      # xarray decodes int8 + dtype="bool" back to bool
-    for key, value in attrs.items():
-        var.setncattr(key, value)
+        attrs["dtype"] = "bool"
+    return attrs
+
+
+def frame_variable_attrs(name: str, v: Var, time_attrs: Mapping, coords: Mapping[str, Var]) -> dict:
+    """:func:`variable_attrs` of a frame variable, with the CF time units of an instant, the
+    object names of an object id and ``coordinates = "frame_time"``."""
+    attrs = variable_attrs(v)
+    if name in TIME_VARIABLES and v.units == "s":
+        attrs.update(time_attrs)
+    if name in OBJECT_ID_VARIABLES and "object_name" in coords:
+        attrs.update(object_id_attrs(coords["object_name"].data))
+    attrs["coordinates"] = "frame_time"
+    return attrs
 
 
 _NETCDF_THREAD = None
@@ -97,7 +115,109 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_netcdf_thread)
 
 
-class FrameWriter:
+class BlockWriter:
+    """Frames of one model buffered into blocks, each block written on a writer thread.
+
+    The subclasses say where a block goes (:class:`FrameWriter`: a netCDF4 file;
+    :class:`hifi.run.zarr_output.ZarrFrameWriter`: a Zarr store). A block closes at
+    :data:`~hifi.api.estimate.BUFFER_MAX_FRAMES` frames or
+    :data:`~hifi.api.estimate.BUFFER_MAX_BYTES` and is written while the models compute the
+    next frames; an error writing it (disk full) is raised by the next call of this writer
+    that waits for it.
+    """
+
+    path: Path
+
+    def __init__(self):
+        self._n = 0
+        self._buffer: list = []
+        self._buffered_bytes = 0
+        self._writing = None                 # the block being written by the writer thread
+        self._writing_frames = 0
+
+    def _thread(self):
+        """The executor that runs this writer's calls (one thread, first in, first out)."""
+        return _netcdf_thread()
+
+    def _call(self, fn, *args):
+        """Run ``fn(*args)`` on the writer thread and return its result (its error raised here)."""
+        return self._thread().submit(fn, *args).result()
+
+    def write(self, k: int, t: float, frame: Mapping[str, Var]) -> None:
+        """Add frame ``k`` at event time ``t`` [s] (buffered; see :data:`hifi.api.estimate.BUFFER_MAX_BYTES`)."""
+        self._check_frame(k, frame)
+        self._buffer.append((k, t, {name: _prepare(np.asarray(v.data), v.encoding, name)
+                                    for name, v in frame.items()}))
+        self._buffered_bytes += sum(v.data.nbytes for v in frame.values())
+        if len(self._buffer) >= BUFFER_MAX_FRAMES or self._buffered_bytes >= BUFFER_MAX_BYTES:
+            self._start_block()
+
+    def _check_frame(self, k: int, frame: Mapping[str, Var]) -> None:
+        """Define the variables from the first frame; refuse a frame with other variables."""
+        raise NotImplementedError
+
+    def _write_block(self, i0: int, block: list) -> None:
+        """Write ``block``, a list of ``(k, t, {name: stored values})``, the ``i0``-th frame
+        of this writer first (on the writer thread)."""
+        raise NotImplementedError
+
+    def _wait(self) -> None:
+        """Wait for the block being written; raise its error, if any."""
+        if self._writing is not None:
+            future, self._writing, self._writing_frames = self._writing, None, 0
+            future.result()
+
+    def _start_block(self) -> None:
+        """Hand the buffered frames to the writer thread (after the previous block is written)."""
+        self._wait()
+        if not self._buffer:
+            return
+        block, i0 = self._buffer, self._n
+        self._n += len(block)
+        self._buffer, self._buffered_bytes = [], 0
+        self._writing = self._thread().submit(self._write_block, i0, block)
+        self._writing_frames = len(block)
+
+    def flush(self) -> None:
+        """Write the buffered frames and wait until they are written."""
+        self._start_block()
+        self._wait()
+
+    def close(self) -> None:
+        """Write the buffered frames and release the file."""
+        try:
+            self.flush()
+        finally:
+            self._wait_quietly()
+            self._release()
+
+    def _release(self) -> None:
+        """Close what this writer holds open (nothing by default)."""
+
+    @property
+    def pending_frames(self) -> int:
+        """Frames not yet written: held in memory, or being written."""
+        return len(self._buffer) + self._writing_frames
+
+    def _wait_quietly(self) -> None:
+        try:
+            self._wait()
+        except (OSError, RuntimeError):          # already raised to the caller, or the run failed
+            pass
+
+    def discard(self) -> None:
+        """Drop the buffered frames and release the file: the run failed or was interrupted.
+        Errors are not raised (the run's own error is the one to report)."""
+        self._buffer.clear()
+        self._buffered_bytes = 0
+        self._wait_quietly()
+        try:
+            self._release()
+        except (OSError, RuntimeError):      # disk full, HDF error: the run's error is reported
+            pass
+
+
+class FrameWriter(BlockWriter):
     """Append frames of one model to a netCDF4 file.
 
     Parameters
@@ -111,22 +231,14 @@ class FrameWriter:
     """
 
     def __init__(self, path, global_attrs: Mapping[str, Any], coords: Mapping[str, Var]):
+        super().__init__()
         self.path = Path(path)
         self._nc = None
         self._coords = dict(coords)
         # CF time units (seconds since start_utc): xarray decodes the instants to datetime64.
         self._time_attrs = cf_time_attrs(global_attrs["start_utc"]) if global_attrs.get("start_utc") else {}
         self._vars: dict[str, Any] = {}
-        self._n = 0
-        self._buffer: list = []
-        self._buffered_bytes = 0
-        self._writing = None                 # the block being written by the netCDF thread
-        self._writing_frames = 0
         self._call(self._create, dict(global_attrs))
-
-    def _call(self, fn, *args):
-        """Run ``fn(*args)`` on the netCDF thread and return its result (its error raised here)."""
-        return _netcdf_thread().submit(fn, *args).result()
 
     def _create(self, global_attrs) -> None:
         import netCDF4
@@ -143,14 +255,15 @@ class FrameWriter:
             self._nc.setncattr(key, value)
         self._nc.createDimension("frame", None)
         fr = self._nc.createVariable("frame", "i4", ("frame",), fill_value=False)
-        fr.setncatts({"units": "1", "long_name": "frame index"})
+        fr.setncatts(FRAME_ATTRS)
         ft = self._nc.createVariable("frame_time", "f8", ("frame",), fill_value=False)
-        ft.setncatts({"units": "s", "long_name": "simulated time of the frame's event since simulation start"})
+        ft.setncatts(FRAME_TIME_ATTRS)
         ft.setncatts(self._time_attrs)
         for name, v in self._coords.items():
             self._ensure_dims(v.dims, v.data.shape, name)
             var = self._nc.createVariable(name, _nc_type(v.data), v.dims, fill_value=False)
-            _set_attrs(var, v)
+            for key, value in variable_attrs(v).items():
+                var.setncattr(key, value)
             var[...] = _prepare(v.data)
 
     def _ensure_dims(self, dims, shape, name):
@@ -164,52 +277,22 @@ class FrameWriter:
             else:
                 self._nc.createDimension(dim, size)
 
-    def write(self, k: int, t: float, frame: Mapping[str, Var]) -> None:
-        """Append frame ``k`` at event time ``t`` [s] (buffered; see :data:`hifi.api.estimate.BUFFER_MAX_BYTES`).
-
-        A full block is handed to the netCDF thread and written while the run goes on; an error
-        writing it (disk full) is raised by the next call of this writer that waits for it."""
+    def _check_frame(self, k, frame) -> None:
         if not self._vars:
             self._call(self._define, frame)
         if set(frame) != set(self._vars):
             raise ValueError(f"frame {k} has variables {sorted(frame)}, expected {sorted(self._vars)}")
-        self._buffer.append((k, t, {name: _prepare(np.asarray(v.data), v.encoding, name)
-                                    for name, v in frame.items()}))
-        self._buffered_bytes += sum(v.data.nbytes for v in frame.values())
-        if len(self._buffer) >= BUFFER_MAX_FRAMES or self._buffered_bytes >= BUFFER_MAX_BYTES:
-            self._start_block()
 
     def _define(self, frame: Mapping[str, Var]) -> None:
         """Create the frame variables from the first frame (on the netCDF thread)."""
         for name, v in frame.items():
             self._ensure_dims(v.dims, v.data.shape, name)
             var = self._nc.createVariable(name, dimensions=("frame",) + tuple(v.dims), **_create_kwargs(v))
-            _set_attrs(var, v)
+            for key, value in frame_variable_attrs(name, v, self._time_attrs, self._coords).items():
+                var.setncattr(key, value)
             if v.encoding and "scale_factor" in v.encoding:
                 var.set_auto_maskandscale(False)       # written packed by _prepare
-            if name in TIME_VARIABLES and v.units == "s":
-                var.setncatts(self._time_attrs)
-            if name in OBJECT_ID_VARIABLES and "object_name" in self._coords:
-                var.setncatts(object_id_attrs(self._coords["object_name"].data))
-            var.setncattr("coordinates", "frame_time")
             self._vars[name] = var
-
-    def _wait(self) -> None:
-        """Wait for the block being written; raise its error, if any."""
-        if self._writing is not None:
-            future, self._writing, self._writing_frames = self._writing, None, 0
-            future.result()
-
-    def _start_block(self) -> None:
-        """Hand the buffered frames to the netCDF thread (after the previous block is written)."""
-        self._wait()
-        if not self._buffer:
-            return
-        block, i0 = self._buffer, self._n
-        self._n += len(block)
-        self._buffer, self._buffered_bytes = [], 0
-        self._writing = _netcdf_thread().submit(self._write_block, i0, block)
-        self._writing_frames = len(block)
 
     def _write_block(self, i0: int, block: list) -> None:
         """Write ``block`` at frame ``i0``, one call per variable, and flush it to the file
@@ -221,46 +304,13 @@ class FrameWriter:
             var[i0:i0 + n, ...] = np.stack([data[name] for _, _, data in block])
         self._nc.sync()
 
-    def flush(self) -> None:
-        """Write the buffered frames and wait until they are in the file."""
-        self._start_block()
-        self._wait()
-
-    def close(self) -> None:
+    def _release(self) -> None:
         if self._nc is not None:
-            try:
-                self.flush()
-            finally:
-                self._wait_quietly()
-                self._call(self._close)
+            self._call(self._close)
 
     def _close(self) -> None:
         nc, self._nc = self._nc, None
         nc.close()
-
-    @property
-    def pending_frames(self) -> int:
-        """Frames not yet in the file: held in memory, or being written."""
-        return len(self._buffer) + self._writing_frames
-
-    def _wait_quietly(self) -> None:
-        try:
-            self._wait()
-        except (OSError, RuntimeError):          # already raised to the caller, or the run failed
-            pass
-
-    def discard(self) -> None:
-        """Close the file without writing the buffered frames: the run failed or was
-        interrupted and the file is about to be deleted. Errors closing it are not raised (the
-        run's own error is the one to report)."""
-        self._buffer.clear()
-        self._buffered_bytes = 0
-        self._wait_quietly()
-        if self._nc is not None:
-            try:
-                self._call(self._close)
-            except (OSError, RuntimeError):      # disk full, HDF error: the file is deleted next
-                pass
 
 
 #: File that marks a directory written by ``hifi run``: it lists, one per line, every file the

@@ -31,6 +31,8 @@ from ..runtime.interrupt import note_time
 from ..api.model import Model, RunContext, Var
 from ..world.motion import Pose, Track, oriented_boxes
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
+from .resume import identity as resume_identity, plan as resume_plan, write_identity as write_resume_identity
+from .zarr_output import ZarrFrameWriter, finish_store, open_output, written_frames
 from ..runtime.progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
 from ..runtime.safety import umask
 from ..world.scene import Scene
@@ -289,17 +291,19 @@ class Simulation:
 
     def run(self, out=None, *, seed: int | None = None, duration_s: float | None = None,
             overwrite: bool = False, progress: bool | None = None, caster: RayCaster | None = None,
-            keep=None, write: bool = True, partition=None, ignore_disk_space: bool = False) -> dict[str, Any]:
+            keep=None, write: bool = True, partition=None, ignore_disk_space: bool = False,
+            output_format: str | None = None, resume: bool = False) -> dict[str, Any]:
         """Run every model over the simulated interval; return the results as datasets.
 
         Parameters
         ----------
         out : path-like, optional
-            Output directory: ``<sensor>.nc`` per model, ``motion.nc``, ``scenario.toml``. It
-            must not exist unless ``overwrite``. Files are written into a temporary sibling and
-            moved into place at the end, so a failed or interrupted run leaves nothing
-            half-written. With ``out=None`` results are returned in memory (through a temporary
-            directory that is deleted).
+            Output directory: ``<sensor>.nc`` (or ``<sensor>.zarr``) per model, ``motion.nc``,
+            ``scenario.toml``. It must not exist unless ``overwrite``. Files are written into a
+            temporary sibling ``.NAME.partial-*`` and moved into place at the end, so a failed
+            or interrupted run never leaves a directory that looks finished. With
+            ``out=None`` results are returned in memory (through a temporary directory that
+            is deleted).
         seed : int, optional
             Overrides ``[simulation] seed``.
         duration_s : float, optional
@@ -315,20 +319,28 @@ class Simulation:
         keep : callable, optional
             ``keep(model_index, k)``: whether this process computes event ``k`` of a model.
         write : bool
-            Whether this process writes files (False on MPI ranks other than 0: then nothing
-            is written anywhere, not even a temporary directory, and ``{}`` is returned).
+            Whether this process writes files (False: nothing is written anywhere, not even
+            a temporary directory, and ``{}`` is returned).
         partition : object, optional
-            Hooks of a partitioned (MPI) run, used by the ``mpi`` package:
-            ``partition.start(models, progress)`` returns the ``keep`` filter (or None) once the
-            model list is known (``progress`` is this run's :class:`hifi.runtime.progress.Progress`,
-            which the partition feeds with the whole job's progress);
-            ``partition.event(t)`` runs after every event of the time manager (``t`` [s]);
-            ``partition.frame(i, k, t, frame)`` sees every computed frame and returns whether
-            this process writes it now; ``partition.drain(write)`` runs after the last event,
-            before the files are closed, with ``write(i, k, t, frame)``.
+            Hooks of a partitioned (MPI) run, used by the ``mpi`` package (see
+            :class:`mpi.runner.Partition`): ``directory`` (the temporary directory every rank
+            writes into, made by the owner) and ``owner`` (whether this process makes the
+            stores and finishes the run); ``start(models, progress)`` returns the ``keep``
+            filter (or None); ``ready()`` once the owner has made the stores; ``event(t)``
+            after every event of the time manager (``t`` [s]); ``frame(i, k, t, frame)``
+            whether this process writes a computed frame; ``written()`` once this process has
+            written all its frames (before the owner finishes the run).
         ignore_disk_space : bool
             Run even when the estimated output (before compression) exceeds the free space
             of the file system that holds ``out`` (:func:`hifi.api.estimate.check_disk`).
+        output_format : {"netcdf", "zarr"}, optional
+            How the datasets are written (docs/outputs.md): netCDF files, the default of a
+            serial run, or Zarr stores, which a partitioned run always writes and which a
+            stopped run keeps so that ``resume`` can continue it.
+        resume : bool
+            Continue the unfinished run of ``out`` (:mod:`hifi.run.resume`; implies Zarr):
+            the frames it wrote are kept, the others computed. Without one, the run starts;
+            when ``out`` is already that finished run, nothing is computed.
 
         Returns
         -------
@@ -340,29 +352,32 @@ class Simulation:
         hifi.ScenarioError
             Before anything is allocated or written: the estimated peak memory exceeds the
             memory available, or the estimated output the free disk space (unless
-            ``ignore_disk_space``).
+            ``ignore_disk_space``); ``resume`` of a directory of another run.
         hifi.OutputError
             A file or directory could not be written (disk full, no permission, a netCDF
-            error); the message names it as ``out/...``. Nothing is left behind.
+            error); the message names it as ``out/...``. A netCDF run leaves nothing behind; a
+            Zarr run keeps its frames for ``resume``.
         KeyboardInterrupt
             Also :class:`hifi.runtime.interrupt.Interrupted` (SIGINT/SIGTERM under ``hifi run``), with
-            ``t_s``, the simulated time of the last event started; nothing is left behind.
+            ``t_s``, the simulated time of the last event started, and for a Zarr run
+            ``kept_in``, the directory holding the frames written.
         """
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
                              caster=caster, keep=keep, write=write, partition=partition, open_results=True,
-                             ignore_disk_space=ignore_disk_space)
+                             ignore_disk_space=ignore_disk_space, output_format=output_format, resume=resume)
 
     def run_to_files(self, out, *, seed: int | None = None, duration_s: float | None = None,
                      overwrite: bool = False, progress: bool | None = None,
-                     ignore_disk_space: bool = False) -> dict[str, Path]:
+                     ignore_disk_space: bool = False, output_format: str | None = None,
+                     resume: bool = False) -> dict[str, Path]:
         """:meth:`run` into the directory ``out``, returning the path of each model's file
-        (``<out>/<sensor>.nc``) instead of opened datasets: no xarray import, what ``hifi run``
-        calls. Parameters, errors and files as :meth:`run`."""
+        (``<out>/<sensor>.nc`` or ``.zarr``) instead of opened datasets: no xarray import, what
+        ``hifi run`` calls. Parameters, errors and files as :meth:`run`."""
         if out is None:
             raise ValueError("run_to_files: out is None; allowed: an output directory (or use run(out=None))")
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
                              caster=None, keep=None, write=True, partition=None, open_results=False,
-                             ignore_disk_space=ignore_disk_space)
+                             ignore_disk_space=ignore_disk_space, output_format=output_format, resume=resume)
 
     def check_disk(self, out, duration_s: float | None = None, *, ignore_disk_space: bool = False) -> None:
         """Refuse (:class:`hifi.ScenarioError`) a run into ``out`` whose estimated output, before
@@ -373,31 +388,42 @@ class Simulation:
         check_disk(self, self.estimate(duration), out, ignore=ignore_disk_space)
 
     def _execute(self, out, *, seed, duration_s, overwrite, progress, caster, keep, write, partition,
-                 open_results: bool, ignore_disk_space: bool = False):
+                 open_results: bool, ignore_disk_space: bool = False, output_format=None, resume=False):
         sc = self.scenario
         seed = sc.seed if seed is None else int(seed)
         duration = sc.duration_s if duration_s is None else float(duration_s)
         if duration <= 0:
             raise ScenarioError("expected a duration > 0 s", key="--duration", value=duration)
+        shared = getattr(partition, "directory", None)              # every rank writes into it
+        fmt = output_format_of(output_format, partitioned=shared is not None, resume=resume, out=out)
+        ident = resume_identity(sc.text, seed, duration)
+        out_dir = None if out is None else Path(out)
+        partial = None
+        if resume and shared is None:                                  # before the checks: maybe nothing to do
+            partial, complete = resume_plan(out_dir, ident, INCOMPLETE_MARKER)
+            if complete:
+                return self._finished(out_dir, open_results)
         est = self.estimate(duration, in_memory=out is None and write)
         check_memory(self, est)                                        # before any allocation
-        if write:                                                      # before any file
+        if write and shared is None:                                   # before any file
             from ..api.estimate import check_disk
             check_disk(self, est, out if out is not None else tempfile.gettempdir(), ignore=ignore_disk_space)
         kernels.warn_retired_env()
-        out_dir = None if out is None else Path(out)
-        if out_dir is not None:
+        if out_dir is not None and shared is None and partial is None:
             check_output_dir(out, overwrite)
-
+        owner = shared is None or partition.owner
         tmp_root = None
+        keep_partial = False
         try:
             if write:
-                tmp_root = _make_temp_dir(out_dir)
+                if shared is not None:
+                    tmp_root = Path(shared)
+                elif partial is not None:
+                    tmp_root = partial
+                else:
+                    tmp_root = make_partial(out_dir, ident if fmt == "zarr" else None)
                 where = out_dir if out_dir is not None else tmp_root    # as the user knows it
-                marker = tmp_root / INCOMPLETE_MARKER
-                with _writing(where, tmp_root):
-                    marker.write_text("hifi run in progress or failed; not a finished output directory\n",
-                                      encoding="utf-8")
+                keep_partial = fmt == "zarr"                             # resumable: kept if the run stops
 
                 def shown(path: Path) -> Path:
                     return where / path.relative_to(tmp_root)
@@ -405,7 +431,7 @@ class Simulation:
                 shown = None
             try:
                 written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition,
-                                         shown)
+                                         shown, fmt=fmt, owner=owner, resumed=partial is not None)
             except MemoryError:
                 raise _out_of_memory(sc, None, None, f"running (estimated peak {_fmt(est.peak_bytes)})") from None
             except ModelError as exc:         # the time manager's wrap of a model's MemoryError
@@ -413,10 +439,11 @@ class Simulation:
                     raise
                 raise _out_of_memory(sc, None, None, f"running (estimated peak {_fmt(est.peak_bytes)}): "
                                                      f"{exc}") from None
-            if not write:
+            if not write or not owner:
+                keep_partial = True                                      # the owner finishes or keeps it
                 return {}
             with _writing(where, tmp_root):
-                marker.unlink()
+                (tmp_root / INCOMPLETE_MARKER).unlink()
                 write_run_marker(tmp_root, [p.name for p in tmp_root.iterdir()])
             if out_dir is None:
                 import xarray as xr
@@ -432,16 +459,26 @@ class Simulation:
             with _writing(out_dir, tmp_root):
                 os.chmod(tmp_root, 0o777 & ~umask())    # mkdtemp makes it private; give the usual mode
                 tmp_root.rename(out_dir)
+            keep_partial = False
             if not open_results:
                 return {name: out_dir / path.name for name, path in written.items()}
-            import xarray as xr
-            return {name: xr.open_dataset(out_dir / path.name) for name, path in written.items()}
+            return {name: open_output(out_dir / path.name) for name, path in written.items()}
         except KeyboardInterrupt as exc:
             note_time(exc, 0.0)                      # stopped before the first event
+            if keep_partial and owner and tmp_root is not None and tmp_root.exists():
+                exc.kept_in = shown(tmp_root) if out_dir is None else out_dir.parent / tmp_root.name
             raise
         finally:
-            if tmp_root is not None and tmp_root.exists():
+            if not keep_partial and tmp_root is not None and tmp_root.exists():
                 shutil.rmtree(tmp_root, ignore_errors=True)
+
+    def _finished(self, out_dir: Path, open_results: bool) -> dict:
+        """The datasets of the finished run ``out_dir`` (``resume`` found nothing to do)."""
+        from .output import RUN_MARKER
+        names = [p for p in sorted(out_dir.iterdir()) if p.suffix in (".nc", ".zarr") and p.name != RUN_MARKER]
+        if not open_results:
+            return {p.stem: p for p in names}
+        return {p.stem: open_output(p) for p in names}
 
     def _object_coords(self) -> dict:
         """``object_name`` / ``object_class`` of every object, written into every file."""
@@ -450,11 +487,11 @@ class Simulation:
         return object_coords(self.scene.object_names, [self.scene.class_names[c] for c in classes])
 
     def _run_into(self, directory: Path | None, seed, duration, progress, caster, keep, write,
-                  partition=None, shown=None):
+                  partition=None, shown=None, *, fmt="netcdf", owner=True, resumed=False):
         sc = self.scenario
         bus = MessageBus()
         caster = caster or RayCaster(self.scene)
-        writers: dict[int, FrameWriter] = {}
+        writers: dict[int, Any] = {}
         paths: dict[str, Path] = {}
         report = Progress(duration, progress)
         tm = None
@@ -468,23 +505,40 @@ class Simulation:
                 m.setup(ctx)
             if partition is not None:
                 keep = partition.start(models, report)
-            if write:
+            if write and owner:
                 with _writing(shown(directory / "scenario.toml"), directory):
                     (directory / "scenario.toml").write_text(sc.text, encoding="utf-8")
-            for i, m in enumerate(models):
-                if not m.writes_dataset or not write:
-                    continue
-                path = directory / f"{m.name}.nc"
-                attrs = base_attrs(m.name, m.model_name, seed, sc.text, start_utc=sc.start_utc,
-                                   origin_lat_deg=sc.origin["lat_deg"], origin_lon_deg=sc.origin["lon_deg"],
-                                   origin_height_m=sc.origin["height_m"], rate_hz=m.rate_hz, **m.attrs())
-                coords = {**m.coords(), **self._object_coords()}
-                with _writing(shown(path), directory):
-                    writers[i] = FrameWriter(path, attrs, coords)
-                paths[m.name] = path
+
+            def make_writers(owner_now: bool):
+                for i, m in enumerate(models):
+                    if not m.writes_dataset or not write:
+                        continue
+                    path = directory / (f"{m.name}.zarr" if fmt == "zarr" else f"{m.name}.nc")
+                    attrs = base_attrs(m.name, m.model_name, seed, sc.text, start_utc=sc.start_utc,
+                                       origin_lat_deg=sc.origin["lat_deg"], origin_lon_deg=sc.origin["lon_deg"],
+                                       origin_height_m=sc.origin["height_m"], rate_hz=m.rate_hz, **m.attrs())
+                    coords = {**m.coords(), **self._object_coords()}
+                    with _writing(shown(path), directory):
+                        if fmt == "zarr":
+                            times = [m.event_time(k) for k in range(m.frame_count(duration))]
+                            writers[i] = ZarrFrameWriter(path, attrs, coords, times, owner=owner_now)
+                        else:
+                            writers[i] = FrameWriter(path, attrs, coords)
+                    paths[m.name] = path
+
+            # Frames a stopped run already wrote: read by every rank before any rank writes.
+            written = {i: set(written_frames(directory / f"{m.name}.zarr").tolist())
+                       for i, m in enumerate(models) if m.writes_dataset} if resumed and write else {}
+            if owner:
+                make_writers(True)
+            if partition is not None:
+                partition.ready()
+            if not owner:
+                make_writers(False)
+            keep, skip_write = _resume_filters(models, keep, written)
 
             def write_frame(i, k, t, frame):
-                if i in writers:
+                if i in writers and not skip_write(i, k):
                     with _writing(shown(writers[i].path), directory):
                         writers[i].write(k, t, frame)
 
@@ -502,11 +556,9 @@ class Simulation:
             # no BLAS threads spinning against the caster's; the frames' pages kept between frames
             with single_threaded_blas(), steady_heap():
                 tm.run(on_frame=on_frame, keep=keep, on_progress=on_progress)
-            # Writing phase: frames still buffered now, and (partitioned) the other ranks' frames.
+            # Writing phase: the frames still buffered now.
             pending = {i: w.pending_frames for i, w in writers.items()}
             report.expect_writes(sum(pending.values()))
-            if partition is not None:
-                partition.drain(write_frame)
             report.start_writing()
             for m in models:
                 m.finish()
@@ -514,6 +566,12 @@ class Simulation:
                 with _writing(shown(w.path), directory):
                     w.close()
                 report.wrote(pending[i])
+            if partition is not None:
+                partition.written()
+            if fmt == "zarr" and owner and write:
+                for i, w in writers.items():
+                    with _writing(shown(w.path), directory):
+                        finish_store(w.path, w.n_frames)
             report.close()
             done = True
         except KeyboardInterrupt as exc:
@@ -526,6 +584,75 @@ class Simulation:
                     w.discard()
             caster.close()
         return paths
+
+
+def _resume_filters(models, keep, written: dict):
+    """The ``keep`` filter and the write filter of a resumed run (``written``: model index ->
+    frames already in the store).
+
+    A frame depends only on the scenario, the seed, its index and its time, so a written frame
+    is not computed again. A closed loop (a model whose steps depend on those before it) runs
+    from the start, and only its missing frames are written.
+    """
+    if not any(written.values()):
+        return keep, lambda i, k: False
+    if any(getattr(m, "closed_loop", False) for m in models):
+        return keep, lambda i, k: k in written.get(i, ())
+
+    def resumed_keep(i, k):
+        return k not in written.get(i, ()) and (keep is None or keep(i, k))
+    return resumed_keep, lambda i, k: False
+
+
+def make_partial(out_dir: Path | None, ident: dict | None = None) -> Path:
+    """Make the run's temporary directory (:func:`_make_temp_dir`) holding the
+    :data:`INCOMPLETE_MARKER` and, for a resumable run, the record ``ident``
+    (:func:`hifi.run.resume.write_identity`).
+
+    Raises
+    ------
+    hifi.OutputError
+        Naming ``out_dir`` (or the temporary directory) and why.
+    """
+    tmp_root = _make_temp_dir(out_dir)
+    where = out_dir if out_dir is not None else tmp_root
+    try:
+        with _writing(where, tmp_root):
+            (tmp_root / INCOMPLETE_MARKER).write_text(
+                "hifi run in progress, stopped or failed; not a finished output directory"
+                + ("; hifi run ... --resume continues it\n" if ident is not None else "\n"), encoding="utf-8")
+            if ident is not None:
+                write_resume_identity(tmp_root, ident)
+    except BaseException:
+        shutil.rmtree(tmp_root, ignore_errors=True)
+        raise
+    return tmp_root
+
+
+def output_format_of(requested, *, partitioned: bool, resume: bool, out) -> str:
+    """The format a run writes (:data:`hifi.run.resume.FORMATS`): ``requested``, else Zarr for
+    a partitioned or resumable run, netCDF otherwise.
+
+    Raises
+    ------
+    hifi.ScenarioError
+        An unknown format, netCDF for a partitioned or resumed run, or Zarr in memory (``out`` None).
+    """
+    from .resume import FORMATS
+    if requested is not None and requested not in FORMATS:
+        raise ScenarioError(f"expected one of {', '.join(FORMATS)}", key="--format", value=requested)
+    fmt = requested or ("zarr" if partitioned or resume else "netcdf")
+    if fmt == "netcdf" and partitioned:
+        raise ScenarioError("a run partitioned over MPI ranks writes Zarr stores (every rank writes its own "
+                            "frames; netCDF files are written by one process); use --format zarr or no --format",
+                            key="--format", value=requested)
+    if fmt == "netcdf" and resume:
+        raise ScenarioError("--resume continues a Zarr run (a killed process leaves a netCDF file unreadable); "
+                            "use --format zarr or no --format", key="--format", value=requested)
+    if fmt == "zarr" and out is None:
+        raise ScenarioError("a run returned in memory (no output directory) is written as netCDF; give out=DIR "
+                            "for Zarr", key="output_format", value=requested)
+    return fmt
 
 
 def _make_temp_dir(out_dir: Path | None) -> Path:

@@ -1,0 +1,262 @@
+"""Zarr output: one store per model that several processes write at once (docs/outputs.md).
+
+A run partitioned over MPI ranks cannot funnel every frame through one process: at 16 ranks
+the models finish in a second and the job then waits for one process to compress and write
+(about 120 frames/s for the crossing example). Zarr stores every chunk of an array as its own
+object, so processes that write different chunks never touch the same file and need no
+lock: each rank writes the frames it computed, all at once. netCDF-4's own parallel writes
+need an HDF5 built for MPI, which the wheels people install do not have, and compression
+with them needs HDF5 1.10.3 or later with collective writes (every rank in every write call).
+
+Layout (Zarr format 2, which every Zarr reader and netCDF-C's NCZarr read): ``DIR/NAME.zarr``
+holds the variables of ``DIR/NAME.nc`` with the same attributes, the same stored dtypes and
+the same compression (byte shuffle, then zlib level 1), one chunk per frame as the netCDF file
+has; ``_ARRAY_DIMENSIONS`` names the dimensions for xarray; the metadata is consolidated
+(``.zmetadata``) once every rank has written. ``frame`` and ``frame_time`` are written whole
+when the store is made: every event of a model writes a frame, so they are the model's
+events before the end of the run.
+
+Every chunk is written to a temporary name and renamed into place (zarr's ``LocalStore``), so a
+process killed at any point leaves each chunk whole or absent; a frame is written when every
+frame variable has its chunk (:func:`written_frames`), which is what ``hifi run --resume``
+reads. Chunks equal to the fill value are written too, so that an absent chunk always means
+a frame not yet written.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..api.model import Var
+from .dataset import cf_time_attrs
+from .output import (
+    FRAME_ATTRS,
+    FRAME_TIME_ATTRS,
+    BlockWriter,
+    _create_kwargs,
+    _prepare,
+    frame_variable_attrs,
+    variable_attrs,
+)
+
+#: Suffix of a model's Zarr store in a run directory.
+ZARR_SUFFIX = ".zarr"
+
+#: zlib level of every compressed array (as the netCDF files: ``hifi.run.output._COMPRESSION``).
+ZLIB_LEVEL = 1
+
+#: The writer thread of this process's Zarr stores: blocks are compressed and written while the
+#: models compute (zlib releases the GIL); one thread keeps a model's blocks in order and
+#: bounds the memory to one block per writer being written.
+_ZARR_THREAD = None
+
+
+def _zarr_thread():
+    global _ZARR_THREAD
+    if _ZARR_THREAD is None:
+        _ZARR_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hifi-zarr")
+    return _ZARR_THREAD
+
+
+def _json(value):
+    """An attribute value as JSON holds it (numpy scalars and arrays to Python numbers and lists)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _json_attrs(attrs: Mapping[str, Any]) -> dict:
+    return {key: _json(value) for key, value in attrs.items()}
+
+
+def _codecs(dtype: np.dtype, compressed: bool) -> dict:
+    """The filters and compressor of an array: byte shuffle and zlib, as the netCDF files."""
+    import numcodecs
+    if not compressed or dtype.kind in "US":
+        return {"filters": None, "compressors": None}
+    filters = [numcodecs.Shuffle(elementsize=dtype.itemsize)] if dtype.itemsize > 1 else None
+    return {"filters": filters, "compressors": numcodecs.Zlib(level=ZLIB_LEVEL)}
+
+
+def _create_array(group, name: str, dims, data_shape, dtype, *, chunks, fill_value, attrs, compressed):
+    """Create array ``name`` of ``group`` (Zarr format 2) with xarray's dimension names."""
+    dtype = np.dtype(dtype)
+    attributes = {"_ARRAY_DIMENSIONS": list(dims), **_json_attrs(attrs)}
+    return group.create_array(name, shape=tuple(data_shape), chunks=tuple(chunks), dtype=dtype,
+                              fill_value=None if fill_value is False else _json(fill_value),
+                              attributes=attributes, config={"write_empty_chunks": True},
+                              **_codecs(dtype, compressed))
+
+
+class ZarrFrameWriter(BlockWriter):
+    """Write the frames of one model into a Zarr store, possibly beside other processes.
+
+    Parameters
+    ----------
+    path : path-like
+        The store (a directory, ``DIR/NAME.zarr``).
+    global_attrs : mapping
+        Global attributes (as :class:`hifi.run.output.FrameWriter`).
+    coords : mapping of str to Var
+        Static coordinates.
+    frame_times : sequence of float
+        The model's event times [s], one per frame of the run: the store holds this many frames.
+    owner : bool
+        Whether this process makes the store (the group, the coordinates, ``frame`` and
+        ``frame_time``), or opens it once the owner has (``owner=False``: the other ranks of a
+        partitioned run). An owner finding the store already there (a resumed run) opens it.
+
+    Notes
+    -----
+    The frame variables are created from the first frame this process writes; a process that
+    finds one already created by another opens it (two processes creating the same array
+    write the same metadata, each file renamed into place whole).
+    """
+
+    def __init__(self, path, global_attrs: Mapping[str, Any], coords: Mapping[str, Var], frame_times, *,
+                 owner: bool = True):
+        super().__init__()
+        self.path = Path(path)
+        self._coords = dict(coords)
+        self._time_attrs = cf_time_attrs(global_attrs["start_utc"]) if global_attrs.get("start_utc") else {}
+        self._frame_times = np.asarray(frame_times, dtype=np.float64)
+        self._arrays: dict[str, Any] = {}
+        self._group = self._call(self._open, dict(global_attrs), owner)
+
+    def _thread(self):
+        return _zarr_thread()
+
+    @property
+    def n_frames(self) -> int:
+        return int(self._frame_times.size)
+
+    def _open(self, global_attrs, owner: bool):
+        import zarr
+        if not owner or (self.path / ".zgroup").is_file():
+            return zarr.open_group(self.path, mode="r+", zarr_format=2)
+        group = zarr.open_group(self.path, mode="w-", zarr_format=2, attributes=_json_attrs(global_attrs))
+        n = self.n_frames
+        frame = _create_array(group, "frame", ("frame",), (n,), "i4", chunks=(max(n, 1),), fill_value=False,
+                              attrs=FRAME_ATTRS, compressed=True)
+        frame[:] = np.arange(n, dtype=np.int32)
+        times = _create_array(group, "frame_time", ("frame",), (n,), "f8", chunks=(max(n, 1),),
+                              fill_value=False, attrs={**FRAME_TIME_ATTRS, **self._time_attrs}, compressed=True)
+        times[:] = self._frame_times
+        for name, v in self._coords.items():
+            data = _prepare(v.data)
+            array = _create_array(group, name, v.dims, data.shape, data.dtype, chunks=data.shape or (1,),
+                                  fill_value=False, attrs=variable_attrs(v), compressed=True)
+            array[...] = data
+        return group
+
+    def _check_frame(self, k, frame) -> None:
+        if not 0 <= k < self.n_frames:
+            raise ValueError(f"{self.path.name}: frame {k} is outside the run's {self.n_frames} frames")
+        if not self._arrays:
+            self._call(self._define, frame)
+        if set(frame) != set(self._arrays):
+            raise ValueError(f"frame {k} has variables {sorted(frame)}, expected {sorted(self._arrays)}")
+
+    def _define(self, frame: Mapping[str, Var]) -> None:
+        """Create (or open, if another process has) the frame variables from a frame."""
+        from zarr.errors import ContainsArrayError
+        for name, v in frame.items():
+            kw = _create_kwargs(v)
+            dtype = np.asarray(v.data).dtype if kw["datatype"] is str else np.dtype(kw["datatype"])
+            shape = tuple(np.shape(v.data))
+            try:
+                array = _create_array(self._group, name, ("frame",) + tuple(v.dims), (self.n_frames,) + shape,
+                                      dtype, chunks=(1,) + shape, fill_value=kw["fill_value"],
+                                      attrs=frame_variable_attrs(name, v, self._time_attrs, self._coords),
+                                      compressed=v.data.size > 1)
+            except ContainsArrayError:
+                array = self._group[name].with_config({"write_empty_chunks": True})
+            self._arrays[name] = array
+
+    def _write_block(self, i0: int, block: list) -> None:
+        """Write each frame of ``block`` into its own chunks (frame ``k`` at index ``k``)."""
+        ks = np.array([k for k, _, _ in block])
+        contiguous = bool(np.all(np.diff(ks) == 1))
+        where = slice(int(ks[0]), int(ks[-1]) + 1) if contiguous else ks
+        for name, array in self._arrays.items():
+            data = np.stack([values[name] for _, _, values in block])
+            if contiguous:
+                array[where] = data
+            else:
+                array.set_orthogonal_selection((where,), data)
+
+
+def written_frames(path, frame_variables=None) -> np.ndarray:
+    """Frames of the store ``path`` whose every frame variable has its chunk, sorted.
+
+    Parameters
+    ----------
+    path : path-like
+        A model's store (``DIR/NAME.zarr``).
+    frame_variables : iterable of str, optional
+        The variables to look for (default: every array over ``frame`` but ``frame`` and
+        ``frame_time``). An expected variable that is not in the store yet means no frame
+        was written.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Frame indices (empty when the store or its frame variables do not exist yet).
+    """
+    path = Path(path)
+    if not (path / ".zgroup").is_file():
+        return np.zeros(0, dtype=np.int64)
+    names = set(frame_variables) if frame_variables is not None else {
+        p.name for p in path.iterdir()
+        if p.is_dir() and p.name not in ("frame", "frame_time") and _dims(p)[:1] == ["frame"]}
+    if not names:
+        return np.zeros(0, dtype=np.int64)
+    done = None
+    for name in names:
+        if not (path / name / ".zarray").is_file():
+            return np.zeros(0, dtype=np.int64)
+        ks = {int(p.name.split(".", 1)[0]) for p in (path / name).iterdir()
+              if not p.name.startswith(".") and p.name.split(".", 1)[0].isdigit()}
+        done = ks if done is None else done & ks
+    return np.array(sorted(done), dtype=np.int64)
+
+
+def _dims(array_dir: Path) -> list:
+    try:
+        return json.loads((array_dir / ".zattrs").read_text(encoding="utf-8")).get("_ARRAY_DIMENSIONS", [])
+    except (OSError, ValueError):
+        return []
+
+
+def finish_store(path, n_frames: int) -> None:
+    """Check that every frame of the store ``path`` is written and consolidate its metadata.
+
+    Called once, by the process that finishes the run, after every process has written.
+
+    Raises
+    ------
+    OSError
+        A frame is missing (a process did not write all of its frames).
+    """
+    import zarr
+    done = written_frames(path)
+    if done.size != n_frames:
+        missing = sorted(set(range(n_frames)) - set(done.tolist()))
+        raise OSError(f"frames {missing[:5]}{' ...' if len(missing) > 5 else ''} of {n_frames} were not written")
+    zarr.consolidate_metadata(str(path), zarr_format=2)
+
+
+def open_output(path):
+    """Open a model's dataset of a run directory lazily: ``DIR/NAME.nc`` or ``DIR/NAME.zarr``."""
+    import xarray as xr
+    path = Path(path)
+    if path.suffix == ZARR_SUFFIX:
+        return xr.open_zarr(path, chunks=None, consolidated=(path / ".zmetadata").is_file())
+    return xr.open_dataset(path)
