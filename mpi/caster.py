@@ -176,13 +176,16 @@ class FacetBackend:
 
     collective = True
 
-    def __init__(self, scene, comm, *, n_threads: int | None = None):
+    def __init__(self, scene, comm, *, n_threads: int | None = None, stop_comm=None):
         sizes = [len(o.faces) for o in scene.objects]
         self.face_offset = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
         if self.face_offset[-1] > MAX_GLOBAL_FACES:
             raise ValueError(f"scene has {self.face_offset[-1]} faces; the facet partition packs "
                              f"global face ids in 32 bits (at most {MAX_GLOBAL_FACES})")
         self.comm = comm
+        #: Where another rank's stop message arrives (the job's communicator, of which ``comm``
+        #: may be one group).
+        self.stop_comm = comm if stop_comm is None else stop_comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         #: Reductions made and bytes each rank contributed to them (for the benchmark model).
         self.n_reductions = 0
@@ -309,7 +312,7 @@ class FacetBackend:
 
     def _reduce(self, send, recv, op) -> None:
         """``Iallreduce`` waited for with :func:`mpi.control.wait`, counted."""
-        wait(self.comm, self.comm.Iallreduce(send, recv, op=op))
+        wait(self.stop_comm, self.comm.Iallreduce(send, recv, op=op))
         self.n_reductions += 1
         self.reduced_bytes += recv.nbytes
 
@@ -325,12 +328,14 @@ class FacetCaster(RayCaster):
     comm : mpi4py.MPI.Comm
         Communicator of the ranks sharing the facets; every rank must cast the same rays in
         the same order.
+    stop_comm : mpi4py.MPI.Comm, optional
+        The job's communicator, where a stop message from any rank arrives (default ``comm``).
     **kwargs
         Passed to :class:`~hifi.caster.RayCaster` (``max_bounces``, ``n_threads``).
     """
 
-    def __init__(self, scene, comm, **kwargs):
-        facets = FacetBackend(scene, comm, n_threads=kwargs.get("n_threads"))
+    def __init__(self, scene, comm, *, stop_comm=None, **kwargs):
+        facets = FacetBackend(scene, comm, n_threads=kwargs.get("n_threads"), stop_comm=stop_comm)
         super().__init__(scene, backend=facets, **kwargs)
 
     @property

@@ -355,8 +355,8 @@ def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duratio
             _agree(comm, lambda: _refuse_closed_loop(sim, scenario))
         caster = None
         if group_size > 1:
-            group_comm = comm.Split(comm.Get_rank() // group_size, comm.Get_rank())
-            caster = _agree(comm, lambda: FacetCaster(sim.scene, group_comm).build())
+            group_comm = comm if group_size == size else comm.Split(comm.Get_rank() // group_size, comm.Get_rank())
+            caster = _agree(comm, lambda: FacetCaster(sim.scene, group_comm, stop_comm=comm).build())
         duration = sim.scenario.duration_s if duration_s is None else float(duration_s)
         partition = Partition(comm, duration, directory, group_size, resumed=resumed)
         try:

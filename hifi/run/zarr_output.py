@@ -65,8 +65,8 @@ def _zarr_thread():
 
 def _json(value):
     """An attribute value as JSON holds it (numpy scalars and arrays to Python numbers and lists)."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
+    if isinstance(value, np.ndarray):       # one element: a number, as netCDF reads it back
+        return value.item() if value.size == 1 else value.tolist()
     if isinstance(value, np.generic):
         return value.item()
     return value

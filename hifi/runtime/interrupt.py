@@ -76,9 +76,14 @@ def note_time(exc: BaseException, t_s) -> None:
 
 
 def message(exc: BaseException) -> str:
-    """The one line printed on stderr: ``hifi: interrupted at t = 1.230 s``."""
+    """The one line printed on stderr: ``hifi: interrupted at t = 1.230 s`` (and, for a run that
+    keeps its frames, where they are and how to continue)."""
     t = getattr(exc, "t_s", None)
-    return "hifi: interrupted" if t is None else f"hifi: interrupted at t = {t:.3f} s"
+    line = "hifi: interrupted" if t is None else f"hifi: interrupted at t = {t:.3f} s"
+    kept = getattr(exc, "kept_in", None)            # a resumable run's frames (hifi.run.resume)
+    if kept is not None:
+        line += f"; the frames written are kept in {kept}: the same command with --resume continues"
+    return line
 
 
 @contextmanager

@@ -159,26 +159,40 @@ parent = "car"
 """
 
 
-def _assert_identical(serial: Path, other: Path) -> None:
-    """Every file of ``other`` has the serial run's variables, byte for byte."""
+def _stored(path: Path) -> dict:
+    """Every variable of a netCDF file or a Zarr store as stored (packed, not decoded)."""
+    if path.suffix == ".zarr":
+        import zarr
+        group = zarr.open_group(path, mode="r")
+        return {name: np.asarray(array[...]) for name, array in group.arrays()}
     import netCDF4
-    names = sorted(p.name for p in serial.iterdir())
-    assert sorted(p.name for p in other.iterdir()) == names
+    with netCDF4.Dataset(path) as nc:
+        nc.set_auto_maskandscale(False)
+        return {name: np.asarray(var[...]) for name, var in nc.variables.items()}
+
+
+def _assert_identical(serial: Path, other: Path) -> None:
+    """Every dataset of ``other`` (netCDF or Zarr) has the serial run's variables, byte for
+    byte as stored, and decodes to the same dataset (values, attributes, coordinates)."""
+    import xarray as xr
+
+    from hifi.run.zarr_output import open_output
+    datasets = {p.stem: p for p in serial.iterdir() if p.suffix == ".nc"}
+    others = {p.stem: p for p in other.iterdir() if p.suffix in (".nc", ".zarr")}
+    assert sorted(others) == sorted(datasets)
     assert (serial / "scenario.toml").read_bytes() == (other / "scenario.toml").read_bytes()
-    for name in names:
-        if not name.endswith(".nc"):
-            continue
-        with netCDF4.Dataset(serial / name) as a, netCDF4.Dataset(other / name) as b:
-            a.set_auto_maskandscale(False)
-            b.set_auto_maskandscale(False)
-            assert set(a.variables) == set(b.variables), name
-            for v in a.variables:
-                x, y = np.asarray(a.variables[v][...]), np.asarray(b.variables[v][...])
-                assert x.dtype == y.dtype and x.shape == y.shape, (name, v)
-                if x.dtype.kind in "OU":
-                    assert x.tolist() == y.tolist(), (name, v)
-                else:
-                    assert x.tobytes() == y.tobytes(), f"{name}: variable {v} differs"
+    for stem, path in datasets.items():
+        a, b = _stored(path), _stored(others[stem])
+        assert set(a) == set(b), stem
+        for v in a:
+            x, y = a[v], b[v]
+            if x.dtype.kind in "OU":               # netCDF: variable-length strings; Zarr: fixed width
+                assert x.tolist() == y.tolist(), (stem, v)
+            else:
+                assert x.dtype == y.dtype and x.shape == y.shape, (stem, v)
+                assert x.tobytes() == y.tobytes(), f"{stem}: variable {v} differs"
+        with open_output(path) as x, open_output(others[stem]) as y:
+            xr.testing.assert_identical(x.load(), y.load())
 
 
 @pytest.fixture(scope="module")
@@ -197,8 +211,8 @@ def test_partitioned_run_is_byte_identical(serial_run, tmp_path, mode, n):
     out = tmp_path / f"{mode}{n}"
     r = _mpi(n, "-m", "hifi.cli", "run", scenario, "--out", out, "--partition", mode, "--no-progress")
     assert r.returncode == 0, r.stderr
-    # Rank 0 alone reports the files, once each.
-    assert r.stdout.count("lidar.nc") == 1 and r.stdout.count("motion.nc") == 1
+    # Rank 0 alone reports the stores, once each (every rank wrote its own frames into them).
+    assert r.stdout.count("lidar.zarr") == 1 and r.stdout.count("motion.zarr") == 1
     _assert_identical(serial, out)
 
 
