@@ -4,6 +4,7 @@
     sim = hifi.load("scenario.toml")            # or hifi.Simulation.from_dict(d, base_dir=...)
     results = sim.run(out=None)                  # dict: sensor name -> xarray.Dataset
     pts = results["velodyne"].hifi.points(noisy=True)
+    run = hifi.open_run("out")                   # a run directory read back: name -> xarray.Dataset
 
 Importing hifi builds nothing and starts nothing (no BVH, no MPI, no threads), and imports
 nothing heavy: each public name loads its submodule when first used.
@@ -55,7 +56,7 @@ _LAZY = {
     "available_models": "api.registry", "load_model": "api.registry", "register_model": "api.registry",
     "Material": "world.scene", "Scene": "world.scene",
     "Simulation": "run.simulation",
-    "open_sweep": "run.sweep", "run_sweep": "run.sweep",
+    "open_run": "run.reading", "open_sweep": "run.sweep", "run_sweep": "run.sweep",
     "TimeManager": "run.timemanager",
 }
 
@@ -127,5 +128,5 @@ __all__ = [
     "Material", "Pose",
     "Track", "RayCaster", "Hits", "Model", "Sensor", "Var", "RunContext", "Param", "MessageBus",
     "Message", "SensorData", "PoseMessage", "LogMessage", "Command", "TimeManager",
-    "available_models", "load_model", "register_model", "open_sweep", "run_sweep",
+    "available_models", "load_model", "register_model", "open_run", "open_sweep", "run_sweep",
 ]

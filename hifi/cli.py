@@ -49,7 +49,7 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="validate a scenario and summarise it")
     i.add_argument("scenario", type=Path)
     pl = sub.add_parser("plot", help="PNG quick look of a dataset")
-    pl.add_argument("dataset", type=Path)
+    pl.add_argument("dataset", type=Path, help="DIR/NAME.nc, or the Zarr store DIR/NAME.zarr")
     pl.add_argument("--out", type=Path, default=None,
                     help="image file, its format from its suffix (default: NAME.png beside the dataset)")
     pl.add_argument("--overwrite", action="store_true", help="replace an existing output file")
@@ -75,11 +75,13 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     words = [a for a in (sys.argv[1:] if argv is None else argv) if not str(a).startswith("-")]
     names, lines = _export_formats() if words[:1] == ["export"] else (None, [])
     e = sub.add_parser("export", help="convert a dataset (or a run directory) to another format",
-                       description="Write a sensor's dataset DIR/NAME.nc, or a whole run directory DIR, in "
+                       description="Write a sensor's dataset DIR/NAME.nc (or Zarr store DIR/NAME.zarr), or a "
+                                   "whole run directory DIR, in "
                                    "a format other tools read. Formats come from the entry-point group "
                                    "'hifi.exporters'.",
                        epilog="formats:\n" + "\n".join(lines), formatter_class=argparse.RawDescriptionHelpFormatter)
-    e.add_argument("dataset", type=Path, metavar="SOURCE", help="DIR/NAME.nc, or DIR for run-level formats")
+    e.add_argument("dataset", type=Path, metavar="SOURCE",
+                   help="DIR/NAME.nc or DIR/NAME.zarr (or DIR with --sensor NAME), or DIR for run-level formats")
     e.add_argument("--format", required=True, choices=names, metavar="FORMAT",
                    help="one of: " + ", ".join(names or []))
     e.add_argument("--out", type=Path, default=None, help="output file (default: beside the source)")
@@ -107,13 +109,9 @@ def _fail(message: str, status: int = 2) -> int:
 
 
 def _open(path: Path):
-    import xarray as xr
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    try:
-        return xr.open_dataset(path)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not a readable netCDF dataset ({exc})") from None
+    """One dataset, ``DIR/NAME.nc`` or the Zarr store ``DIR/NAME.zarr`` (:func:`hifi.run.reading.open_output`)."""
+    from .run.reading import open_output
+    return open_output(path)
 
 
 def _print_scenario_warnings() -> None:
@@ -293,20 +291,27 @@ def _check_frame(ds, frame: int, path) -> None:
 
 def _export(args) -> int:
     from .exporters import ExportError, export, load_exporter
+    from .run.reading import find_output, is_zarr_store, output_paths
     try:
         exporter = load_exporter(args.format)
         if exporter.scope == "run":
-            if not args.dataset.is_dir():
-                return _fail(f"{args.dataset}: format {args.format!r} takes a run directory (hifi run --out DIR)")
+            if not args.dataset.is_dir() or is_zarr_store(args.dataset):
+                one = " (this is one model's Zarr store)" if is_zarr_store(args.dataset) else ""
+                return _fail(f"{args.dataset}: format {args.format!r} takes a run directory (hifi run --out DIR){one}")
             default = args.dataset.name + (exporter.suffix or f"_{exporter.name}")    # "": a directory
             out = args.out or args.dataset.with_name(default)
             written = export(args.dataset, args.format, out, sensor=args.sensor, overwrite=args.overwrite)
         else:
-            if args.dataset.is_dir():
+            if args.dataset.is_dir() and not is_zarr_store(args.dataset):
                 if args.sensor is None:
                     return _fail(f"{args.dataset} is a directory; format {args.format!r} takes one sensor's "
-                                 f"file DIR/NAME.nc (or give --sensor NAME)")
-                args.dataset = args.dataset / f"{args.sensor}.nc"
+                                 f"dataset DIR/NAME.nc or DIR/NAME.zarr (or give --sensor NAME)")
+                found = find_output(args.dataset, args.sensor)
+                if found is None:
+                    have = ", ".join(output_paths(args.dataset)) or "none"
+                    return _fail(f"{args.dataset}: --sensor {args.sensor!r}: no {args.sensor}.nc or "
+                                 f"{args.sensor}.zarr in it; its datasets: {have}")
+                args.dataset = found
             ds = _open(args.dataset)
             try:
                 out = args.out or args.dataset.with_suffix(exporter.suffix)
@@ -480,51 +485,40 @@ def _human_bytes(n: int) -> str:
 
 def _summary(out_dir: Path, duration_s: float, start: float, datasets=None) -> None:
     """What a finished run prints on stdout: the simulated span, the wall time, then every file
-    (or Zarr store, its size the sum of its files) of ``out_dir`` with its size on disk and
-    dimensions (in the file's order), and the total. ``datasets`` (an MPI run's opened
-    results) are closed."""
+    and Zarr store of ``out_dir`` with its size on disk (a store's: every file in it) and, for
+    a dataset, its dimensions (a netCDF file's read with netCDF4, in the file's order; a
+    store's from its metadata), and the total. ``datasets`` (an MPI run's opened results) are
+    closed."""
     import time
 
+    from .run.reading import is_zarr_store, open_output
     wall = time.monotonic() - start
     for ds in (datasets or {}).values():
         ds.close()
-    entries = sorted((p for p in out_dir.iterdir() if p.is_file() or p.suffix == ".zarr"),
-                     key=lambda p: (p.name.startswith("."), p.name))
-    sizes = [_size_on_disk(p) for p in entries]
+    out_dir = Path(out_dir)
+    files = [p for p in out_dir.iterdir() if p.is_file()]
+    stores = [p for p in out_dir.iterdir() if is_zarr_store(p)]
+    entries = sorted(files + stores, key=lambda p: (p.name.startswith("."), p.name))
+    dims = {}
+    for path in entries:
+        if path.suffix == ".nc" and path in files:
+            import netCDF4
+            with netCDF4.Dataset(path) as nc:
+                dims[path] = ", ".join(f"{d}={len(v)}" for d, v in nc.dimensions.items())
+        elif path in stores:
+            with open_output(path) as ds:
+                dims[path] = ", ".join(f"{d}={n}" for d, n in ds.sizes.items())
+    sizes = [p.stat().st_size if p in files else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+             for p in entries]
     names = [str(p) for p in entries]
     width = max([len(n) for n in names] + [len("total")])
     print(f"simulated 0 to {duration_s:g} s in {wall:.1f} s wall time")
     for name, size, path in zip(names, sizes, entries):
-        extra = _dimensions(path)
+        extra = dims.get(path)
         print(f"{name:<{width}}  {size:>12} bytes" + (f"  {extra}" if extra else ""))
     total = sum(sizes)
-    n_files = sum(1 if p.is_file() else sum(1 for q in p.rglob("*") if q.is_file()) for p in entries)
-    print(f"{'total':<{width}}  {total:>12} bytes  {_human_bytes(total)} in {n_files} files")
-
-
-def _size_on_disk(path: Path) -> int:
-    """Bytes of a file, or of every file of a Zarr store."""
-    return path.stat().st_size if path.is_file() else sum(q.stat().st_size for q in path.rglob("*") if q.is_file())
-
-
-def _dimensions(path: Path) -> str | None:
-    """``frame=3, ring=32, ...`` of a netCDF file or a Zarr store (None for other files)."""
-    if path.suffix == ".nc":
-        import netCDF4
-        with netCDF4.Dataset(path) as nc:
-            return ", ".join(f"{d}={len(v)}" for d, v in nc.dimensions.items())
-    if path.suffix == ".zarr":
-        import json
-        meta = json.loads((path / ".zmetadata").read_text(encoding="utf-8"))["metadata"]
-        dims: dict = {}
-        for key, value in meta.items():
-            if key.endswith("/.zattrs"):
-                shape = meta.get(key[:-len(".zattrs")] + ".zarray", {}).get("shape", [])
-                for d, n in zip(value.get("_ARRAY_DIMENSIONS", []), shape):
-                    dims.setdefault(d, n)
-        order = ["frame"] + sorted(d for d in dims if d != "frame")
-        return ", ".join(f"{d}={dims[d]}" for d in order if d in dims)
-    return None
+    count = f"{len(files)} files" + (f" and {len(stores)} Zarr stores" if stores else "")
+    print(f"{'total':<{width}}  {total:>12} bytes  {_human_bytes(total)} in {count}")
 
 
 def _info(args) -> int:

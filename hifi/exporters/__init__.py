@@ -4,7 +4,8 @@ Every format is a module with an :class:`Exporter` record, found through the ent
 ``hifi.exporters`` (name -> ``Exporter``), like models, plots and partitions, so another
 package can add a format without touching hifi; :func:`register_exporter` adds one in-process.
 ``hifi export SOURCE --format NAME`` calls :func:`export`. A format takes one sensor file
-(``scope = "sensor"``: ``DIR/NAME.nc``) or a whole run directory (``scope = "run"``).
+(``scope = "sensor"``: ``DIR/NAME.nc``, or the Zarr store ``DIR/NAME.zarr``, opened by
+:func:`hifi.run.reading.open_output`) or a whole run directory (``scope = "run"``).
 
 Layout decisions shared by the built-in formats
 -----------------------------------------------
@@ -39,6 +40,7 @@ from pathlib import Path
 
 from ..api.registry import entry_points
 from ..errors import OutputError
+from ..run.reading import is_zarr_store
 from ..runtime.safety import check_new_file, check_not_input
 from ._common import Exporter, ExportError, ExportWarning
 
@@ -140,14 +142,19 @@ def export(source, fmt: str, out, *, sensor: str | None = None, overwrite: bool 
         raise FileNotFoundError(f"{out.parent}: no such directory for {out.name}")
     directory = exporter.suffix == ""
     if exporter.scope == "run":
-        if not isinstance(source, (str, os.PathLike)) or not Path(source).is_dir():
-            raise ExportError(f"format {fmt!r} takes a run directory (hifi run --out DIR), got "
-                              f"{source if isinstance(source, (str, os.PathLike)) else type(source).__name__}")
+        named = isinstance(source, (str, os.PathLike))
+        if not named or not Path(source).is_dir() or is_zarr_store(source):
+            got = source if named else type(source).__name__
+            one = " (one model's Zarr store)" if named and is_zarr_store(source) else ""
+            raise ExportError(f"format {fmt!r} takes a run directory (hifi run --out DIR), got {got}{one}")
         inputs = [Path(source)]
     elif isinstance(source, (str, os.PathLike)):
-        raise ExportError(f"format {fmt!r} takes one sensor's dataset (DIR/NAME.nc), got {source}")
+        raise ExportError(f"format {fmt!r} takes one sensor's dataset (opened from DIR/NAME.nc or DIR/NAME.zarr), "
+                          f"got {source}")
     else:
-        opened_from = getattr(source, "encoding", {}).get("source")     # set by xarray.open_dataset
+        # The file or Zarr store (a directory: nothing may be written inside it either) the
+        # dataset was opened from; xarray.open_dataset sets it for both engines.
+        opened_from = getattr(source, "encoding", {}).get("source")
         inputs = [Path(opened_from)] if opened_from else []
     check_not_input(out, inputs)
     _check_targets([out], overwrite, directory)

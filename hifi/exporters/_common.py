@@ -1,6 +1,7 @@
 """What every exporter shares: the :class:`Exporter` record, its error and warning, dataset access
 (required variables, frame-first arrays, detected returns, poses, per-frame file names, beam rings)
-and the run directory of the run-level formats (its sensors, ``motion.nc``)."""
+and the run directory of the run-level formats (its sensors, ``motion``; each a ``.nc`` file or a
+``.zarr`` store, :mod:`hifi.run.reading`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from ..run.dataset import SENSOR_POSE, seconds_since_start
+from ..run.reading import MOTION, OUTPUT_SUFFIXES, find_output, open_output, output_paths
 
 
 class ExportError(ValueError):
@@ -41,7 +43,8 @@ class Exporter:
     suffix : str
         File suffix of the default output name (``.pcd``); empty for a directory.
     scope : str
-        ``"sensor"`` (takes ``DIR/NAME.nc``) or ``"run"`` (takes ``DIR``).
+        ``"sensor"`` (takes one dataset, ``DIR/NAME.nc`` or ``DIR/NAME.zarr``) or ``"run"``
+        (takes ``DIR``).
     per_frame : bool
         Whether a dataset of several frames gives one file per frame
         (``<stem>_<frame:06d><suffix>``).
@@ -211,33 +214,35 @@ def scan_grid_order(ds) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- run directories (scope "run") --------------------------------------------------------------
-#: File of a run directory holding the ground truth (:class:`hifi.run.simulation.MotionRecorder`).
-MOTION_FILE = "motion.nc"
-
 #: Variables that make a dataset a range sensor's (:mod:`hifi.run.dataset`).
 RANGE_REQUIRED = ("x_noisy", "y_noisy", "z_noisy", "detected", "object_id", "timestamp")
 
 
+def _either(name: str) -> str:
+    return " or ".join(name + s for s in OUTPUT_SUFFIXES)
+
+
 def run_datasets(run_dir: Path) -> list[str]:
-    """Names of the model datasets of a run directory (``DIR/<name>.nc`` except ``motion.nc``), sorted."""
-    return sorted(p.stem for p in Path(run_dir).glob("*.nc") if p.name != MOTION_FILE)
+    """Names of the model datasets of a run directory (``DIR/<name>.nc`` files and
+    ``DIR/<name>.zarr`` stores), sorted, without the ground truth ``motion``
+    (:class:`hifi.run.simulation.MotionRecorder`)."""
+    return [name for name in output_paths(run_dir) if name != MOTION]
 
 
 def open_run_dataset(run_dir: Path, name: str, fmt: str):
-    """Open ``DIR/<name>.nc`` lazily.
+    """Open ``DIR/<name>.nc`` or ``DIR/<name>.zarr`` lazily.
 
     Raises
     ------
     ExportError
         No such dataset in the run (the message lists those there are).
     """
-    import xarray as xr
-    path = Path(run_dir) / f"{name}.nc"
-    if not path.is_file():
+    path = find_output(run_dir, name)
+    if path is None:
         have = run_datasets(run_dir)
-        raise ExportError(f"{fmt}: the run {run_dir} has no sensor {name!r} (no {path.name}); its datasets: "
+        raise ExportError(f"{fmt}: the run {run_dir} has no sensor {name!r} (no {_either(name)}); its datasets: "
                           f"{', '.join(have) or 'none'}")
-    return xr.open_dataset(path)
+    return open_output(path)
 
 
 def is_range_dataset(ds) -> bool:
@@ -246,12 +251,12 @@ def is_range_dataset(ds) -> bool:
 
 
 def open_motion(run_dir: Path, fmt: str):
-    """Open the run's ``motion.nc`` lazily; :class:`ExportError` if it is missing."""
-    import xarray as xr
-    path = Path(run_dir) / MOTION_FILE
-    if not path.is_file():
-        raise ExportError(f"{fmt}: the run {run_dir} has no {MOTION_FILE} (the ground truth every run writes)")
-    return xr.open_dataset(path)
+    """Open the run's ``motion.nc`` or ``motion.zarr`` lazily; :class:`ExportError` if it is missing."""
+    path = find_output(run_dir, MOTION)
+    if path is None:
+        raise ExportError(f"{fmt}: the run {run_dir} has no {_either(MOTION)} (the ground truth every run "
+                          f"writes)")
+    return open_output(path)
 
 
 def beam_rings(ds) -> np.ndarray:

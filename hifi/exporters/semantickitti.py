@@ -184,7 +184,7 @@ def write_semantickitti(run_dir: Path, path: Path, *, sensor: str | None = None)
     path : pathlib.Path
         The directory to create (it must not exist).
     sensor : str
-        Name of a range sensor of the run (its ``DIR/<sensor>.nc``).
+        Name of a range sensor of the run (its ``DIR/<sensor>.nc`` or ``DIR/<sensor>.zarr``).
 
     Returns
     -------
@@ -218,8 +218,7 @@ def write_semantickitti(run_dir: Path, path: Path, *, sensor: str | None = None)
 
 
 def _is_range(run_dir, name) -> bool:
-    import xarray as xr
-    with xr.open_dataset(Path(run_dir) / f"{name}.nc") as ds:
+    with open_run_dataset(run_dir, name, "SemanticKITTI") as ds:
         return is_range_dataset(ds)
 
 

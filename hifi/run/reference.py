@@ -187,8 +187,7 @@ def example_datasets(examples_dir) -> dict:
     import tempfile
     from pathlib import Path
 
-    import xarray as xr
-
+    from .reading import find_output, open_output, output_paths
     from .simulation import Simulation
 
     out = {}
@@ -196,9 +195,9 @@ def example_datasets(examples_dir) -> dict:
         for example, span in EXAMPLE_RUNS:
             run_dir = Path(tmp) / example.split(".")[0]
             Simulation.from_file(Path(examples_dir) / example).run(out=run_dir, duration_s=span, progress=False)
-            for path in sorted(run_dir.glob("*.nc")):
-                with xr.open_dataset(path) as ds:
-                    out.setdefault(path.stem, ds.load())
+            for name, path in output_paths(run_dir).items():
+                with open_output(path) as ds:
+                    out.setdefault(name, ds.load())
         # Models no example carries, in front of a wall: their own layouts.
         extra = {"simulation": {"duration_s": 0.01, "seed": 0},
                  "materials": {"white": {"reflectivity": 0.8, "class": "wall"}},
@@ -214,7 +213,7 @@ def example_datasets(examples_dir) -> dict:
         run_dir = Path(tmp) / "extra"
         Simulation.from_dict(extra).run(out=run_dir, progress=False)
         for name in ("raw", "lms291", "lms5xx", "imu"):
-            with xr.open_dataset(run_dir / f"{name}.nc") as ds:
+            with open_output(find_output(run_dir, name)) as ds:
                 out[name] = ds.load()
     return out
 

@@ -32,7 +32,8 @@ from ..api.model import Model, RunContext, Var
 from ..world.motion import Pose, Track, oriented_boxes
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
 from .resume import identity as resume_identity, plan as resume_plan, write_identity as write_resume_identity
-from .zarr_output import ZarrFrameWriter, finish_store, open_output, written_frames
+from .reading import open_output
+from .zarr_output import ZarrFrameWriter, finish_store, written_frames
 from ..runtime.progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
 from ..runtime.safety import umask
 from ..world.scene import Scene

@@ -42,6 +42,7 @@ from types import SimpleNamespace
 from typing import Callable
 
 from ..errors import ScenarioError
+from .reading import open_output, output_paths
 from .sweep_table import MAX_VARIANTS, MODES, SWEEP_PARAMS, Sweep, Variant, locate, parse_sweep, to_toml, \
     variant_dir_name, variants
 
@@ -178,8 +179,9 @@ def run_sweep(path, out, *, seed: int | None = None, duration_s: float | None = 
 def open_sweep(directory) -> dict:
     """The datasets of a finished sweep, one per file name, each with a ``variant`` dimension.
 
-    Every file ``NAME.nc`` of the variants (each sensor's, ``motion.nc``) is opened in every
-    variant directory and concatenated along ``variant`` (:func:`xarray.concat`); the swept
+    Every dataset of the variants (each sensor's and ``motion``; a ``NAME.nc`` file or a
+    ``NAME.zarr`` store, :func:`hifi.run.reading.open_output`) is opened in every variant
+    directory and concatenated along ``variant`` (:func:`xarray.concat`); the swept
     values are coordinates along ``variant`` named by their paths (``simulation.seed`` as
     ``seed``; a list value, such as a position, with a second dimension ``<path>_index``), so
     a Monte-Carlo study is a ``groupby``::
@@ -194,7 +196,8 @@ def open_sweep(directory) -> dict:
     Raises
     ------
     FileNotFoundError
-        No catalog ``sweep.json`` (not a sweep directory, or one that did not finish).
+        No catalog ``sweep.json`` (not a sweep directory, or one that did not finish), or a
+        variant directory lacks a dataset the first one has.
     """
     import importlib.util
 
@@ -207,7 +210,8 @@ def open_sweep(directory) -> dict:
                                 f"finished sweep (hifi run SWEEP.toml --out DIR)")
     catalog = json.loads(catalog_path.read_text(encoding="utf-8"))
     entries = catalog["variants"]
-    names = sorted(p.stem for p in (directory / entries[0]["dir"]).glob("*.nc"))
+    found = [output_paths(directory / e["dir"]) for e in entries]        # name -> .nc file or .zarr store
+    names = list(found[0])
     lazy = importlib.util.find_spec("dask") is not None
     coords: dict = {"variant": ("variant", np.array([e["index"] for e in entries]))}
     for path in catalog["paths"]:
@@ -216,15 +220,24 @@ def open_sweep(directory) -> dict:
         coords[name] = (("variant",) if values.ndim == 1 else ("variant", f"{name}_index"), values)
     result = {}
     for name in names:
-        parts = [xr.open_dataset(directory / e["dir"] / f"{name}.nc", chunks={} if lazy else None) for e in entries]
+        parts = []
         try:
+            for e, paths in zip(entries, found):
+                if name not in paths:
+                    raise FileNotFoundError(f"{directory / e['dir']}: no {name}.nc or {name}.zarr, which "
+                                            f"{entries[0]['dir']} has; every variant of a sweep writes the same "
+                                            f"datasets")
+                parts.append(open_output(paths[name], chunks={} if lazy else None))
             ds = xr.concat(parts, dim="variant", data_vars="all", coords="different", compat="equals",
                            join="outer", combine_attrs="drop_conflicts")
             if not lazy:
                 ds = ds.load()
-        finally:
-            if not lazy:
-                for p in parts:
-                    p.close()
+        except BaseException:
+            for p in parts:
+                p.close()
+            raise
+        if not lazy:
+            for p in parts:
+                p.close()
         result[name] = ds.assign_coords(coords)
     return result

@@ -44,9 +44,6 @@ from .output import (
     variable_attrs,
 )
 
-#: Suffix of a model's Zarr store in a run directory.
-ZARR_SUFFIX = ".zarr"
-
 #: zlib level of every compressed array (as the netCDF files: ``hifi.run.output._COMPRESSION``).
 ZLIB_LEVEL = 1
 
@@ -252,11 +249,3 @@ def finish_store(path, n_frames: int) -> None:
         raise OSError(f"frames {missing[:5]}{' ...' if len(missing) > 5 else ''} of {n_frames} were not written")
     zarr.consolidate_metadata(str(path), zarr_format=2)
 
-
-def open_output(path):
-    """Open a model's dataset of a run directory lazily: ``DIR/NAME.nc`` or ``DIR/NAME.zarr``."""
-    import xarray as xr
-    path = Path(path)
-    if path.suffix == ZARR_SUFFIX:
-        return xr.open_zarr(path, chunks=None, consolidated=(path / ".zmetadata").is_file())
-    return xr.open_dataset(path)

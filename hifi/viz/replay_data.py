@@ -40,7 +40,7 @@ class RunDatasets(NamedTuple):
     cameras: dict           #: name -> ``ccd_camera``-like dataset (``image`` over row, col, channel)
     depth_maps: dict        #: name -> dataset with ``depth`` over (frame, row, col)
     gps: dict               #: name -> GPS receiver dataset (azimuth, elevation over frame, sv)
-    motion: object          #: the ``motion.nc`` dataset, or None
+    motion: object          #: the ``motion`` dataset (``motion.nc`` or ``motion.zarr``), or None
     not_shown: list         #: names of the datasets the page does not draw
 
 
@@ -50,36 +50,22 @@ class RunDatasets(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 def open_run(run_dir) -> RunDatasets:
-    """Open every dataset of ``run_dir`` and sort them by what the page draws.
+    """Open every dataset of ``run_dir`` (``NAME.nc`` files and ``NAME.zarr`` stores,
+    :func:`hifi.run.reading.open_run`) and sort them by what the page draws.
 
     Raises
     ------
     FileNotFoundError
         ``run_dir`` does not exist.
     ValueError
-        ``run_dir`` is not a directory, holds no dataset, or a ``.nc`` file is unreadable.
+        ``run_dir`` is not a directory, holds no dataset, or a dataset is unreadable.
     """
-    import xarray as xr
+    from ..run.reading import open_run as open_datasets
 
     run_dir = Path(run_dir)
-    if not run_dir.exists():
-        raise FileNotFoundError(f"{run_dir}: no such run directory")
-    if not run_dir.is_dir():
-        raise ValueError(f"{run_dir}: expected a run directory (hifi run --out DIR), got a file")
-    files = sorted(run_dir.glob("*.nc"))
-    if not files:
-        raise ValueError(f"{run_dir}: no dataset (*.nc) in it; expected a directory written by hifi run")
+    datasets = open_datasets(run_dir)
     out = RunDatasets({}, {}, {}, {}, None, [])
-    opened = []
-    for path in files:
-        try:
-            ds = xr.open_dataset(path)
-        except (OSError, ValueError) as exc:
-            for d in opened:
-                d.close()
-            raise ValueError(f"{path}: not a readable netCDF dataset ({exc})") from None
-        opened.append(ds)
-        name = path.stem
+    for name, ds in datasets.items():
         if "position" in ds and "body" in ds.dims:
             out = out._replace(motion=ds)
         elif "frame" not in ds.dims:
@@ -97,10 +83,10 @@ def open_run(run_dir) -> RunDatasets:
         if name in out.not_shown:
             ds.close()
     if not (out.range_sensors or out.cameras or out.depth_maps or out.gps or out.motion is not None):
-        for d in opened:
+        for d in datasets.values():
             d.close()
         raise ValueError(f"{run_dir}: none of its datasets can be replayed ({', '.join(out.not_shown)}); "
-                         f"expected range sensors, cameras, depth maps, GPS or motion.nc")
+                         f"expected range sensors, cameras, depth maps, GPS or motion")
     return out
 
 

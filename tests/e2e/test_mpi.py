@@ -176,7 +176,7 @@ def _assert_identical(serial: Path, other: Path) -> None:
     byte as stored, and decodes to the same dataset (values, attributes, coordinates)."""
     import xarray as xr
 
-    from hifi.run.zarr_output import open_output
+    from hifi.run.reading import open_output
     datasets = {p.stem: p for p in serial.iterdir() if p.suffix == ".nc"}
     others = {p.stem: p for p in other.iterdir() if p.suffix in (".nc", ".zarr")}
     assert sorted(others) == sorted(datasets)

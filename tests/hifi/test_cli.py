@@ -21,6 +21,7 @@ from hifi.cli import main
 from hifi.run.output import FrameWriter
 
 from _scenes import depth_camera_toml, wall_scenario
+from _stores import zarr_copy
 
 
 def _scenario_file(tmp_path):
@@ -226,6 +227,31 @@ def test_plot_last_frame_still_works(run_dir, tmp_path):
     png = tmp_path / "x.png"
     assert main(["plot", str(run_dir / "cam.nc"), "--frame", "2", "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_summary_lists_zarr_stores_with_their_size_and_dimensions(run_dir, tmp_path, capsys):
+    # A partitioned run writes DIR/NAME.zarr stores: the summary lists each store once, its size
+    # the bytes of every file in it, its dimensions from its metadata (expected: those of the
+    # netCDF file it was written from, 0.3 s at 10 Hz of a 16 x 12 depth camera).
+    import time
+
+    from hifi.cli import _summary
+    zarr_dir = zarr_copy(run_dir, tmp_path / "run")
+    capsys.readouterr()
+    _summary(zarr_dir, 0.3, time.monotonic())
+    lines = capsys.readouterr().out.strip().splitlines()
+    entries = {ln.split()[0]: ln for ln in lines[1:-1]}
+    assert sorted(entries) == sorted(str(zarr_dir / n) for n in (".hifi-run", "cam.zarr", "motion.zarr",
+                                                                  "scenario.toml"))
+    sizes = {name: int(line.split()[1]) for name, line in entries.items()}
+    store_bytes = sum(f.stat().st_size for f in (zarr_dir / "cam.zarr").rglob("*") if f.is_file())
+    assert sizes[str(zarr_dir / "cam.zarr")] == store_bytes > 0
+    cam = entries[str(zarr_dir / "cam.zarr")]
+    for dim in ("frame=3", "row=12", "col=16"):
+        assert dim in cam, cam
+    total = sum(sizes.values())
+    assert lines[-1].split()[:3] == ["total", str(total), "bytes"]
+    assert lines[-1].endswith("in 2 files and 2 Zarr stores"), lines[-1]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")

@@ -24,6 +24,7 @@ from hifi.export import (FORMATS, ExportError, Exporter, export, gps_seconds_fro
                          load_exporter, read_evd, read_kitti_bin, read_pcd, read_ply, register_exporter)
 
 from _scenes import wall_scenario
+from _stores import zarr_copy
 
 
 N_THETA, N_PHI = 9, 5
@@ -582,6 +583,76 @@ def test_cli_export(run_dir, tmp_path, fmt, capsys):
     assert main(["export", str(run_dir / "cam.nc"), "--format", fmt, "--out", str(bad / f"cam.{fmt}")]) == 2
     assert "depthmap" in capsys.readouterr().err
     assert list(bad.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- Zarr stores
+
+
+@pytest.fixture(scope="module")
+def zarr_run(run_dir, tmp_path_factory):
+    """``run_dir`` with every dataset a Zarr store (a partitioned run's layout, written from the
+    .nc files by xarray: tests/_stores.py), in a directory of the same name (MCAP records it)."""
+    return zarr_copy(run_dir, tmp_path_factory.mktemp("zarr") / run_dir.name)
+
+
+def _files(d):
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("fmt", ["las", "ply", "pcd"])
+def test_cli_export_of_a_zarr_store_is_the_netcdf_export(run_dir, zarr_run, tmp_path, fmt):
+    # Expected: the export of the netCDF file, byte for byte (LAS carries the simulated epoch,
+    # not the export's date). The store is named as SOURCE, and found by --sensor in DIR.
+    for sub, source in (("nc", [str(run_dir / "grid.nc")]), ("zarr", [str(zarr_run / "grid.zarr")]),
+                        ("sensor", [str(zarr_run), "--sensor", "grid"])):
+        (tmp_path / sub).mkdir()
+        assert main(["export", *source, "--format", fmt, "--out", str(tmp_path / sub / f"grid.{fmt}")]) == 0
+    want = _files(tmp_path / "nc")
+    assert len(want) == (3 if fmt == "pcd" else 1)                  # pcd: two frame files and the manifest
+    assert _files(tmp_path / "zarr") == _files(tmp_path / "sensor") == want
+    if fmt == "las":                                                # read back by laspy, the field's client
+        with xr.open_dataset(run_dir / "grid.nc") as ds:
+            assert laspy.read(tmp_path / "zarr" / "grid.las").header.point_count == int(ds.detected.sum()) > 0
+
+
+@pytest.mark.parametrize("fmt", ["semantickitti", "mcap"])
+def test_run_level_export_of_a_zarr_run_is_the_netcdf_export(run_dir, zarr_run, tmp_path, fmt):
+    # The run-level formats read the sensors and motion.zarr (hifi.exporters._common); expected:
+    # the export of the netCDF run, byte for byte.
+    if fmt == "mcap":
+        pytest.importorskip("mcap_ros2", reason="mcap-ros2-support (test extra) writes --format mcap")
+    for sub, d in (("nc", run_dir), ("zarr", zarr_run)):
+        (tmp_path / sub).mkdir()
+        out = tmp_path / sub / ("seq" if fmt == "semantickitti" else "run.mcap")
+        assert main(["export", str(d), "--format", fmt, "--sensor", "grid", "--out", str(out)]) == 0
+    want = _files(tmp_path / "nc")
+    assert len(want) > 1 and _files(tmp_path / "zarr") == want
+
+
+def test_export_never_writes_over_or_inside_a_zarr_store(zarr_run, tmp_path, capsys):
+    # A store is a directory: an output inside the one read is refused (status 2) as an output
+    # over it is, whatever --overwrite says, and nothing is written.
+    store = zarr_run / "grid.zarr"
+    before = _files(zarr_run)
+    for args in ([str(store), "--out", str(store / "x.las")],
+                 [str(store), "--out", str(store / "x_noisy" / "x.las"), "--overwrite"],
+                 [str(store), "--out", str(store), "--overwrite"],
+                 [str(zarr_run), "--sensor", "grid", "--out", str(store / "x.las")]):
+        assert main(["export", *args, "--format", "las"]) == 2, args
+        err = capsys.readouterr().err
+        assert "refusing to write over or inside a command's own input" in err and str(store) in err, err
+    with xr.open_dataset(store, engine="zarr") as ds:                # the API refuses it too
+        with pytest.raises(ValueError, match="lies inside the input"):
+            export(ds, "ply", store / "x.ply")
+    assert _files(zarr_run) == before
+    # a store is one dataset, not a run directory; an unknown --sensor lists the datasets
+    assert main(["export", str(store), "--format", "semantickitti", "--out", str(tmp_path / "seq")]) == 2
+    assert "takes a run directory (hifi run --out DIR) (this is one model's Zarr store)" in capsys.readouterr().err
+    assert main(["export", str(zarr_run), "--format", "las", "--sensor", "lidar",
+                 "--out", str(tmp_path / "x.las")]) == 2
+    err = capsys.readouterr().err
+    assert "--sensor 'lidar': no lidar.nc or lidar.zarr in it; its datasets: cam, grid, motion" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_tof_exports_as_an_image_and_las_is_reproducible(tmp_path):

@@ -4,9 +4,11 @@ the bad-input cases, and MPI sharing."""
 import copy
 import itertools
 import json
+import shutil
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from hifi.run.sweep import INCOMPLETE_MARKER, MAX_VARIANTS, to_toml
 
 from _procs import env, mpirun, needs_mpi
 from _scenes import depth_camera_toml, street_scenario
+from _stores import zarr_copy
 
 #: A wall at 10 m facing a 16 x 12 depth camera at 20 Hz for 0.1 s (tests/_scenes.py).
 BASE = depth_camera_toml(0.1, seed=0, rate_hz=20.0, resolution=(16, 12))
@@ -103,6 +106,37 @@ def test_open_sweep_has_a_variant_dimension_and_the_swept_coordinates(grid_run):
     assert ds["objects.wall.position_m.0"].values.tolist() == [8.0, 12.0, 8.0, 12.0]
     means = ds["depth"].groupby("objects.wall.position_m.0").mean(...)        # a study is a groupby
     np.testing.assert_allclose(means.values, WALL_X_M, rtol=2e-6)
+
+
+def _close(sweep):
+    for ds in sweep.values():
+        ds.close()
+
+
+@pytest.mark.parametrize("converted", [["variant_0000", "variant_0001", "variant_0002", "variant_0003"],
+                                       ["variant_0001", "variant_0003"]], ids=["all", "some"])
+def test_open_sweep_reads_variants_written_as_zarr_stores(grid_run, tmp_path, converted):
+    # A sweep run under mpirun may hold Zarr stores (DIR/variant_*/NAME.zarr), or some variants'
+    # .nc files and others' stores: the same datasets as the netCDF sweep (expected values: the
+    # netCDF sweep's own, which the tests above check), bit for bit.
+    zarr_sweep = tmp_path / "out"
+    shutil.copytree(grid_run, zarr_sweep, ignore=lambda d, names: names if Path(d).name in converted else [])
+    for name in converted:
+        shutil.rmtree(zarr_sweep / name)
+        zarr_copy(grid_run / name, zarr_sweep / name)
+    assert sorted(p.name for p in (zarr_sweep / converted[0]).iterdir() if not p.name.startswith(".")) == [
+        "cam.zarr", "motion.zarr", "scenario.toml"]
+    a, b = hifi.open_sweep(grid_run), hifi.open_sweep(zarr_sweep)
+    try:
+        assert sorted(a) == sorted(b) == ["cam", "motion"]
+        for name in a:
+            xr.testing.assert_identical(a[name].drop_encoding(), b[name].drop_encoding())
+    finally:
+        _close(a)
+        _close(b)
+    shutil.rmtree(zarr_sweep / converted[-1] / "cam.zarr")      # a variant without a dataset the first has
+    with pytest.raises(FileNotFoundError, match=rf"{converted[-1]}: no cam\.nc or cam\.zarr, which variant_0000 has"):
+        hifi.open_sweep(zarr_sweep)
 
 
 def test_zip_pairs_the_lists_and_a_list_value_gets_its_own_dimension(tmp_path):

@@ -22,6 +22,7 @@ from hifi.viz.plot import MAX_LEGEND_ENTRIES, make_figure, object_categories, ob
 from sensors.ccd_plot import white_balance_gains
 
 from _plots import legend_texts, outside_figure, png_size
+from _stores import zarr_copy
 from conftest import REPO_ROOT
 
 pytest.importorskip("matplotlib", reason="hifi plot needs matplotlib (the viz extra)")
@@ -283,6 +284,31 @@ def test_cli_plot_options(run, tmp_path, capsys):
     assert "does not take white_balance" in capsys.readouterr().err
     assert main(["plot", str(tmp_path / "cam.nc"), "--frame", "3"]) == 2
     assert "frame" in capsys.readouterr().err
+
+
+def test_cli_plot_of_a_zarr_store_draws_the_netcdf_files_image(run, tmp_path, capsys):
+    # A run partitioned over MPI ranks writes DIR/NAME.zarr: hifi plot draws the same pixels from
+    # it as from DIR/NAME.nc (the expected image: the netCDF file's plot). The stores are
+    # written from the .nc files by xarray (tests/_stores.py).
+    import matplotlib.image
+    nc_dir, kinds = tmp_path / "nc", ("vlp", "depth", "cam", "motion")
+    nc_dir.mkdir()
+    for kind in kinds:
+        run[kind].to_netcdf(nc_dir / f"{kind}.nc")
+    zarr_dir = zarr_copy(nc_dir, tmp_path / "zarr")
+    for kind in kinds:
+        png = {}
+        for d, suffix in ((nc_dir, ".nc"), (zarr_dir, ".zarr")):
+            assert main(["plot", str(d / f"{kind}{suffix}")]) == 0       # default: NAME.png beside it
+            png[suffix] = matplotlib.image.imread(d / f"{kind}.png")
+        assert png[".nc"].shape == png[".zarr"].shape and png[".nc"].shape[1] > 1000, kind
+        np.testing.assert_array_equal(png[".zarr"], png[".nc"], err_msg=kind)
+    # the store is the input: no image is written over it or inside it
+    before = sorted(p.relative_to(zarr_dir) for p in zarr_dir.rglob("*"))
+    for out in (zarr_dir / "vlp.zarr", zarr_dir / "vlp.zarr" / "quick.png"):
+        assert main(["plot", str(zarr_dir / "vlp.zarr"), "--out", str(out), "--overwrite"]) == 2
+        assert "refusing to write over or inside a command's own input" in capsys.readouterr().err
+    assert sorted(p.relative_to(zarr_dir) for p in zarr_dir.rglob("*")) == before
 
 
 @pytest.mark.parametrize("kind", ["vlp", "grid", "tof"])

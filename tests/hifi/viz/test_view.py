@@ -24,6 +24,7 @@ import hifi  # noqa: E402
 from hifi.viz import view  # noqa: E402
 from hifi.cli import main  # noqa: E402
 
+from _stores import zarr_copy
 from conftest import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -154,6 +155,26 @@ def test_large_runs_are_subsampled_with_a_note(run_dir):
 def test_page_bytes_are_deterministic(run_dir):
     a = view.replay_html(view.build_replay(run_dir, max_points=800))
     b = view.replay_html(view.build_replay(run_dir, max_points=800))
+    assert a == b
+
+
+def test_a_run_of_zarr_stores_replays_as_its_netcdf_files(run_dir, tmp_path):
+    # A run partitioned over MPI ranks writes DIR/NAME.zarr: the page is the same, byte for byte,
+    # as the page of the netCDF run (the expected value); the stores are written from the .nc
+    # files by xarray (tests/_stores.py), in a directory of the same name (the page names it).
+    from hifi.viz.replay_data import open_run
+    zarr_dir = zarr_copy(run_dir, tmp_path / run_dir.name)
+    run = open_run(zarr_dir)
+    try:
+        assert (sorted(run.range_sensors), sorted(run.cameras), sorted(run.depth_maps), sorted(run.gps)) == (
+            ["lidar"], ["cam"], ["depth"], ["gps"])
+        assert run.motion is not None and run.motion.encoding["source"] == str(zarr_dir / "motion.zarr")
+    finally:
+        for ds in [*run.range_sensors.values(), *run.cameras.values(), *run.depth_maps.values(),
+                   *run.gps.values(), run.motion]:
+            ds.close()
+    a = view.replay_html(view.build_replay(run_dir, max_points=800))
+    b = view.replay_html(view.build_replay(zarr_dir, max_points=800))
     assert a == b
 
 
