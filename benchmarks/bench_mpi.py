@@ -13,6 +13,15 @@ frame). Reported per case: median wall time of one scan (facets) or of the whole
 divided by the scans (time), parallel efficiency ``T1 / (N TN)``, the largest per-rank
 resident-memory growth of the BVH build, and the reduction bytes per rank per cast.
 Ranks beyond ``nproc`` are oversubscribed (MPICH's Hydra allows it by default).
+
+Whole runs (``--whole-run``): ``hifi run examples/crossing.toml --duration 8`` (1,592 frames)
+as the serial netCDF run and under ``mpirun -n N --partition time`` (every rank writes its own
+frames into the Zarr stores). Reported per case: the wall time from the process's start to the
+last event (the latest rank's), the writing after it (until the last rank has written, then
+rank 0 consolidating the stores and moving the directory into place), the whole command's wall
+time, and the speed-up against one rank::
+
+    python benchmarks/bench_mpi.py --whole-run --ranks 1 2 --duration 8
 """
 
 from __future__ import annotations
@@ -49,8 +58,12 @@ scene, pos = build_scene()
 o, d, t = hdl64e_rays(pos)
 threads = max(1, {nproc} // size)          # the cores shared out, as hifi would on a node
 before = rss()
-if mode == "facets":
-    caster = FacetCaster(scene, comm, n_threads=threads).build()
+group = comm
+if mode.startswith("facets="):                 # groups of K ranks share the facets, the groups the scans
+    k = int(mode.split("=")[1])
+    group = comm.Split(rank // k, rank)
+if mode.startswith("facets"):
+    caster = FacetCaster(scene, group, n_threads=threads).build()
 else:
     caster = RayCaster(scene, n_threads=threads).build()
 grown = rss() - before
@@ -62,6 +75,15 @@ if mode == "facets":
         h = caster.cast(o, d, 0.0, {max_range})
         comm.Barrier(); times.append(time.perf_counter() - t0)
     per_scan = statistics.median(times)
+    hits = int(np.sum(h.object_id >= 0))
+    step_bytes = caster.reduced_bytes / max(caster.n_steps, 1)
+elif mode.startswith("facets="):
+    groups = size // group.Get_size()
+    mine = range(rank // group.Get_size(), scans, groups)
+    comm.Barrier(); t0 = time.perf_counter()
+    for _ in mine:
+        h = caster.cast(o, d, 0.0, {max_range})
+    comm.Barrier(); per_scan = (time.perf_counter() - t0) / scans
     hits = int(np.sum(h.object_id >= 0))
     step_bytes = caster.reduced_bytes / max(caster.n_steps, 1)
 else:
@@ -79,6 +101,93 @@ if rank == 0:
                       "triangles_per_rank": max(r[1] for r in rows),
                       "reduction_bytes_per_step": step_bytes}}))
 """
+
+
+#: The whole-run worker: ``hifi run``'s partitioned runner with two instants noted on every
+#: rank (the start of the writing phase, after the last event; the end of this rank's writing)
+#: and gathered on rank 0.
+_RUN_WORKER = r"""
+import json, sys, time
+t0 = time.monotonic()
+from hifi.runtime import progress
+import mpi.runner as runner
+marks = {{}}
+_start_writing = progress.Progress.start_writing
+def start_writing(self, *a, **k):
+    marks.setdefault("last_event", time.monotonic() - t0)
+    return _start_writing(self, *a, **k)
+progress.Progress.start_writing = start_writing
+_written = runner.Partition.written
+def written(self):
+    marks["written"] = time.monotonic() - t0
+    return _written(self)
+runner.Partition.written = written
+scenario, out, duration = sys.argv[1], sys.argv[2], float(sys.argv[3])
+res = runner.run_time(scenario, out=out, duration_s=duration, progress=False)
+done = time.monotonic() - t0
+comm = runner.world()
+rows = comm.gather(marks, root=0)
+if comm.Get_rank() == 0:
+    print(json.dumps({{"last_event_s": max(r["last_event"] for r in rows),
+                      "written_s": max(r["written"] for r in rows), "done_s": done}}))
+"""
+
+_SERIAL_WORKER = r"""
+import json, sys, time
+t0 = time.monotonic()
+from hifi.runtime import progress
+marks = {{}}
+_start_writing = progress.Progress.start_writing
+def start_writing(self, *a, **k):
+    marks.setdefault("last_event", time.monotonic() - t0)
+    return _start_writing(self, *a, **k)
+progress.Progress.start_writing = start_writing
+import hifi
+hifi.load(sys.argv[1]).run_to_files(sys.argv[2], duration_s=float(sys.argv[3]), progress=False)
+print(json.dumps({{"last_event_s": marks["last_event"], "written_s": time.monotonic() - t0,
+                  "done_s": time.monotonic() - t0}}))
+"""
+
+
+def run_whole(ranks: int, duration_s: float, scenario: Path) -> dict:
+    """One whole run of ``scenario`` (0 ranks: the serial netCDF run, no MPI); wall times [s]."""
+    import shutil
+    import tempfile
+    import time
+    env = {k: v for k, v in os.environ.items() if k not in ("PMI_SIZE", "PMI_RANK")}
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), *filter(None, [env.get("PYTHONPATH")])])
+    work = Path(tempfile.mkdtemp(prefix="bench_mpi_"))
+    try:
+        out = work / "out"
+        if ranks == 0:
+            cmd = [sys.executable, "-c", _SERIAL_WORKER.format(), str(scenario), str(out), str(duration_s)]
+        else:
+            cmd = [_mpirun(), "-n", str(ranks), sys.executable, "-c", _RUN_WORKER.format(), str(scenario),
+                   str(out), str(duration_s)]
+        t = time.monotonic()
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        wall = time.monotonic() - t
+        if r.returncode != 0:
+            raise RuntimeError(f"whole run on {ranks} ranks failed:\n{r.stderr}")
+        row = json.loads(r.stdout.strip().splitlines()[-1])
+        files = [p for p in out.rglob("*") if p.is_file()]
+        row.update(ranks=ranks, total_s=wall, bytes=sum(p.stat().st_size for p in files), files=len(files))
+        return row
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def whole_table(rows: list) -> str:
+    """The whole-run table (Markdown): each case's times and its speed-up against 1 rank."""
+    one = next((r for r in rows if r["ranks"] == 1), rows[0])
+    lines = ["| case | last event at [s] | writing after it [s] | total [s] | speed-up (total, vs 1 rank) | written |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        case = "serial netCDF (no MPI)" if r["ranks"] == 0 else f"{r['ranks']} rank{'s' if r['ranks'] > 1 else ''}"
+        lines.append(f"| {case} | {r['last_event_s']:.1f} | {r['written_s'] - r['last_event_s']:.2f} | "
+                     f"{r['total_s']:.1f} | {one['total_s'] / r['total_s']:.2f}x | "
+                     f"{r['bytes'] / 2**20:.0f} MiB in {r['files']} files |")
+    return "\n".join(lines)
 
 
 def _mpirun() -> str:
@@ -101,18 +210,40 @@ def main(argv=None) -> int:
     p.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 3, 4])
     p.add_argument("--scans", type=int, default=5, help="revolutions per case")
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--modes", nargs="+", default=["facets", "time"],
+                   help="facets, time, facets=K (groups of K ranks share the facets, the groups the scans)")
+    p.add_argument("--whole-run", action="store_true",
+                   help="whole runs of examples/crossing.toml: serial, then mpirun -n N --partition time")
+    p.add_argument("--duration", type=float, default=8.0, help="simulated span of a whole run [s]")
+    p.add_argument("--repeat", type=int, default=1, help="whole runs per case (the fastest is shown)")
     args = p.parse_args(argv)
+    if args.whole_run:
+        scenario = HERE.parent / "examples" / "crossing.toml"
+        rows = []
+        for n in [0, *args.ranks]:
+            tries = [run_whole(n, args.duration, scenario) for _ in range(args.repeat)]
+            rows.append(min(tries, key=lambda r: r["total_s"]))
+        print(f"nproc = {os.cpu_count()}; examples/crossing.toml --duration {args.duration:g}\n")
+        print(whole_table(rows))
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
+        return 0
+    p_modes = args.modes
     results = []
-    for mode in ("facets", "time"):
+    for mode in p_modes:
         for n in args.ranks:
+            if mode.startswith("facets=") and n % int(mode.split("=")[1]):
+                continue
             results.append(run_case(mode, n, args.scans))
     print(f"nproc = {os.cpu_count()}; {args.scans} HDL-64E revolutions (133,312 rays) per case\n")
     print("| mode | ranks | threads/rank | time per scan [ms] | speed-up | parallel efficiency "
           "| triangles per rank | BVH memory per rank [MB] | reduction bytes per rank per step |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for mode in ("facets", "time"):
+    for mode in p_modes:
         rows = [r for r in results if r["mode"] == mode]
-        base = next(r["per_scan_s"] for r in rows if r["ranks"] == min(args.ranks))
+        if not rows:
+            continue
+        base = next((r["per_scan_s"] for r in results if r["ranks"] == min(args.ranks)), rows[0]["per_scan_s"])
         for r in rows:
             speed = base / r["per_scan_s"] * min(args.ranks)
             over = " (oversubscribed)" if r["ranks"] > (os.cpu_count() or 1) else ""

@@ -461,7 +461,7 @@ def _run_sweep(args, seed, duration, start: float) -> int:
     rank = _launch_rank() if size > 1 else 0
     catalog = run_sweep(args.scenario, args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
                         progress=False if args.no_progress else None, ignore_disk_space=args.ignore_disk_space,
-                        rank=rank, size=size, barrier=_barrier() if size > 1 else None)
+                        rank=rank, size=size, barrier=_barrier() if size > 1 else None, resume=args.resume)
     if catalog is not None:
         import json
         import time

@@ -319,6 +319,24 @@ def _check_group_size(group_size: int, size: int) -> None:
                                                                   if size % d == 0))
 
 
+def _threads_per_rank(comm) -> int | None:
+    """The caster's threads on each rank: the machine's cores shared by the ranks on it, at
+    most the cores the rank may run on (:func:`hifi.caster.pool.default_threads`), unless
+    ``HIFI_THREADS`` says. Sixteen ranks on sixteen cores each casting on sixteen threads
+    would run 256 threads on 16 cores."""
+    import os
+
+    from mpi4py import MPI
+
+    from hifi.caster.pool import THREADS_ENV, default_threads
+    if os.environ.get(THREADS_ENV, "").strip():
+        return None                                       # default_threads reads it
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    local = node.Get_size()
+    node.Free()
+    return max(1, min(default_threads(), (os.cpu_count() or 1) // local))
+
+
 def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duration_s=None, overwrite=False,
                     progress=None, ignore_disk_space=False, output_format=None, resume=False):
     """A run shared over the ranks of ``MPI.COMM_WORLD`` (:class:`Partition`).
@@ -353,10 +371,14 @@ def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duratio
             return sim.run(out, seed=seed, duration_s=duration_s, resume=True, progress=False) if root else None
         if size // group_size > 1:
             _agree(comm, lambda: _refuse_closed_loop(sim, scenario))
-        caster = None
+        threads = _threads_per_rank(comm)
         if group_size > 1:
             group_comm = comm if group_size == size else comm.Split(comm.Get_rank() // group_size, comm.Get_rank())
-            caster = _agree(comm, lambda: FacetCaster(sim.scene, group_comm, stop_comm=comm).build())
+            caster = _agree(comm, lambda: FacetCaster(sim.scene, group_comm, stop_comm=comm,
+                                                      n_threads=threads).build())
+        else:
+            from hifi.caster import RayCaster
+            caster = RayCaster(sim.scene, n_threads=threads)
         duration = sim.scenario.duration_s if duration_s is None else float(duration_s)
         partition = Partition(comm, duration, directory, group_size, resumed=resumed)
         try:

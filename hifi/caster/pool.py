@@ -18,6 +18,29 @@ _MIN_RAYS_PER_TASK = 2048
 #: better but pay numpy's per-call overhead more often (16 k to 128 k measured within noise).
 CHUNK_RAYS = 65536
 
+#: Environment variable setting the caster's threads per process (an integer >= 1); without
+#: it, every core this process may run on.
+THREADS_ENV = "HIFI_THREADS"
+
+
+def default_threads() -> int:
+    """The caster's threads when none are given: :data:`THREADS_ENV`, else the cores this
+    process may run on (its CPU affinity: what a scheduler such as SLURM gave it).
+
+    Raises
+    ------
+    ValueError
+        :data:`THREADS_ENV` is set to something other than an integer >= 1.
+    """
+    text = os.environ.get(THREADS_ENV, "").strip()
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"{THREADS_ENV} = {text!r}: expected an integer >= 1 (threads per process)")
+        return int(text)
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
 
 class ChunkPool:
     """Runs ``fn(start, stop)`` over contiguous chunks of ``range(n)`` on a thread pool.
@@ -29,11 +52,11 @@ class ChunkPool:
     Parameters
     ----------
     n_threads : int, optional
-        Threads; default every core (``os.cpu_count()``).
+        Threads; default :func:`default_threads`.
     """
 
     def __init__(self, n_threads: int | None = None):
-        self.n_threads = int(n_threads or os.cpu_count() or 1)
+        self.n_threads = int(n_threads or default_threads())
         self._pool: ThreadPoolExecutor | None = None
 
     def map(self, fn, n: int) -> list:

@@ -41,14 +41,18 @@ def _nc_type(data: np.ndarray):
     return data.dtype
 
 
-def _prepare(data: np.ndarray, encoding=None, name: str = "") -> np.ndarray:
+def stored_values(data: np.ndarray, encoding=None, name: str = "") -> np.ndarray:
+    """``data`` as a file stores it: packed by its ``encoding`` (:func:`hifi.run.dataset.encode`),
+    a boolean as int8 (xarray decodes it back with the ``dtype = "bool"`` attribute)."""
     if encoding:
         return encode(data, encoding, name)
     return data.astype(np.int8) if data.dtype == bool else data
 
 
-def _create_kwargs(v: Var) -> dict:
-    """dtype, fill value, compression and chunks of a frame variable (Var.encoding honoured)."""
+def frame_variable_kwargs(v: Var) -> dict:
+    """netCDF4's ``createVariable`` arguments of a frame variable: stored dtype, fill value,
+    compression and chunks (``Var.encoding`` honoured); the Zarr writer takes the same dtype
+    and fill value."""
     enc = v.encoding or {}
     kw = {"datatype": enc.get("dtype", _nc_type(v.data)), "fill_value": enc.get("_FillValue", False)}
     if v.data.size > 1:
@@ -146,7 +150,7 @@ class BlockWriter:
     def write(self, k: int, t: float, frame: Mapping[str, Var]) -> None:
         """Add frame ``k`` at event time ``t`` [s] (buffered; see :data:`hifi.api.estimate.BUFFER_MAX_BYTES`)."""
         self._check_frame(k, frame)
-        self._buffer.append((k, t, {name: _prepare(np.asarray(v.data), v.encoding, name)
+        self._buffer.append((k, t, {name: stored_values(np.asarray(v.data), v.encoding, name)
                                     for name, v in frame.items()}))
         self._buffered_bytes += sum(v.data.nbytes for v in frame.values())
         if len(self._buffer) >= BUFFER_MAX_FRAMES or self._buffered_bytes >= BUFFER_MAX_BYTES:
@@ -264,7 +268,7 @@ class FrameWriter(BlockWriter):
             var = self._nc.createVariable(name, _nc_type(v.data), v.dims, fill_value=False)
             for key, value in variable_attrs(v).items():
                 var.setncattr(key, value)
-            var[...] = _prepare(v.data)
+            var[...] = stored_values(v.data)
 
     def _ensure_dims(self, dims, shape, name):
         if len(dims) != len(shape):
@@ -287,11 +291,11 @@ class FrameWriter(BlockWriter):
         """Create the frame variables from the first frame (on the netCDF thread)."""
         for name, v in frame.items():
             self._ensure_dims(v.dims, v.data.shape, name)
-            var = self._nc.createVariable(name, dimensions=("frame",) + tuple(v.dims), **_create_kwargs(v))
+            var = self._nc.createVariable(name, dimensions=("frame",) + tuple(v.dims), **frame_variable_kwargs(v))
             for key, value in frame_variable_attrs(name, v, self._time_attrs, self._coords).items():
                 var.setncattr(key, value)
             if v.encoding and "scale_factor" in v.encoding:
-                var.set_auto_maskandscale(False)       # written packed by _prepare
+                var.set_auto_maskandscale(False)       # written packed by stored_values
             self._vars[name] = var
 
     def _write_block(self, i0: int, block: list) -> None:

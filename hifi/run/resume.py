@@ -1,4 +1,4 @@
-"""Resuming a run that stopped before its end (``hifi run ... --resume``).
+"""Resuming a run that stopped before its end: ``hifi run --resume``.
 
 A run that writes Zarr stores (every partitioned run, and a serial run with ``--format zarr``
 or ``--resume``) keeps its temporary directory ``.DIR.partial-*`` when it stops early: a

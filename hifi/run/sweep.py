@@ -42,6 +42,7 @@ from types import SimpleNamespace
 from typing import Callable
 
 from ..errors import ScenarioError
+from .resume import RESUME_FILE
 from .reading import open_output, output_paths
 from .sweep_table import MAX_VARIANTS, MODES, SWEEP_PARAMS, Sweep, Variant, locate, parse_sweep, to_toml, \
     variant_dir_name, variants
@@ -56,6 +57,9 @@ CATALOG = "sweep.json"
 INCOMPLETE_MARKER = ".hifi-sweep-incomplete"
 
 _VARIANT_DIR = re.compile(r"variant_\d{4,}\Z")
+
+#: A variant's unfinished run directory (:func:`hifi.run.simulation.make_partial`).
+_PARTIAL_DIR = re.compile(r"\.variant_\d{4,}\.partial-")
 
 
 # --- running
@@ -74,7 +78,8 @@ def _check_sweep_dir(out: Path, overwrite: bool) -> None:
             raise FileExistsError(f"--out {out} exists and is not a directory; --overwrite replaces only a "
                                   f"directory written by a hifi sweep") from None
         foreign = sorted(p.name for p in out.iterdir()
-                         if not (p.name in (CATALOG, INCOMPLETE_MARKER) or (_VARIANT_DIR.match(p.name) and p.is_dir())))
+                         if not (p.name in (CATALOG, INCOMPLETE_MARKER, RESUME_FILE)
+                                 or (_VARIANT_DIR.match(p.name) and p.is_dir()) or _PARTIAL_DIR.match(p.name)))
         if foreign:
             shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
             raise FileExistsError(f"--overwrite: {out} holds files a hifi sweep did not write ({shown}); refusing "
@@ -82,7 +87,7 @@ def _check_sweep_dir(out: Path, overwrite: bool) -> None:
 
 
 def prepare(path, out, *, seed=None, duration_s=None, ignore_disk_space: bool = False,
-            overwrite: bool = False):
+            overwrite: bool = False, resume: bool = False):
     """Load the sweep file ``path``, validate every variant and check the disk and ``out``;
     return ``(scenario, sweep, variants)``. Writes nothing (every rank runs it)."""
     from . import scenario as _scenario
@@ -101,14 +106,41 @@ def prepare(path, out, *, seed=None, duration_s=None, ignore_disk_space: bool = 
         total += Simulation(vsc).estimate(duration_s).output_bytes
     from ..api.estimate import check_disk
     # check_disk reads the estimate's output_bytes and names the scenario's file
+    if resume and _resumable(Path(out), _identity(sc, seed, duration_s)):
+        return sc, sc.sweep, found                # continued: its variants are checked one by one
     check_disk(SimpleNamespace(scenario=sc), SimpleNamespace(output_bytes=total), out, ignore=ignore_disk_space)
     _check_sweep_dir(Path(out), overwrite)
     return sc, sc.sweep, found
 
 
+def _identity(sc, seed, duration_s) -> dict:
+    """What a sweep directory is a sweep of (:func:`hifi.run.resume.identity`: the sweep file's
+    text, the ``--seed`` and ``--duration`` overrides, hifi's version)."""
+    from .resume import identity
+    return identity(sc.text, -1 if seed is None else seed, sc.duration_s if duration_s is None else duration_s)
+
+
+def _resumable(out: Path, ident: dict) -> bool:
+    """Whether ``out`` is a sweep that ``--resume`` continues (False: it does not exist).
+
+    Raises
+    ------
+    hifi.ScenarioError
+        ``out`` exists and is not a sweep of the same file, overrides and version (key ``--resume``).
+    """
+    from .resume import mismatch, read_identity
+    if not out.exists():
+        return False
+    why = mismatch(read_identity(out), ident)
+    if why is not None:
+        raise ScenarioError(f"cannot resume the sweep in {out}: {why}; give another --out, or --overwrite "
+                            f"without --resume to replace it", key="--resume")
+    return True
+
+
 def run_sweep(path, out, *, seed: int | None = None, duration_s: float | None = None, overwrite: bool = False,
               progress: bool | None = None, ignore_disk_space: bool = False, rank: int = 0, size: int = 1,
-              barrier: Callable[[], None] | None = None) -> Path | None:
+              barrier: Callable[[], None] | None = None, resume: bool = False) -> Path | None:
     """Run every variant of the sweep file ``path`` into ``out/variant_NNNN`` and write the
     catalog ``out/sweep.json``.
 
@@ -126,6 +158,11 @@ def run_sweep(path, out, *, seed: int | None = None, duration_s: float | None = 
         This process's share: the variants ``rank, rank + size, ...`` (an MPI launch).
     barrier : callable, optional
         Waits for every process of the launch (needed when ``size > 1``).
+    resume : bool
+        Continue the sweep of ``out`` that stopped (killed, interrupted): the variants it
+        finished are kept, the others run again from their start (a variant's unfinished
+        directory is deleted). A sweep of another file, overrides or version is refused; with
+        no sweep in ``out`` the sweep starts, and a finished one is left as it is.
 
     Returns
     -------
@@ -148,18 +185,29 @@ def run_sweep(path, out, *, seed: int | None = None, duration_s: float | None = 
         raise ValueError(f"run_sweep: size = {size} needs a barrier")
     check_not_input(out, [path])
     sc, sweep, found = prepare(path, out, seed=seed, duration_s=duration_s, ignore_disk_space=ignore_disk_space,
-                               overwrite=overwrite)
+                               overwrite=overwrite, resume=resume)
+    ident = _identity(sc, seed, duration_s)
+    resumed = resume and out.exists()          # prepare checked it is this sweep
+    if resumed and (out / CATALOG).is_file() and not (out / INCOMPLETE_MARKER).exists():
+        return out / CATALOG if rank == 0 else None          # finished: nothing to do
     if size > 1:
         barrier()                       # every rank has checked everything: now the writing starts
-    if rank == 0:
+    if rank == 0 and not resumed:
         if out.exists():
             shutil.rmtree(out)          # --overwrite of a sweep's directory (_check_sweep_dir)
         out.mkdir(parents=True)
-        (out / INCOMPLETE_MARKER).write_text("hifi sweep in progress or failed; not a finished sweep\n",
-                                             encoding="utf-8")
+        (out / INCOMPLETE_MARKER).write_text("hifi sweep in progress or failed; not a finished sweep; hifi run "
+                                             "... --resume continues it\n", encoding="utf-8")
+        from .resume import write_identity
+        write_identity(out, ident)
     if size > 1:
         barrier()                       # the directory exists
     for v in found[rank::size]:
+        if resumed:
+            if (out / v.dir_name).is_dir():
+                continue                                   # written whole (atomically) before the stop
+            for partial in out.glob(f".{v.dir_name}.partial-*"):
+                shutil.rmtree(partial, ignore_errors=True)  # a variant stopped half-way runs again
         vsc = _scenario.validate(v.data, base_dir=sc.base_dir, source=v.source, text=v.text)
         Simulation(vsc).run_to_files(out / v.dir_name, seed=seed, duration_s=duration_s, progress=progress,
                                      ignore_disk_space=True)      # the sweep's disk check counted it

@@ -38,9 +38,9 @@ from .output import (
     FRAME_ATTRS,
     FRAME_TIME_ATTRS,
     BlockWriter,
-    _create_kwargs,
-    _prepare,
     frame_variable_attrs,
+    frame_variable_kwargs,
+    stored_values,
     variable_attrs,
 )
 
@@ -147,7 +147,7 @@ class ZarrFrameWriter(BlockWriter):
                               fill_value=False, attrs={**FRAME_TIME_ATTRS, **self._time_attrs}, compressed=True)
         times[:] = self._frame_times
         for name, v in self._coords.items():
-            data = _prepare(v.data)
+            data = stored_values(v.data)
             array = _create_array(group, name, v.dims, data.shape, data.dtype, chunks=data.shape or (1,),
                                   fill_value=False, attrs=variable_attrs(v), compressed=True)
             array[...] = data
@@ -165,7 +165,7 @@ class ZarrFrameWriter(BlockWriter):
         """Create (or open, if another process has) the frame variables from a frame."""
         from zarr.errors import ContainsArrayError
         for name, v in frame.items():
-            kw = _create_kwargs(v)
+            kw = frame_variable_kwargs(v)
             dtype = np.asarray(v.data).dtype if kw["datatype"] is str else np.dtype(kw["datatype"])
             shape = tuple(np.shape(v.data))
             try:

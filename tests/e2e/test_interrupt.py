@@ -3,8 +3,10 @@
 A real signal goes to a real subprocess once the run is under way. Then: exit status 128 +
 signal (130, 143), one line ``hifi: interrupted at t = ... s`` on stderr and no traceback, and
 nothing left behind: neither in the ``--out`` parent (no ``.DIR.partial-*``) nor in the
-temporary directory (no ``.hifi-run-*``; every test gives the run a private TMPDIR). Every wait
-is bounded; a run that does not stop is killed with everything it started and the test fails.
+temporary directory (no ``.hifi-run-*``; every test gives the run a private TMPDIR). A
+partitioned run writes Zarr and keeps its frames for ``--resume``: its one line says where,
+and that one ``.DIR.partial-*``, marked ``INCOMPLETE``, is all it leaves. Every wait is
+bounded; a run that does not stop is killed with everything it started and the test fails.
 """
 
 from __future__ import annotations
@@ -29,27 +31,30 @@ LONG = depth_camera_toml(200.0, seed=1, rate_hz=20.0, mover_y_m=10.0)
 
 INTERRUPTED = re.compile(r"^hifi: interrupted at t = (\d+\.\d{3}) s$")
 
-#: Under --partition time, slow down rank 0's writing of the other ranks' frames (50 ms a frame)
-#: so that a signal reliably lands while rank 0 is writing rank 1's frames: the case that hung.
-_SLOW_DRAIN = """
+#: A partitioned run whose Zarr writes take 0.3 s a block, so that a signal reliably lands in
+#: the writing phase after the last event (rank 0 writing its last blocks while the other rank
+#: writes its own).
+_SLOW_WRITES = """
 import sys
 import time
-from mpi.runner import TimePartition
+from hifi.run.zarr_output import ZarrFrameWriter
 from hifi.cli import main
 
-_drain = TimePartition.drain
+_write_block = ZarrFrameWriter._write_block
 
 
-def slow_drain(self, write):
-    def slow_write(*item):
-        time.sleep(0.05)
-        write(*item)
-    return _drain(self, slow_write)
+def slow_write_block(self, i0, block):
+    time.sleep(0.3)
+    return _write_block(self, i0, block)
 
 
-TimePartition.drain = slow_drain
+ZarrFrameWriter._write_block = slow_write_block
 sys.exit(main(sys.argv[1:]))
 """
+
+#: The last line of a partitioned (Zarr) run that stopped: it keeps its frames for --resume.
+KEPT = re.compile(r"^hifi: interrupted at t = (\d+\.\d{3}) s; the frames written are kept in (\S+): "
+                  r"the same command with --resume continues$")
 
 
 @pytest.fixture
@@ -77,7 +82,7 @@ def _partial(runs_dir: Path):
     return [p for p in runs_dir.iterdir() if p.name.startswith(".out.partial-")]
 
 
-def _assert_stopped_cleanly(run: Run, signum: int, root: Path, progress_lines: bool = False):
+def _assert_stopped_cleanly(run: Run, signum: int, root: Path, progress_lines: bool = False, kept: bool = False):
     status = run.wait()
     err = run.stderr
     assert status == 128 + signum, (status, err)
@@ -87,12 +92,20 @@ def _assert_stopped_cleanly(run: Run, signum: int, root: Path, progress_lines: b
         assert all(ln.startswith(("hifi: simulated ", "hifi: writing ")) for ln in lines[:-1]), err
     else:
         assert len(lines) == 1, err
-    match = INTERRUPTED.match(lines[-1])
+    match = (KEPT if kept else INTERRUPTED).match(lines[-1])
     assert match, err
     assert 0.0 <= float(match.group(1)) < 200.0
     assert sum(1 for ln in lines if ln.startswith("hifi: interrupted")) == 1, err
     assert "simulated 0 to" not in run.stdout                 # no summary: the run did not finish
-    assert sorted(os.listdir(root / "runs")) == [], "left behind in the --out parent"
+    if kept:
+        # A Zarr run keeps its frames for --resume, in the one directory the line names, marked
+        # unfinished; never a directory that looks finished.
+        left = os.listdir(root / "runs")
+        assert len(left) == 1 and left[0].startswith(".out.partial-"), left
+        assert Path(match.group(2)).name == left[0]
+        assert (root / "runs" / left[0] / "INCOMPLETE").is_file()
+    else:
+        assert sorted(os.listdir(root / "runs")) == [], "left behind in the --out parent"
     assert sorted(os.listdir(root / "tmp")) == [], "left behind in the temporary directory"
 
 
@@ -126,7 +139,7 @@ def test_mpi_run_stops_cleanly_while_simulating(place, runs, mode, signum):
     runs.append(run)
     run.wait_until(lambda: "hifi: simulated " in run.stderr, "a progress line (the simulation running)")
     run.proc.send_signal(signum)                      # to mpiexec, which passes it on to the ranks
-    _assert_stopped_cleanly(run, signum, root, progress_lines=True)
+    _assert_stopped_cleanly(run, signum, root, progress_lines=True, kept=True)
 
 
 @needs_mpi
@@ -135,25 +148,25 @@ def test_mpi_run_without_progress_prints_one_line(place, runs, mode):
     root, scenario = place
     run = _mpi_run(root, scenario, mode, extra=["--no-progress"])
     runs.append(run)
-    run.wait_until(lambda: any((p / "cam.nc").exists() for p in _partial(root / "runs")),
-                   "rank 0's files in .out.partial-*")
+    run.wait_until(lambda: any((p / "cam.zarr").exists() for p in _partial(root / "runs")),
+                   "the stores in .out.partial-*")
     run.proc.send_signal(signal.SIGTERM)
-    _assert_stopped_cleanly(run, signal.SIGTERM, root)           # exactly one line on stderr
+    _assert_stopped_cleanly(run, signal.SIGTERM, root, kept=True)           # exactly one line on stderr
 
 
 @needs_mpi
-def test_mpi_run_stops_cleanly_while_rank0_writes_other_ranks_frames(place, runs):
-    # The case that hung (2 tries out of 3): rank 0 writing rank 1's frames when SIGINT came.
+def test_mpi_run_stops_cleanly_while_writing(place, runs):
+    # A signal in the writing phase after the last event (every rank writing its own frames).
     root, _ = place
     short = root / "work" / "short.toml"
     short.write_text(depth_camera_toml(6.0, seed=1, rate_hz=20.0, mover_y_m=10.0))
-    script = root / "work" / "slow_drain.py"
-    script.write_text(_SLOW_DRAIN)
+    script = root / "work" / "slow_writes.py"
+    script.write_text(_SLOW_WRITES)
     run = _mpi_run(root, short, "time", script)
     runs.append(run)
     run.wait_until(lambda: "hifi: writing " in run.stderr, "the writing phase")
     run.proc.send_signal(signal.SIGINT)
-    _assert_stopped_cleanly(run, signal.SIGINT, root, progress_lines=True)
+    _assert_stopped_cleanly(run, signal.SIGINT, root, progress_lines=True, kept=True)
     assert "hifi: writing " in run.stderr.strip().splitlines()[-2]       # stopped while writing
 
 
@@ -168,7 +181,7 @@ def test_mpi_signal_to_one_rank_stops_every_rank(place, runs):
     rank1 = [pid for pid in descendants(run.proc.pid) if _rank_of(pid) == "1"]
     assert len(rank1) == 1, rank1
     os.kill(rank1[0], signal.SIGTERM)
-    _assert_stopped_cleanly(run, signal.SIGTERM, root, progress_lines=True)
+    _assert_stopped_cleanly(run, signal.SIGTERM, root, progress_lines=True, kept=True)
 
 
 def _rank_of(pid: int) -> str | None:
