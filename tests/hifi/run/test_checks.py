@@ -112,7 +112,8 @@ def test_degenerate_faces_is_scale_free():
 def test_shipped_examples_load_without_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for name in ("crossing.toml", "urban_canyon.toml", "ouster.toml", "multi_gnss_canyon.toml", "street.toml"):
+        for name in ("crossing.toml", "urban_canyon.toml", "ouster.toml", "multi_gnss_canyon.toml", "street.toml",
+                     "urban_canyon_seeds.toml"):
             hifi.load(EXAMPLES / name)
 
 
