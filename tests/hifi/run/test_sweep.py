@@ -58,7 +58,7 @@ def grid_run(tmp_path_factory):
 
 def test_grid_writes_every_variant_and_the_catalog(grid_run):
     dirs = sorted(p.name for p in grid_run.iterdir())
-    assert dirs == ["sweep.json", "variant_0000", "variant_0001", "variant_0002", "variant_0003"]
+    assert dirs == [".hifi-resume.json", "sweep.json", "variant_0000", "variant_0001", "variant_0002", "variant_0003"]
     assert not (grid_run / INCOMPLETE_MARKER).exists()
     catalog = json.loads((grid_run / "sweep.json").read_text())
     # the cartesian product, last list fastest (itertools.product's order)
@@ -251,3 +251,39 @@ def test_mpirun_shares_variants_and_gives_the_serial_bytes(grid_run, tmp_path):
     assert files == sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     for rel in files:
         assert (grid_run / rel).read_bytes() == (out / rel).read_bytes(), rel
+
+
+def test_resume_keeps_finished_variants_and_runs_the_others(tmp_path, monkeypatch):
+    # A sweep stopped after its second variant: --resume keeps the finished variants' files
+    # (same inodes) and runs the others, deleting a variant's unfinished directory; the result
+    # is the uninterrupted sweep's (regression values: the same sweep run whole).
+    from hifi.run import sweep as sweep_mod
+    from hifi.run.simulation import Simulation
+    path = _write(tmp_path, GRID)
+    whole = tmp_path / "whole"
+    assert sweep_mod.run_sweep(path, whole, progress=False) is not None
+    out = tmp_path / "out"
+    real = Simulation.run_to_files
+    calls = []
+
+    def stop_at_third(self, out_dir, **kw):
+        calls.append(out_dir)
+        if len(calls) == 3:
+            (out_dir.parent / f".{out_dir.name}.partial-x").mkdir()      # what a kill leaves
+            raise KeyboardInterrupt
+        return real(self, out_dir, **kw)
+    monkeypatch.setattr(Simulation, "run_to_files", stop_at_third)
+    with pytest.raises(KeyboardInterrupt):
+        sweep_mod.run_sweep(path, out, progress=False)
+    monkeypatch.setattr(Simulation, "run_to_files", real)
+    assert (out / sweep_mod.INCOMPLETE_MARKER).is_file() and not (out / sweep_mod.CATALOG).exists()
+    kept = {p.name: p.stat().st_ino for p in (out / "variant_0000").iterdir()}
+    assert sweep_mod.run_sweep(path, out, progress=False, resume=True) == out / sweep_mod.CATALOG
+    assert {p.name: p.stat().st_ino for p in (out / "variant_0000").iterdir()} == kept
+    assert not list(out.glob(".variant_*"))
+    a, b = sweep_mod.open_sweep(whole), sweep_mod.open_sweep(out)
+    for name in a:
+        xr.testing.assert_identical(a[name].load(), b[name].load())
+    # Another duration override is another sweep: refused before anything is written.
+    with pytest.raises(hifi.ScenarioError, match="--resume"):
+        sweep_mod.run_sweep(path, out, progress=False, resume=True, duration_s=0.05)
