@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/bench_memory.py                          # 0.1, 1, 3, 10 M triangles
     python benchmarks/bench_memory.py --sizes 0.1 1 --repeat 3
     python benchmarks/bench_memory.py --facets 2 3 4 --sizes 3 # MPI facets, larger rank / serial
+    python benchmarks/bench_memory.py --facets 4 --group 2 --sizes 3 --modes caster   # facets=2 on 4 ranks
     python benchmarks/bench_memory.py --plot benchmarks/scaling.png
 
 Every case runs in a fresh interpreter, so its peak RSS (``VmHWM``,
@@ -149,7 +150,7 @@ def _import_hifi():
     import sensors.lidar  # noqa: F401
 
 
-def _child_hifi(mode: str, toml: str, facets: bool) -> dict:
+def _child_hifi(mode: str, toml: str, facets: bool, group: int = 0) -> dict:
     import numpy as np
     _import_hifi()
     if mode == "caster_open3d":
@@ -159,6 +160,8 @@ def _child_hifi(mode: str, toml: str, facets: bool) -> dict:
     if facets:
         from mpi.runner import world
         comm = world()
+        if group:                 # --partition facets=K: the ranks of a group of K share the facets
+            world_comm, comm = comm, comm.Split(comm.Get_rank() // group, comm.Get_rank())
     rays = _rays() if mode.startswith("caster") else None
     base = rss_now()
     t0 = time.perf_counter()
@@ -187,6 +190,8 @@ def _child_hifi(mode: str, toml: str, facets: bool) -> dict:
     out = {"base": base, "peak": peak_now(), "load_s": t1 - t0, "cast_s": t2 - t1, "hits": n_hits,
            "triangles": sum(o.n_faces for o in sim.scene.objects)}
     if comm is not None:
+        if group:
+            comm = world_comm
         out = comm.gather(out, root=0)
         if comm.Get_rank() != 0:
             sys.exit(0)
@@ -198,7 +203,9 @@ def _child(argv) -> None:
     if mode == "raw":
         out = _child_raw(path)
     else:
-        out = _child_hifi(mode, path, facets=len(argv) > 2 and argv[2] == "facets")
+        layout = argv[2] if len(argv) > 2 else ""
+        out = _child_hifi(mode, path, facets=layout.startswith("facets"),
+                          group=int(layout.split("=")[1]) if layout.startswith("facets=") else 0)
     print("RESULT " + json.dumps(out), flush=True)
 
 
@@ -215,12 +222,13 @@ def _parse(stdout: str):
     return json.loads(line[len("RESULT "):])
 
 
-def run_case(mode: str, path: Path, n_ranks: int = 0):
+def run_case(mode: str, path: Path, n_ranks: int = 0, group: int = 0):
     """One case in a fresh interpreter (or ``n_ranks`` MPI ranks); its measurement dict(s)."""
     cmd = [sys.executable, __file__, "--child", mode, str(path)]
     if n_ranks:
         mpirun = Path(sys.executable).with_name("mpirun")
-        cmd = [str(mpirun) if mpirun.is_file() else "mpirun", "-n", str(n_ranks), *cmd, "facets"]
+        cmd = [str(mpirun) if mpirun.is_file() else "mpirun", "-n", str(n_ranks), *cmd,
+               f"facets={group}" if group else "facets"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=_env())
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
@@ -282,6 +290,8 @@ def main(argv) -> None:
     ap.add_argument("--modes", nargs="+", default=["raw", "file", "gen", "caster"])
     ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds (medians reported)")
     ap.add_argument("--facets", type=int, nargs="*", default=[], help="MPI ranks for the facets case")
+    ap.add_argument("--group", type=int, default=0,
+                    help="with --facets: groups of this many ranks share the facets (--partition facets=K)")
     ap.add_argument("--plot", default=None, help="write time and memory against triangles here (PNG)")
     ap.add_argument("--json", default=None, help="write the raw measurements here")
     ap.add_argument("--tmp", default=None, help="directory for the PLY files (kept)")
@@ -302,7 +312,7 @@ def main(argv) -> None:
                 print(f"  {mode:<7} {m:>5} M: {(r['peak'] - r['base']) / r['triangles']:7.1f} B/tri, "
                       f"load {r['load_s']:6.2f} s, cast {r['cast_s']:6.2f} s", file=sys.stderr, flush=True)
             for n in args.facets:
-                ranks = run_case("caster", sizes[m]["caster"], n)
+                ranks = run_case("caster", sizes[m]["caster"], n, args.group)
                 results.setdefault((f"facets{n}", m), []).append(ranks)
 
     def med(mode, m, key):
@@ -332,6 +342,8 @@ def main(argv) -> None:
             print(f"  {mode:<7} {slopes[mode]:6.1f}{extra}")
     if args.facets:
         print("\nMPI facets (caster case), peak above imports of the larger rank / serial")
+        if args.group:
+            print(f"(ranks in groups of {args.group} sharing the facets: --partition facets={args.group})")
         print("| triangles | ranks | serial [MiB] | largest rank [MiB] | smallest rank [MiB] | largest / serial |")
         print("|---:|---:|---:|---:|---:|---:|")
         for m in args.sizes:

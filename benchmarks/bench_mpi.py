@@ -22,6 +22,14 @@ rank 0 consolidating the stores and moving the directory into place), the whole 
 time, and the speed-up against one rank::
 
     python benchmarks/bench_mpi.py --whole-run --ranks 1 2 --duration 8
+
+Sweeps (``--sweep V``): V seeds of ``examples/urban_canyon_seeds.toml`` as one sweep on each
+number of ranks (rank r runs the variants r, r + N, ...), the wall time and the speed-up::
+
+    python benchmarks/bench_mpi.py --sweep 32 --ranks 1 2 --duration 12
+
+Facets and time together (``--modes facets=K``): groups of K ranks share the facets, the groups
+the scans; the memory of a rank on a 3 M-triangle scene is ``bench_memory.py --group K``.
 """
 
 from __future__ import annotations
@@ -103,20 +111,25 @@ if rank == 0:
 """
 
 
-#: The whole-run worker: ``hifi run``'s partitioned runner with two instants noted on every
-#: rank (the start of the writing phase, after the last event; the end of this rank's writing)
-#: and gathered on rank 0.
-_RUN_WORKER = r"""
+#: What both whole-run workers do first: note, on every process, when its writing phase starts
+#: (after its last event).
+_MARK_LAST_EVENT = r"""
 import json, sys, time
 t0 = time.monotonic()
 from hifi.runtime import progress
-import mpi.runner as runner
 marks = {{}}
 _start_writing = progress.Progress.start_writing
 def start_writing(self, *a, **k):
     marks.setdefault("last_event", time.monotonic() - t0)
     return _start_writing(self, *a, **k)
 progress.Progress.start_writing = start_writing
+"""
+
+#: The whole-run worker: ``hifi run``'s partitioned runner with two instants noted on every
+#: rank (the start of the writing phase, after the last event; the end of this rank's writing)
+#: and gathered on rank 0.
+_RUN_WORKER = _MARK_LAST_EVENT + r"""
+import mpi.runner as runner
 _written = runner.Partition.written
 def written(self):
     marks["written"] = time.monotonic() - t0
@@ -132,16 +145,8 @@ if comm.Get_rank() == 0:
                       "written_s": max(r["written"] for r in rows), "done_s": done}}))
 """
 
-_SERIAL_WORKER = r"""
-import json, sys, time
-t0 = time.monotonic()
-from hifi.runtime import progress
-marks = {{}}
-_start_writing = progress.Progress.start_writing
-def start_writing(self, *a, **k):
-    marks.setdefault("last_event", time.monotonic() - t0)
-    return _start_writing(self, *a, **k)
-progress.Progress.start_writing = start_writing
+#: The serial netCDF run, with the same instant noted.
+_SERIAL_WORKER = _MARK_LAST_EVENT + r"""
 import hifi
 hifi.load(sys.argv[1]).run_to_files(sys.argv[2], duration_s=float(sys.argv[3]), progress=False)
 print(json.dumps({{"last_event_s": marks["last_event"], "written_s": time.monotonic() - t0,
@@ -190,6 +195,36 @@ def whole_table(rows: list) -> str:
     return "\n".join(lines)
 
 
+def run_sweep_case(ranks: int, variants: int, duration_s: float) -> dict:
+    """``examples/urban_canyon_seeds.toml`` cut to its first ``variants`` seeds, run as a sweep on
+    ``ranks`` processes (rank r runs the variants r, r + N, ...); wall time [s]."""
+    import re
+    import shutil
+    import tempfile
+    import time
+    text = (HERE.parent / "examples" / "urban_canyon_seeds.toml").read_text(encoding="utf-8")
+    seeds = ", ".join(str(i) for i in range(1, variants + 1))
+    text = re.sub(r"^seed = \[[^\]]*\]", f"seed = [{seeds}]", text, count=1, flags=re.M | re.S)
+    work = Path(tempfile.mkdtemp(prefix="bench_sweep_"))
+    try:
+        path = HERE.parent / "examples" / f".bench_sweep_{os.getpid()}.toml"   # beside its data files
+        path.write_text(text, encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k not in ("PMI_SIZE", "PMI_RANK")}
+        cmd = [sys.executable, "-m", "hifi.cli", "run", str(path), "--out", str(work / "out"), "--duration",
+               str(duration_s), "--no-progress"]
+        if ranks > 1:
+            cmd = [_mpirun(), "-n", str(ranks), *cmd]
+        t = time.monotonic()
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        wall = time.monotonic() - t
+        if r.returncode != 0:
+            raise RuntimeError(f"sweep on {ranks} ranks failed:\n{r.stderr}")
+        return {"ranks": ranks, "variants": variants, "total_s": wall}
+    finally:
+        path.unlink(missing_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _mpirun() -> str:
     beside = Path(sys.executable).with_name("mpirun")
     return str(beside) if beside.is_file() else "mpirun"
@@ -216,7 +251,18 @@ def main(argv=None) -> int:
                    help="whole runs of examples/crossing.toml: serial, then mpirun -n N --partition time")
     p.add_argument("--duration", type=float, default=8.0, help="simulated span of a whole run [s]")
     p.add_argument("--repeat", type=int, default=1, help="whole runs per case (the fastest is shown)")
+    p.add_argument("--sweep", type=int, default=0, metavar="V",
+                   help="a sweep of V seeds of examples/urban_canyon_seeds.toml on each of --ranks")
     args = p.parse_args(argv)
+    if args.sweep:
+        rows = [run_sweep_case(n, args.sweep, args.duration) for n in args.ranks]
+        one = rows[0]["total_s"]
+        print(f"nproc = {os.cpu_count()}; {args.sweep} variants of examples/urban_canyon_seeds.toml, "
+              f"--duration {args.duration:g}\n")
+        print("| ranks | total [s] | per variant [s] | speed-up |\n|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['ranks']} | {r['total_s']:.1f} | {r['total_s'] / args.sweep:.2f} | {one / r['total_s']:.2f}x |")
+        return 0
     if args.whole_run:
         scenario = HERE.parent / "examples" / "crossing.toml"
         rows = []

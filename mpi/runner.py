@@ -111,7 +111,7 @@ def _failed(comm, exc: BaseException) -> None:
 
 
 def _prepare(comm, scenario, out, overwrite, duration_s=None, ignore_disk_space=False, seed=None,
-             output_format=None, resume=False):
+             output_format=None, resume=False, made_here=None):
     """Load the scenario on every rank; on rank 0 check the output directory and its free space
     and make the temporary directory every rank writes into (or find the one ``resume``
     continues); agreed by every rank, then its path sent to all.
@@ -139,10 +139,15 @@ def _prepare(comm, scenario, out, overwrite, duration_s=None, ignore_disk_space=
         if complete:
             return sim, ""
         if partial is not None:
+            if made_here is not None:
+                made_here.append(partial)
             return sim, (str(partial), True)
         check_output_dir(out, overwrite)
         sim.check_disk(out, duration_s, ignore_disk_space=ignore_disk_space)
-        return sim, (str(make_partial(Path(out), ident)), False)
+        partial = make_partial(Path(out), ident)
+        if made_here is not None:
+            made_here.append(partial)
+        return sim, (str(partial), False)
 
     sim, made = _agree(comm, load)
     made = _broadcast(comm, made)
@@ -173,23 +178,25 @@ class Partition:
     """Hooks of :meth:`hifi.Simulation.run` for a run shared over MPI ranks.
 
     The ranks form ``groups`` groups of ``group_size`` consecutive ranks. The groups share the
-    simulated time: the events still to compute, in time order, are cut into ``groups``
-    contiguous stretches of equal cost (rays cast, plus one per event), group g computing the
-    g-th (every model, every frame in that stretch). Within a group the ranks share the
-    scene's facets (:class:`mpi.caster.FacetCaster`): each computes every frame of the
-    group's stretch, and writes the frames ``k`` with ``k % group_size`` equal to its rank in
-    the group. Every rank writes its frames itself, into the Zarr stores of the shared
-    directory (:mod:`hifi.run.zarr_output`); rank 0 made them, and finishes the run once every
-    rank has written.
+    frames: each model's chunks of frames still to compute (a chunk: the frames one file of
+    its Zarr store holds, :func:`hifi.run.zarr_output.chunk_frames`) are cut into ``groups``
+    runs of consecutive chunks of equal length, group g computing the g-th (every model, so
+    each group gets a stretch of the simulated time of every model). Within a group the ranks
+    share the scene's facets (:class:`mpi.caster.FacetCaster`): each computes every frame of
+    the group's chunks, and writes the chunks ``c`` with ``c % group_size`` equal to its rank
+    in the group. So every chunk has one writer, which writes it whole; every rank writes into
+    the Zarr stores of the shared directory (:mod:`hifi.run.zarr_output`) that rank 0 made,
+    and rank 0 finishes the run once every rank has written.
 
     Requires what every shipped model does: a frame depends only on the scenario, the seed and
     the frame's index and time (random streams are keyed by seed, sensor and frame,
     :mod:`hifi.api.rng`), not on the frames before it, so any split gives the same values. A
-    closed loop cannot be split in time (:func:`_refuse_closed_loop`).
+    closed loop cannot be split (:func:`_refuse_closed_loop`).
 
-    Progress: the first rank of every group but rank 0's sends rank 0 its simulated seconds
-    done with non-blocking sends at most every :data:`PROGRESS_REPORT_S`, and a last report
-    when it has computed its stretch; rank 0 shows the sum. Reports change nothing computed.
+    Progress: the first rank of every group but rank 0's sends rank 0 the number of events it
+    has computed with non-blocking sends at most every :data:`PROGRESS_REPORT_S`, and a last
+    report when it is done; rank 0 shows the job's share of events done as simulated seconds.
+    Reports change nothing computed.
     """
 
     def __init__(self, comm, duration_s: float, directory: Path, group_size: int, resumed: bool = False):
@@ -203,98 +210,91 @@ class Partition:
         self.leader = self.group_rank == 0
         self.duration_s = float(duration_s)
         self.resumed = resumed
-        self.lo, self.hi = 0.0, self.duration_s
         self.progress = None
-        # Rank 0: simulated seconds done by each group, and whether its last report came.
-        self._done = [0.0] * self.groups
+        self._chunk: list[int] = []
+        self._computed = 0
+        self._mine = 0
+        # Rank 0: events done and to do of each group, and whether its last report came.
+        self._done = [0] * self.groups
+        self._total = [0] * self.groups
         self._final = [g == 0 for g in range(self.groups)]
         self._last_report = -float("inf")
         self._reports: list = []
 
     def start(self, models, progress):
+        from hifi.run.zarr_output import chunk_frames, written_frames
         self.progress = progress
-        if self.groups == 1:
-            return None
-        self.lo, self.hi = self._stretch(models)
-        last = self.group == self.groups - 1
-
-        def keep(i, k):
-            t = models[i].event_time(k)
-            return self.lo <= t and (last or t < self.hi)
-        return keep
-
-    def _stretch(self, models):
-        """This group's stretch ``[lo, hi)`` of simulated time [s] (see the class notes).
-
-        Every rank computes the same boundaries from the same schedule; a resumed run counts
-        only the frames not yet written (:func:`hifi.run.zarr_output.written_frames`), so the
-        groups share the work that is left."""
-        from hifi.run.zarr_output import written_frames
-        times, costs = [], []
+        mine = []
         for m in models:
             n = m.frame_count(self.duration_s)
-            ts = np.array([m.event_time(k) for k in range(n)], dtype=np.float64)
-            cost = np.full(n, 1.0 + m.rays_per_frame())
+            chunk = chunk_frames(m.estimate(self.duration_s).frame_bytes, n) if m.writes_dataset else 1
+            self._chunk.append(chunk)
+            chunks = np.arange(-(-n // chunk))
             if self.resumed and m.writes_dataset:
-                cost[written_frames(self.directory / f"{m.name}.zarr")] = 0.0
-            times.append(ts)
-            costs.append(cost)
-        t = np.concatenate(times) if times else np.zeros(0)
-        c = np.concatenate(costs) if costs else np.zeros(0)
-        order = np.argsort(t, kind="stable")
-        t, c = t[order], np.cumsum(c[order])
-        total = c[-1] if c.size else 0.0
-        bounds = [0.0]
-        for g in range(1, self.groups):
-            j = int(np.searchsorted(c, total * g / self.groups, side="left")) if total > 0 else 0
-            bounds.append(max(bounds[-1], float(t[min(j, t.size - 1)]) if t.size else self.duration_s * g / self.groups))
-        bounds.append(self.duration_s)
-        return bounds[self.group], bounds[self.group + 1]
+                done = np.unique(written_frames(self.directory / f"{m.name}.zarr") // chunk)
+                chunks = np.setdiff1d(chunks, done)
+            share = np.array_split(chunks, self.groups)[self.group]
+            mine.append(set(share.tolist()))
+            self._mine += sum(min((c + 1) * chunk, n) - c * chunk for c in share.tolist())
+
+        def keep(i, k):
+            if k // self._chunk[i] in mine[i]:
+                self._computed += 1
+                return True
+            return False
+        return keep
 
     def ready(self) -> None:
-        """Rank 0 has made the stores: the others may open them."""
-        _barrier(self.comm)
+        """Rank 0 has made the stores: the others may open them. Every rank learns each
+        group's number of events (for the progress shown on rank 0)."""
+        totals = np.zeros(self.groups, dtype=np.int64)
+        if self.leader:
+            totals[self.group] = self._mine
+        every = np.zeros_like(totals)
+        from mpi4py import MPI
+        wait(self.comm, self.comm.Iallreduce(totals, every, op=MPI.SUM))
+        self._total = every.tolist()
 
     def event(self, t) -> None:
         """After every event of the time manager (``t`` [s]): progress and stop messages."""
-        done = min(max(t - self.lo, 0.0), self.hi - self.lo)
         if self.rank == 0:
-            self._done[0] = done
+            self._done[0] = self._computed
             self._receive_reports()
         elif self.leader:
             now = time.monotonic()
             if now - self._last_report >= PROGRESS_REPORT_S:
                 self._last_report = now
-                self._report(done, False)
+                self._report(self._computed, False)
         check_stop(self.comm)
 
     def frame(self, i, k, t, frame) -> bool:
-        return k % self.group_size == self.group_rank
+        return (k // self._chunk[i]) % self.group_size == self.group_rank
 
-    def _report(self, done_s, final: bool) -> None:
-        """A group's first rank (not rank 0): tell rank 0 the simulated seconds done."""
-        self._reports.append(self.comm.isend((self.group, done_s, final), dest=0, tag=_PROGRESS_TAG))
+    def _report(self, done: int, final: bool) -> None:
+        """A group's first rank (not rank 0): tell rank 0 the events it has computed."""
+        self._reports.append(self.comm.isend((self.group, done, final), dest=0, tag=_PROGRESS_TAG))
 
     def _receive_reports(self) -> bool:
         """Rank 0: take every progress report that has arrived; True once all last ones did."""
         from mpi4py import MPI
         status = MPI.Status()
         while self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=_PROGRESS_TAG, status=status):
-            group, done_s, final = self.comm.recv(source=status.Get_source(), tag=_PROGRESS_TAG)
-            self._done[group] = done_s
+            group, done, final = self.comm.recv(source=status.Get_source(), tag=_PROGRESS_TAG)
+            self._done[group] = done
             self._final[group] = self._final[group] or final
-        if self.progress is not None:
-            self.progress.simulated(sum(self._done))
+        total = sum(self._total)
+        if self.progress is not None and total:
+            self.progress.simulated(self.duration_s * min(sum(self._done) / total, 1.0))
         return all(self._final)
 
     def written(self) -> None:
         """This rank has written all its frames: wait for every rank (rank 0 then finishes the run)."""
         if self.rank == 0:
-            self._done[0] = self.hi - self.lo
+            self._done[0] = self._total[0]
             _barrier(self.comm, self._receive_reports)
             return
         if self.leader and self.groups > 1:
-            self._report(self.hi - self.lo, True)
+            self._report(self._total[self.group], True)
         for request in self._reports:
             wait(self.comm, request)
         self._reports.clear()
@@ -362,10 +362,11 @@ def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duratio
     comm = world()
     size = comm.Get_size()
     group_size = size if group_size is None else int(group_size)
+    made: list = []                             # rank 0: the directory it made or continues
     try:
         _agree(comm, lambda: _check_group_size(group_size, size))
         sim, directory, resumed = _prepare(comm, scenario, out, overwrite, duration_s, ignore_disk_space,
-                                           seed=seed, output_format=output_format, resume=resume)
+                                           seed=seed, output_format=output_format, resume=resume, made_here=made)
         root = comm.Get_rank() == 0
         if directory is None:                    # resume: the run is finished
             return sim.run(out, seed=seed, duration_s=duration_s, resume=True, progress=False) if root else None
@@ -389,13 +390,15 @@ def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duratio
             _failed(comm, exc)
         wait(comm, comm.Ibarrier())
     except KeyboardInterrupt as exc:           # SIGINT, SIGTERM, or another rank's stop message
+        if made and made[0].exists() and getattr(exc, "kept_in", None) is None:
+            exc.kept_in = made[0]              # stopped before the run: its directory is kept all the same
         end_interrupted(comm, exc)
     return results if root else None
 
 
 def run_facets(scenario, **kwargs):
     """``--partition facets``: every rank holds 1/N of the facets and computes every frame;
-    rank r writes the frames k with k % N = r (:func:`run_partitioned`)."""
+    rank r writes the chunks of frames c with c % N = r (:func:`run_partitioned`)."""
     return run_partitioned(scenario, group_size=kwargs.pop("group_size", None), **kwargs)
 
 

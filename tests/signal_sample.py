@@ -9,7 +9,8 @@ than the sample window, with ``--out`` in an empty directory and a private ``TMP
 signal goes to the process the user's shell would signal: ``hifi`` itself, or ``mpiexec``
 (which passes it on to every rank). A run counts as clean when it exits with 128 + the signal
 (130, 143), prints exactly one line on stderr (``hifi: interrupted`` or ``hifi: interrupted at
-t = ... s``) and leaves nothing in the ``--out`` parent or in ``TMPDIR``. A run still going
+t = ... s``) and leaves nothing in the ``--out`` parent or in ``TMPDIR`` but, under ``mpirun``
+(Zarr), the one ``.DIR.partial-*`` its line says it keeps for ``--resume``. A run still going
 :data:`HANG_S` after the signal is a hang (killed with everything it started).
 
 Not collected by pytest; ``tests/e2e/test_interrupt.py`` runs a few instants of it.
@@ -37,8 +38,10 @@ from _scenes import depth_camera_toml  # noqa: E402
 #: Wall time after the signal beyond which a run counts as hung [s].
 HANG_S = 60.0
 
-#: The one line a stopped run prints (hifi.runtime.interrupt.message).
-LINE = re.compile(r"^hifi: interrupted( at t = \d+\.\d{3} s)?$")
+#: The one line a stopped run prints (hifi.runtime.interrupt.message); a partitioned run, which
+#: writes Zarr, names where it keeps its frames for --resume once its directory is made.
+LINE = re.compile(r"^hifi: interrupted( at t = \d+\.\d{3} s)?"
+                  r"(; the frames written are kept in (?P<kept>\S+): the same command with --resume continues)?$")
 
 #: A run far longer than the window (4000 frames of a depth camera): the signal always comes
 #: before it could finish.
@@ -55,7 +58,14 @@ class Outcome:
     @property
     def clean(self) -> bool:
         return (self.status is not None and self.status >= 128 and len(self.lines) == 1
-                and bool(LINE.match(self.lines[0])) and not self.left)
+                and bool(LINE.match(self.lines[0])) and self.left == kept_dirs(self.lines[0]))
+
+
+def kept_dirs(line: str) -> list:
+    """What a stopped run may leave: the one directory its line says it keeps (``runs/NAME``)."""
+    match = LINE.match(line)
+    kept = match and match.group("kept")
+    return [f"runs/{Path(kept).name}"] if kept else []
 
 
 def command(mode: str, scenario: Path, out: Path) -> list:

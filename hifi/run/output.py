@@ -171,20 +171,29 @@ class BlockWriter:
             future, self._writing, self._writing_frames = self._writing, None, 0
             future.result()
 
-    def _start_block(self) -> None:
-        """Hand the buffered frames to the writer thread (after the previous block is written)."""
+    def _held_back(self) -> int:
+        """Frames at the end of the buffer that a full block keeps for the next one (none: a
+        netCDF file takes any frames; a Zarr store only whole chunks)."""
+        return 0
+
+    def _start_block(self, everything: bool = False) -> None:
+        """Hand the buffered frames to the writer thread (after the previous block is written);
+        ``everything`` False keeps back :meth:`_held_back` frames."""
         self._wait()
-        if not self._buffer:
+        keep = 0 if everything else self._held_back()
+        if len(self._buffer) <= keep:
             return
-        block, i0 = self._buffer, self._n
+        cut = len(self._buffer) - keep
+        block, i0 = self._buffer[:cut], self._n
         self._n += len(block)
-        self._buffer, self._buffered_bytes = [], 0
+        self._buffer = self._buffer[cut:]
+        self._buffered_bytes = sum(sum(v.nbytes for v in data.values()) for _, _, data in self._buffer)
         self._writing = self._thread().submit(self._write_block, i0, block)
         self._writing_frames = len(block)
 
     def flush(self) -> None:
         """Write the buffered frames and wait until they are written."""
-        self._start_block()
+        self._start_block(everything=True)
         self._wait()
 
     def close(self) -> None:

@@ -33,7 +33,7 @@ from ..world.motion import Pose, Track, oriented_boxes
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
 from .resume import identity as resume_identity, plan as resume_plan, write_identity as write_resume_identity
 from .reading import open_output
-from .zarr_output import ZarrFrameWriter, finish_store, written_frames
+from .zarr_output import ZarrFrameWriter, chunk_frames, finish_store, written_frames
 from ..runtime.progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
 from ..runtime.safety import umask
 from ..world.scene import Scene
@@ -522,7 +522,8 @@ class Simulation:
                     with _writing(shown(path), directory):
                         if fmt == "zarr":
                             times = [m.event_time(k) for k in range(m.frame_count(duration))]
-                            writers[i] = ZarrFrameWriter(path, attrs, coords, times, owner=owner_now)
+                            writers[i] = ZarrFrameWriter(path, attrs, coords, times, owner=owner_now,
+                                                         chunk=chunk_frames(m.estimate(duration).frame_bytes, len(times)))
                         else:
                             writers[i] = FrameWriter(path, attrs, coords)
                     paths[m.name] = path
