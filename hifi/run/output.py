@@ -133,6 +133,7 @@ class BlockWriter:
     path: Path
 
     def __init__(self):
+        self._vars: dict[str, Any] = {}      # the file's frame variables, by name
         self._n = 0
         self._buffer: list = []
         self._buffered_bytes = 0
@@ -157,7 +158,15 @@ class BlockWriter:
             self._start_block()
 
     def _check_frame(self, k: int, frame: Mapping[str, Var]) -> None:
-        """Define the variables from the first frame; refuse a frame with other variables."""
+        """Define the variables from the first frame (:meth:`_define`, on the writer thread);
+        refuse a frame with other variables."""
+        if not self._vars:
+            self._call(self._define, frame)
+        if set(frame) != set(self._vars):
+            raise ValueError(f"frame {k} has variables {sorted(frame)}, expected {sorted(self._vars)}")
+
+    def _define(self, frame: Mapping[str, Var]) -> None:
+        """Create the frame variables of the file from ``frame``, into ``self._vars``."""
         raise NotImplementedError
 
     def _write_block(self, i0: int, block: list) -> None:
@@ -250,7 +259,6 @@ class FrameWriter(BlockWriter):
         self._coords = dict(coords)
         # CF time units (seconds since start_utc): xarray decodes the instants to datetime64.
         self._time_attrs = cf_time_attrs(global_attrs["start_utc"]) if global_attrs.get("start_utc") else {}
-        self._vars: dict[str, Any] = {}
         self._call(self._create, dict(global_attrs))
 
     def _create(self, global_attrs) -> None:
@@ -289,12 +297,6 @@ class FrameWriter(BlockWriter):
                                      f"{len(self._nc.dimensions[dim])} but the data has {size}")
             else:
                 self._nc.createDimension(dim, size)
-
-    def _check_frame(self, k, frame) -> None:
-        if not self._vars:
-            self._call(self._define, frame)
-        if set(frame) != set(self._vars):
-            raise ValueError(f"frame {k} has variables {sorted(frame)}, expected {sorted(self._vars)}")
 
     def _define(self, frame: Mapping[str, Var]) -> None:
         """Create the frame variables from the first frame (on the netCDF thread)."""

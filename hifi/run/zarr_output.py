@@ -157,7 +157,6 @@ class ZarrFrameWriter(BlockWriter):
         self._coords = dict(coords)
         self._time_attrs = cf_time_attrs(global_attrs["start_utc"]) if global_attrs.get("start_utc") else {}
         self._frame_times = np.asarray(frame_times, dtype=np.float64)
-        self._arrays: dict[str, Any] = {}
         self._group = self._call(self._open, dict(global_attrs), owner)
 
     def _thread(self):
@@ -189,10 +188,7 @@ class ZarrFrameWriter(BlockWriter):
     def _check_frame(self, k, frame) -> None:
         if not 0 <= k < self.n_frames:
             raise ValueError(f"{self.path.name}: frame {k} is outside the run's {self.n_frames} frames")
-        if not self._arrays:
-            self._call(self._define, frame)
-        if set(frame) != set(self._arrays):
-            raise ValueError(f"frame {k} has variables {sorted(frame)}, expected {sorted(self._arrays)}")
+        super()._check_frame(k, frame)
 
     def _define(self, frame: Mapping[str, Var]) -> None:
         """Create (or open, if another process has) the frame variables from a frame."""
@@ -208,7 +204,7 @@ class ZarrFrameWriter(BlockWriter):
                                       compressed=v.data.size > 1)
             except ContainsArrayError:
                 array = self._group[name].with_config({"write_empty_chunks": True})
-            self._arrays[name] = array
+            self._vars[name] = array
 
     def _held_back(self) -> int:
         """The buffered frames of the last chunk this process has not completed."""
@@ -224,7 +220,7 @@ class ZarrFrameWriter(BlockWriter):
         chunks, :meth:`_held_back`), each variable's chunk by :func:`_put_chunk`."""
         ks = np.array([k for k, _, _ in block])
         starts = np.flatnonzero(np.r_[True, ks[1:] // self.chunk != ks[:-1] // self.chunk])
-        for name, array in self._arrays.items():
+        for name, array in self._vars.items():
             data = np.stack([values[name] for _, _, values in block])
             for a, b in zip(starts, np.r_[starts[1:], ks.size]):
                 _put_chunk(array, self.path / name, int(ks[a]) // self.chunk, data[a:b])

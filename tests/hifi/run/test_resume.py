@@ -1,5 +1,5 @@
 """What a resumable directory records and when a run may continue it (hifi.run.resume); the
-kill-and-resume runs themselves are in tests/e2e/test_resume.py."""
+kill-and-resume runs themselves are in tests/e2e/test_kill_and_resume.py."""
 
 from __future__ import annotations
 
