@@ -24,7 +24,7 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hifi", description="High-fidelity sensor simulation.")
     p.add_argument("--version", action="version", version=f"hifi {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run a scenario and write one netCDF file per sensor")
+    r = sub.add_parser("run", help="run a scenario and write one dataset per sensor (netCDF; Zarr stores under mpirun or --format zarr)")
     r.add_argument("scenario", type=Path)
     r.add_argument("--out", type=Path, required=True, help="output directory (must not exist)")
     r.add_argument("--seed", default=None, metavar="N", help="override [simulation] seed (an integer >= 0)")
