@@ -78,7 +78,8 @@ def band_wavelengths_m() -> np.ndarray:
     from optics.illumination import SPECTRAL_GRID_M
     from optics.spectral import channel_mean_wavelength, channel_response_curves
     ref = optics.PRESETS["pointgrey_grasshopper3_imx174"]["wavelength_m"]
-    return channel_mean_wavelength(SPECTRAL_GRID_M, channel_response_curves(SPECTRAL_GRID_M, reference_wavelength_m=ref))
+    response = channel_response_curves(SPECTRAL_GRID_M, reference_wavelength_m=ref)
+    return channel_mean_wavelength(SPECTRAL_GRID_M, response)
 
 
 def run() -> list:
