@@ -30,6 +30,7 @@ __all__ = [
     "relative_quantum_efficiency",
     "channel_response_curves",
     "channel_photon_irradiance",
+    "channel_mean_wavelength",
 ]
 
 
@@ -192,3 +193,31 @@ def channel_photon_irradiance(wavelength_m, spectral_irradiance_w_m2_m, response
     r = np.asarray(response, dtype=float)
     photon = e * (lam / (PLANCK_J_S * SPEED_OF_LIGHT_M_S))
     return np.trapezoid(photon[..., None, :] * r, lam, axis=-1)
+
+
+def channel_mean_wavelength(wavelength_m, response):
+    """Mean wavelength of each channel's spectral response.
+
+    Parameters
+    ----------
+    wavelength_m : array_like, shape (n_lambda,)
+        Wavelength grid [m], increasing.
+    response : array_like, shape (n_channels, n_lambda)
+        Channel responses, e.g. from :func:`channel_response_curves` [1].
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_channels,)
+        lambda_c = integral lambda R_c d lambda / integral R_c d lambda [m] (trapezoidal rule).
+
+    Notes
+    -----
+    The wavelength at which a channel samples a quantity that varies slowly across its band,
+    such as the extinction of haze, beta ~ lambda^-q with q <= 1.6 (Kim et al. 2001): to first
+    order in the variation, the band average of beta is beta(lambda_c). Deviation: the weight is
+    the response alone, not the response times the spectrum of the light seen (which changes
+    with the scene and the sun); the default filters give 594, 533 and 466 nm (R, G, B).
+    """
+    lam = np.asarray(wavelength_m, dtype=float)
+    r = np.asarray(response, dtype=float)
+    return np.trapezoid(r * lam, lam, axis=-1) / np.trapezoid(r, lam, axis=-1)

@@ -57,7 +57,7 @@ from optics.aberrations import (MAX_KERNEL_SIZE, SeidelCoefficients, apply_disto
 from optics.illumination import (SPECTRAL_GRID_M, SunLight, koschmieder_airlight, scene_photon_radiance,
                                  sky_photon_radiance, sun_facing, sunlight)
 from optics.radiometry import field_angle, image_irradiance, mechanical_vignetting
-from optics.spectral import channel_response_curves, relative_quantum_efficiency
+from optics.spectral import channel_mean_wavelength, channel_response_curves, relative_quantum_efficiency
 
 from hifi.run.dataset import axis_coords, image_coords, sensor_pose_vars
 from hifi.world.textures import HitTextures
@@ -308,10 +308,6 @@ class CCDCamera(Sensor):
         super().setup(ctx)
         p = self.params
         rows, cols = p["resolution_y"], p["resolution_x"]
-        # Weather (sensors.weather): extinction at 550 nm for every channel (Koschmieder's
-        # visibility is defined there; fog below 500 m is grey, Kim et al. q = 0), no clear-air term.
-        w = weather_of(ctx)
-        self._extinction = 0.0 if w.clear else w.extinction(550e-9, 0.0)
         self._channels = CHANNELS[p["color"]]
         self._offsets = pixel_sample_offsets(p["samples_per_pixel"])
         self._seidel = SeidelCoefficients.checked(**{k: p[k] for k in SeidelCoefficients._fields})
@@ -344,6 +340,12 @@ class CCDCamera(Sensor):
         else:
             self._response = relative_quantum_efficiency(
                 lam, reference_wavelength_m=self.reference_wavelength_m)[None, :]
+        # Weather (sensors.weather): each channel's extinction at its mean wavelength
+        # (Koschmieder's 3.912 / V at 550 nm times Kim et al.'s (lambda / 550 nm)^-q: grey below
+        # V = 500 m, q = 0), no clear-air term.
+        w = weather_of(ctx)
+        self._extinction = 0.0 if w.clear else np.array(
+            [w.extinction(float(lam_c), 0.0) for lam_c in channel_mean_wavelength(lam, self._response)])
         # Reflectance per object (trailing NaN row for id -1); mono: mean of R, G, B.
         colour = ctx.scene.object_table("color_rgb")
         self._reflectance = colour if p["color"] == "rgb" else colour.mean(axis=1, keepdims=True)
@@ -446,11 +448,14 @@ class CCDCamera(Sensor):
         out = scene_photon_radiance(hit, reflectance, hits.normal, lit_all,
                                     sun.direction_scene, sun.direct_normal,
                                     sun.diffuse_horizontal)
-        if self._extinction > 0.0:
-            # Weather: Koschmieder's attenuation and airlight. The horizon radiance of the
-            # airlight is the global horizontal irradiance over pi: a thick, non-absorbing
+        if np.any(self._extinction > 0.0):
+            # Weather: Koschmieder's attenuation and airlight, per channel. The horizon radiance
+            # of the airlight is the global horizontal irradiance over pi: a thick, non-absorbing
             # scattering layer sends all the light that reaches the ground back isotropically.
-            # Clear sky as in fair weather (the sun's beam is not dimmed on its way down).
+            # A ray that meets nothing gets exactly that horizon radiance (infinite path), so the
+            # apparent contrast of an object against the sky is its inherent contrast times
+            # exp(-alpha d) (validation/camera_fog.py). Clear sky as in fair weather (the sun's
+            # beam is not dimmed on its way down).
             global_h = sun.direct_normal * max(np.cos(sun.zenith_rad), 0.0) + sun.diffuse_horizontal
             out = koschmieder_airlight(out, np.where(hit, hits.distance, np.inf), self._extinction,
                                        sky_photon_radiance(global_h))

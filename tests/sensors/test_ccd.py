@@ -294,3 +294,37 @@ def test_hifi_plot_shows_image_beside_ideal_image(tmp_path):
     ds = _run(d)["cam"]
     out = plot_dataset(ds, tmp_path / "cam.png")
     assert out.is_file() and out.stat().st_size > 1000
+
+
+def _fog_contrast(visibility_m, distances_m=(40.0, 110.0), azimuths_rad=(0.01, -0.01)):
+    """Apparent contrast (L_sky - L_obj) / L_sky per black plate and channel in one frame."""
+    objects = []
+    for d, az in zip(distances_m, azimuths_rad):
+        r = d + 0.05                                   # front face of the 0.1 m plate at d
+        objects.append({"name": f"plate_{int(d)}", "mesh": "box", "size_m": [0.1, 0.008 * d, 0.008 * d],
+                        "position_m": [r * np.cos(az), r * np.sin(az), 0.0],
+                        "rpy_deg": [0.0, 0.0, float(np.degrees(az))], "material": "black"})
+    d = _scenario(objects, {"resolution_x": 64, "resolution_y": 16, "focal_length_m": 0.012, "bayer": False},
+                  position=(0, 0, 0), rpy=(0, 0, 0))
+    d["materials"]["black"] = {"reflectivity": 0.0, "color_rgb": [0.0, 0.0, 0.0], "class": "thing"}
+    d["weather"] = {"fog_visibility_m": visibility_m}
+    fr = _run(d)["cam"].isel(frame=0)
+    img, oid = fr.ideal_image.values.astype(float), fr.object_id.values
+    sky = img[oid == -1].mean(axis=0)
+    return np.array([1.0 - img[oid == i].mean(axis=0) / sky for i in range(len(distances_m))])
+
+
+def test_fog_contrast_of_a_black_plate_follows_koschmieder():
+    # Koschmieder (1924): a black object's apparent contrast against the horizon sky is
+    # exp(-beta d), beta = 3.912 / V at 550 nm (V: 2 % contrast). Below V = 500 m fog is grey
+    # (Kim et al. 2001, q = 0): the closed form holds in every band.
+    d = np.array([40.0, 110.0])
+    c = _fog_contrast(250.0)
+    np.testing.assert_allclose(c, np.exp(-3.912 * d / 250.0)[:, None] * np.ones(3), rtol=0.01)
+    # V = 1 km: Kim et al.'s q = V[km] - 0.5 = 0.5, beta = 3.912 / V (lambda / 550 nm)^-0.5 at
+    # the filter centres 600 / 535 / 460 nm (optics.spectral.DEFAULT_RGB_FILTERS; the camera
+    # uses the responses' mean wavelengths, 594 / 533 / 466 nm: within 0.3 % of these at 110 m).
+    beta = 3.912 / 1000.0 * (np.array([600.0, 535.0, 460.0]) / 550.0) ** -0.5
+    c = _fog_contrast(1000.0)
+    np.testing.assert_allclose(c, np.exp(-beta[None, :] * d[:, None]), rtol=0.01)
+    assert np.all(c[:, 0] > c[:, 1]) and np.all(c[:, 1] > c[:, 2])   # haze takes more blue
