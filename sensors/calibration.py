@@ -87,6 +87,46 @@ SZTAKI_64E_S21_YAML = Path(__file__).parent / "data" / "64e_s2.1-sztaki.yaml"
 
 
 @dataclass(frozen=True)
+class FocalIntensity:
+    """Per-laser intensity distance compensation of a Velodyne HDL-64E S2 calibration, arrays of
+    length n_lasers in laser-ID order (:func:`sensors.radiometry.velodyne_focal_compensation`).
+
+    Attributes
+    ----------
+    focal_distance_m : ndarray
+        Distance at which the laser's compensation is zero [m] (ros-drivers ``focal_distance``,
+        the manufacturer's db.xml ``focalDistance_`` in cm converted to m by ros-drivers'
+        ``gen_calibration.py``).
+    focal_slope : ndarray
+        Intensity codes added per unit of the compensation curve [1] (``focal_slope``).
+    min_intensity, max_intensity : ndarray
+        The compensated intensity is clipped to these codes (``min_intensity``,
+        ``max_intensity``; 0 and 255 where the file leaves them out, as ros-drivers'
+        ``calibration.cpp``).
+    """
+
+    focal_distance_m: np.ndarray
+    focal_slope: np.ndarray
+    min_intensity: np.ndarray
+    max_intensity: np.ndarray
+
+
+def _focal_intensity(path, lasers) -> "FocalIntensity | None":
+    """The lasers' focal compensation fields, or None if no laser has them; every laser or none."""
+    have = [("focal_distance" in L and "focal_slope" in L) for L in lasers]
+    if not any(have):
+        return None
+    if not all(have):
+        missing = [int(L["laser_id"]) for L, h in zip(lasers, have) if not h]
+        raise ValueError(f"{path}: focal_distance and focal_slope are given for some lasers but not for laser_id "
+                         f"{', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''}; give them for "
+                         f"every laser or none")
+    col = lambda key, default: np.array([float(L.get(key, default)) for L in lasers])  # noqa: E731
+    return FocalIntensity(col("focal_distance", 0.0), col("focal_slope", 0.0), col("min_intensity", 0.0),
+                          col("max_intensity", 255.0))
+
+
+@dataclass(frozen=True)
 class LaserCalibration:
     """Per-laser geometry, arrays of length n_lasers in laser-ID order.
 
@@ -108,6 +148,10 @@ class LaserCalibration:
     fire_fraction : ndarray or None
         Instant each laser fires, as a fraction of the firing cycle, 0 <= f < 1 (the file's
         ``firing_fraction``); None: the model's sequence.
+    intensity : FocalIntensity or None
+        The per-laser intensity distance compensation of an HDL-64E S2 calibration (the file's
+        ``focal_distance``, ``focal_slope``, ``min_intensity``, ``max_intensity``); None: the
+        file has none.
     """
 
     elevation_rad: np.ndarray
@@ -117,6 +161,7 @@ class LaserCalibration:
     dist_correction_m: np.ndarray
     source: str
     fire_fraction: np.ndarray | None = None
+    intensity: "FocalIntensity | None" = None
 
     @property
     def n_lasers(self) -> int:
@@ -218,10 +263,17 @@ def read_calibration(path) -> LaserCalibration:
                              f"{', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''}; give it for "
                              f"every laser or none")
         fire = _firing_fraction(path, get("firing_fraction")) if all(have) else None
+        try:
+            focal = _focal_intensity(path, lasers)
+        except (TypeError, ValueError) as exc:
+            if str(exc).startswith(str(path)):
+                raise
+            raise ValueError(f"{path}: focal_distance, focal_slope, min_intensity and max_intensity must be "
+                             f"numbers ({exc})") from None
         # ros-drivers: the beam's azimuth is (rotor position - rot_correction), clockwise from
         # forward; in hifi's counter-clockwise yaw that is yaw = rotor yaw + rot_correction.
         return LaserCalibration(el, get("rot_correction"), get("vert_offset_correction"),
-                                get("horiz_offset_correction"), get("dist_correction"), str(path), fire)
+                                get("horiz_offset_correction"), get("dist_correction"), str(path), fire, focal)
     if suffix == ".csv":
         with open(path, newline="") as fh:
             rows = list(csv.DictReader(fh))

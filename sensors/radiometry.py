@@ -213,6 +213,62 @@ def lidar_received_power(peak_power_w, reflectivity, cos_incidence, distance_m, 
             * cos_i * geometric * np.exp(-2.0 * float(extinction_per_m) * r) * np.asarray(overlap, dtype=float))
 
 
+#: Full scale of the HDL-64E S2 focal-distance compensation [m]: the manufacturer's formula
+#: divides the focal distance in cm by 13100 and the raw distance count (2 mm) by 65535, both
+#: about 131 m, the largest distance the 16-bit count holds.
+FOCAL_FULL_SCALE_M = 131.0
+
+
+def velodyne_focal_compensation(intensity, raw_distance_m, focal_distance_m, focal_slope, *, min_code=0.0,
+                                max_code=255.0, distance_lsb_m=0.002, focal_full_scale_m=FOCAL_FULL_SCALE_M):
+    """Intensity of a Velodyne HDL-64E S2 after its per-laser distance compensation.
+
+    Parameters
+    ----------
+    intensity : array_like
+        Intensity code before the compensation, NaN where no hit.
+    raw_distance_m : array_like
+        Distance the sensor measured, before its per-laser ``dist_correction`` is added [m].
+    focal_distance_m, focal_slope : array_like
+        The laser's ``focal_distance`` [m] and ``focal_slope`` [1] (broadcast).
+    min_code, max_code : array_like
+        The laser's ``min_intensity`` and ``max_intensity``: the result is clipped to them.
+    distance_lsb_m : float
+        Size of one raw distance count [m] (HDL-64E S2 manual: 2 mm).
+    focal_full_scale_m : float
+        Distance that the focal distance is divided by [m] (:data:`FOCAL_FULL_SCALE_M`).
+
+    Returns
+    -------
+    ndarray
+        ``clip(I + s |f0 - 256 (1 - n / 65535)^2|, min_code, max_code)`` with
+        ``f0 = 256 (1 - F / focal_full_scale_m)^2`` and ``n = raw_distance_m / distance_lsb_m``,
+        NaN where ``intensity`` is NaN.
+
+    Notes
+    -----
+    The HDL-64E S2 reports an intensity byte whose fall with range is compensated per laser by
+    the focal distance ``F`` and slope ``s`` of its calibration (the manufacturer's db.xml,
+    ``focalDistance_`` in cm and ``focalSlope_``). ros-drivers/velodyne applies it in
+    ``velodyne_pointcloud/src/lib/rawdata.cc`` (``RawData::unpack``):
+    ``focal_offset = 256 (1 - focal_distance / 13100)^2``,
+    ``intensity += focal_slope |focal_offset - 256 (1 - raw / 65535)^2|`` with ``raw`` the
+    distance count before ``dist_correction``, then the clip to ``min_intensity`` and
+    ``max_intensity``. 13100 is the focal distance's full scale in the db.xml's cm; ros-drivers'
+    ``gen_calibration.py`` converts ``focalDistance_`` from cm to m, so the driver divides metres
+    by 13100 and its focal offset is about 256 for every laser (a focal distance near 0). Here
+    the focal distance is divided by the same 131 m in its own unit, as the manufacturer's
+    formula does in cm: the compensation is zero at the laser's focal distance and grows on
+    either side. ``focal_full_scale_m = 13100`` reproduces the driver. The result is not
+    rounded: ros-drivers reports it as a float.
+    """
+    i = np.asarray(intensity, dtype=float)
+    n = np.asarray(raw_distance_m, dtype=float) / distance_lsb_m
+    f0 = 256.0 * (1.0 - np.asarray(focal_distance_m, dtype=float) / focal_full_scale_m) ** 2
+    added = np.asarray(focal_slope, dtype=float) * np.abs(f0 - 256.0 * (1.0 - n / 65535.0) ** 2)
+    return np.clip(i + added, min_code, max_code)
+
+
 def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max_code, exponent=1.0):
     """Intensity as a sensor reports it: range-compensated, per-laser gain, noisy, integer.
 

@@ -510,6 +510,11 @@ class PulsedLidar(Sensor):
             self._gain_cache = cache
         return cache
 
+    def _focal_compensation(self, shape):
+        """Per-ray intensity distance compensation (:class:`sensors.lidar.signal.FocalCompensation`) of a pulse grid
+        of ``shape`` (laser last); None: the model reports no such compensation."""
+        return None
+
     def _measure(self, k, t, hits, batch: PulseBatch, echo=None, mode="strongest", particles=None):
         """The signal chain after the cast (:func:`lidar_signal_chain`) of the pulses of
         ``batch`` (:class:`PulseBatch`), then the dataset.
@@ -553,7 +558,8 @@ class PulsedLidar(Sensor):
                                  particles=particles, mode=mode,
                                  front=None if front is None else (front.distance, front_apparent),
                                  halo=halo,
-                                 surface_rng=None if halo is None else stream(self.ctx.seed, self.name, k, "surface"))
+                                 surface_rng=None if halo is None else stream(self.ctx.seed, self.name, k, "surface"),
+                                 focal=self._focal_compensation(shape))
         if sig.echo is not None and np.any(sig.echo != 0):
             brighter = None if front is None else np.nan_to_num(front_apparent) > np.nan_to_num(apparent)
             hits = self._surface_hits(hits, front, sig, origins, dirs, brighter)

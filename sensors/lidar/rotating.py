@@ -14,7 +14,7 @@ from .. import calibration as cal
 from .firing import AZIMUTH_STEP_RTOL, FIRING_MODES, azimuth_step_deg, cycles_per_rotation, firing_fractions
 from .footprint import footprint_params
 from .pulsed import PulseBatch, PulsedLidar
-from .signal import common_params
+from .signal import FocalCompensation, common_params
 
 
 class RotatingLidar(PulsedLidar):
@@ -54,6 +54,9 @@ class RotatingLidar(PulsedLidar):
     """
 
     calibration_key = ""
+    #: ros-drivers YAML whose per-laser ``focal_distance`` and ``focal_slope`` the
+    #: ``intensity_compensation`` of the built-in calibration uses; None: the model has none.
+    intensity_calibration_yaml = None
     #: Duration of one firing cycle [s], fixed by the model (data sheet / user's manual).
     firing_cycle_s: float = 50e-6
     #: Fraction of the firing cycle at which each laser fires (array over lasers).
@@ -168,6 +171,26 @@ class RotatingLidar(PulsedLidar):
         self._origins = o.reshape(-1, 3)
         self._yaw, self._pitch = yaw_pitch(self._dirs)
         self._bias = np.broadcast_to(self._laser_bias(n), (self.n_steps, n)).ravel()
+        self._focal = self._focal_table() if p.get("intensity_compensation", False) else None
+
+    def _focal_table(self):
+        """Per-laser (dist_correction, focal distance, slope, min, max) of the intensity
+        compensation: the calibration file's, or for the built-in table those of
+        :attr:`intensity_calibration_yaml` (the unit whose offsets it carries); None where
+        neither has them."""
+        focal = self.calib.intensity
+        if focal is None and self.params["calibration_file"] is None and self.intensity_calibration_yaml:
+            focal = cal.read_calibration(self.intensity_calibration_yaml).intensity
+        if focal is None:
+            return None
+        return (self.calib.dist_correction_m, focal.focal_distance_m, focal.focal_slope, focal.min_intensity,
+                focal.max_intensity)
+
+    def _focal_compensation(self, shape):
+        if self._focal is None:
+            return None
+        reps = int(np.prod(shape[:-1]))
+        return FocalCompensation(*(np.tile(a, reps) for a in self._focal))
 
     def coords(self):
         c = {"laser": Var(("laser",), np.arange(self.calib.n_lasers, dtype=np.int32), "1", "laser id"),
@@ -269,6 +292,16 @@ class HDL64E_S2(RotatingLidar):
                      "ring-to-ring offsets 2.5-4 cm",
         intensity_full_scale=255.0, intensity_max=255, intensity_source="HDL-64E S2 manual: intensity byte 0..255"),
         divergence_rad=0.002, source="assumed 2 mrad: the HDL-64E S2 documents give no figure", dual=True)
+    PARAMS["intensity_compensation"] = Param(
+        "bool", default=False,
+        doc="add the sensor's per-laser intensity distance compensation, as ros-drivers' rawdata.cc applies it: "
+            "focal_slope x |256 (1 - focal_distance / 131 m)^2 - 256 (1 - raw / 65535)^2| codes (raw: the distance "
+            "in 2 mm counts before dist_correction), clipped to min_intensity..max_intensity; per-laser values "
+            "from calibration_file, or from 64e_s2.1-sztaki.yaml (ros-drivers) for the built-in table; a "
+            "calibration_file without focal_distance and focal_slope: none. Off by default: on top of hifi's "
+            "range-compensated intensity it makes a road's intensity rise with range (log-log slope +0.22 at "
+            "5-40 m, validation/hdl64e_intensity.py; a KITTI road: -0.2)")
+    intensity_calibration_yaml = cal.SZTAKI_64E_S21_YAML
 
 
 class HDL32E(RotatingLidar):

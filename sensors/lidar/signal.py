@@ -13,7 +13,8 @@ from hifi.api.params import Param
 
 from ..detection import detected as detect, detection_probability
 from ..noise import snr_range_sigma
-from ..radiometry import extinction_from_visibility, lidar_received_power, overlap_factor, reported_intensity
+from ..radiometry import extinction_from_visibility, lidar_received_power, overlap_factor, reported_intensity, \
+    velodyne_focal_compensation
 from ..surfaces import (HALO_LEVEL_DB, HALO_PITCH_RAD, HALO_SLOPE, HALO_SOURCE_MIN_REFLECTIVITY,
                         halo_echoes)
 
@@ -209,6 +210,18 @@ class Halo(NamedTuple):
     core_rad: float          #: half the beam divergence: no halo inside the pulse's own beam [rad]
 
 
+class FocalCompensation(NamedTuple):
+    """Per-ray fields of the HDL-64E S2 intensity distance compensation
+    (:func:`sensors.radiometry.velodyne_focal_compensation`), each (n,): the calibration's
+    values of the laser that fired the ray."""
+
+    dist_correction_m: np.ndarray   #: range offset the firmware adds to the raw distance [m]
+    focal_distance_m: np.ndarray    #: focal distance [m]
+    focal_slope: np.ndarray         #: focal slope [1]
+    min_intensity: np.ndarray       #: lowest code reported
+    max_intensity: np.ndarray       #: highest code reported
+
+
 class ChainParams(NamedTuple):
     """What the signal chain (:func:`lidar_signal_chain`) needs of a lidar, by name: the lidar's
     parameters of the same names (:func:`common_params` documents each, with its source).
@@ -247,7 +260,7 @@ class ChainParams(NamedTuple):
 def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *, bias_m, gain, noise_rng,
                        detection_rng, intensity_rng, range_offset_m=0.0, extinction_per_m=None, fog=None,
                        fog_rng=None, particles=None, mode="strongest", front=None, halo=None,
-                       surface_rng=None) -> SignalChain:
+                       surface_rng=None, focal=None) -> SignalChain:
     """Measurement chain of a pulsed lidar after the cast: power, SNR, detection, noise, intensity.
 
     Parameters
@@ -296,6 +309,8 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
     surface_rng : numpy.random.Generator
         With ``front`` or ``halo``: two uniform draws per pulse, the detection of the front's
         echo and of the halo's.
+    focal : FocalCompensation, optional
+        The HDL-64E S2's per-laser intensity distance compensation of each ray; None: none.
 
     Notes
     -----
@@ -310,7 +325,10 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
     3. Range: ``d + b_laser + sigma z`` with ``sigma = noise_sigma_m`` when set (BlenSor Eq. 2),
        else :func:`sensors.noise.snr_range_sigma`; then rounded to ``range_resolution_m``
        on a grid that starts ``range_offset_m`` before the ray's origin.
-    4. Intensity: :func:`sensors.radiometry.reported_intensity` of the apparent reflectivity.
+    4. Intensity: :func:`sensors.radiometry.reported_intensity` of the apparent reflectivity;
+       with ``focal``, then the sensor's distance compensation
+       (:func:`sensors.radiometry.velodyne_focal_compensation`) at the reported range less the
+       laser's ``dist_correction`` (the raw distance the sensor compensates with).
     5. Weather: the fog's echo (``fog``) and the particles' (``particles``, the one ``mode``
        prefers per pulse, :func:`_best_particle_echo`) are each detected with
        ``Phi(SNR - snr_threshold)`` against their own draws, and the reported echo is the one
@@ -445,6 +463,10 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
         r_atm = np.where(atmos, r_a, np.nan)
     intensity = reported_intensity(apparent, snr, gain, intensity_rng, full_scale=c.intensity_full_scale,
                                    max_code=c.intensity_max, exponent=c.intensity_exponent)
+    if focal is not None:
+        intensity = velodyne_focal_compensation(intensity, d_noisy - focal.dist_correction_m, focal.focal_distance_m,
+                                                focal.focal_slope, min_code=focal.min_intensity,
+                                                max_code=focal.max_intensity)
     if echo is not None and atmos is not None:
         echo = np.where(atmos, np.int8(TARGET_ECHO), echo)      # the weather's echo replaced it
         if halo_src is not None:
