@@ -460,7 +460,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         Per epoch: ``position_ecef`` (epoch, xyz) [m], ``clock_bias`` [m], ``gdop``, ``pdop``,
         ``hdop``, ``vdop``, ``tdop``, ``n_sv_used``, ``converged``, ``raim_statistic``,
         ``raim_threshold``, ``raim_status`` (:data:`RAIM_STATUS`); per (epoch, sv):
-        ``residual`` [m], ``used``, ``raim_excluded`` and ``code`` (the observation code used,
+        ``residual`` [m], ``used``, ``raim_excluded`` and ``code_used`` (the observation code used,
         ``"C1X"``, ``"C1W+C2W"`` ionosphere-free; ``""`` none); ``true_position_ecef`` and
         ``position_error_enu`` when the truth is known.  Epochs with fewer than 4 usable
         satellites are NaN, never an exception. The attribute ``observable`` names the codes
@@ -689,7 +689,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
             "converged": ("epoch", s["converged"], {"units": "1", "long_name": "least-squares iteration converged"}),
             "residual": (("epoch", "sv"), residual, {"units": "m", "long_name": "post-fit pseudorange residual"}),
             "used": (("epoch", "sv"), used, {"units": "1", "long_name": "satellite used in the solution"}),
-            "code": (("epoch", "sv"), code_used.astype(str),
+            "code_used": (("epoch", "sv"), code_used.astype(str),
                      {"units": "1", "long_name": "observation code used (RINEX; '+': ionosphere-free pair; '': none)"}),
             "raim_statistic": ("epoch", np.where(testable, stat, np.nan),
                                {"units": "1", "long_name": "RAIM chi-square statistic of the weighted post-fit "
