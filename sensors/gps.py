@@ -324,6 +324,7 @@ class GpsL1(Sensor):
                     "position_error_enu": ((3,), f8)})
         out.update({d: ((), f8) for d in ("gdop", "pdop", "hdop", "vdop", "tdop")})
         out.update({"n_sv_used": ((), i4), "used": ((n,), b), "residual": ((n,), f8),
+                    "raim_statistic": ((), f8), "raim_status": ((), np.dtype(np.int8)), "raim_excluded": ((n,), b),
                     "error_budget_enu": ((len(BUDGET_TERMS), 3), f8)})
         return out
 
