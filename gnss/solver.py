@@ -25,8 +25,47 @@ MIN_WEIGHT_ELEVATION_RAD = np.radians(1.0)
 
 IONO_CORRECTIONS = ("klobuchar", "none")
 """Ionospheric corrections a receiver may apply (``iono_model`` of :func:`solve`)."""
-TROPO_CORRECTIONS = ("saastamoinen_niell", "none")
-"""Tropospheric corrections a receiver may apply (``tropo_model`` of :func:`solve`)."""
+TROPO_CORRECTIONS = ("saastamoinen_niell", "saastamoinen_cosz", "none")
+"""Tropospheric corrections a receiver may apply (``tropo_model`` of :func:`solve`):
+Saastamoinen zenith delays mapped with Niell's functions, or with 1 / cos z as RTKLIB's
+``tropmodel`` (which RTKLIB's ``pntpos`` evaluates at 70 % relative humidity)."""
+WEIGHTINGS = ("elevation", "rtklib", "none")
+"""Observation weights of :func:`solve` (:func:`observation_weights`)."""
+RTKLIB_CODE_ERROR_M = (0.3, 0.3)
+"""(a, b) of RTKLIB's code error model sigma^2 = a^2 + b^2 / sin(el) [m]: its defaults
+``err[1]`` = ``err[2]`` = 0.003 m times the code/phase error ratio ``err[0]`` = 100 (RTKLIB
+2.4.3 ``prcopt_default`` and ``varerr`` in src/pntpos.c)."""
+
+
+def observation_weights(elevation_rad, weighting="elevation", *, rtklib_error_m=RTKLIB_CODE_ERROR_M):
+    """Relative weights of code observations, 1 at the zenith [1].
+
+    Parameters
+    ----------
+    elevation_rad : array_like
+        Elevation [rad] (floored at :data:`MIN_WEIGHT_ELEVATION_RAD`).
+    weighting : {"elevation", "rtklib", "none"}
+        "elevation": sin^2(el) (sigma proportional to 1 / sin el); "rtklib": the inverse of
+        RTKLIB 2.4.3 ``pntpos``'s code variance a^2 + b^2 / sin(el) (``varerr``, src/pntpos.c;
+        note sin, not sin^2, in that release; its RTK ``varerr`` of src/rtkpos.c divides by
+        sin^2), scaled to 1 at the zenith; "none": 1.
+    rtklib_error_m : tuple of float, keyword-only
+        (a, b) of the "rtklib" model [m].
+
+    Returns
+    -------
+    numpy.ndarray
+        Weights, the shape of ``elevation_rad``. RTKLIB adds to that variance its ionosphere,
+        troposphere and ephemeris model variances; they are not part of this weighting.
+    """
+    _choice("weighting", weighting, WEIGHTINGS)
+    s = np.sin(np.clip(np.asarray(elevation_rad, dtype=float), MIN_WEIGHT_ELEVATION_RAD, None))
+    if weighting == "elevation":
+        return s ** 2
+    if weighting == "rtklib":
+        a, b = rtklib_error_m
+        return (a ** 2 + b ** 2) / (a ** 2 + b ** 2 / s)
+    return np.ones_like(s)
 
 
 class AtmosphericCorrections(NamedTuple):
@@ -64,7 +103,7 @@ def atmospheric_corrections(latitude_rad, longitude_rad, height_m, azimuth_rad, 
     alpha, beta : array_like, shape (4,), keyword-only
         Broadcast Klobuchar coefficients (``nav["ion_alpha"]``, ``nav["ion_beta"]``).
     iono_model : {"klobuchar", "none"}, keyword-only
-    tropo_model : {"saastamoinen_niell", "none"}, keyword-only
+    tropo_model : {"saastamoinen_niell", "saastamoinen_cosz", "none"}, keyword-only
     relative_humidity : float, keyword-only
         Relative humidity of the standard atmosphere, 0..1 [1].
 
@@ -93,9 +132,10 @@ def atmospheric_corrections(latitude_rad, longitude_rad, height_m, azimuth_rad, 
                                                           gps_sow_s, alpha, beta), shape)
     else:
         iono = np.zeros(shape)
-    if tropo_model == "saastamoinen_niell":
+    if tropo_model in ("saastamoinen_niell", "saastamoinen_cosz"):
         tr = atmosphere.tropo_delay(elevation_rad, latitude_rad, height_m, day_of_year,
-                                    relative_humidity=relative_humidity)
+                                    relative_humidity=relative_humidity,
+                                    mapping="niell" if tropo_model == "saastamoinen_niell" else "cosz")
         tropo = np.broadcast_to(tr.dry_m + tr.wet_m, shape)
     else:
         tropo = np.zeros(shape)
@@ -119,8 +159,8 @@ def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weightin
         Satellites the solver used.
     elevation_rad, azimuth_rad : numpy.ndarray, shape (n_epoch, n_sv)
         Look angles at the true position [rad].
-    weighting : {"elevation", "none"}, keyword-only
-        As :func:`solve` (weights sin^2 el).
+    weighting : {"elevation", "rtklib", "none"}, keyword-only
+        As :func:`solve` (:func:`observation_weights`).
     clock_index : array_like of int, shape (n_sv,), optional
         Receiver clock of each satellite's system, 0 .. n_clock - 1, as :func:`solve` with
         several ``constellations`` estimates one clock per system; default one clock for all.
@@ -149,11 +189,16 @@ def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weightin
     example 9 cm for a 55 m vertical error.  Unlike :func:`solve`, the weights are not floored
     at :data:`MIN_WEIGHT_ELEVATION_RAD`, which matters only for satellites used below 1 deg.
     """
-    _choice("weighting", weighting, ("elevation", "none"))
+    _choice("weighting", weighting, WEIGHTINGS)
     el = np.where(used, elevation_rad, 0.0)
     az = np.where(used, azimuth_rad, 0.0)
     los = [-np.cos(el) * np.sin(az), -np.cos(el) * np.cos(az), -np.sin(el)]
-    w = np.sin(el) ** 2 if weighting == "elevation" else np.ones_like(el)
+    if weighting == "elevation":
+        w = np.sin(el) ** 2
+    elif weighting == "rtklib":
+        w = observation_weights(np.where(used, el, np.pi / 2), "rtklib")
+    else:
+        w = np.ones_like(el)
     w = np.where(used, w, 0.0)
     r = np.where(used[None], np.nan_to_num(terms_m), 0.0)
     if clock_index is None:
@@ -422,10 +467,12 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         Satellites below this elevation are not used [deg].
     iono_model : {"klobuchar", "none"}, keyword-only
         Ionospheric correction.
-    tropo_model : {"saastamoinen_niell", "none"}, keyword-only
-        Tropospheric correction (standard atmosphere with ``relative_humidity``).
-    weighting : {"elevation", "none"}, keyword-only
-        "elevation": weights sin^2(elevation) (sigma proportional to 1 / sin e).
+    tropo_model : {"saastamoinen_niell", "saastamoinen_cosz", "none"}, keyword-only
+        Tropospheric correction (standard atmosphere with ``relative_humidity``), mapped with
+        Niell's functions or, as RTKLIB, with 1 / cos z (:data:`TROPO_CORRECTIONS`).
+    weighting : {"elevation", "rtklib", "none"}, keyword-only
+        "elevation": weights sin^2(elevation) (sigma proportional to 1 / sin e); "rtklib":
+        RTKLIB ``pntpos``'s code variance (:func:`observation_weights`).
     initial_position_ecef : array_like, shape (3,), optional, keyword-only
         Start of the iteration [m]; the header ``approx_position_ecef`` if present, else the
         Earth's centre.
@@ -493,7 +540,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
 
     _choice("iono_model", iono_model, IONO_CORRECTIONS)
     _choice("tropo_model", tropo_model, TROPO_CORRECTIONS)
-    _choice("weighting", weighting, ("elevation", "none"))
+    _choice("weighting", weighting, WEIGHTINGS)
     if not 0.0 < float(raim_false_alarm_probability) < 1.0:
         raise ValueError(f"raim_false_alarm_probability: got {raim_false_alarm_probability!r}; allowed: 0 < p < 1")
     if not float(raim_code_sigma_m) > 0.0:
@@ -611,10 +658,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
             corr = ac.iono_m * iono_scale + ac.tropo_m
             corr = np.where(near[:, None] & np.isfinite(corr), corr, 0.0)
             used = valid & (~near[:, None] | (el >= mask_rad)) & ~excluded
-            if weighting == "elevation":
-                w = np.where(near[:, None], np.sin(np.clip(el, MIN_WEIGHT_ELEVATION_RAD, None)) ** 2, 1.0)
-            else:
-                w = np.ones((n_epoch, n_sv))
+            w = np.where(near[:, None], observation_weights(el, weighting), 1.0)
             w = np.where(used, w, 0.0)
             v = np.where(used, p_safe - (rho + bs @ onehot.T - sv_clock_m + corr), 0.0)
             g = np.concatenate([-los, np.broadcast_to(onehot, (n_epoch, n_sv, n_clk))], axis=-1)

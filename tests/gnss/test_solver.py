@@ -334,3 +334,32 @@ def test_code_priority_per_satellite_and_epoch():
     cand = solver._band_candidates("C", solver.SINGLE_FREQUENCY_BANDS["C"])
     values, k = solver.select_codes(bds, [0], cand)
     assert values[0, 0] == 7.0 and cand[k[0, 0]] == ("C1P", 1575.42e6)
+
+
+def test_rtklib_weighting_and_cosz_mapping_closed_form():
+    # RTKLIB 2.4.3 pntpos varerr: sigma^2 = a^2 + b^2 / sin(el), a = b = 0.3 m; scaled to 1 at the
+    # zenith: 2 sin(el) / (sin(el) + 1) -> 1 at 90 deg, 2/3 at 30 deg (closed form); sin^2: 1/4
+    w = solver.observation_weights(np.radians([90.0, 30.0]), "rtklib")
+    np.testing.assert_allclose(w, [1.0, 2.0 / 3.0], rtol=1e-12)
+    np.testing.assert_allclose(solver.observation_weights(np.radians(30.0), "elevation"), 0.25, rtol=1e-12)
+    # 1 / cos z mapping: the slant delay at 30 deg is twice the zenith one (closed form)
+    from gnss import atmosphere
+    zen = atmosphere.tropo_delay(np.pi / 2, 0.6, 100.0, 100.0, mapping="cosz")
+    low = atmosphere.tropo_delay(np.radians(30.0), 0.6, 100.0, 100.0, mapping="cosz")
+    np.testing.assert_allclose(low.dry_m, 2.0 * zen.dry_m, rtol=1e-12)
+    np.testing.assert_allclose(low.wet_m, 2.0 * zen.wet_m, rtol=1e-12)
+    with pytest.raises(ValueError, match="mapping"):
+        atmosphere.tropo_delay(0.5, 0.6, 100.0, 100.0, mapping="chao")
+
+
+def test_rtklib_model_choices_move_the_height(station):
+    # RTKLIB's weights and troposphere (1 / cos z, 70 % humidity) against hifi's defaults at
+    # station 0759: the height moves by -0.51 m on average and at most 1.37 m at one epoch; the
+    # horizontal fix barely changes (regression values, measured; docs/gnss_cameras.md)
+    obs, nav = station
+    base = gnss.solve(obs, nav, true_position_ecef=HEADER)
+    rtk = gnss.solve(obs, nav, true_position_ecef=HEADER, weighting="rtklib", tropo_model="saastamoinen_cosz",
+                     relative_humidity=0.7)
+    du = rtk["position_error_enu"].values[:, 2] - base["position_error_enu"].values[:, 2]
+    assert abs(np.mean(du) - (-0.51)) < 0.02                      # 2 cm
+    assert abs(np.max(np.abs(du)) - 1.37) < 0.02                   # 2 cm
