@@ -341,7 +341,7 @@ class TropoDelay(NamedTuple):
     wet_m: np.ndarray
 
 
-def tropo_delay(elevation_rad, latitude_rad, height_m, day_of_year, *, relative_humidity=0.5):
+def tropo_delay(elevation_rad, latitude_rad, height_m, day_of_year, *, relative_humidity=0.5, mapping="niell"):
     """Saastamoinen zenith delays in a standard atmosphere, mapped with Niell [m].
 
     Parameters
@@ -354,6 +354,10 @@ def tropo_delay(elevation_rad, latitude_rad, height_m, day_of_year, *, relative_
         Day of year with fraction [day].
     relative_humidity : float, keyword-only
         Relative humidity of the standard atmosphere, 0..1 [1].
+    mapping : {"niell", "cosz"}, keyword-only
+        "niell": :func:`niell_mapping` (hydrostatic and wet functions); "cosz": 1 / cos z =
+        1 / sin(e) for both parts, as RTKLIB's ``tropmodel`` (src/rtkcmn.c) maps its
+        Saastamoinen delays.
 
     Returns
     -------
@@ -361,6 +365,8 @@ def tropo_delay(elevation_rad, latitude_rad, height_m, day_of_year, *, relative_
         ZHD * m_h(e) and ZWD * m_w(e); 0 where elevation <= 0 and where the height is outside
         [-100 m, ``TROPO_MAX_HEIGHT_M`` = 10 km], as RTKLIB's ``tropmodel``.
     """
+    if mapping not in ("niell", "cosz"):
+        raise ValueError(f"mapping: got {mapping!r}; allowed: 'niell', 'cosz'")
     h = np.asarray(height_m, dtype=float)
     inside = (h >= -100.0) & (h <= TROPO_MAX_HEIGHT_M)
     h_in = np.where(inside, h, 0.0)
@@ -369,6 +375,10 @@ def tropo_delay(elevation_rad, latitude_rad, height_m, day_of_year, *, relative_
     el_in = np.where(up, el, np.pi / 2)
     atm = standard_atmosphere(h_in, relative_humidity)
     z = saastamoinen_zenith_delay(latitude_rad, h_in, *atm)
-    m = niell_mapping(el_in, latitude_rad, h_in, day_of_year)
+    if mapping == "niell":
+        m = niell_mapping(el_in, latitude_rad, h_in, day_of_year)
+        m_h, m_w = m.hydrostatic, m.wet
+    else:
+        m_h = m_w = 1.0 / np.sin(el_in)
     ok = inside & up
-    return TropoDelay(np.where(ok, z.hydrostatic_m * m.hydrostatic, 0.0), np.where(ok, z.wet_m * m.wet, 0.0))
+    return TropoDelay(np.where(ok, z.hydrostatic_m * m_h, 0.0), np.where(ok, z.wet_m * m_w, 0.0))

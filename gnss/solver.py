@@ -25,8 +25,47 @@ MIN_WEIGHT_ELEVATION_RAD = np.radians(1.0)
 
 IONO_CORRECTIONS = ("klobuchar", "none")
 """Ionospheric corrections a receiver may apply (``iono_model`` of :func:`solve`)."""
-TROPO_CORRECTIONS = ("saastamoinen_niell", "none")
-"""Tropospheric corrections a receiver may apply (``tropo_model`` of :func:`solve`)."""
+TROPO_CORRECTIONS = ("saastamoinen_niell", "saastamoinen_cosz", "none")
+"""Tropospheric corrections a receiver may apply (``tropo_model`` of :func:`solve`):
+Saastamoinen zenith delays mapped with Niell's functions, or with 1 / cos z as RTKLIB's
+``tropmodel`` (which RTKLIB's ``pntpos`` evaluates at 70 % relative humidity)."""
+WEIGHTINGS = ("elevation", "rtklib", "none")
+"""Observation weights of :func:`solve` (:func:`observation_weights`)."""
+RTKLIB_CODE_ERROR_M = (0.3, 0.3)
+"""(a, b) of RTKLIB's code error model sigma^2 = a^2 + b^2 / sin(el) [m]: its defaults
+``err[1]`` = ``err[2]`` = 0.003 m times the code/phase error ratio ``err[0]`` = 100 (RTKLIB
+2.4.3 ``prcopt_default`` and ``varerr`` in src/pntpos.c)."""
+
+
+def observation_weights(elevation_rad, weighting="elevation", *, rtklib_error_m=RTKLIB_CODE_ERROR_M):
+    """Relative weights of code observations, 1 at the zenith [1].
+
+    Parameters
+    ----------
+    elevation_rad : array_like
+        Elevation [rad] (floored at :data:`MIN_WEIGHT_ELEVATION_RAD`).
+    weighting : {"elevation", "rtklib", "none"}
+        "elevation": sin^2(el) (sigma proportional to 1 / sin el); "rtklib": the inverse of
+        RTKLIB 2.4.3 ``pntpos``'s code variance a^2 + b^2 / sin(el) (``varerr``, src/pntpos.c;
+        note sin, not sin^2, in that release; its RTK ``varerr`` of src/rtkpos.c divides by
+        sin^2), scaled to 1 at the zenith; "none": 1.
+    rtklib_error_m : tuple of float, keyword-only
+        (a, b) of the "rtklib" model [m].
+
+    Returns
+    -------
+    numpy.ndarray
+        Weights, the shape of ``elevation_rad``. RTKLIB adds to that variance its ionosphere,
+        troposphere and ephemeris model variances; they are not part of this weighting.
+    """
+    _choice("weighting", weighting, WEIGHTINGS)
+    s = np.sin(np.clip(np.asarray(elevation_rad, dtype=float), MIN_WEIGHT_ELEVATION_RAD, None))
+    if weighting == "elevation":
+        return s ** 2
+    if weighting == "rtklib":
+        a, b = rtklib_error_m
+        return (a ** 2 + b ** 2) / (a ** 2 + b ** 2 / s)
+    return np.ones_like(s)
 
 
 class AtmosphericCorrections(NamedTuple):
@@ -64,7 +103,7 @@ def atmospheric_corrections(latitude_rad, longitude_rad, height_m, azimuth_rad, 
     alpha, beta : array_like, shape (4,), keyword-only
         Broadcast Klobuchar coefficients (``nav["ion_alpha"]``, ``nav["ion_beta"]``).
     iono_model : {"klobuchar", "none"}, keyword-only
-    tropo_model : {"saastamoinen_niell", "none"}, keyword-only
+    tropo_model : {"saastamoinen_niell", "saastamoinen_cosz", "none"}, keyword-only
     relative_humidity : float, keyword-only
         Relative humidity of the standard atmosphere, 0..1 [1].
 
@@ -93,9 +132,10 @@ def atmospheric_corrections(latitude_rad, longitude_rad, height_m, azimuth_rad, 
                                                           gps_sow_s, alpha, beta), shape)
     else:
         iono = np.zeros(shape)
-    if tropo_model == "saastamoinen_niell":
+    if tropo_model in ("saastamoinen_niell", "saastamoinen_cosz"):
         tr = atmosphere.tropo_delay(elevation_rad, latitude_rad, height_m, day_of_year,
-                                    relative_humidity=relative_humidity)
+                                    relative_humidity=relative_humidity,
+                                    mapping="niell" if tropo_model == "saastamoinen_niell" else "cosz")
         tropo = np.broadcast_to(tr.dry_m + tr.wet_m, shape)
     else:
         tropo = np.zeros(shape)
@@ -119,8 +159,8 @@ def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weightin
         Satellites the solver used.
     elevation_rad, azimuth_rad : numpy.ndarray, shape (n_epoch, n_sv)
         Look angles at the true position [rad].
-    weighting : {"elevation", "none"}, keyword-only
-        As :func:`solve` (weights sin^2 el).
+    weighting : {"elevation", "rtklib", "none"}, keyword-only
+        As :func:`solve` (:func:`observation_weights`).
     clock_index : array_like of int, shape (n_sv,), optional
         Receiver clock of each satellite's system, 0 .. n_clock - 1, as :func:`solve` with
         several ``constellations`` estimates one clock per system; default one clock for all.
@@ -149,11 +189,16 @@ def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weightin
     example 9 cm for a 55 m vertical error.  Unlike :func:`solve`, the weights are not floored
     at :data:`MIN_WEIGHT_ELEVATION_RAD`, which matters only for satellites used below 1 deg.
     """
-    _choice("weighting", weighting, ("elevation", "none"))
+    _choice("weighting", weighting, WEIGHTINGS)
     el = np.where(used, elevation_rad, 0.0)
     az = np.where(used, azimuth_rad, 0.0)
     los = [-np.cos(el) * np.sin(az), -np.cos(el) * np.cos(az), -np.sin(el)]
-    w = np.sin(el) ** 2 if weighting == "elevation" else np.ones_like(el)
+    if weighting == "elevation":
+        w = np.sin(el) ** 2
+    elif weighting == "rtklib":
+        w = observation_weights(np.where(used, el, np.pi / 2), "rtklib")
+    else:
+        w = np.ones_like(el)
     w = np.where(used, w, 0.0)
     r = np.where(used[None], np.nan_to_num(terms_m), 0.0)
     if clock_index is None:
@@ -233,22 +278,87 @@ def dops(design_enu_t, used) -> dict[str, np.ndarray]:
     return {k: np.where(ok, v, np.nan) for k, v in out.items()}
 
 
-#: Single-frequency code observables tried per system, in this order: GPS L1 C/A, Galileo E1,
-#: BeiDou B1I (RINEX 3.02+ C2I; 3.01 wrote C1I).
-SYSTEM_PSEUDORANGES = {"G": PSEUDORANGE_VARIABLES, "E": ("pseudorange", "C1C", "C1X", "C1B"),
-                       "C": ("pseudorange", "C2I", "C1I"), "R": ("pseudorange", "C1C", "C1P")}
-#: Carrier frequency of those signals [Hz] (IS-GPS-200 3.3.1.1; Galileo OS SIS ICD 2.2;
+#: Single-frequency code observables tried per system, in this order (the concatenated bands of
+#: :data:`CODE_PRIORITY` that :func:`solve` uses alone): GPS L1, Galileo E1, BeiDou B1I then
+#: B1C, GLONASS G1. Kept for callers that name a system's first choices.
+SYSTEM_PSEUDORANGES = {"G": PSEUDORANGE_VARIABLES, "E": ("pseudorange", "C1C", "C1A", "C1B", "C1X", "C1Z"),
+                       "C": ("pseudorange", "C2I", "C2Q", "C2X", "C1I", "C1Q", "C1D", "C1P", "C1X"),
+                       "R": ("pseudorange", "C1C", "C1P")}
+#: Carrier frequency of each system's first band [Hz] (IS-GPS-200 3.3.1.1; Galileo OS SIS ICD 2.2;
 #: BDS-SIS-ICD-B1I 3.0, 4.2.1): the Klobuchar delay (computed for L1) scales as (f_L1 / f)^2.
 SYSTEM_FREQ_HZ = {"G": 1575.42e6, "E": 1575.42e6, "C": 1561.098e6}
-#: Dual-frequency pairs of the ionosphere-free combination per system: (first, second) code
-#: observables tried, and the second frequency [Hz]. GPS L1/L2 P(Y) (the broadcast clock refers
-#: to it, IS-GPS-200 20.3.3.3.3.3; C1C stands in for P1), Galileo E1/E5b (the I/NAV clock,
-#: OS SIS ICD 5.1.5), BeiDou B1I/B3I (the clock refers to B3I, TGD1 is B1I's group delay: BDS ICD
-#: 5.2.4.10).
-IONO_FREE_PAIRS = {"G": ((("C1W", "P1", "C1C", "C1"), ("C2W", "P2", "C2X", "C2L")), 1227.60e6),
-                   "E": ((("C1C", "C1X"), ("C7Q", "C7X", "C7I")), 1207.14e6),
-                   "C": ((("C2I", "C1I"), ("C6I",)), 1268.52e6),
-                   "R": ((("C1C", "C1P"), ("C2C", "C2P")), None)}
+
+
+class Band(NamedTuple):
+    """The code observations of one frequency band of one system, in the order tried.
+
+    Attributes
+    ----------
+    codes : tuple of str
+        Variable names of the observation Dataset: RINEX 3 ``C<band><attribute>`` (RINEX 3.05,
+        section 5.1, Tables 4-10), RINEX 2 names (``C1``, ``P1``, ``P2``) and ``pseudorange`` (a
+        simulated receiver's) where they mean this band.
+    frequency_hz : float
+        Carrier [Hz] (GLONASS FDMA: the channel-0 carrier; the satellite's own is used).
+    """
+
+    codes: tuple[str, ...]
+    frequency_hz: float
+
+
+#: Code priority per system and frequency band: per satellite and epoch, :func:`solve` takes the
+#: first code of the band that has a value. The attribute orders are RTKLIB 2.4.3's default
+#: code priorities (``codepris`` in src/rtkcmn.c: GPS L1 "CPYWMNSL", L2 "PYWCMNDLSX", L5 "IQX";
+#: Galileo E1 "CABXZ", E5a and E5b "IQX"; BeiDou B1 "IQXDPAN", B3 "IQXA"; GLONASS G1 "CPABX",
+#: G2 "PCABX"), restricted to the attributes RINEX 3.05 defines for the band, with the codeless
+#: N (no code pseudorange) dropped and GPS L1C (S, L, X, after RTKLIB's list) appended.
+#: BeiDou B1 is two signals on two carriers: B1I (RINEX 3.02+ band 2, I Q X; RINEX 3.01 wrote it
+#: C1I, C1Q) first, then B1C (band 1, D P X). A RINEX 3.01 file's C1X (B1I I+Q) is read as B1C.
+#: Group delays (which broadcast delay the satellite clock takes off, ``tgd`` of
+#: :func:`gnss.read_nav`): GPS L1 C/A and P(Y), TGD (IS-GPS-200 20.3.3.3.3.2; L1C's ISC is
+#: broadcast in CNAV-2 only, so L1C takes TGD too, a few decimetres at most); Galileo E1 (B, C,
+#: X alike), BGD(E1, E5b) of the I/NAV clock (OS SIS ICD 5.1.5); BeiDou B1I, TGD1 (BDS ICD
+#: 5.2.4.10); B1C's TGD_B1Cp is broadcast in B-CNAV1 only, not in the D1/D2 records read here, so
+#: B1C takes TGD1 too (B1C and B1I group delays of a satellite differ by a few ns; the common
+#: part goes into the BeiDou receiver clock); GLONASS, none (RINEX 3.04 has none).
+CODE_PRIORITY = {
+    "G": {"L1": Band(("pseudorange", "C1C", "C1", "C1P", "C1Y", "C1W", "P1", "C1M", "C1S", "C1L", "C1X"), 1575.42e6),
+          "L2": Band(("C2P", "C2Y", "C2W", "P2", "C2C", "C2M", "C2D", "C2L", "C2S", "C2X", "C2"), 1227.60e6),
+          "L5": Band(("C5I", "C5Q", "C5X"), 1176.45e6)},
+    "E": {"E1": Band(("pseudorange", "C1C", "C1A", "C1B", "C1X", "C1Z"), 1575.42e6),
+          "E5a": Band(("C5I", "C5Q", "C5X"), 1176.45e6),
+          "E5b": Band(("C7I", "C7Q", "C7X"), 1207.14e6)},
+    "C": {"B1I": Band(("pseudorange", "C2I", "C2Q", "C2X", "C1I", "C1Q"), 1561.098e6),
+          "B1C": Band(("C1D", "C1P", "C1X"), 1575.42e6),
+          "B3I": Band(("C6I", "C6Q", "C6X"), 1268.52e6)},
+    "R": {"G1": Band(("pseudorange", "C1C", "C1P"), 1602.0e6),
+          "G2": Band(("C2C", "C2P"), 1246.0e6)},
+}
+#: Bands :func:`solve` takes one code from, per system, single frequency: the first band that
+#: has a code at that satellite and epoch (BeiDou: B1I, else B1C).
+SINGLE_FREQUENCY_BANDS = {"G": ("L1",), "E": ("E1",), "C": ("B1I", "B1C"), "R": ("G1",)}
+#: Dual-frequency pairs of the ionosphere-free combination per system: the two bands, and the
+#: second band's frequency [Hz]. GPS L1/L2 P(Y) (the broadcast clock refers to it, IS-GPS-200
+#: 20.3.3.3.3.3; on L1 the P(Y) codes W, P, Y are tried first, then C/A standing in for them),
+#: Galileo E1/E5b (the I/NAV clock, OS SIS ICD 5.1.5), BeiDou B1I/B3I (the clock refers to B3I,
+#: TGD1 is B1I's group delay: BDS ICD 5.2.4.10).
+IONO_FREE_PAIRS = {"G": ((("C1W", "C1P", "C1Y", "P1", "C1C", "C1"), CODE_PRIORITY["G"]["L2"].codes), 1227.60e6),
+                   "E": ((CODE_PRIORITY["E"]["E1"].codes[1:], CODE_PRIORITY["E"]["E5b"].codes), 1207.14e6),
+                   "C": ((CODE_PRIORITY["C"]["B1I"].codes[1:], CODE_PRIORITY["C"]["B3I"].codes), 1268.52e6),
+                   "R": ((CODE_PRIORITY["R"]["G1"].codes[1:], CODE_PRIORITY["R"]["G2"].codes), None)}
+#: Probability of a false alarm of the RAIM chi-square test (:func:`solve`, ``raim``): RTKLIB's
+#: ``valsol`` tests at 0.001 (its ``chisqr`` table, alpha = 0.001).
+RAIM_FALSE_ALARM_PROBABILITY = 1e-3
+#: Standard deviation of a zenith code pseudorange assumed by the RAIM test [m]: the observation
+#: at elevation e has sigma / sin(e) (the weighting of :func:`solve`). 3 m covers the broadcast
+#: Klobuchar residual (~50 % of the ionospheric delay), the broadcast orbit and clock (~1 m) and
+#: code noise and multipath of a single-frequency receiver; the clean station files of
+#: tests/data/gnss pass the test at this value (tests/gnss/test_raim.py).
+RAIM_CODE_SIGMA_M = 3.0
+#: RAIM status values of :func:`solve`'s ``raim_status``.
+RAIM_STATUS = {0: "test passed", 1: "test passed after excluding satellites",
+               2: "test failed with no redundancy left to exclude (fix withheld when raim is on)",
+               3: "not testable (no redundant satellite) or no fix"}
 #: GLONASS FDMA carriers [Hz] (GLONASS ICD, ed. 5.1, 3.3.1.4): f = base + k step with the
 #: satellite's frequency number k (``glo_frequency_channel`` of the navigation records).
 GLONASS_L1_HZ = (1602.0e6, 0.5625e6)
@@ -289,34 +399,86 @@ def _first_present(obs, names, system):
                      f"of them (or choose constellations without {system!r})")
 
 
+def select_codes(obs: xr.Dataset, cols, candidates):
+    """Per epoch and satellite, the first code of ``candidates`` that has a value.
+
+    Parameters
+    ----------
+    obs : xarray.Dataset
+        (epoch, sv) code observations [m].
+    cols : array_like of int
+        Satellites (indices along ``sv``) to fill.
+    candidates : sequence of (str, float)
+        Variable name and carrier frequency [Hz], in priority order; names absent from ``obs``
+        are skipped.
+
+    Returns
+    -------
+    values : numpy.ndarray, shape (n_epoch, len(cols))
+        Code pseudorange [m], NaN where no candidate has a value.
+    index : numpy.ndarray of int, shape (n_epoch, len(cols))
+        Index into ``candidates`` of the code taken, -1 where none.
+    """
+    cols = np.asarray(cols, dtype=np.int64)
+    n_epoch = obs.sizes["epoch"]
+    values = np.full((n_epoch, cols.size), np.nan)
+    index = np.full((n_epoch, cols.size), -1, dtype=np.int64)
+    for k, (name, _) in enumerate(candidates):
+        if name not in obs:
+            continue
+        v = np.asarray(obs[name].values, dtype=float)[:, cols]
+        take = ~np.isfinite(values) & np.isfinite(v)
+        values[take] = v[take]
+        index[take] = k
+    return values, index
+
+
+def _band_candidates(system, bands):
+    return [(code, CODE_PRIORITY[system][b].frequency_hz) for b in bands for code in CODE_PRIORITY[system][b].codes]
+
+
+def _code_summary(names, index, present):
+    """The codes used (in priority order, '/'-joined), else the first present candidate."""
+    used = sorted(set(int(k) for k in np.unique(index) if k >= 0))
+    if used:
+        return "/".join(names[k] for k in used)
+    return present
+
+
 def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_model="klobuchar",
           tropo_model="saastamoinen_niell", weighting="elevation", relative_humidity=0.5,
           initial_position_ecef=None, observable=None, true_position_ecef=None,
-          constellations=("G",), iono_free=False) -> xr.Dataset:
+          constellations=("G",), iono_free=False, raim=True, raim_false_alarm_probability=RAIM_FALSE_ALARM_PROBABILITY,
+          raim_code_sigma_m=RAIM_CODE_SIGMA_M) -> xr.Dataset:
     """Single-point position and receiver clocks per epoch from code pseudoranges.
 
     Parameters
     ----------
     obs : xarray.Dataset
-        (epoch, sv) pseudoranges: a :func:`gnss.read_obs` Dataset (``C1C``/``C1``) or a simulated
-        receiver Dataset (``pseudorange``).  Only the satellites of ``constellations`` are used.  Epochs are
-        the receiver's time tags (GPST); a ``time_tag`` coordinate, when present, is used
-        instead as the time tag (simulated Datasets keep the true time in ``epoch``).
+        (epoch, sv) pseudoranges: a :func:`gnss.read_obs` Dataset (any RINEX 2 or 3 code
+        observations: per satellite and epoch the first code of :data:`CODE_PRIORITY` that has a
+        value) or a simulated receiver Dataset (``pseudorange``).  Only the satellites of
+        ``constellations`` are used.  Epochs are the receiver's time tags (GPST); a ``time_tag``
+        coordinate, when present, is used instead as the time tag (simulated Datasets keep the
+        true time in ``epoch``).
     nav : xarray.Dataset
         Broadcast ephemerides and Klobuchar coefficients.
     elevation_mask_deg : float, keyword-only
         Satellites below this elevation are not used [deg].
     iono_model : {"klobuchar", "none"}, keyword-only
         Ionospheric correction.
-    tropo_model : {"saastamoinen_niell", "none"}, keyword-only
-        Tropospheric correction (standard atmosphere with ``relative_humidity``).
-    weighting : {"elevation", "none"}, keyword-only
-        "elevation": weights sin^2(elevation) (sigma proportional to 1 / sin e).
+    tropo_model : {"saastamoinen_niell", "saastamoinen_cosz", "none"}, keyword-only
+        Tropospheric correction (standard atmosphere with ``relative_humidity``), mapped with
+        Niell's functions or, as RTKLIB, with 1 / cos z (:data:`TROPO_CORRECTIONS`).
+    weighting : {"elevation", "rtklib", "none"}, keyword-only
+        "elevation": weights sin^2(elevation) (sigma proportional to 1 / sin e); "rtklib":
+        RTKLIB ``pntpos``'s code variance (:func:`observation_weights`).
     initial_position_ecef : array_like, shape (3,), optional, keyword-only
         Start of the iteration [m]; the header ``approx_position_ecef`` if present, else the
         Earth's centre.
     observable : str, optional, keyword-only
-        Name of the pseudorange variable; first of ``PSEUDORANGE_VARIABLES`` present by default.
+        Name of one pseudorange variable used for every system (no per-satellite choice); by
+        default the code priority of :data:`CODE_PRIORITY` per satellite and epoch.
     true_position_ecef : array_like, shape (3,) or (n_epoch, 3), optional, keyword-only
         Known true position, copied to the output (a simulated Dataset's ``true_position_ecef``
         is used when this is omitted).
@@ -324,34 +486,65 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         Systems used (default GPS only); each gets its own receiver clock (the inter-system
         offsets, time scales and receiver group delays, are estimated, not assumed). ``nav``
         must hold their ephemerides (``gnss.read_nav(path)`` reads every system of the file). GLONASS uses
-        C1P/C1C (or C1P+C2P, C1C+C2C ionosphere-free) at each satellite's FDMA frequency;
+        its G1 (or G1+G2 ionosphere-free) codes at each satellite's FDMA frequency;
         one clock for all its frequencies (inter-frequency biases are not estimated).
     iono_free : bool, keyword-only
         Use the dual-frequency ionosphere-free combination of :data:`IONO_FREE_PAIRS` instead
         of one signal and a model: ``(f1^2 P1 - f2^2 P2) / (f1^2 - f2^2)``, no ionospheric
         correction, the satellite clock referred to that pair.
+    raim : bool, keyword-only
+        Receiver autonomous integrity monitoring (Notes): exclude the worst satellite while the
+        chi-square test of the residuals fails and redundancy remains, withhold the fix (NaN)
+        when it still fails. Off: the statistic is reported, nothing is excluded or withheld.
+    raim_false_alarm_probability : float, keyword-only
+        Probability of a false alarm of the test, 0..1 [1].
+    raim_code_sigma_m : float, keyword-only
+        Zenith code sigma the test assumes [m] (:data:`RAIM_CODE_SIGMA_M`).
 
     Returns
     -------
     xarray.Dataset
         Per epoch: ``position_ecef`` (epoch, xyz) [m], ``clock_bias`` [m], ``gdop``, ``pdop``,
-        ``hdop``, ``vdop``, ``tdop``, ``n_sv_used``, ``converged``; per (epoch, sv): ``residual``
-        [m] and ``used``; ``true_position_ecef`` and ``position_error_enu`` when the truth is
-        known.  Epochs with fewer than 4 usable satellites are NaN, never an exception.
+        ``hdop``, ``vdop``, ``tdop``, ``n_sv_used``, ``converged``, ``raim_statistic``,
+        ``raim_threshold``, ``raim_status`` (:data:`RAIM_STATUS`); per (epoch, sv):
+        ``residual`` [m], ``used``, ``raim_excluded`` and ``code_used`` (the observation code used,
+        ``"C1X"``, ``"C1W+C2W"`` ionosphere-free; ``""`` none); ``true_position_ecef`` and
+        ``position_error_enu`` when the truth is known.  Epochs with fewer than 4 usable
+        satellites are NaN, never an exception. The attribute ``observable`` names the codes
+        used per system.
 
     Notes
     -----
     Transmission time: t_tx = t_rx - P / c - dt_sv(t_rx - P / c), which is independent of the
     receiver clock offset (RTKLIB ``satposs`` convention); satellite clock with relativity and
-    minus TGD (L1 C/A, IS-GPS-200 20.3.3.3.3.2).  Each iteration rotates the transmit-time
-    satellite positions by OmegaE * rho / c (Sagnac), forms
+    minus the group delay of the code used (:data:`CODE_PRIORITY`).  Each iteration rotates the
+    transmit-time satellite positions by OmegaE * rho / c (Sagnac), forms
     v = P - (rho + b - c dt_sv + I + T) and solves the weighted normal equations
-    (G^T W G) dx = G^T W v for all epochs at once (batched 4x4 solves; epochs are independent).
+    (G^T W G) dx = G^T W v for all epochs at once (batched solves; epochs are independent).
     DOPs are the unweighted geometric ones (:func:`dops`) at the final position, in local ENU.
+
+    RAIM (Brown, "A baseline GPS RAIM scheme and a note on the equivalence of three RAIM
+    methods", Navigation 39(3), 1992; Kaplan & Hegarty, "Understanding GPS/GNSS", 3rd ed., 2017,
+    sec. 11.6; RTKLIB ``valsol`` and ``raim_fde`` in src/pntpos.c): with the post-fit residuals r
+    and variances sigma_i^2 = ``raim_code_sigma_m``^2 / w_i (w the weights above), the statistic
+    T = sum r_i^2 / sigma_i^2 is chi-square with n - p degrees of freedom (p = 3 + the clocks
+    estimated) when the errors are Gaussian with those sigmas; the test fails when T exceeds the
+    1 - ``raim_false_alarm_probability`` quantile. While it fails and n - p >= 2, the satellite
+    of largest normalised residual |r_i| / (sigma_i sqrt(1 - h_ii)) (h the hat matrix
+    W^1/2 G (G^T W G)^-1 G^T W^1/2; Baarda's w-test) is excluded and the epoch solved again;
+    when it fails with n - p = 1 the fix is withheld (NaN, ``raim_status`` 2). RTKLIB instead
+    tries every subset of n - 1 satellites and keeps the one of smallest residuals, and its
+    sigmas come from its error model (ionosphere, troposphere, ephemeris, code).
     """
+    from scipy.stats import chi2
+
     _choice("iono_model", iono_model, IONO_CORRECTIONS)
     _choice("tropo_model", tropo_model, TROPO_CORRECTIONS)
-    _choice("weighting", weighting, ("elevation", "none"))
+    _choice("weighting", weighting, WEIGHTINGS)
+    if not 0.0 < float(raim_false_alarm_probability) < 1.0:
+        raise ValueError(f"raim_false_alarm_probability: got {raim_false_alarm_probability!r}; allowed: 0 < p < 1")
+    if not float(raim_code_sigma_m) > 0.0:
+        raise ValueError(f"raim_code_sigma_m: got {raim_code_sigma_m!r}; allowed: > 0 [m]")
     systems = tuple(constellations)
     if not systems or any(x not in SOLVER_SYSTEMS for x in systems) or len(set(systems)) != len(systems):
         raise ValueError(f"constellations: got {list(systems)!r}; allowed: distinct letters of {list(SOLVER_SYSTEMS)}")
@@ -363,34 +556,53 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     prn = orbit._prn_array(sv_names) if sv_names.size else np.zeros(0, dtype=np.int64)
     n_epoch0 = obs_g.sizes["epoch"]
     p = np.full((n_epoch0, sv_names.size), np.nan)
-    iono_scale = np.ones(sv_names.size)            # Klobuchar (L1) -> the signal's frequency
-    tgd_factor = np.ones(sv_names.size)            # multiple of the broadcast tgd the clock takes off
-    f_code = code_frequency_hz(nav, sv_names)      # no GLONASS record: channel 0, the satellite is unused
+    iono_scale = np.ones((n_epoch0, sv_names.size))   # Klobuchar (L1) -> the code's frequency
+    tgd_factor = np.ones(sv_names.size)                # multiple of the broadcast tgd the clock takes off
+    code_used = np.full((n_epoch0, sv_names.size), "", dtype=object)
+    channel = np.nan_to_num(glonass_channels(nav, sv_names))   # no GLONASS record: channel 0, unused anyway
     used_names = {}
     for x in systems:
         cols = np.flatnonzero(sv_sys == x)
-        f_sys = f_code[cols]
         if iono_free:
             (first, second), f2 = IONO_FREE_PAIRS[x]
-            n1, n2 = _first_present(obs_g, first, x), _first_present(obs_g, second, x)
-            f1 = f_sys
+            for names_ in (first, second):
+                _first_present(obs_g, names_, x)     # neither band in the Dataset: a bad parameter
+            p1, k1 = select_codes(obs_g, cols, [(c, 0.0) for c in first])
+            p2, k2 = select_codes(obs_g, cols, [(c, 0.0) for c in second])
+            f1 = code_frequency_hz(nav, sv_names[cols])[None, :]
             if x == "R":
-                f2 = GLONASS_L2_HZ[0] + np.nan_to_num(glonass_channels(nav, sv_names[cols])) * GLONASS_L2_HZ[1]
-            p1 = np.asarray(obs_g[n1].values, dtype=float)[:, cols]
-            p2 = np.asarray(obs_g[n2].values, dtype=float)[:, cols]
+                f2 = GLONASS_L2_HZ[0] + channel[cols] * GLONASS_L2_HZ[1]
             p[:, cols] = (f1 ** 2 * p1 - f2 ** 2 * p2) / (f1 ** 2 - f2 ** 2)
-            iono_scale[cols] = 0.0
+            iono_scale[:, cols] = 0.0
             # GPS and Galileo: the broadcast clock refers to this very pair; BeiDou: to B3I, so the
             # B1I/B3I combination takes gamma TGD1 off, gamma = f1^2 / (f1^2 - f3^2); GLONASS
             # broadcasts no group delay in RINEX 3.04 (tgd 0)
-            tgd_factor[cols] = f1 ** 2 / (f1 ** 2 - f2 ** 2) if x == "C" else 0.0
-            used_names[x] = f"IF({n1},{n2})"
-        else:
-            n1 = _pick_pseudorange(obs_g, observable) if (observable is not None or x == "G") else \
-                _first_present(obs_g, SYSTEM_PSEUDORANGES[x], x)
+            tgd_factor[cols] = (f1 ** 2 / (f1 ** 2 - f2 ** 2))[0] if x == "C" else 0.0
+            both = (k1 >= 0) & (k2 >= 0)
+            names1, names2 = np.array(first, dtype=object), np.array(second, dtype=object)
+            pair = np.where(both, names1[np.maximum(k1, 0)] + "+" + names2[np.maximum(k2, 0)], "")
+            code_used[:, cols] = pair
+            distinct = [s for s in dict.fromkeys(pair[both].ravel())]
+            used_names[x] = "/".join(f"IF({s.replace('+', ',')})" for s in distinct) or \
+                f"IF({_first_present(obs_g, first, x)},{_first_present(obs_g, second, x)})"
+        elif observable is not None:
+            n1 = _pick_pseudorange(obs_g, observable)
             p[:, cols] = np.asarray(obs_g[n1].values, dtype=float)[:, cols]
-            iono_scale[cols] = (SYSTEM_FREQ_HZ["G"] / f_sys) ** 2
+            iono_scale[:, cols] = (SYSTEM_FREQ_HZ["G"] / code_frequency_hz(nav, sv_names[cols])) ** 2
+            code_used[:, cols] = np.where(np.isfinite(p[:, cols]), n1, "")
             used_names[x] = n1
+        else:
+            cand = _band_candidates(x, SINGLE_FREQUENCY_BANDS[x])
+            names = [c for c, _ in cand]
+            present = _first_present(obs_g, names, x)
+            values, k = select_codes(obs_g, cols, cand)
+            f = np.array([fr for _, fr in cand])[np.maximum(k, 0)]
+            if x == "R":                                # FDMA: the satellite's own G1 carrier
+                f = np.broadcast_to(GLONASS_L1_HZ[0] + channel[cols] * GLONASS_L1_HZ[1], f.shape)
+            p[:, cols] = values
+            iono_scale[:, cols] = (SYSTEM_FREQ_HZ["G"] / f) ** 2
+            code_used[:, cols] = np.where(k >= 0, np.array(names, dtype=object)[np.maximum(k, 0)], "")
+            used_names[x] = _code_summary(names, k, present)
     name = used_names[systems[0]] if len(systems) == 1 else ", ".join(f"{k}: {v}" for k, v in used_names.items())
     t = np.asarray(obs_g["epoch"].values, dtype="datetime64[ns]")
     # a simulated Dataset carries the receiver's own time tags beside the true epochs
@@ -420,57 +632,83 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         x0 = np.asarray(obs["approx_position_ecef"].values, dtype=float)
     else:
         x0 = np.zeros(3)
-    x = np.broadcast_to(x0, (n_epoch, 3)).copy()
     n_clk = len(systems)
     onehot = (sv_sys[:, None] == np.array(systems)[None, :]).astype(float)      # (sv, system)
-    bs = np.zeros((n_epoch, n_clk))
     doy = geometry.day_of_year(t)
     mask_rad = np.radians(elevation_mask_deg)
-    converged = np.zeros(n_epoch, dtype=bool)
-    used = valid.copy()
-    for _ in range(SOLVER_MAX_ITERATIONS):
-        sv_pos = np.where(valid[..., None], st.position_ecef, 0.0)
-        rho0 = np.linalg.norm(sv_pos - x[:, None, :], axis=-1)
-        sv_rot = orbit.rotate_to_reception_frame(sv_pos, rho0 / c)
-        d = sv_rot - x[:, None, :]
-        rho = np.linalg.norm(d, axis=-1)
-        los = d / np.where(rho > 0, rho, 1.0)[..., None]
-        geo = geometry.ecef_to_geodetic(x)
-        near = np.abs(geo.height_m) < NEAR_SURFACE_HEIGHT_M
-        geo_b = geometry.Geodetic(*(g[:, None] for g in geo))
-        look = geometry.look_angles(x[:, None, :], sv_rot, geo_b)
-        el = look.elevation_rad
-        ac = atmospheric_corrections(geo_b.latitude_rad, geo_b.longitude_rad, geo_b.height_m, look.azimuth_rad, el,
-                                     gt.sow[:, None], doy[:, None], alpha=alpha, beta=beta, iono_model=iono_model,
-                                     tropo_model=tropo_model, relative_humidity=relative_humidity)
-        corr = ac.iono_m * iono_scale[None, :] + ac.tropo_m
-        corr = np.where(near[:, None] & np.isfinite(corr), corr, 0.0)
-        used = valid & (~near[:, None] | (el >= mask_rad))
-        if weighting == "elevation":
-            w = np.where(near[:, None], np.sin(np.clip(el, MIN_WEIGHT_ELEVATION_RAD, None)) ** 2, 1.0)
-        else:
-            w = np.ones((n_epoch, n_sv))
-        w = np.where(used, w, 0.0)
-        v = np.where(used, p_safe - (rho + bs @ onehot.T - sv_clock_m + corr), 0.0)
-        g = np.concatenate([-los, np.broadcast_to(onehot, (n_epoch, n_sv, n_clk))], axis=-1)
-        g = np.where(used[..., None], g, 0.0)
-        n_used = used.sum(axis=1)
-        sys_used = used.astype(float) @ onehot > 0                                  # (epoch, system)
-        ok = n_used >= 3 + sys_used.sum(axis=1)
-        ok &= sys_used.any(axis=1)
-        nmat = np.einsum("ek,eki,ekj->eij", w, g, g)
-        rhs = np.einsum("ek,eki,ek->ei", w, g, v)
-        # a system without a used satellite at an epoch: its clock is not estimated there
-        idle = np.concatenate([np.zeros((n_epoch, 3), bool), ~sys_used], axis=1)
-        nmat = nmat + np.einsum("ei,ij->eij", idle.astype(float), np.eye(3 + n_clk))
-        nmat[~ok] = np.eye(3 + n_clk)
-        rhs[~ok] = 0.0
-        dx = np.linalg.solve(nmat, rhs[..., None])[..., 0]
-        x = x + dx[:, :3]
-        bs = bs + dx[:, 3:]
-        converged = ok & (np.linalg.norm(dx, axis=1) < SOLVER_TOLERANCE_M) & near
-        if np.all(converged | ~ok):
+
+    def least_squares(x, bs, excluded):
+        """Iterate the epochs' weighted least squares from (x, bs) without the ``excluded``."""
+        converged = np.zeros(n_epoch, dtype=bool)
+        for _ in range(SOLVER_MAX_ITERATIONS):
+            sv_pos = np.where(valid[..., None], st.position_ecef, 0.0)
+            rho0 = np.linalg.norm(sv_pos - x[:, None, :], axis=-1)
+            sv_rot = orbit.rotate_to_reception_frame(sv_pos, rho0 / c)
+            d = sv_rot - x[:, None, :]
+            rho = np.linalg.norm(d, axis=-1)
+            los = d / np.where(rho > 0, rho, 1.0)[..., None]
+            geo = geometry.ecef_to_geodetic(x)
+            near = np.abs(geo.height_m) < NEAR_SURFACE_HEIGHT_M
+            geo_b = geometry.Geodetic(*(g[:, None] for g in geo))
+            look = geometry.look_angles(x[:, None, :], sv_rot, geo_b)
+            el = look.elevation_rad
+            ac = atmospheric_corrections(geo_b.latitude_rad, geo_b.longitude_rad, geo_b.height_m, look.azimuth_rad, el,
+                                         gt.sow[:, None], doy[:, None], alpha=alpha, beta=beta, iono_model=iono_model,
+                                         tropo_model=tropo_model, relative_humidity=relative_humidity)
+            corr = ac.iono_m * iono_scale + ac.tropo_m
+            corr = np.where(near[:, None] & np.isfinite(corr), corr, 0.0)
+            used = valid & (~near[:, None] | (el >= mask_rad)) & ~excluded
+            w = np.where(near[:, None], observation_weights(el, weighting), 1.0)
+            w = np.where(used, w, 0.0)
+            v = np.where(used, p_safe - (rho + bs @ onehot.T - sv_clock_m + corr), 0.0)
+            g = np.concatenate([-los, np.broadcast_to(onehot, (n_epoch, n_sv, n_clk))], axis=-1)
+            g = np.where(used[..., None], g, 0.0)
+            n_used = used.sum(axis=1)
+            sys_used = used.astype(float) @ onehot > 0                                  # (epoch, system)
+            ok = n_used >= 3 + sys_used.sum(axis=1)
+            ok &= sys_used.any(axis=1)
+            nmat = np.einsum("ek,eki,ekj->eij", w, g, g)
+            rhs = np.einsum("ek,eki,ek->ei", w, g, v)
+            # a system without a used satellite at an epoch: its clock is not estimated there
+            idle = np.concatenate([np.zeros((n_epoch, 3), bool), ~sys_used], axis=1)
+            nmat = nmat + np.einsum("ei,ij->eij", idle.astype(float), np.eye(3 + n_clk))
+            nmat[~ok] = np.eye(3 + n_clk)
+            rhs[~ok] = 0.0
+            dx = np.linalg.solve(nmat, rhs[..., None])[..., 0]
+            x = x + dx[:, :3]
+            bs = bs + dx[:, 3:]
+            converged = ok & (np.linalg.norm(dx, axis=1) < SOLVER_TOLERANCE_M) & near
+            if np.all(converged | ~ok):
+                break
+        residual = np.where(used, v - np.einsum("eki,ei->ek", g, dx), 0.0)
+        # hat-matrix diagonal h_ii = w_i g_i^T N^-1 g_i (redundancy number 1 - h_ii)
+        h = w * np.einsum("eki,eij,ekj->ek", g, np.linalg.inv(nmat), g)
+        n_par = 3 + sys_used.sum(axis=1)
+        return dict(x=x, bs=bs, used=used, los=los, residual=residual, w=w, h=h, ok=ok, converged=converged,
+                    sys_used=sys_used, dof=n_used - n_par)
+
+    excluded = np.zeros((n_epoch, n_sv), dtype=bool)
+    s = least_squares(np.broadcast_to(x0, (n_epoch, 3)).copy(), np.zeros((n_epoch, n_clk)), excluded)
+    sigma2 = float(raim_code_sigma_m) ** 2
+    for _ in range(n_sv + 1):
+        stat = np.sum(s["w"] * s["residual"] ** 2, axis=1) / sigma2
+        testable = s["ok"] & (s["dof"] >= 1)
+        threshold = np.where(testable, chi2.ppf(1.0 - raim_false_alarm_probability, np.maximum(s["dof"], 1)), np.nan)
+        fail = testable & (stat > threshold)
+        exclude_now = fail & (s["dof"] >= 2) if raim else np.zeros(n_epoch, dtype=bool)
+        if not exclude_now.any():
             break
+        red = 1.0 - s["h"]
+        z = np.where(s["used"] & (red > 1e-9), np.abs(s["residual"]) * np.sqrt(s["w"] / np.where(red > 1e-9, red, 1.0)),
+                     -1.0)
+        worst = np.argmax(z, axis=1)
+        excluded[np.flatnonzero(exclude_now), worst[exclude_now]] = True
+        start = np.where(np.isfinite(s["x"]) & s["ok"][:, None], s["x"], x0)
+        s = least_squares(start, np.where(np.isfinite(s["bs"]), s["bs"], 0.0), excluded)
+    x, bs, used, los, ok = s["x"], s["bs"], s["used"], s["los"], s["ok"]
+    n_excl = excluded.sum(axis=1)
+    status = np.where(~testable, 3, np.where(fail, 2, np.where(n_excl > 0, 1, 0))).astype(np.int8)
+    withheld = fail & bool(raim)
     # final geometry and residuals
     geo = geometry.ecef_to_geodetic(x)
     rot = geometry.enu_rotation(geo.latitude_rad, geo.longitude_rad)
@@ -478,12 +716,11 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
                                 axis=-1)
     dop = dops(design_enu, used)
     n_used = used.sum(axis=1)
-    sys_used = used.astype(float) @ onehot > 0
-    ok = (n_used >= 3 + sys_used.sum(axis=1)) & sys_used.any(axis=1)
-    x[~ok] = np.nan
-    bs = np.where(ok[:, None] & sys_used, bs, np.nan)
+    sys_used = s["sys_used"]
+    x[~ok | withheld] = np.nan
+    bs = np.where(ok[:, None] & ~withheld[:, None] & sys_used, bs, np.nan)
     b = bs[:, 0]
-    residual = np.where(used, v - np.einsum("eki,ei->ek", g, dx), np.nan)
+    residual = np.where(used, s["residual"], np.nan)
 
     out = xr.Dataset(
         {
@@ -493,9 +730,19 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
             "clock_bias_system": (("epoch", "system"), bs, {"units": "m", "long_name": "receiver clock offset times "
                                                             "c against each system's signals (NaN: none used)"}),
             "n_sv_used": ("epoch", n_used.astype(np.int32), {"units": "1", "long_name": "satellites used"}),
-            "converged": ("epoch", converged, {"units": "1", "long_name": "least-squares iteration converged"}),
+            "converged": ("epoch", s["converged"], {"units": "1", "long_name": "least-squares iteration converged"}),
             "residual": (("epoch", "sv"), residual, {"units": "m", "long_name": "post-fit pseudorange residual"}),
             "used": (("epoch", "sv"), used, {"units": "1", "long_name": "satellite used in the solution"}),
+            "code_used": (("epoch", "sv"), code_used.astype(str),
+                     {"units": "1", "long_name": "observation code used (RINEX; '+': ionosphere-free pair; '': none)"}),
+            "raim_statistic": ("epoch", np.where(testable, stat, np.nan),
+                               {"units": "1", "long_name": "RAIM chi-square statistic of the weighted post-fit "
+                                                           "residuals (after exclusions)"}),
+            "raim_threshold": ("epoch", threshold, {"units": "1", "long_name": "RAIM chi-square threshold at the "
+                                                                                 "false-alarm probability"}),
+            "raim_status": ("epoch", status, {"units": "1", "long_name": "RAIM: " + "; ".join(
+                f"{k} {v}" for k, v in RAIM_STATUS.items())}),
+            "raim_excluded": (("epoch", "sv"), excluded, {"units": "1", "long_name": "satellite excluded by RAIM"}),
         },
         coords={"epoch": ("epoch", t, {"long_name": "receiver time tag (GPST)"}),
                 "sv": ("sv", obs_g["sv"].values, {"long_name": "satellite identifier"}),
@@ -503,7 +750,9 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
                 "system": ("system", np.array(systems), {"long_name": "satellite system of each receiver clock"})},
         attrs={"observable": name, "iono_free": int(bool(iono_free)), "elevation_mask_deg": float(elevation_mask_deg), "iono_model": iono_model,
                "tropo_model": tropo_model, "weighting": weighting,
-               "dop_definition": "unweighted (G^T G)^-1 in local ENU"},
+               "dop_definition": "unweighted (G^T G)^-1 in local ENU", "raim": int(bool(raim)),
+               "raim_false_alarm_probability": float(raim_false_alarm_probability),
+               "raim_code_sigma_m": float(raim_code_sigma_m)},
     )
     for k, long_name in (("gdop", "geometric"), ("pdop", "position"), ("hdop", "horizontal"),
                          ("vdop", "vertical"), ("tdop", "time")):

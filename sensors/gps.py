@@ -236,6 +236,10 @@ class GpsL1(Sensor):
                                    doc="ionospheric correction the receiver applies"),
         "solver_tropo_model": Param("str", default="saastamoinen_niell", choices=("saastamoinen_niell", "none"),
                                     doc="tropospheric correction the receiver applies"),
+        "raim": Param("bool", default=True,
+                      doc="receiver autonomous integrity monitoring of the fix: a chi-square test of the "
+                          "residuals, the worst satellite excluded while it fails, the fix withheld (NaN) "
+                          "when no redundancy is left (gnss.solve)"),
     }
 
     @classmethod
@@ -320,6 +324,7 @@ class GpsL1(Sensor):
                     "position_error_enu": ((3,), f8)})
         out.update({d: ((), f8) for d in ("gdop", "pdop", "hdop", "vdop", "tdop")})
         out.update({"n_sv_used": ((), i4), "used": ((n,), b), "residual": ((n,), f8),
+                    "raim_statistic": ((), f8), "raim_status": ((), np.dtype(np.int8)), "raim_excluded": ((n,), b),
                     "error_budget_enu": ((len(BUDGET_TERMS), 3), f8)})
         return out
 
@@ -399,6 +404,7 @@ class GpsL1(Sensor):
                 "elevation_mask_deg": float(p["elevation_mask_deg"]),
                 "iono_model": p["solver_iono_model"], "tropo_model": p["solver_tropo_model"],
                 "relative_humidity": float(p["relative_humidity"]), "weighting": "elevation",
+                "raim": bool(p["raim"]),
                 "initial_position_ecef": [float(v) for v in self._origin_ecef]}
 
     def _logged_code(self, ks, reception: Reception) -> LoggedCode:
@@ -600,6 +606,9 @@ class GpsL1(Sensor):
             "n_sv_used": Var((), sol["n_sv_used"].values, "1", "satellites used in the fix"),
             "used": Var(es, used, "1", "satellite used in the fix"),
             "residual": Var(es, sol["residual"].values, "m", "post-fit pseudorange residual"),
+            "raim_statistic": Var((), sol["raim_statistic"].values, "1", sol["raim_statistic"].attrs["long_name"]),
+            "raim_status": Var((), sol["raim_status"].values, "1", sol["raim_status"].attrs["long_name"]),
+            "raim_excluded": Var(es, sol["raim_excluded"].values, "1", "satellite excluded from the fix by RAIM"),
             "error_budget_enu": Var(("term", "enu"), budget, "m",
                                     "position error caused by each error term alone (linearised solver)"),
         })

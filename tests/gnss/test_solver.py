@@ -275,3 +275,91 @@ def test_satellites_of_unmodelled_systems_are_nan_with_one_warning(test_data):
     # a letter that is no RINEX system is a bad parameter, not a data point
     with pytest.raises(ValueError, match="X05"):
         gnss.sv_states(nav, ["X05"], t)
+
+
+NYA1_OBS = "gnss/NYA100NOR_S_20241240000_02H_05M_MO.rnx.gz"
+NYA1_NAV = "gnss/NYA100NOR_S_20241240000_04H_MN.rnx.gz"
+
+
+def _h95(sol):
+    e = sol["position_error_enu"].values
+    ok = np.all(np.isfinite(e), axis=1)
+    return float(np.percentile(np.hypot(e[ok, 0], e[ok, 1]), 95)), int(ok.sum())
+
+
+def test_galileo_c1x_station_fixes_alone_and_with_gps(test_data):
+    # NYA100NOR (Ny-Alesund, Trimble NetR9; tests/data/gnss/README.md) logs Galileo E1 as C1X and
+    # BeiDou B1I as C2X; its mixed file has a C1C column that GPS fills and every Galileo
+    # satellite leaves empty. Forcing C1C (the code the solver took first before it chose per
+    # satellite) gives Galileo no epoch at all; the per-satellite priority takes C1X and fixes
+    # every epoch. Truth: the header APPROX POSITION XYZ (antenna height 0). Measured: Galileo
+    # alone H95 1.09 m, GPS 0.46 m, GPS + Galileo 0.48 m over 24 epochs; bounds: the 2 m
+    # acceptance target of a single-frequency multi-GNSS fix (validation/gnss_station.py).
+    obs, nav = gnss.read_obs(test_data(NYA1_OBS)), gnss.read_nav(test_data(NYA1_NAV))
+    truth = obs["approx_position_ecef"].values
+    forced = gnss.solve(obs, nav, constellations=["E"], observable="C1C", true_position_ecef=truth)
+    assert np.isnan(forced["position_ecef"].values).all()
+    gal = gnss.solve(obs, nav, constellations=["E"], true_position_ecef=truth)
+    assert gal.attrs["observable"] == "C1X"
+    codes = gal["code_used"].values[gal["used"].values]
+    assert codes.size > 0 and set(codes) == {"C1X"}
+    h95, n = _h95(gal)
+    assert n == obs.sizes["epoch"] == 24 and h95 < 2.0
+    gps = gnss.solve(obs, nav, constellations=["G"], true_position_ecef=truth)
+    both = gnss.solve(obs, nav, constellations=["G", "E"], true_position_ecef=truth)
+    assert both.attrs["observable"] == "G: C1C, E: C1X"
+    # GPS + Galileo is not GPS alone: every epoch uses Galileo satellites too
+    assert np.all(both["n_sv_used"].values >= gps["n_sv_used"].values + 4)
+    assert _h95(both)[0] < 2.0 and _h95(gps)[0] < 2.0
+    every = gnss.solve(obs, nav, constellations=["G", "E", "C"], true_position_ecef=truth)
+    assert every.attrs["observable"] == "G: C1C, E: C1X, C: C2X"
+
+
+def test_code_priority_per_satellite_and_epoch():
+    # Two Galileo satellites: E01 has C1C and C1X, E02 only C1X, and E01's C1C is missing at the
+    # second epoch. RTKLIB's E1 order (C before X, CODE_PRIORITY) takes C1C where it has a value
+    # and C1X elsewhere, per satellite and epoch; the values are the input ones (closed form).
+    obs = xr.Dataset({"C1C": (("epoch", "sv"), [[1.0, np.nan], [np.nan, np.nan]]),
+                      "C1X": (("epoch", "sv"), [[2.0, 3.0], [4.0, 5.0]])},
+                     coords={"epoch": np.array(["2024-05-03T00:00", "2024-05-03T00:05"], dtype="datetime64[ns]"),
+                             "sv": ["E01", "E02"]})
+    cand = solver._band_candidates("E", solver.SINGLE_FREQUENCY_BANDS["E"])
+    values, k = solver.select_codes(obs, [0, 1], cand)
+    np.testing.assert_array_equal(values, [[1.0, 3.0], [4.0, 5.0]])
+    names = np.array([c for c, _ in cand])
+    np.testing.assert_array_equal(names[k], [["C1C", "C1X"], ["C1X", "C1X"]])
+    # BeiDou: B1I (C2I) first, B1C (C1P, at 1575.42 MHz) where B1I is missing
+    bds = xr.Dataset({"C2I": (("epoch", "sv"), [[np.nan]]), "C1P": (("epoch", "sv"), [[7.0]])},
+                     coords={"epoch": obs["epoch"].values[:1], "sv": ["C30"]})
+    cand = solver._band_candidates("C", solver.SINGLE_FREQUENCY_BANDS["C"])
+    values, k = solver.select_codes(bds, [0], cand)
+    assert values[0, 0] == 7.0 and cand[k[0, 0]] == ("C1P", 1575.42e6)
+
+
+def test_rtklib_weighting_and_cosz_mapping_closed_form():
+    # RTKLIB 2.4.3 pntpos varerr: sigma^2 = a^2 + b^2 / sin(el), a = b = 0.3 m; scaled to 1 at the
+    # zenith: 2 sin(el) / (sin(el) + 1) -> 1 at 90 deg, 2/3 at 30 deg (closed form); sin^2: 1/4
+    w = solver.observation_weights(np.radians([90.0, 30.0]), "rtklib")
+    np.testing.assert_allclose(w, [1.0, 2.0 / 3.0], rtol=1e-12)
+    np.testing.assert_allclose(solver.observation_weights(np.radians(30.0), "elevation"), 0.25, rtol=1e-12)
+    # 1 / cos z mapping: the slant delay at 30 deg is twice the zenith one (closed form)
+    from gnss import atmosphere
+    zen = atmosphere.tropo_delay(np.pi / 2, 0.6, 100.0, 100.0, mapping="cosz")
+    low = atmosphere.tropo_delay(np.radians(30.0), 0.6, 100.0, 100.0, mapping="cosz")
+    np.testing.assert_allclose(low.dry_m, 2.0 * zen.dry_m, rtol=1e-12)
+    np.testing.assert_allclose(low.wet_m, 2.0 * zen.wet_m, rtol=1e-12)
+    with pytest.raises(ValueError, match="mapping"):
+        atmosphere.tropo_delay(0.5, 0.6, 100.0, 100.0, mapping="chao")
+
+
+def test_rtklib_model_choices_move_the_height(station):
+    # RTKLIB's weights and troposphere (1 / cos z, 70 % humidity) against hifi's defaults at
+    # station 0759: the height moves by -0.51 m on average and at most 1.37 m at one epoch; the
+    # horizontal fix barely changes (regression values, measured; docs/gnss_cameras.md)
+    obs, nav = station
+    base = gnss.solve(obs, nav, true_position_ecef=HEADER)
+    rtk = gnss.solve(obs, nav, true_position_ecef=HEADER, weighting="rtklib", tropo_model="saastamoinen_cosz",
+                     relative_humidity=0.7)
+    du = rtk["position_error_enu"].values[:, 2] - base["position_error_enu"].values[:, 2]
+    assert abs(np.mean(du) - (-0.51)) < 0.02                      # 2 cm
+    assert abs(np.max(np.abs(du)) - 1.37) < 0.02                   # 2 cm

@@ -274,6 +274,12 @@ def test_exported_rinex_is_read_whole_and_reproduces_the_fix(tmp_path, constella
     assert np.all(np.abs(g["time"].values - tags) <= np.timedelta64(1, "us"))
     settings = json.loads(ds.attrs["solver_settings"])
     assert settings["constellations"] == constellations
+    # RAIM is on by default (parameter raim); its statistic is in the dataset wherever the fix has
+    # a redundant satellite (status 3: not testable, e.g. four satellites in the canyon)
+    assert settings["raim"] is True
+    stat, status = ds["raim_statistic"].values, ds["raim_status"].values
+    np.testing.assert_array_equal(np.isfinite(stat), status != 3)
+    assert np.isfinite(stat).sum() >= 10 and "raim_excluded" in ds
     nav = out / Path(d["sensors"][0]["params"]["nav_file"]).name        # copied beside the observations
     sol = gnss.solve(gnss.read_obs(out / "gnss.rnx"), gnss.read_nav(nav), **settings)
     mine, theirs = ds["position_ecef"].values, sol["position_ecef"].values
