@@ -223,7 +223,7 @@ if __name__ == "__main__":
     from pathlib import Path
 
     if sys.argv[1:] == ["datasets"]:
-        examples = Path(__file__).resolve().parents[1] / "examples"
+        examples = Path(__file__).resolve().parents[2] / "examples"        # hifi/run/ -> the repository
         print(dataset_reference(example_datasets(examples)), end="")
     else:
         print(scenario_reference(), end="")
