@@ -530,7 +530,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     T = sum r_i^2 / sigma_i^2 is chi-square with n - p degrees of freedom (p = 3 + the clocks
     estimated) when the errors are Gaussian with those sigmas; the test fails when T exceeds the
     1 - ``raim_false_alarm_probability`` quantile. While it fails and n - p >= 2, the satellite
-    of largest normalised residual |r_i| / (sigma_i sqrt(1 - h_ii)) (h the hat matrix
+    of largest normalised residual ``|r_i| / (sigma_i sqrt(1 - h_ii))`` (h the hat matrix
     W^1/2 G (G^T W G)^-1 G^T W^1/2; Baarda's w-test) is excluded and the epoch solved again;
     when it fails with n - p = 1 the fix is withheld (NaN, ``raim_status`` 2). RTKLIB instead
     tries every subset of n - 1 satellites and keeps the one of smallest residuals, and its

@@ -150,6 +150,10 @@ def main(argv=None) -> int:
     forever for one that has stopped.
     """
     try:                                  # Python's own SIGINT handler, until ours are in place
+        # decimal (scipy.optimize imports it during a run) now: CPython's _decimal prints a
+        # C-level warning ("mpd_setminalloc ... a second time") when its first import is
+        # broken off by a stop signal and it is imported again, a second line on stderr.
+        import decimal  # noqa: F401
         from .runtime.interrupt import signal_handlers
         with signal_handlers():           # SIGINT, SIGTERM -> hifi.runtime.interrupt.Interrupted
             try:
