@@ -17,6 +17,15 @@ How data-sheet figures become parameters
   ``range_noise_floor_m``. Where a sheet gives it at several ranges (LMS5xx) the SNR term
   ``range_noise_snr1_m`` is fitted so that a 10 % target at the far range has the far figure
   (:func:`snr1_for`); otherwise it keeps the family's 0.05 m.
+* Measured range noise: the data sheet's statistical error bounds the scatter over the working
+  range and every remission from 10 %; real units on bright indoor walls scatter less (SICK's
+  own recordings of an LMS511 and a TiM781S at 1.1 m: 3.6 and 11.6 mm, against 6 and 20 mm,
+  ``validation/sick_real.py``). Where such a recording exists (LMS5xx, TiM7xx) the preset's
+  ``noise_source`` picks the floor: ``"measured"`` (default) the recording's per-beam sigma,
+  ``"datasheet"`` the sheet's figure. The SNR term is fitted to the sheet's far figure in both
+  (LMS5xx: 14 mm for a 10 % target at 25 m), so that the data-sheet worst case stays where the
+  sheet puts it: near and bright the measured typical value, far and dark the sheet's bound.
+  ``range_noise_floor_m`` and ``range_noise_snr1_m`` given explicitly override either.
 * Systematic error: a per-unit range offset, drawn once per run, ``bias_sigma_m`` = the
   "typical" systematic error (read as one sigma over units).
 * Detection: the range at 10 % remission fixes the receiver noise so that a 10 % Lambertian
@@ -64,6 +73,12 @@ ERRORS_SOURCE = "SICK support article 'Measurement Errors LMSxxx'"
 LMS1XX_OI = "LMS1xx operating instructions 8012471/ZN27 sec. 3.6.2"
 LMS5XX_OI = "LMS500 operating instructions 8013796/UL20 sec. 3.5"
 UNVERIFIED = "data sheet, unverified here"
+#: Where the measured noise floors come from: SICK's own recordings, vendored in tests/data/lidar.
+RECORDING_SOURCE = ("validation/sick_real.py on SICKAG/sick_scan_xd test/emulator/scandata @ c2642d0e "
+                    "(Apache-2.0; tests/data/lidar/{}): median over {} static-wall beams at 1.1 m of the "
+                    "per-beam sigma over the scans")
+#: The choices of a preset's ``noise_source``.
+NOISE_SOURCES = ("measured", "datasheet")
 #: The family's SNR-term of the range noise where a sheet gives one figure only [m]
 #: (:func:`sensors.lidar.common_params`).
 DEFAULT_SNR1_M = 0.05
@@ -99,6 +114,9 @@ class SickDataSheet:
     #: (range [m], statistical error [m]) of a far figure of the sheet, or None
     statistical_far: tuple | None = None
     dual: bool = False
+    #: Per-beam range sigma of a real unit on static walls [m] (a recording), or None
+    measured_statistical_m: float | None = None
+    measured_source: str = ""
 
     @property
     def fov_deg(self) -> tuple[float, float]:
@@ -163,7 +181,10 @@ LMS511 = SickDataSheet(
     range_source=f"LMS511-10100 PRO {UNVERIFIED}: up to 80 m, 40 m at 10 % remission",
     error_source=f"{ERRORS_SOURCE}: LMS5xx SR systematic +-25 mm, statistical 6 mm (1-10 m), 14 mm (20-30 m)",
     beam_source=f"{LMS5XX_OI}.2: spot = distance x 0.011 rad (SR) + 13 mm",
-    wavelength_source=f"LMS511-10100 PRO {UNVERIFIED}: infrared 905 nm")
+    wavelength_source=f"LMS511-10100 PRO {UNVERIFIED}: infrared 905 nm",
+    measured_statistical_m=0.0036,
+    measured_source="LMS511, 136 scans: 3.6 mm; " + RECORDING_SOURCE.format("sick_lms511_20210301.pcapng.json",
+                                                                         1086))
 
 #: TiM781-2174101: 270 deg from -45 deg, 0.33 deg at 15 Hz (811 values), 0.05-25 m, 8 m at
 #: 10 % remission, systematic +-60 mm, statistical < 20 mm, 850 nm.
@@ -176,19 +197,58 @@ TIM781 = SickDataSheet(
     range_source=f"TiM781 {UNVERIFIED}: 0.05-25 m, 8 m at 10 % remission",
     error_source=f"TiM781 {UNVERIFIED}: systematic +-60 mm, statistical < 20 mm (the bound taken as sigma)",
     beam_source="assumed as the LMS1xx (15 mrad + 8 mm): no TiM7xx beam figure found",
-    wavelength_source=f"TiM781 {UNVERIFIED}: infrared 850 nm")
+    wavelength_source=f"TiM781 {UNVERIFIED}: infrared 850 nm",
+    measured_statistical_m=0.0116,
+    measured_source="TiM781S, 140 scans: 11.6 mm; " + RECORDING_SOURCE.format("sick_tim781s_20210125.pcapng.json",
+                                                                           722))
+
+
+def noise_figures(sheet: SickDataSheet, source: str = "datasheet") -> tuple[float, float, str]:
+    """Range-noise floor [m], SNR term [m] and their source for ``noise_source`` = ``source``.
+
+    Parameters
+    ----------
+    sheet : SickDataSheet
+        The scanner's figures.
+    source : {"measured", "datasheet"}
+        ``"datasheet"``: the floor is the sheet's statistical error; ``"measured"``: the
+        recording's per-beam sigma (``sheet.measured_statistical_m``). The SNR term is fitted to
+        the sheet's far figure with that floor (:func:`snr1_for`), or the family's 0.05 m where
+        the sheet gives one figure only.
+
+    Returns
+    -------
+    tuple
+        ``(range_noise_floor_m, range_noise_snr1_m, source text)``.
+    """
+    if source not in NOISE_SOURCES:
+        raise ValueError(f"noise_source: {source!r} is not one of {', '.join(map(repr, NOISE_SOURCES))}")
+    if source == "measured":
+        if sheet.measured_statistical_m is None:
+            raise ValueError(f"noise_source: 'measured' needs a recording; {sheet.product} has none "
+                             f"(allowed: 'datasheet')")
+        floor, text = sheet.measured_statistical_m, f"measured: {sheet.measured_source}"
+    else:
+        floor, text = sheet.statistical_error_m, sheet.error_source
+    if sheet.statistical_far is not None:
+        snr1 = snr1_for(sheet.statistical_far[1], sheet.statistical_far[0], floor,
+                        range_10pct_m=sheet.range_10pct_m)
+        text += "; SNR term fitted to the data sheet's far figure for a 10 % target (sensors.sick.snr1_for)"
+    else:
+        snr1 = DEFAULT_SNR1_M
+        text += "; SNR term: the family's 0.05 m (assumed)"
+    return float(floor), float(snr1), text
 
 
 def sick_params(sheet: SickDataSheet) -> dict:
-    """A LineLidar PARAMS dict whose defaults are ``sheet``'s figures (see the module docstring)."""
+    """A LineLidar PARAMS dict whose defaults are ``sheet``'s figures (see the module docstring).
+
+    A sheet with a measured noise floor gets ``noise_source`` (default ``"measured"``) and
+    ``range_noise_floor_m`` / ``range_noise_snr1_m`` default to None: filled in from
+    ``noise_source`` by :meth:`_SickScanner.check_params`.
+    """
     fov_min, fov_max = sheet.fov_deg
-    if sheet.statistical_far is not None:
-        snr1 = snr1_for(sheet.statistical_far[1], sheet.statistical_far[0], sheet.statistical_error_m,
-                        range_10pct_m=sheet.range_10pct_m)
-        noise_source = (f"{sheet.error_source}; SNR term fitted to the far figure for a 10 % target "
-                        f"(sensors.sick.snr1_for)")
-    else:
-        snr1, noise_source = DEFAULT_SNR1_M, f"{sheet.error_source}; SNR term: the family's 0.05 m (assumed)"
+    snr1_floor, snr1, noise_doc = noise_figures(sheet, "datasheet")
     p = LineLidar._params(
         fov_min_deg=fov_min, fov_max_deg=fov_max, angular_step_deg=sheet.step_deg,
         max_range_m=sheet.max_range_m, source=sheet.range_source,
@@ -197,12 +257,28 @@ def sick_params(sheet: SickDataSheet) -> dict:
         detection_points=((0.10, sheet.range_10pct_m),), detection_source=sheet.range_source,
         receiver_aperture_m=0.03, aperture_source="assumed (only the SNR scale matters: the noise power is fitted "
                                                   "to the 10 % range)",
-        range_noise_floor_m=sheet.statistical_error_m, range_noise_snr1_m=snr1, noise_source=noise_source,
+        range_noise_floor_m=snr1_floor, range_noise_snr1_m=snr1, noise_source=noise_doc,
         bias_sigma_m=sheet.systematic_error_m,
         range_resolution_m=0.001, resolution_source="LMDscandata DIST channels: 1 mm per count (scale factor 1)",
         intensity_full_scale=float(sheet.rssi_max), intensity_max=sheet.rssi_max,
         intensity_source=(f"RSSI channel, {sheet.rssi_max.bit_length()} bit; full scale for a white target "
                           f"assumed"))
+    if sheet.measured_statistical_m is not None:
+        m_floor, m_snr1, m_doc = noise_figures(sheet, "measured")
+        p["noise_source"] = Param(
+            "str", default="measured", choices=NOISE_SOURCES,
+            doc=f"range-noise figures: 'measured' (default) the typical per-beam sigma of a real unit, "
+                f"{1e3 * m_floor:g} mm ({m_doc}); 'datasheet' the statistical error, "
+                f"{1e3 * snr1_floor:g} mm, a bound over range and remission ({sheet.error_source}). "
+                f"Both fit the SNR term to the sheet's far figure; the two parameters below override")
+        p["range_noise_floor_m"] = Param(
+            "float", default=None, minimum=0.0,
+            doc=f"range noise sigma at high SNR [m]; default: from noise_source ({1e3 * m_floor:g} mm measured, "
+                f"{1e3 * snr1_floor:g} mm data sheet)")
+        p["range_noise_snr1_m"] = Param(
+            "float", default=None, minimum=0.0,
+            doc=f"noise-limited range sigma at SNR = 1 [m]; default: from noise_source ({m_snr1:.4g} m measured, "
+                f"{snr1:.4g} m data sheet)")
     for key, note in (("fov_min_deg", f"; SICK angle {sheet.start_angle_deg:g} deg"), ("fov_max_deg", ""),
                       ("angular_step_deg", "")):
         p[key] = replace(p[key], doc=f"{p[key].doc} ({sheet.geometry_source}{note})")
@@ -212,11 +288,39 @@ def sick_params(sheet: SickDataSheet) -> dict:
                              source=sheet.beam_source, dual=sheet.dual)
 
 
+def resolve_noise(sheet: SickDataSheet, params) -> dict:
+    """``params`` with ``range_noise_floor_m`` / ``range_noise_snr1_m`` filled in where None.
+
+    The values come from ``params["noise_source"]`` (:func:`noise_figures`); a value given
+    explicitly is kept. A sheet without a measured figure has no ``noise_source`` and is
+    returned unchanged.
+    """
+    if "noise_source" not in params and sheet.measured_statistical_m is None:
+        return dict(params)
+    floor, snr1, _ = noise_figures(sheet, params.get("noise_source") or "measured")
+    out = dict(params)
+    if out.get("range_noise_floor_m") is None:
+        out["range_noise_floor_m"] = floor
+    if out.get("range_noise_snr1_m") is None:
+        out["range_noise_snr1_m"] = snr1
+    return out
+
+
 class _SickScanner(LineLidar):
     """A SICK 2D lidar preset: a one-layer :class:`sensors.lidar.LineLidar` from a data sheet."""
 
     layers_deg = (0.0,)
     DATA_SHEET: SickDataSheet
+
+    @classmethod
+    def check_params(cls, p):
+        """The line lidar's checks, with the noise figures of ``noise_source`` filled in (what
+        ``hifi info`` shows)."""
+        return super().check_params(resolve_noise(cls.DATA_SHEET, p))
+
+    def setup(self, ctx):
+        self.params = resolve_noise(self.DATA_SHEET, self.params)     # a model built without check_params
+        super().setup(ctx)
 
     def attrs(self):
         sheet = self.DATA_SHEET
@@ -243,8 +347,9 @@ class SickLMS5xx(_SickScanner):
     """SICK LMS5xx (LMS511-10100 PRO): 190 deg in 1/6 deg steps at 25 Hz, 80 m, multi-echo.
 
     Defaults from :data:`LMS511`: 1141 shots from yaw -95 to +95 deg (SICK -5..185 deg), 40 m
-    range for a 10 % target, statistical range error 6 mm near, 14 mm for a 10 % target at
-    25 m, +-25 mm systematic, 11 mrad beam (SR optics), 8-bit RSSI. Echoes: ``return_mode``
+    range for a 10 % target, range noise 3.6 mm near (``noise_source = "measured"``, SICK's
+    LMS511 recording; ``"datasheet"``: the statistical error, 6 mm) rising to the sheet's 14 mm
+    for a 10 % target at 25 m, +-25 mm systematic, 11 mrad beam (SR optics), 8-bit RSSI. Echoes: ``return_mode``
     ``"first"`` (default; SICK's FIRST ECHO filter), ``"last"`` (LAST ECHO), ``"strongest"`` or
     ``"dual"`` (strongest and last in a ``return`` dimension of 2). The LMS5xx PRO reports up to
     five echoes (DIST1..DIST5); hifi simulates up to two.
@@ -266,8 +371,9 @@ class SickTiM7xx(_SickScanner):
     """SICK TiM7xx (TiM781-2174101): 270 deg in 1/3 deg steps at 15 Hz, 25 m, 850 nm.
 
     Defaults from :data:`TIM781`: 811 shots from yaw -135 to +135 deg (SICK -45..225 deg),
-    8 m range for a 10 % target, 20 mm statistical and +-60 mm systematic range error, 16-bit
-    RSSI (as the TiM781S recording of ``tests/data/lidar``).
+    8 m range for a 10 % target, range noise 11.6 mm at high SNR (``noise_source =
+    "measured"``, SICK's TiM781S recording; ``"datasheet"``: the statistical error, < 20 mm),
+    +-60 mm systematic range error, 16-bit RSSI (as the TiM781S recording of ``tests/data/lidar``).
     """
 
     model_name = "sick_tim7xx"

@@ -10,14 +10,16 @@ counterpart of it, measures
 - the per-beam temporal range noise on static walls: the standard deviation over scans of each
   beam that sees a static, smooth surface (:func:`static_wall_beams`), median over beams;
 
-and prints quantity | real | simulated | ratio.
+and prints quantity | real | simulated | ratio, for each preset's two noise figures
+(``noise_source``): ``"measured"`` (the default, the per-beam sigma these recordings give) and
+``"datasheet"`` (the data sheet's statistical error).
 
 Simulated counterpart: the real scene is rebuilt from the recording itself, a vertical wall
 2 m high along the per-beam median contour of the real scans (quads between neighbouring beams
-on the same surface, :func:`contour_mesh`), scanned by the preset with its data-sheet defaults
+on the same surface, :func:`contour_mesh`), scanned by the preset with its defaults
 from the same place for as many scans as the recording holds. The walls' reflectivity is not
 known: 0.5 is assumed (at 0.3-3 m every preset's SNR is far above threshold, where its range
-noise is the data sheet's statistical error whatever the reflectivity).
+noise is its floor, ``range_noise_floor_m``, whatever the reflectivity).
 
     python validation/sick_real.py [--markdown FILE] [--json]
 
@@ -148,8 +150,9 @@ def contour_mesh(angles_sick_deg, range_m, *, z0_m, height_m=WALL_HEIGHT_M):
     return trimesh.Trimesh(vertices, faces, process=False)
 
 
-def simulate(model: str, real: dict, *, seed: int = 1):
-    """The preset ``model`` scanning the rebuilt scene of ``real`` for as many scans (a Dataset)."""
+def simulate(model: str, real: dict, *, seed: int = 1, noise_source: str = "measured"):
+    """The preset ``model`` scanning the rebuilt scene of ``real`` for as many scans (a Dataset),
+    with the range-noise figures of ``noise_source`` ("measured" or "datasheet")."""
     import hifi
     from hifi.api.registry import available_models, register_model
 
@@ -168,7 +171,8 @@ def simulate(model: str, real: dict, *, seed: int = 1):
             "simulation": {"duration_s": real["n_scans"] / rate, "seed": seed},
             "materials": {"wall": {"reflectivity": WALL_REFLECTIVITY, "class": "wall"}},
             "objects": [{"name": "walls", "mesh": "contour.ply", "material": "wall"}],
-            "sensors": [{"name": "scanner", "model": model, "position_m": [0.0, 0.0, sensor_z]}],
+            "sensors": [{"name": "scanner", "model": model, "position_m": [0.0, 0.0, sensor_z],
+                         "params": {"noise_source": noise_source}}],
         }
         return hifi.Simulation.from_dict(scenario, base_dir=tmp).run()["scanner"]
 
@@ -185,15 +189,25 @@ def sim_stats(ds) -> dict:
             "points": int(yaw_deg.size), "rate_hz": rate, "noise": temporal_noise(d), "n_scans": d.shape[0]}
 
 
-def table_rows(real: dict, sim: dict | None) -> list[dict]:
-    """Rows quantity | real | sim | ratio (sim / real)."""
+def table_rows(real: dict, sim: dict | None, sim_datasheet: dict | None = None) -> list[dict]:
+    """Rows quantity | real | sim | ratio (sim / real) | sim_datasheet | ratio_datasheet.
+
+    ``sim`` is the preset's default (``noise_source = "measured"``), ``sim_datasheet`` the same
+    scene with ``noise_source = "datasheet"``.
+    """
+    def value(stats, key, scale, sub):
+        if stats is None:
+            return None
+        return (stats[key][sub] if sub else stats[key]) * scale
+
     def row(name, unit, key, scale=1.0, sub=None):
-        rv = real[key][sub] if sub else real[key]
-        sv = None if sim is None else (sim[key][sub] if sub else sim[key])
-        rv = rv * scale
-        sv = None if sv is None else sv * scale
-        ratio = None if sv is None or rv == 0 or not np.isfinite(rv) else sv / rv
-        return {"quantity": name, "unit": unit, "real": rv, "sim": sv, "ratio": ratio}
+        rv = value(real, key, scale, sub)
+        out = {"quantity": name, "unit": unit, "real": rv}
+        for col, stats in (("sim", sim), ("sim_datasheet", sim_datasheet)):
+            sv = value(stats, key, scale, sub)
+            out[col] = sv
+            out["ratio" + col[3:]] = None if sv is None or rv == 0 or not np.isfinite(rv) else sv / rv
+        return out
     return [row("start angle (SICK)", "deg", "start_angle_deg"), row("angular step", "deg", "step_deg"),
             row("points per scan", "", "points"), row("scan rate", "Hz", "rate_hz"),
             row("per-beam temporal noise, static walls", "mm", "noise", 1e3, "sigma_m"),
@@ -206,7 +220,9 @@ def run(sim: bool = True) -> dict:
     for model, (label, path) in RECORDINGS.items():
         real = real_stats(path)
         s = sim_stats(simulate(model, real)) if sim else None
-        out[model] = {"label": label, "file": path.name, "real": real, "sim": s, "rows": table_rows(real, s)}
+        sd = sim_stats(simulate(model, real, noise_source="datasheet")) if sim else None
+        out[model] = {"label": label, "file": path.name, "real": real, "sim": s, "sim_datasheet": sd,
+                      "rows": table_rows(real, s, sd)}
     return out
 
 
@@ -217,12 +233,14 @@ def _fmt(v, nd=6):
 
 
 def markdown_table(res) -> str:
-    lines = ["| recording | quantity | real | hifi sim | ratio sim/real |", "|---|---|---|---|---|"]
+    lines = ["| recording | quantity | real | hifi sim (measured, default) | ratio sim/real | "
+             "hifi sim (datasheet) | ratio sim/real |", "|---|---|---|---|---|---|---|"]
     for model, r in res.items():
         for row in r["rows"]:
             unit = f" [{row['unit']}]" if row["unit"] else ""
             lines.append(f"| {r['label']} vs `{model}` | {row['quantity']}{unit} | {_fmt(row['real'])} | "
-                         f"{_fmt(row['sim'])} | {_fmt(row['ratio'], 3)} |")
+                         f"{_fmt(row['sim'])} | {_fmt(row['ratio'], 3)} | {_fmt(row['sim_datasheet'])} | "
+                         f"{_fmt(row['ratio_datasheet'], 3)} |")
     return "\n".join(lines)
 
 
@@ -236,12 +254,14 @@ def main(argv=None):
     if args.json:
         print(json.dumps({m: r["rows"] for m, r in res.items()}, indent=1, default=float))
     else:
-        print(f"{'recording':22s} {'quantity':42s} {'real':>10s} {'sim':>10s} {'ratio':>7s}")
+        print(f"{'recording':22s} {'quantity':42s} {'real':>10s} {'measured':>10s} {'ratio':>7s} "
+              f"{'datasheet':>10s} {'ratio':>7s}")
         for model, r in res.items():
             for row in r["rows"]:
                 q = row["quantity"] + (f" [{row['unit']}]" if row["unit"] else "")
                 print(f"{r['label'] + ' / ' + model:22s} {q:42s} {_fmt(row['real']):>10s} {_fmt(row['sim']):>10s} "
-                      f"{_fmt(row['ratio'], 3):>7s}")
+                      f"{_fmt(row['ratio'], 3):>7s} {_fmt(row['sim_datasheet']):>10s} "
+                      f"{_fmt(row['ratio_datasheet'], 3):>7s}")
     if args.markdown:
         Path(args.markdown).write_text(markdown_table(res) + "\n")
     return 0

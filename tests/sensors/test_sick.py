@@ -32,6 +32,7 @@ from sensors.sick import (
     SickLMS1xx,
     SickLMS5xx,
     SickTiM7xx,
+    noise_figures,
     snr1_for,
 )
 
@@ -74,14 +75,17 @@ PRESETS = {"sick_lms1xx": SickLMS1xx, "sick_lms5xx": SickLMS5xx, "sick_tim7xx": 
     # LMS500 OI 8013796 ch. 10: -5..185 deg (yaw -95..95), 1/6 deg at 25 Hz (1141 values);
     # LMS511-10100 PRO data sheet: 80 m, 905 nm; SICK "Measurement Errors LMSxxx" SR: 6 mm,
     # +-25 mm (1-10 m); OI sec. 3.5.2: spot = d x 0.011 rad (SR) + 13 mm.
+    # Noise floor: noise_source "measured" (default), 3.6 mm, the LMS511 recording's per-beam
+    # sigma (validation/sick_real.py on tests/data/lidar/sick_lms511_20210301.pcapng.json).
     ("sick_lms5xx", {"fov_min_deg": -95.0, "fov_max_deg": 95.0, "angular_step_deg": 1 / 6, "rate": 25.0,
-                     "max_range_m": 80.0, "min_range_m": 0.0, "range_noise_floor_m": 0.006, "bias_sigma_m": 0.025,
+                     "max_range_m": 80.0, "min_range_m": 0.0, "range_noise_floor_m": 0.0036, "bias_sigma_m": 0.025,
                      "divergence_rad": 0.011, "aperture_radius_m": 0.0065, "wavelength_m": 905e-9,
                      "intensity_max": 255, "range_resolution_m": 0.001, "return_mode": "first"}),
     # TiM781 data sheet: 270 deg (SICK -45..225), 0.33 deg (1/3: 811 values), 15 Hz, 0.05-25 m,
-    # 850 nm, statistical < 20 mm, systematic +-60 mm; RSSI 16 bit as in the TiM781S recording.
+    # 850 nm, systematic +-60 mm; RSSI 16 bit as in the TiM781S recording; noise floor 11.6 mm,
+    # the TiM781S recording's per-beam sigma (tests/data/lidar/sick_tim781s_20210125.pcapng.json).
     ("sick_tim7xx", {"fov_min_deg": -135.0, "fov_max_deg": 135.0, "angular_step_deg": 1 / 3, "rate": 15.0,
-                     "max_range_m": 25.0, "min_range_m": 0.05, "range_noise_floor_m": 0.020, "bias_sigma_m": 0.060,
+                     "max_range_m": 25.0, "min_range_m": 0.05, "range_noise_floor_m": 0.0116, "bias_sigma_m": 0.060,
                      "divergence_rad": 0.015, "aperture_radius_m": 0.004, "wavelength_m": 850e-9,
                      "intensity_max": 65535, "range_resolution_m": 0.001, "return_mode": "strongest"}),
 ])
@@ -89,8 +93,9 @@ def test_defaults_come_from_the_data_sheets(model, expected):
     cls = PRESETS[model]
     assert cls.model_name == model
     assert cls.default_rate_hz == expected.pop("rate")
+    defaults = cls.check_params({k: spec.default for k, spec in cls.PARAMS.items()})   # noise_source filled in
     for key, value in expected.items():
-        default = cls.PARAMS[key].default
+        default = defaults[key]
         assert default == (value if isinstance(value, str) else pytest.approx(value, rel=1e-12)), key
     for key in ("fov_min_deg", "max_range_m", "range_noise_floor_m", "bias_sigma_m", "divergence_rad",
                 "wavelength_m", "noise_power_w"):
@@ -104,7 +109,11 @@ def test_lms5xx_far_noise_is_the_data_sheet_figure():
     snr1 = snr1_for(0.014, 25.0, 0.006, range_10pct_m=40.0)
     snr25 = SNR_THRESHOLD * (40.0 / 25.0) ** 2
     assert snr1 == pytest.approx(np.sqrt(0.014 ** 2 - 0.006 ** 2) * snr25, rel=1e-12)
-    assert SickLMS5xx.PARAMS["range_noise_snr1_m"].default == pytest.approx(snr1, rel=1e-12)
+    assert noise_figures(LMS511, "datasheet")[1] == pytest.approx(snr1, rel=1e-12)
+    # "measured" keeps the far figure: the SNR term is refitted over the 3.6 mm floor
+    floor_m, snr1_m, _ = noise_figures(LMS511, "measured")
+    assert floor_m == 0.0036
+    assert np.hypot(floor_m, snr1_m / snr25) == pytest.approx(0.014, rel=1e-12)
     snr15 = SNR_THRESHOLD * (40.0 / 15.0) ** 2
     assert np.hypot(0.006, snr1 / snr15) == pytest.approx(0.008, abs=0.0006)   # SICK SR 10-20 m: 8 mm
     assert LMS111.points_per_scan == 541 and LMS511.points_per_scan == 1141 and TIM781.points_per_scan == 811
@@ -151,15 +160,24 @@ def test_scan_geometry_and_timing(model):
     assert ds.intensity.attrs["valid_max"] == sheet.rssi_max
 
 
-@pytest.mark.parametrize("model,sigma_m,radius_m,refl", [
-    ("sick_lms1xx", 0.012, 5.0, 0.8),     # SICK: LMS1xx statistical error 12 mm (typical)
-    ("sick_lms5xx", 0.006, 5.0, 0.8),     # SICK: LMS5xx SR 6 mm at 1-10 m
-    ("sick_lms5xx", 0.014, 25.0, 0.10),   # SICK: LMS5xx SR 14 mm at 20-30 m, a 10 % target (fitted)
-    ("sick_tim7xx", 0.020, 5.0, 0.8),     # TiM781 data sheet: statistical error < 20 mm
+@pytest.mark.parametrize("model,source,sigma_m,radius_m,refl", [
+    ("sick_lms1xx", None, 0.012, 5.0, 0.8),            # SICK: LMS1xx statistical error 12 mm (typical)
+    ("sick_lms5xx", "datasheet", 0.006, 5.0, 0.8),     # SICK: LMS5xx SR 6 mm at 1-10 m
+    ("sick_lms5xx", "datasheet", 0.014, 25.0, 0.10),   # SICK: LMS5xx SR 14 mm at 20-30 m, a 10 % target (fitted)
+    ("sick_lms5xx", "measured", 0.014, 25.0, 0.10),    # the same far figure over the measured floor (fitted)
+    ("sick_tim7xx", "datasheet", 0.020, 5.0, 0.8),     # TiM781 data sheet: statistical error < 20 mm
+    # the defaults (noise_source "measured"): the per-beam sigma of SICK's recordings on static
+    # walls, LMS511 3.6 mm and TiM781S 11.6 mm (validation/sick_real.py on
+    # tests/data/lidar/sick_lms511_20210301.pcapng.json and sick_tim781s_20210125.pcapng.json,
+    # SICKAG/sick_scan_xd @ c2642d0e); the SNR term adds < 0.1 mm at 5 m for a white wall
+    ("sick_lms5xx", None, 0.0036, 5.0, 0.8),
+    ("sick_tim7xx", None, 0.0116, 5.0, 0.8),
 ])
-def test_per_beam_temporal_noise_is_the_statistical_error(model, sigma_m, radius_m, refl):
+def test_per_beam_temporal_noise_is_the_statistical_error(model, source, sigma_m, radius_m, refl):
     n_frames = 12
-    ds = _run(model, radius_m=radius_m, reflectivity=refl, duration_s=n_frames / PRESETS[model].default_rate_hz)
+    params = {} if source is None else {"noise_source": source}
+    ds = _run(model, radius_m=radius_m, reflectivity=refl, duration_s=n_frames / PRESETS[model].default_rate_hz,
+              params=params)
     d = ds.distance_noisy.isel(layer=0).values
     d = np.where(ds.detected.isel(layer=0).values, d, np.nan)
     assert np.isfinite(d).all()
@@ -169,6 +187,16 @@ def test_per_beam_temporal_noise_is_the_statistical_error(model, sigma_m, radius
     expected = np.sqrt(sigma_m ** 2 + 0.001 ** 2 / 12)
     tol = 3 * 1.25 * expected / np.sqrt(2 * (n_frames - 1) * sd.size) + 0.02 * expected   # + median bias of s
     assert np.median(sd) == pytest.approx(expected, abs=tol)
+
+
+def test_noise_source_fills_only_what_is_not_given():
+    # an explicit floor or SNR term overrides noise_source; the other comes from it (sensors.sick)
+    base = {k: spec.default for k, spec in SickTiM7xx.PARAMS.items()}
+    p = SickTiM7xx.check_params({**base, "noise_source": "datasheet", "range_noise_floor_m": 0.005})
+    assert p["range_noise_floor_m"] == 0.005 and p["range_noise_snr1_m"] == 0.05
+    with pytest.raises(ValueError, match="noise_source: 'measured' needs a recording"):
+        noise_figures(LMS111, "measured")                  # no LMS1xx recording in tests/data/lidar
+    assert "noise_source" not in SickLMS1xx.PARAMS
 
 
 def test_systematic_error_is_a_per_run_offset():
@@ -296,7 +324,11 @@ def test_sick_real_validation_table():
         assert rows["scan rate"]["ratio"] == pytest.approx(1.0, abs=2e-3)
         noise = rows["per-beam temporal noise, static walls"]
         sheet = PRESETS[model].DATA_SHEET
-        # simulated: the data sheet's statistical error (near range, high SNR) within 8 %
-        assert noise["sim"] == pytest.approx(1e3 * sheet.statistical_error_m, rel=0.08)
         # real: regression values of the recordings (this decoder, this beam selection)
         assert noise["real"] == pytest.approx({"sick_lms5xx": 3.64, "sick_tim7xx": 11.62}[model], rel=0.01)
+        # default (noise_source "measured"): the recording's own per-beam sigma, 3.6 / 11.6 mm
+        # (SICKAG/sick_scan_xd @ c2642d0e, tests/data/lidar/README.md), within 25 %
+        assert noise["sim"] == pytest.approx(noise["real"], rel=0.25)
+        assert noise["sim"] == pytest.approx(1e3 * sheet.measured_statistical_m, rel=0.08)
+        # "datasheet": the data sheet's statistical error (near range, high SNR) within 8 %
+        assert noise["sim_datasheet"] == pytest.approx(1e3 * sheet.statistical_error_m, rel=0.08)
