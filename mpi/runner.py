@@ -221,18 +221,19 @@ class Partition:
         self._last_report = -float("inf")
         self._reports: list = []
 
-    def start(self, models, progress):
-        from hifi.run.zarr_output import chunk_frames, written_frames
+    def start(self, models, progress, written):
+        """The ``keep`` filter of this rank (``written``: model index -> the frames a stopped
+        run already wrote, empty when not resumed)."""
+        from hifi.run.zarr_output import model_chunk_frames
         self.progress = progress
         mine = []
-        for m in models:
+        for i, m in enumerate(models):
             n = m.frame_count(self.duration_s)
-            chunk = chunk_frames(m.estimate(self.duration_s).frame_bytes, n) if m.writes_dataset else 1
+            chunk = model_chunk_frames(m, self.duration_s)
             self._chunk.append(chunk)
             chunks = np.arange(-(-n // chunk))
-            if self.resumed and m.writes_dataset:
-                done = np.unique(written_frames(self.directory / f"{m.name}.zarr") // chunk)
-                chunks = np.setdiff1d(chunks, done)
+            if written.get(i):
+                chunks = np.setdiff1d(chunks, np.unique(np.fromiter(written[i], dtype=np.int64) // chunk))
             share = np.array_split(chunks, self.groups)[self.group]
             mine.append(set(share.tolist()))
             self._mine += sum(min((c + 1) * chunk, n) - c * chunk for c in share.tolist())

@@ -240,12 +240,7 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
         is_mirror = hit & mirror_object[obj]
         final = hit & ~is_mirror
         fi = active[final]
-        distance[fi] = total[final]
-        point[fi] = p[final]
-        normal[fi] = nrm[final]
-        out_dir[fi] = d[final]
-        object_id[fi] = obj[final]
-        face_index[fi] = face[final]
+        _store((distance, point, normal, out_dir, object_id, face_index), fi, final, total, p, nrm, d, obj, face)
         bounces[fi] = bounce
         if bounce == max_bounces or not np.any(is_mirror):
             break
@@ -375,12 +370,7 @@ def trace_surfaces(backend: NearestHitBackend, origins, directions, times=0.0, m
         goes_on = hit & follow[obj]
         final = hit & ~goes_on
         fi = active[final]
-        distance[fi] = total[final]
-        point[fi] = p[final]
-        normal[fi] = nrm[final]
-        out_dir[fi] = d[final]
-        object_id[fi] = obj[final]
-        face_index[fi] = face[final]
+        _store((distance, point, normal, out_dir, object_id, face_index), fi, final, total, p, nrm, d, obj, face)
         bounces[fi] = n_reflect[final]
         throughput[fi] = tp[final]
         if not np.any(goes_on):
@@ -390,6 +380,15 @@ def trace_surfaces(backend: NearestHitBackend, origins, directions, times=0.0, m
         seg, p, nrm, d, obj, face = seg[m], p[m], nrm[m], d[m], obj[m], face[m]
         tp, n_reflect, n_cross = tp[m], n_reflect[m], n_cross[m]
     return SurfaceHits(hits, front, throughput)
+
+
+def _store(out, fi, final, *segment) -> None:
+    """Write the rays that end on this segment into the outputs ``out`` (distance, point,
+    normal, direction, object id, face index) at rows ``fi``: the segment's values
+    (``total, p, nrm, d, obj, face``) where ``final``. Shared by the mirror loop and the
+    glass/water loop."""
+    for array, values in zip(out, segment):
+        array[fi] = values[final]
 
 
 def _leave(backend, start, going, nrm, left, times, remaining, settle, map_chunks):

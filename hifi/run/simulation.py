@@ -33,7 +33,7 @@ from ..world.motion import Pose, Track, oriented_boxes
 from .output import FrameWriter, base_attrs, check_output_dir, write_run_marker
 from .resume import identity as resume_identity, plan as resume_plan, write_identity as write_resume_identity
 from .reading import open_output
-from .zarr_output import ZarrFrameWriter, chunk_frames, finish_store, written_frames
+from .zarr_output import ZarrFrameWriter, finish_store, model_chunk_frames, written_frames
 from ..runtime.progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
 from ..runtime.safety import umask
 from ..world.scene import Scene
@@ -325,9 +325,11 @@ class Simulation:
         partition : object, optional
             Hooks of a partitioned (MPI) run, used by the ``mpi`` package (see
             :class:`mpi.runner.Partition`): ``directory`` (the temporary directory every rank
-            writes into, made by the owner) and ``owner`` (whether this process makes the
-            stores and finishes the run); ``start(models, progress)`` returns the ``keep``
-            filter (or None); ``ready()`` once the owner has made the stores; ``event(t)``
+            writes into, made by the owner), ``owner`` (whether this process makes the
+            stores and finishes the run) and ``resumed`` (whether the directory holds a
+            stopped run's frames); ``start(models, progress, written)`` returns the ``keep``
+            filter (or None), ``written`` mapping a model's index to the frames already
+            written; ``ready()`` once the owner has made the stores; ``event(t)``
             after every event of the time manager (``t`` [s]); ``frame(i, k, t, frame)``
             whether this process writes a computed frame; ``written()`` once this process has
             written all its frames (before the owner finishes the run).
@@ -432,7 +434,8 @@ class Simulation:
                 shown = None
             try:
                 written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition,
-                                         shown, fmt=fmt, owner=owner, resumed=partial is not None)
+                                         shown, fmt=fmt, owner=owner,
+                                         resumed=partial is not None or getattr(partition, "resumed", False))
             except MemoryError:
                 raise _out_of_memory(sc, None, None, f"running (estimated peak {_fmt(est.peak_bytes)})") from None
             except ModelError as exc:         # the time manager's wrap of a model's MemoryError
@@ -504,8 +507,11 @@ class Simulation:
             models = [*self.models, *self.extra_models, motion]
             for m in models:
                 m.setup(ctx)
+            # Frames a stopped run already wrote: read by every rank before any rank writes.
+            written = {i: set(written_frames(directory / f"{m.name}.zarr").tolist())
+                       for i, m in enumerate(models) if m.writes_dataset} if resumed and write else {}
             if partition is not None:
-                keep = partition.start(models, report)
+                keep = partition.start(models, report, written)
             if write and owner:
                 with _writing(shown(directory / "scenario.toml"), directory):
                     (directory / "scenario.toml").write_text(sc.text, encoding="utf-8")
@@ -523,14 +529,11 @@ class Simulation:
                         if fmt == "zarr":
                             times = [m.event_time(k) for k in range(m.frame_count(duration))]
                             writers[i] = ZarrFrameWriter(path, attrs, coords, times, owner=owner_now,
-                                                         chunk=chunk_frames(m.estimate(duration).frame_bytes, len(times)))
+                                                         chunk=model_chunk_frames(m, duration))
                         else:
                             writers[i] = FrameWriter(path, attrs, coords)
                     paths[m.name] = path
 
-            # Frames a stopped run already wrote: read by every rank before any rank writes.
-            written = {i: set(written_frames(directory / f"{m.name}.zarr").tolist())
-                       for i, m in enumerate(models) if m.writes_dataset} if resumed and write else {}
             if owner:
                 make_writers(True)
             if partition is not None:

@@ -75,6 +75,15 @@ def chunk_frames(frame_bytes: int, n_frames: int) -> int:
     by_size = CHUNK_TARGET_BYTES // max(int(frame_bytes), 1)
     return int(max(1, min(MAX_CHUNK_FRAMES, by_size, int(n_frames) // MIN_CHUNKS)))
 
+
+def model_chunk_frames(model, duration_s: float) -> int:
+    """:func:`chunk_frames` of ``model`` over a run of ``duration_s`` [s]: what its store's
+    writer and a partition's share of its frames both use (1 for a model that writes none)."""
+    if not model.writes_dataset:
+        return 1
+    est = model.estimate(duration_s)
+    return chunk_frames(est.frame_bytes, est.frames)
+
 #: The writer thread of this process's Zarr stores: blocks are compressed and written while the
 #: models compute (zlib releases the GIL); one thread keeps a model's blocks in order and
 #: bounds the memory to one block per writer being written.
