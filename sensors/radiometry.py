@@ -357,7 +357,10 @@ def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max
     and corrected per laser by the factory's intensity calibration (HDL-64E S2 manual, "Dual Two
     Point Calibration", intensity byte 0..255; HDL-32E and VLP-16 manuals: 0..100 diffuse
     reflectors, 101..255 retroreflectors), linear in reflectivity (``exponent`` 1, the
-    default). Incidence is not compensated. Reported intensity on a uniform road falls with
+    default). Incidence is not compensated. The HDL-64E S2's range compensation is done by its
+    host software from per-laser calibration fields instead; ``hdl64e_s2`` with
+    ``intensity_compensation`` models that path (:func:`velodyne_raw_intensity_scale`,
+    :func:`velodyne_focal_compensation`). Reported intensity on a uniform road falls with
     range with a log-log slope of -0.2 to -0.7 in published figures for real Velodyne recordings where a
     Lambertian road (cos(i) = h / R) would give -1: roads are rough, and a rough surface's
     backscatter falls more slowly than cos(i) toward grazing incidence
