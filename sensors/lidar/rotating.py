@@ -294,13 +294,16 @@ class HDL64E_S2(RotatingLidar):
         divergence_rad=0.002, source="assumed 2 mrad: the HDL-64E S2 documents give no figure", dual=True)
     PARAMS["intensity_compensation"] = Param(
         "bool", default=False,
-        doc="add the sensor's per-laser intensity distance compensation, as ros-drivers' rawdata.cc applies it: "
-            "focal_slope x |256 (1 - focal_distance / 131 m)^2 - 256 (1 - raw / 65535)^2| codes (raw: the distance "
-            "in 2 mm counts before dist_correction), clipped to min_intensity..max_intensity; per-laser values "
-            "from calibration_file, or from 64e_s2.1-sztaki.yaml (ros-drivers) for the built-in table; a "
-            "calibration_file without focal_distance and focal_slope: none. Off by default: on top of hifi's "
-            "range-compensated intensity it makes a road's intensity rise with range (log-log slope +0.22 at "
-            "5-40 m, validation/hdl64e_intensity.py; a KITTI road: -0.2)")
+        doc="report the HDL-64E S2's own intensity: the raw byte, which is not range-compensated in the sensor "
+            "(hifi's calibrated code x the received power relative to the laser's focal_distance: 1/R^2, overlap, "
+            "extinction), plus the host software's per-laser distance compensation "
+            "focal_slope x |256 (1 - focal_distance / 131 m)^2 - 256 (1 - raw / 65535)^2| codes (Velodyne HDL-64E "
+            "S3 manual, Appendix F; raw: the distance in 2 mm counts before dist_correction), clipped to "
+            "min_intensity..max_intensity as ros-drivers' rawdata.cc does; per-laser values from "
+            "calibration_file, or from 64e_s2.1-sztaki.yaml (ros-drivers) for the built-in table; a "
+            "calibration_file without focal_distance and focal_slope: none. Road intensity log-log slope 5-40 m: "
+            "-0.21 on, -0.56 off, a KITTI road -0.2 (validation/hdl64e_intensity.py). Off by default: the "
+            "range-compensated calibrated reflectivity code")
     intensity_calibration_yaml = cal.SZTAKI_64E_S21_YAML
 
 
