@@ -181,7 +181,7 @@ class Session:
         self._models = models
         self._vehicles = {m.name for m in sim.models if m.model_name == "vehicle"}
         self._run_kwargs = dict(out=out, seed=self.seed, duration_s=self.duration_s, overwrite=overwrite,
-                                progress=False, output_format=output_format)
+                                progress=False, output_format=output_format, write=out is not None)
         self._controller = _Controller(name, self)
         #: Every command sent so far, stamped with its time and the controller's name.
         self.commands: list[Command] = []
