@@ -176,6 +176,9 @@ class HifiEnv(gym.Env):
 
     # -- the episode ------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start an episode: a new session of the scenario run with ``seed`` (None: one drawn
+        from the environment's generator). Returns ``(observation, info)``; ``options`` is
+        not used."""
         super().reset(seed=seed)
         self.close()
         run_seed = int(seed) if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
@@ -192,6 +195,8 @@ class HifiEnv(gym.Env):
         return self._copy_obs(), {"time_s": 0.0, "seed": run_seed}
 
     def step(self, action):
+        """Send ``action`` (speed [m/s], steering [deg]) as a drive command and run ``dt_s``.
+        Returns ``(observation, reward, terminated, truncated, info)``."""
         if self._session is None:
             raise RuntimeError("HifiEnv.step before reset (or after close)")
         action = np.asarray(action, dtype=np.float32)
@@ -227,6 +232,7 @@ class HifiEnv(gym.Env):
         return self._copy_obs(), float(reward), done, truncated, {"time_s": s.time_s}
 
     def close(self):
+        """Close the episode's session (as an interrupted run; nothing is written)."""
         if self._session is not None:
             self._session.close()
             self._session = None
