@@ -484,6 +484,32 @@ class Simulation:
             return {p.stem: p for p in names}
         return {p.stem: open_output(p) for p in names}
 
+    def dataset_attrs(self, model: Model, seed: int) -> dict:
+        """The global attributes of ``model``'s dataset in a run with ``seed``."""
+        sc = self.scenario
+        return base_attrs(model.name, model.model_name, seed, sc.text, start_utc=sc.start_utc,
+                          origin_lat_deg=sc.origin["lat_deg"], origin_lon_deg=sc.origin["lon_deg"],
+                          origin_height_m=sc.origin["height_m"], rate_hz=model.rate_hz, **model.attrs())
+
+    def session(self, out=None, *, observe=None, seed: int | None = None, duration_s: float | None = None,
+                overwrite: bool = False, output_format: str | None = None, name: str = "session"):
+        """A run that advances when asked: a :class:`hifi.run.session.Session` (a context manager).
+
+        ::
+
+            with sim.session("out/drive", observe=["front"]) as s:
+                while not s.finished:
+                    obs = s.step(0.1)                    # frames published in the last 0.1 s
+                    s.command("robot", speed_m_s=1.0, steer_deg=my_controller(obs))
+
+        Parameters are those of :meth:`run` (``out=None``: no files); ``observe`` names the
+        models whose frames each step returns (default: all that write a dataset) and ``name``
+        the session's own model, the sender of its commands. A simulation runs one session.
+        """
+        from .session import Session
+        return Session(self, out, observe=observe, seed=seed, duration_s=duration_s, overwrite=overwrite,
+                       output_format=output_format, name=name)
+
     def _object_coords(self) -> dict:
         """``object_name`` / ``object_class`` of every object, written into every file."""
         from .dataset import object_coords
@@ -521,9 +547,7 @@ class Simulation:
                     if not m.writes_dataset or not write:
                         continue
                     path = directory / (f"{m.name}.zarr" if fmt == "zarr" else f"{m.name}.nc")
-                    attrs = base_attrs(m.name, m.model_name, seed, sc.text, start_utc=sc.start_utc,
-                                       origin_lat_deg=sc.origin["lat_deg"], origin_lon_deg=sc.origin["lon_deg"],
-                                       origin_height_m=sc.origin["height_m"], rate_hz=m.rate_hz, **m.attrs())
+                    attrs = self.dataset_attrs(m, seed)
                     coords = {**m.coords(), **self._object_coords()}
                     with _writing(shown(path), directory):
                         if fmt == "zarr":
