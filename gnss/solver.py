@@ -68,6 +68,103 @@ def observation_weights(elevation_rad, weighting="elevation", *, rtklib_error_m=
     return np.ones_like(s)
 
 
+#: RTKLIB 2.4.3's user range accuracy values of the URA indices 0..14 [m] (``ura_value`` of
+#: ``var_uraeph`` in src/ephemeris.c, IS-GPS-200 20.3.3.3.1.1): a GPS or BeiDou record's URA (m,
+#: as RINEX writes it) is raised to the first value at or above it (``uraindex``, src/rinex.c).
+RTKLIB_URA_M = (2.4, 3.4, 4.85, 6.85, 9.65, 13.65, 24.0, 48.0, 96.0, 192.0, 384.0, 768.0, 1536.0, 3072.0, 6144.0)
+#: RTKLIB 2.4.3 ``pntpos`` constants (src/pntpos.c, src/ephemeris.c): code bias sigma
+#: ``ERR_CBIAS`` [m], broadcast ionosphere sigma as a fraction of its delay ``ERR_BRDCI`` [1],
+#: Saastamoinen sigma ``ERR_SAAS`` [m], GLONASS ephemeris sigma ``ERREPH_GLO`` [m], Galileo
+#: "no accuracy prediction available" sigma ``STD_GAL_NAPA`` [m], and the error factors of GLONASS
+#: ``EFACT_GLO`` (1.5; other systems 1) [1].
+RTKLIB_CBIAS_SIGMA_M = 0.3
+RTKLIB_IONO_FRACTION = 0.5
+RTKLIB_SAAS_SIGMA_M = 0.3
+RTKLIB_GLONASS_EPHEMERIS_SIGMA_M = 5.0
+RTKLIB_GALILEO_NAPA_SIGMA_M = 500.0
+RTKLIB_GLONASS_ERROR_FACTOR = 1.5
+
+
+def rtklib_ephemeris_sigma_m(ura_m, system):
+    """Ephemeris sigma RTKLIB 2.4.3 assigns a broadcast record [m].
+
+    Parameters
+    ----------
+    ura_m : array_like
+        The record's accuracy as RINEX writes it (``sv_accuracy`` of :func:`gnss.read_nav`): GPS
+        and BeiDou URA, Galileo SISA [m]. Ignored for GLONASS.
+    system : array_like of str
+        System letter of each record ("G", "E", "C", "R"), broadcast with ``ura_m``.
+
+    Returns
+    -------
+    numpy.ndarray
+        sigma [m]: GPS, BeiDou: the URA raised to the next :data:`RTKLIB_URA_M` value (6144 m
+        above the table or for a negative/NaN URA); Galileo: the SISA floored to its index
+        steps (0.01 m to 0.5 m, 0.02 m to 1 m, 0.04 m to 2 m, 0.16 m to 6 m; above 6 m, negative
+        or NaN: :data:`RTKLIB_GALILEO_NAPA_SIGMA_M`); GLONASS: :data:`RTKLIB_GLONASS_EPHEMERIS_SIGMA_M`.
+
+    Notes
+    -----
+    RTKLIB reads the RINEX value into an index (``uraindex`` and ``sisa_index``, src/rinex.c)
+    and turns it back into a variance (``var_uraeph``, src/ephemeris.c; Galileo OS SIS ICD
+    5.1.12); the round trip quantises it as above.
+    """
+    ura = np.asarray(ura_m, dtype=float)
+    system = np.asarray(system).astype(str)
+    ura, system = np.broadcast_arrays(ura, system)
+    table = np.asarray(RTKLIB_URA_M)
+    u = np.where(np.isfinite(ura), ura, -1.0)
+    k = np.searchsorted(table, u, side="left")
+    gps = np.where((u < 0) | (k >= table.size), table[-1], table[np.minimum(k, table.size - 1)])
+    with np.errstate(invalid="ignore"):
+        steps = [(0.5, 0.0, 0.01), (1.0, 0.5, 0.02), (2.0, 1.0, 0.04), (6.0, 2.0, 0.16)]
+        gal = np.full(u.shape, RTKLIB_GALILEO_NAPA_SIGMA_M)
+        for top, base, step in reversed(steps):
+            inside = (u >= 0) & (u <= top)
+            gal = np.where(inside, base + np.floor((u - base) / step + 1e-9) * step, gal)
+    return np.where(system == "E", gal, np.where(system == "R", RTKLIB_GLONASS_EPHEMERIS_SIGMA_M, gps))
+
+
+def rtklib_code_variance(elevation_rad, system, *, iono_m, ephemeris_sigma_m,
+                         rtklib_error_m=RTKLIB_CODE_ERROR_M):
+    """Variance RTKLIB 2.4.3's ``pntpos`` gives a single-frequency code residual [m^2].
+
+    Parameters
+    ----------
+    elevation_rad : array_like
+        Elevation [rad] (floored at :data:`MIN_WEIGHT_ELEVATION_RAD`).
+    system : array_like of str
+        System letter per satellite ("G", "E", "C", "R").
+    iono_m : array_like, keyword-only
+        The broadcast ionospheric correction applied to that code [m].
+    ephemeris_sigma_m : array_like, keyword-only
+        :func:`rtklib_ephemeris_sigma_m` of the record used [m].
+    rtklib_error_m : tuple of float, keyword-only
+        (a, b) of the code part [m] (:data:`RTKLIB_CODE_ERROR_M`).
+
+    Returns
+    -------
+    numpy.ndarray
+        sigma^2 [m^2], the broadcast shape.
+
+    Notes
+    -----
+    ``rescode`` in src/pntpos.c sums ``varerr`` f^2 (a^2 + b^2 / sin el) (f = 1.5 for GLONASS,
+    else 1), the ephemeris variance, ``ERR_CBIAS``^2 (code bias), (``ERR_BRDCI`` I)^2 (Klobuchar
+    residual, 50 % of the delay) and (``ERR_SAAS`` / (sin el + 0.1))^2 (troposphere); its
+    ``valsol`` divides the residuals by these sigmas in its chi-square test. The
+    ephemeris term (5.76 m^2 for a URA of 2 m) dominates at high elevation, so RTKLIB weights
+    satellites more evenly than sin^2(el).
+    """
+    s = np.sin(np.clip(np.asarray(elevation_rad, dtype=float), MIN_WEIGHT_ELEVATION_RAD, None))
+    a, b = rtklib_error_m
+    fact = np.where(np.asarray(system).astype(str) == "R", RTKLIB_GLONASS_ERROR_FACTOR, 1.0)
+    return (fact ** 2 * (a ** 2 + b ** 2 / s) + np.asarray(ephemeris_sigma_m, dtype=float) ** 2
+            + RTKLIB_CBIAS_SIGMA_M ** 2 + (RTKLIB_IONO_FRACTION * np.asarray(iono_m, dtype=float)) ** 2
+            + (RTKLIB_SAAS_SIGMA_M / (s + 0.1)) ** 2)
+
+
 class AtmosphericCorrections(NamedTuple):
     """Delays a receiver removes from its pseudoranges.
 
@@ -632,6 +729,8 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         x0 = np.asarray(obs["approx_position_ecef"].values, dtype=float)
     else:
         x0 = np.zeros(3)
+    if weighting == "rtklib":
+        eph_sigma = rtklib_ephemeris_sigma_m(nav["sv_accuracy"].values[np.maximum(record, 0)], sv_sys[None, :])
     n_clk = len(systems)
     onehot = (sv_sys[:, None] == np.array(systems)[None, :]).astype(float)      # (sv, system)
     doy = geometry.day_of_year(t)
@@ -658,7 +757,12 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
             corr = ac.iono_m * iono_scale + ac.tropo_m
             corr = np.where(near[:, None] & np.isfinite(corr), corr, 0.0)
             used = valid & (~near[:, None] | (el >= mask_rad)) & ~excluded
-            w = np.where(near[:, None], observation_weights(el, weighting), 1.0)
+            if weighting == "rtklib":
+                var = rtklib_code_variance(el, sv_sys[None, :], iono_m=np.where(near[:, None], ac.iono_m * iono_scale, 0.0),
+                                           ephemeris_sigma_m=eph_sigma)
+                w = np.where(near[:, None], 1.0 / var, 1.0)
+            else:
+                w = np.where(near[:, None], observation_weights(el, weighting), 1.0)
             w = np.where(used, w, 0.0)
             v = np.where(used, p_safe - (rho + bs @ onehot.T - sv_clock_m + corr), 0.0)
             g = np.concatenate([-los, np.broadcast_to(onehot, (n_epoch, n_sv, n_clk))], axis=-1)
@@ -689,7 +793,9 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
 
     excluded = np.zeros((n_epoch, n_sv), dtype=bool)
     s = least_squares(np.broadcast_to(x0, (n_epoch, 3)).copy(), np.zeros((n_epoch, n_clk)), excluded)
-    sigma2 = float(raim_code_sigma_m) ** 2
+    # "rtklib" weights are 1 / sigma^2 of RTKLIB's own error model [1/m^2]: its chi-square test
+    # (valsol) divides by those sigmas, not by raim_code_sigma_m
+    sigma2 = 1.0 if weighting == "rtklib" else float(raim_code_sigma_m) ** 2
     for _ in range(n_sv + 1):
         stat = np.sum(s["w"] * s["residual"] ** 2, axis=1) / sigma2
         testable = s["ok"] & (s["dof"] >= 1)
