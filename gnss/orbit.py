@@ -157,7 +157,7 @@ def _toe_offset(nav: xr.Dataset) -> np.ndarray:
 
 
 def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
-                     max_age_s=EPHEMERIS_MAX_AGE_S) -> np.ndarray:
+                     max_age_s=EPHEMERIS_MAX_AGE_S, galileo_past_toe_only=False) -> np.ndarray:
     """Index of the healthy ephemeris record with toe nearest to ``t`` for each (prn, t).
 
     Parameters
@@ -171,6 +171,10 @@ def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
     max_age_s : float, keyword-only
         Largest allowed ``|t - toe|`` [s] (default 2 h; GLONASS records at most
         :data:`gnss.constants.GLONASS_EPHEMERIS_MAX_AGE_S`, 30 min).
+    galileo_past_toe_only : bool, keyword-only
+        Galileo: only records with toe strictly before ``t`` (RTKLIB 2.4.3's ``seleph``,
+        src/ephemeris.c, skips a Galileo record whose toe is not in the past); the nearest of
+        those. Other systems are unaffected.
 
     Returns
     -------
@@ -210,6 +214,9 @@ def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
         idx = cand[k]
         dt = np.abs((week - toe_week[idx]).astype(float) * SECONDS_PER_WEEK + (sow - toe_sow[idx]))
         ok = finite & (nav_prn[idx] == prn) & (dt <= limit[idx]) & (dt < best_dt)
+        if galileo_past_toe_only:
+            ahead = (week - toe_week[idx]).astype(float) * SECONDS_PER_WEEK + (sow - toe_sow[idx]) <= 0.0
+            ok &= ~(_is_galileo(nav_prn[idx]) & ahead)
         best = np.where(ok, idx, best)
         best_dt = np.where(ok, dt, best_dt)
     return best
@@ -380,6 +387,10 @@ def sv_state_at(nav: xr.Dataset, prn, t: gpstime.GpsTime, *, record=None) -> SvS
 
 def _is_glonass(sat: np.ndarray) -> np.ndarray:
     return (sat >= SYSTEM_KEY_OFFSET["R"]) & (sat < SYSTEM_KEY_OFFSET["E"])
+
+
+def _is_galileo(sat: np.ndarray) -> np.ndarray:
+    return (sat >= SYSTEM_KEY_OFFSET["E"]) & (sat < SYSTEM_KEY_OFFSET["C"])
 
 
 def sv_states(nav: xr.Dataset, prns, t_gps) -> xr.Dataset:

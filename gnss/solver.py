@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from . import atmosphere, geometry, gpstime, orbit
-from .constants import SOLVER_MAX_ITERATIONS, SOLVER_TOLERANCE_M, SPEED_OF_LIGHT
+from .constants import SECONDS_PER_WEEK, SOLVER_MAX_ITERATIONS, SOLVER_TOLERANCE_M, SPEED_OF_LIGHT
 
 PSEUDORANGE_VARIABLES = ("pseudorange", "C1C", "C1", "C1W", "P1")
 """Variables tried, in this order, as the L1 pseudorange of an observation Dataset."""
@@ -29,6 +29,8 @@ TROPO_CORRECTIONS = ("saastamoinen_niell", "saastamoinen_cosz", "none")
 """Tropospheric corrections a receiver may apply (``tropo_model`` of :func:`solve`):
 Saastamoinen zenith delays mapped with Niell's functions, or with 1 / cos z as RTKLIB's
 ``tropmodel`` (which RTKLIB's ``pntpos`` evaluates at 70 % relative humidity)."""
+EPHEMERIS_SELECTIONS = ("nearest", "rtklib")
+"""Broadcast record choices of :func:`solve` (``ephemeris_selection``)."""
 WEIGHTINGS = ("elevation", "rtklib", "none")
 """Observation weights of :func:`solve` (:func:`observation_weights`)."""
 RTKLIB_CODE_ERROR_M = (0.3, 0.3)
@@ -101,14 +103,18 @@ def rtklib_ephemeris_sigma_m(ura_m, system):
     numpy.ndarray
         sigma [m]: GPS, BeiDou: the URA raised to the next :data:`RTKLIB_URA_M` value (6144 m
         above the table or for a negative/NaN URA); Galileo: the SISA floored to its index
-        steps (0.01 m to 0.5 m, 0.02 m to 1 m, 0.04 m to 2 m, 0.16 m to 6 m; above 6 m, negative
-        or NaN: :data:`RTKLIB_GALILEO_NAPA_SIGMA_M`); GLONASS: :data:`RTKLIB_GLONASS_EPHEMERIS_SIGMA_M`.
+        steps (0.01 m to 0.5 m, 0.02 m to 1 m, 0.04 m to 2 m; from 2 to 6 m as RTKLIB
+        computes it, Notes; above 6 m, negative or NaN: :data:`RTKLIB_GALILEO_NAPA_SIGMA_M`);
+        GLONASS: :data:`RTKLIB_GLONASS_EPHEMERIS_SIGMA_M`.
 
     Notes
     -----
     RTKLIB reads the RINEX value into an index (``uraindex`` and ``sisa_index``, src/rinex.c)
     and turns it back into a variance (``var_uraeph``, src/ephemeris.c; Galileo OS SIS ICD
-    5.1.12); the round trip quantises it as above.
+    5.1.12); the round trip quantises it as above. Between 2 and 6 m RTKLIB's ``sisa_index``
+    computes ``((int)(value - 2.0) / 0.16) + 100``, truncating the metres before the division,
+    so a SISA of 3.12 m (the usual value) gives index 106 and 2.96 m, not 3.12 m; reproduced
+    here, since the ephemeris term dominates RTKLIB's weights.
     """
     ura = np.asarray(ura_m, dtype=float)
     system = np.asarray(system).astype(str)
@@ -118,11 +124,14 @@ def rtklib_ephemeris_sigma_m(ura_m, system):
     k = np.searchsorted(table, u, side="left")
     gps = np.where((u < 0) | (k >= table.size), table[-1], table[np.minimum(k, table.size - 1)])
     with np.errstate(invalid="ignore"):
-        steps = [(0.5, 0.0, 0.01), (1.0, 0.5, 0.02), (2.0, 1.0, 0.04), (6.0, 2.0, 0.16)]
-        gal = np.full(u.shape, RTKLIB_GALILEO_NAPA_SIGMA_M)
+        steps = [(0.5, 0.0, 0.01), (1.0, 0.5, 0.02), (2.0, 1.0, 0.04)]
+        # above 2 m RTKLIB's sisa_index truncates before dividing, ((int)(value - 2.0) / 0.16):
+        # whole metres above 2 m become 6.25 index steps, truncated to 6 (3.12 m -> 2.96 m)
+        gal = np.where((u > 2.0) & (u <= 6.0), 2.0 + np.floor(np.floor(u - 2.0) / 0.16) * 0.16,
+                       RTKLIB_GALILEO_NAPA_SIGMA_M)
         for top, base, step in reversed(steps):
             inside = (u >= 0) & (u <= top)
-            gal = np.where(inside, base + np.floor((u - base) / step + 1e-9) * step, gal)
+            gal = np.where(inside, base + np.floor((u - base) / step) * step, gal)
     return np.where(system == "E", gal, np.where(system == "R", RTKLIB_GLONASS_EPHEMERIS_SIGMA_M, gps))
 
 
@@ -488,6 +497,30 @@ def code_frequency_hz(nav: xr.Dataset, sv_names) -> np.ndarray:
     return f
 
 
+def first_record_tgd_s(nav: xr.Dataset, sat) -> np.ndarray:
+    """Group delay (``tgd`` of :func:`gnss.read_nav`) of each satellite's first record [s].
+
+    RTKLIB 2.4.3's ``gettgd`` (src/pntpos.c) takes the TGD/BGD of the first record of the
+    satellite in its sorted navigation data, not of the record it computes the orbit from; the
+    group delays of consecutive records differ by up to a few tenths of a nanosecond. NaN
+    where ``nav`` has no record of the satellite.
+
+    Parameters
+    ----------
+    nav : xarray.Dataset
+        Output of :func:`gnss.read_nav`.
+    sat : array_like of int
+        Satellite keys (``nav["sat"]``; the PRN for GPS).
+    """
+    keys = orbit._sat_keys(nav)
+    toe = nav["toe_week"].values.astype(float) * SECONDS_PER_WEEK + nav["toe_sow"].values
+    order = np.lexsort((toe, keys))
+    first = {}
+    for k in order[::-1]:
+        first[int(keys[k])] = float(nav["tgd"].values[k])
+    return np.array([first.get(int(x), np.nan) for x in np.asarray(sat).ravel()], dtype=float).reshape(np.shape(sat))
+
+
 def _first_present(obs, names, system):
     for name in names:
         if name in obs:
@@ -546,7 +579,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
           tropo_model="saastamoinen_niell", weighting="elevation", relative_humidity=0.5,
           initial_position_ecef=None, observable=None, true_position_ecef=None,
           constellations=("G",), iono_free=False, raim=True, raim_false_alarm_probability=RAIM_FALSE_ALARM_PROBABILITY,
-          raim_code_sigma_m=RAIM_CODE_SIGMA_M) -> xr.Dataset:
+          raim_code_sigma_m=RAIM_CODE_SIGMA_M, ephemeris_selection="nearest") -> xr.Dataset:
     """Single-point position and receiver clocks per epoch from code pseudoranges.
 
     Parameters
@@ -596,7 +629,14 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     raim_false_alarm_probability : float, keyword-only
         Probability of a false alarm of the test, 0..1 [1].
     raim_code_sigma_m : float, keyword-only
-        Zenith code sigma the test assumes [m] (:data:`RAIM_CODE_SIGMA_M`).
+        Zenith code sigma the test assumes [m] (:data:`RAIM_CODE_SIGMA_M`). Not used with
+        ``weighting="rtklib"``, whose weights are RTKLIB's own inverse variances [1/m^2].
+    ephemeris_selection : {"nearest", "rtklib"}, keyword-only
+        "nearest": per satellite the healthy record whose toe is nearest the reception time tag
+        (:func:`gnss.orbit.select_ephemeris`), its own group delay; "rtklib": as RTKLIB 2.4.3
+        (``satposs`` and ``seleph`` in src/ephemeris.c, ``gettgd`` in src/pntpos.c): nearest
+        the transmission time, Galileo only records whose toe is before it, and the group delay
+        (TGD, BGD) of the satellite's first record in ``nav``.
 
     Returns
     -------
@@ -638,6 +678,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     _choice("iono_model", iono_model, IONO_CORRECTIONS)
     _choice("tropo_model", tropo_model, TROPO_CORRECTIONS)
     _choice("weighting", weighting, WEIGHTINGS)
+    _choice("ephemeris_selection", ephemeris_selection, EPHEMERIS_SELECTIONS)
     if not 0.0 < float(raim_false_alarm_probability) < 1.0:
         raise ValueError(f"raim_false_alarm_probability: got {raim_false_alarm_probability!r}; allowed: 0 < p < 1")
     if not float(raim_code_sigma_m) > 0.0:
@@ -716,11 +757,15 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     t_rx = gpstime.GpsTime(np.broadcast_to(gt.week[:, None], p.shape), np.broadcast_to(gt.sow[:, None], p.shape))
     p_safe = np.where(np.isfinite(p), p, 0.0)
     t_sv = gpstime.add_seconds(t_rx, -p_safe / c)
-    record = orbit.select_ephemeris(nav, np.broadcast_to(prn[None, :], p.shape), t_rx)
+    if ephemeris_selection == "nearest":
+        record = orbit.select_ephemeris(nav, np.broadcast_to(prn[None, :], p.shape), t_rx)
+    else:
+        record = orbit.select_ephemeris(nav, np.broadcast_to(prn[None, :], p.shape), t_sv, galileo_past_toe_only=True)
     first = orbit.sv_state_at(nav, prn[None, :], t_sv, record=record)
     t_tx = gpstime.add_seconds(t_sv, -np.where(np.isfinite(first.clock_bias_s), first.clock_bias_s, 0.0))
     st = orbit.sv_state_at(nav, prn[None, :], t_tx, record=record)
-    sv_clock_m = c * (st.clock_bias_s - tgd_factor[None, :] * st.tgd_s)
+    tgd_s = st.tgd_s if ephemeris_selection == "nearest" else first_record_tgd_s(nav, prn)[None, :]
+    sv_clock_m = c * (st.clock_bias_s - tgd_factor[None, :] * tgd_s)
     valid = np.isfinite(p) & (record >= 0) & np.all(np.isfinite(st.position_ecef), axis=-1)
 
     if initial_position_ecef is not None:
@@ -856,6 +901,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
                 "system": ("system", np.array(systems), {"long_name": "satellite system of each receiver clock"})},
         attrs={"observable": name, "iono_free": int(bool(iono_free)), "elevation_mask_deg": float(elevation_mask_deg), "iono_model": iono_model,
                "tropo_model": tropo_model, "weighting": weighting,
+               "ephemeris_selection": ephemeris_selection,
                "dop_definition": "unweighted (G^T G)^-1 in local ENU", "raim": int(bool(raim)),
                "raim_false_alarm_probability": float(raim_false_alarm_probability),
                "raim_code_sigma_m": float(raim_code_sigma_m)},

@@ -136,7 +136,7 @@ def rtklib_fixes(obs_path: Path, nav_path: Path, systems, elevation_mask_deg: fl
             if ssat[sat - 1].vs:
                 ident = rk.Arr1Dchar(8)
                 rk.satno2id(sat, ident)
-                used[str(ident)] = rk.code2obs(d.code[0])
+                used[ident[0]] = rk.code2obs(d.code[0])
         codes.append(used)
         i = j
     return {"epoch": np.array(epochs), "position_ecef": np.array(pos, dtype=float), "status": np.array(status),
@@ -148,7 +148,8 @@ def hifi_fixes(obs_path: Path, nav_path: Path, systems, elevation_mask_deg: floa
     obs = gnss.read_obs(obs_path)
     nav = gnss.read_nav(nav_path)
     return obs, gnss.solve(obs, nav, constellations=tuple(systems), elevation_mask_deg=elevation_mask_deg,
-                           weighting="rtklib", tropo_model="saastamoinen_cosz", relative_humidity=0.7, raim=True)
+                           weighting="rtklib", tropo_model="saastamoinen_cosz", relative_humidity=0.7, raim=True,
+                           ephemeris_selection="rtklib")
 
 
 def _p(x, q):
