@@ -521,6 +521,45 @@ def first_record_tgd_s(nav: xr.Dataset, sat) -> np.ndarray:
     return np.array([first.get(int(x), np.nan) for x in np.asarray(sat).ravel()], dtype=float).reshape(np.shape(sat))
 
 
+#: BeiDou codes whose group delay RTKLIB 2.4.3 b34 takes from a D1/D2 record's TGD1 (B1I data
+#: component, RINEX 3.02+ C2I and its RINEX 3.01 name C1I); see :func:`rtklib_group_delay_applies`.
+RTKLIB_BEIDOU_TGD1_CODES = ("C2I", "C1I")
+
+
+def rtklib_group_delay_applies(system, code_used, iono_free=False) -> np.ndarray:
+    """Where RTKLIB 2.4.3's ``pntpos`` subtracts the broadcast group delay :func:`solve` would [1].
+
+    Parameters
+    ----------
+    system : array_like of str
+        System letter per satellite.
+    code_used : array_like of str
+        Code taken per epoch and satellite (:func:`solve`'s ``code_used``), broadcast with
+        ``system``.
+    iono_free : bool
+        The ionosphere-free combination (no exception then).
+
+    Returns
+    -------
+    numpy.ndarray of float
+        1 where the group delay is applied, 0 where RTKLIB applies none.
+
+    Notes
+    -----
+    RTKLIB's ``prange`` (src/pntpos.c) takes TGD1 only for BeiDou code ``L2I`` (B1I data,
+    :data:`RTKLIB_BEIDOU_TGD1_CODES`); for any other B1 code (``C2Q``, ``C2X``: B1I too) it
+    takes the B1C delays ``TGD_B1Cp`` (+ ``ISC_B1Cd``), which a D1/D2 record (the RINEX 3
+    BeiDou records :func:`gnss.read_nav` reads) does not carry: zero. A receiver logging B1I
+    as C2X (NYA100NOR) thus gets no group delay in RTKLIB, up to 4 m (13 ns) per satellite.
+    """
+    system = np.asarray(system).astype(str)
+    code = np.asarray(code_used).astype(str)
+    if iono_free:
+        return np.ones(np.broadcast_shapes(system.shape, code.shape))
+    bds_other = (system == "C") & ~np.isin(code, RTKLIB_BEIDOU_TGD1_CODES + ("pseudorange",))
+    return np.where(bds_other, 0.0, 1.0)
+
+
 def _first_present(obs, names, system):
     for name in names:
         if name in obs:
@@ -764,8 +803,13 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     first = orbit.sv_state_at(nav, prn[None, :], t_sv, record=record)
     t_tx = gpstime.add_seconds(t_sv, -np.where(np.isfinite(first.clock_bias_s), first.clock_bias_s, 0.0))
     st = orbit.sv_state_at(nav, prn[None, :], t_tx, record=record)
-    tgd_s = st.tgd_s if ephemeris_selection == "nearest" else first_record_tgd_s(nav, prn)[None, :]
-    sv_clock_m = c * (st.clock_bias_s - tgd_factor[None, :] * tgd_s)
+    if ephemeris_selection == "nearest":
+        tgd_s = st.tgd_s
+        tgd_scale = np.broadcast_to(tgd_factor[None, :], p.shape)
+    else:
+        tgd_s = first_record_tgd_s(nav, prn)[None, :]
+        tgd_scale = tgd_factor[None, :] * rtklib_group_delay_applies(sv_sys[None, :], code_used, iono_free)
+    sv_clock_m = c * (st.clock_bias_s - tgd_scale * tgd_s)
     valid = np.isfinite(p) & (record >= 0) & np.all(np.isfinite(st.position_ecef), axis=-1)
 
     if initial_position_ecef is not None:
