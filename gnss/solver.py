@@ -146,7 +146,9 @@ def rtklib_code_variance(elevation_rad, system, *, iono_m, ephemeris_sigma_m,
     system : array_like of str
         System letter per satellite ("G", "E", "C", "R").
     iono_m : array_like, keyword-only
-        The broadcast ionospheric correction applied to that code [m].
+        The broadcast ionospheric delay whose half is the ionosphere's sigma [m]: RTKLIB takes
+        the L1 Klobuchar delay times f_L1 / f (its variance scaled by (f_L1 / f)^2, ``rescode``),
+        not the delay at the code's frequency, (f_L1 / f)^2 times the L1 one.
     ephemeris_sigma_m : array_like, keyword-only
         :func:`rtklib_ephemeris_sigma_m` of the record used [m].
     rtklib_error_m : tuple of float, keyword-only
@@ -673,9 +675,11 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     ephemeris_selection : {"nearest", "rtklib"}, keyword-only
         "nearest": per satellite the healthy record whose toe is nearest the reception time tag
         (:func:`gnss.orbit.select_ephemeris`), its own group delay; "rtklib": as RTKLIB 2.4.3
-        (``satposs`` and ``seleph`` in src/ephemeris.c, ``gettgd`` in src/pntpos.c): nearest
-        the transmission time, Galileo only records whose toe is before it, and the group delay
-        (TGD, BGD) of the satellite's first record in ``nav``.
+        (``satposs`` and ``seleph`` in src/ephemeris.c, ``gettgd`` and ``prange`` in
+        src/pntpos.c): :func:`gnss.orbit.select_ephemeris` with ``rule="rtklib"`` (RTKLIB's
+        ages, the later record on a tie, Galileo only records whose toe is before the time
+        tag), the group delay (TGD, BGD) of the satellite's first record in ``nav``, and none
+        for BeiDou codes other than B1I's C2I (:func:`rtklib_group_delay_applies`).
 
     Returns
     -------
@@ -796,10 +800,9 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     t_rx = gpstime.GpsTime(np.broadcast_to(gt.week[:, None], p.shape), np.broadcast_to(gt.sow[:, None], p.shape))
     p_safe = np.where(np.isfinite(p), p, 0.0)
     t_sv = gpstime.add_seconds(t_rx, -p_safe / c)
-    if ephemeris_selection == "nearest":
-        record = orbit.select_ephemeris(nav, np.broadcast_to(prn[None, :], p.shape), t_rx)
-    else:
-        record = orbit.select_ephemeris(nav, np.broadcast_to(prn[None, :], p.shape), t_sv, galileo_past_toe_only=True)
+    # RTKLIB's satposs also selects the record at the reception time tag (its teph)
+    record = orbit.select_ephemeris(nav, np.broadcast_to(prn[None, :], p.shape), t_rx,
+                                    rule="nearest" if ephemeris_selection == "nearest" else "rtklib")
     first = orbit.sv_state_at(nav, prn[None, :], t_sv, record=record)
     t_tx = gpstime.add_seconds(t_sv, -np.where(np.isfinite(first.clock_bias_s), first.clock_bias_s, 0.0))
     st = orbit.sv_state_at(nav, prn[None, :], t_tx, record=record)
@@ -847,7 +850,9 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
             corr = np.where(near[:, None] & np.isfinite(corr), corr, 0.0)
             used = valid & (~near[:, None] | (el >= mask_rad)) & ~excluded
             if weighting == "rtklib":
-                var = rtklib_code_variance(el, sv_sys[None, :], iono_m=np.where(near[:, None], ac.iono_m * iono_scale, 0.0),
+                # RTKLIB scales the L1 Klobuchar variance by (f_L1 / f)^2, the delay's own factor
+                var = rtklib_code_variance(el, sv_sys[None, :],
+                                           iono_m=np.where(near[:, None], ac.iono_m * np.sqrt(iono_scale), 0.0),
                                            ephemeris_sigma_m=eph_sigma)
                 w = np.where(near[:, None], 1.0 / var, 1.0)
             else:
