@@ -10,7 +10,8 @@ For every station of tests/data/gnss (observation + navigation files, listed in
   ``PMODE_SINGLE``, broadcast ephemerides, broadcast (Klobuchar) ionosphere, Saastamoinen
   troposphere, RTKLIB's own code priority and error model, RAIM FDE on (``posopt[4]``);
 * hifi's :func:`gnss.solve` with its RTKLIB-like options: ``weighting="rtklib"``,
-  ``tropo_model="saastamoinen_cosz"``, ``relative_humidity=0.7``, RAIM on;
+  ``tropo_model="saastamoinen_cosz"``, ``relative_humidity=0.7``,
+  ``ephemeris_selection="rtklib"``, RAIM on;
 
 with the same elevation mask and the same systems, and prints per station and system set a
 markdown table: epochs both fixed, the median and 95th percentile of the 3-D, horizontal and
@@ -62,7 +63,7 @@ class Station(NamedTuple):
 STATIONS = (
     Station("0759", "07590920.05o", "07590920.05n", 0.0, (("G",),)),
     Station("ESBC00DNK", "ESBC00DNK_R_20201770000_02H_05M_MO.rnx.gz", "ESBC00DNK_R_20201770000_04H_MN.rnx.gz",
-            0.216, (("G",), ("G", "E"), ("G", "E", "C"))),
+            0.216, (("G",), ("G", "E"), ("G", "E", "C"), ("G", "R"), ("G", "E", "C", "R"))),
     Station("NYA100NOR", "NYA100NOR_S_20241240000_02H_05M_MO.rnx.gz", "NYA100NOR_S_20241240000_04H_MN.rnx.gz",
             0.0, (("G",), ("G", "E"), ("G", "E", "C"))),
 )
@@ -92,7 +93,8 @@ def rtklib_fixes(obs_path: Path, nav_path: Path, systems, elevation_mask_deg: fl
 
     Returns a dict of ``epoch`` (datetime64[ns] time tags, GPST), ``position_ecef`` (n, 3) [m],
     ``status`` (pntpos's return: 1 fix, 0 none or rejected by its chi-square/GDOP test),
-    ``n_sv`` and ``codes`` (per epoch, satellite -> RINEX code RTKLIB used, e.g. "1C").
+    ``n_sv``, ``codes`` (per epoch, satellite -> RINEX code RTKLIB used, e.g. "1C") and
+    ``message`` (pntpos's reason where it gave no fix, e.g. "gdop error nv=9 gdop=34.9").
     """
     rk = _import_pyrtklib()
     mask = {"G": rk.SYS_GPS, "E": rk.SYS_GAL, "C": rk.SYS_CMP, "R": rk.SYS_GLO}
@@ -112,7 +114,7 @@ def rtklib_fixes(obs_path: Path, nav_path: Path, systems, elevation_mask_deg: fl
     opt.sateph = rk.EPHOPT_BRDC
     opt.posopt[4] = 1                      # RAIM FDE, as gnss.solve's raim=True
     data, n = obs.data, obs.n
-    epochs, pos, status, n_sv, codes = [], [], [], [], []
+    epochs, pos, status, n_sv, codes, message = [], [], [], [], [], []
     i = 0
     while i < n:
         t0 = data[i].time
@@ -128,6 +130,7 @@ def rtklib_fixes(obs_path: Path, nav_path: Path, systems, elevation_mask_deg: fl
                       + np.timedelta64(int(round(t0.sec * 1e9)), "ns"))
         pos.append([sol.rr[k] for k in range(3)] if sol.stat else [np.nan] * 3)
         status.append(int(st))
+        message.append(msg[0] if not st else "")
         n_sv.append(int(sol.ns))
         used = {}
         for k in range(i, j):
@@ -140,7 +143,7 @@ def rtklib_fixes(obs_path: Path, nav_path: Path, systems, elevation_mask_deg: fl
         codes.append(used)
         i = j
     return {"epoch": np.array(epochs), "position_ecef": np.array(pos, dtype=float), "status": np.array(status),
-            "n_sv": np.array(n_sv), "codes": codes}
+            "n_sv": np.array(n_sv), "codes": codes, "message": message}
 
 
 def hifi_fixes(obs_path: Path, nav_path: Path, systems, elevation_mask_deg: float):
@@ -208,6 +211,8 @@ def compare(station: Station, systems, data_dir: Path, elevation_mask_deg=ELEVAT
         "rtklib_h95_m": _p(np.hypot(e_r[both, 0], e_r[both, 1]), 95), "rtklib_v95_m": _p(np.abs(e_r[both, 2]), 95),
         "epochs_different_sv_count": sv_diff, "sv_epochs_different_code": int(code_diff),
         "sv_epochs_compared": int(code_total), "hifi_observables": sol.attrs["observable"],
+        "rtklib_rejected": sorted({m.split(" nv=")[0] for m in rtk["message"] if m}),
+        "rtklib_rejected_epochs": int(sum(bool(m) for m in rtk["message"])),
     }
 
 
@@ -225,13 +230,14 @@ def main(argv=None) -> int:
     print(f"hifi (weighting='rtklib', tropo 'saastamoinen_cosz', RH 0.7) - RTKLIB 2.4.3 pntpos (pyrtklib), "
           f"mask {args.elevation_mask_deg:g} deg; target median 3-D < {TARGET_MEDIAN_M:g} m\n")
     print("| station | systems | epochs (both fixed) | median 3-D / H / V [m] | 95 % 3-D / H / V [m] | max 3-D [m] "
-          "| sat-epochs other code |")
-    print("|---|---|---|---|---|---|---|")
+          "| sat-epochs other code | RTKLIB no fix (why) |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
+        why = f"{r['rtklib_rejected_epochs']} ({', '.join(r['rtklib_rejected'])})" if r["rtklib_rejected"] else "0"
         print(f"| {r['station']} | {r['systems']} | {r['epochs']} ({r['epochs_both']}) | "
               f"{r['median_3d_m']:.4f} / {r['median_h_m']:.4f} / {r['median_v_m']:.4f} | "
               f"{r['p95_3d_m']:.4f} / {r['p95_h_m']:.4f} / {r['p95_v_m']:.4f} | {r['max_3d_m']:.4f} | "
-              f"{r['sv_epochs_different_code']} of {r['sv_epochs_compared']} |")
+              f"{r['sv_epochs_different_code']} of {r['sv_epochs_compared']} | {why} |")
     print("\nError against the known station position (real = header position + antenna height), epochs both fixed\n")
     print("| station | systems | real [m] | hifi H95 / V95 [m] | rtklib H95 / V95 [m] | ratio H95 / V95 hifi/rtklib |")
     print("|---|---|---|---|---|---|")
