@@ -58,7 +58,8 @@ def observation_weights(elevation_rad, weighting="elevation", *, rtklib_error_m=
     -------
     numpy.ndarray
         Weights, the shape of ``elevation_rad``. RTKLIB adds to that variance its ionosphere,
-        troposphere and ephemeris model variances; they are not part of this weighting.
+        troposphere and ephemeris model variances; they are not part of this weighting (they are
+        of :func:`solve`'s, :func:`rtklib_code_variance`).
     """
     _choice("weighting", weighting, WEIGHTINGS)
     s = np.sin(np.clip(np.asarray(elevation_rad, dtype=float), MIN_WEIGHT_ELEVATION_RAD, None))
@@ -268,7 +269,9 @@ def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weightin
     elevation_rad, azimuth_rad : numpy.ndarray, shape (n_epoch, n_sv)
         Look angles at the true position [rad].
     weighting : {"elevation", "rtklib", "none"}, keyword-only
-        As :func:`solve` (:func:`observation_weights`).
+        :func:`observation_weights`: as :func:`solve` for "elevation" and "none"; "rtklib" here
+        is the code part of RTKLIB's variance only (:func:`solve` adds the ephemeris,
+        ionosphere and troposphere variances of :func:`rtklib_code_variance`).
     clock_index : array_like of int, shape (n_sv,), optional
         Receiver clock of each satellite's system, 0 .. n_clock - 1, as :func:`solve` with
         several ``constellations`` estimates one clock per system; default one clock for all.
@@ -513,6 +516,11 @@ def first_record_tgd_s(nav: xr.Dataset, sat) -> np.ndarray:
         Output of :func:`gnss.read_nav`.
     sat : array_like of int
         Satellite keys (``nav["sat"]``; the PRN for GPS).
+
+    Returns
+    -------
+    numpy.ndarray
+        Group delay [s], the shape of ``sat``.
     """
     keys = orbit._sat_keys(nav)
     toe = nav["toe_week"].values.astype(float) * SECONDS_PER_WEEK + nav["toe_sow"].values
@@ -643,7 +651,8 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         Niell's functions or, as RTKLIB, with 1 / cos z (:data:`TROPO_CORRECTIONS`).
     weighting : {"elevation", "rtklib", "none"}, keyword-only
         "elevation": weights sin^2(elevation) (sigma proportional to 1 / sin e); "rtklib":
-        RTKLIB ``pntpos``'s code variance (:func:`observation_weights`).
+        1 / sigma^2 of RTKLIB 2.4.3 ``pntpos``'s whole error model (:func:`rtklib_code_variance`:
+        code, ephemeris accuracy of the record, code bias, ionosphere, troposphere) [1/m^2].
     initial_position_ecef : array_like, shape (3,), optional, keyword-only
         Start of the iteration [m]; the header ``approx_position_ecef`` if present, else the
         Earth's centre.
