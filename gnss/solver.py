@@ -628,7 +628,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
           tropo_model="saastamoinen_niell", weighting="elevation", relative_humidity=0.5,
           initial_position_ecef=None, observable=None, true_position_ecef=None,
           constellations=("G",), iono_free=False, raim=True, raim_false_alarm_probability=RAIM_FALSE_ALARM_PROBABILITY,
-          raim_code_sigma_m=RAIM_CODE_SIGMA_M, ephemeris_selection="nearest") -> xr.Dataset:
+          raim_code_sigma_m=RAIM_CODE_SIGMA_M, ephemeris_selection="nearest", max_gdop=None) -> xr.Dataset:
     """Single-point position and receiver clocks per epoch from code pseudoranges.
 
     Parameters
@@ -689,6 +689,10 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         ages, the later record on a tie, Galileo only records whose toe is before the time
         tag), the group delay (TGD, BGD) of the satellite's first record in ``nav``, and none
         for BeiDou codes other than B1I's C2I (:func:`rtklib_group_delay_applies`).
+    max_gdop : float, optional, keyword-only
+        Withhold the fix (NaN, ``gdop_withheld``) where the GDOP of the satellites used, with
+        one receiver clock for all systems, exceeds this [1]: RTKLIB's ``maxgdop`` test in
+        ``valsol`` (30 in its ``prcopt_default``). None (default): no limit.
 
     Returns
     -------
@@ -733,6 +737,8 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     _choice("ephemeris_selection", ephemeris_selection, EPHEMERIS_SELECTIONS)
     if not 0.0 < float(raim_false_alarm_probability) < 1.0:
         raise ValueError(f"raim_false_alarm_probability: got {raim_false_alarm_probability!r}; allowed: 0 < p < 1")
+    if max_gdop is not None and not float(max_gdop) > 0.0:
+        raise ValueError(f"max_gdop: got {max_gdop!r}; allowed: None or > 0")
     if not float(raim_code_sigma_m) > 0.0:
         raise ValueError(f"raim_code_sigma_m: got {raim_code_sigma_m!r}; allowed: > 0 [m]")
     systems = tuple(constellations)
@@ -924,6 +930,12 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     design_enu = np.concatenate([np.einsum("eij,ekj->eki", rot, -los), np.broadcast_to(onehot, (n_epoch, n_sv, n_clk))],
                                 axis=-1)
     dop = dops(design_enu, used)
+    gdop_withheld = np.zeros(n_epoch, dtype=bool)
+    if max_gdop is not None:
+        # RTKLIB's valsol: the GDOP of one clock for all systems, over the satellites used
+        single_clock = np.concatenate([design_enu[..., :3], np.ones((n_epoch, n_sv, 1))], axis=-1)
+        gdop_withheld = ok & ~withheld & ~(dops(single_clock, used)["gdop"] <= float(max_gdop))
+        withheld = withheld | gdop_withheld
     n_used = used.sum(axis=1)
     sys_used = s["sys_used"]
     x[~ok | withheld] = np.nan
@@ -952,6 +964,8 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
             "raim_status": ("epoch", status, {"units": "1", "long_name": "RAIM: " + "; ".join(
                 f"{k} {v}" for k, v in RAIM_STATUS.items())}),
             "raim_excluded": (("epoch", "sv"), excluded, {"units": "1", "long_name": "satellite excluded by RAIM"}),
+            "gdop_withheld": ("epoch", gdop_withheld, {"units": "1", "long_name": "fix withheld: single-clock GDOP "
+                                                                                 "above max_gdop"}),
         },
         coords={"epoch": ("epoch", t, {"long_name": "receiver time tag (GPST)"}),
                 "sv": ("sv", obs_g["sv"].values, {"long_name": "satellite identifier"}),

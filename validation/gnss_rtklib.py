@@ -11,7 +11,7 @@ For every station of tests/data/gnss (observation + navigation files, listed in
   troposphere, RTKLIB's own code priority and error model, RAIM FDE on (``posopt[4]``);
 * hifi's :func:`gnss.solve` with its RTKLIB-like options: ``weighting="rtklib"``,
   ``tropo_model="saastamoinen_cosz"``, ``relative_humidity=0.7``,
-  ``ephemeris_selection="rtklib"``, RAIM on;
+  ``ephemeris_selection="rtklib"``, ``max_gdop=30``, RAIM on;
 
 with the same elevation mask and the same systems, and prints per station and system set a
 markdown table: epochs both fixed, the median and 95th percentile of the 3-D, horizontal and
@@ -43,6 +43,8 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO / "tests" / "data" / "gnss"
 TARGET_MEDIAN_M = 0.1
 """Largest median 3-D difference hifi - RTKLIB per station accepted [m]."""
+RTKLIB_MAX_GDOP = 30.0
+"""RTKLIB's ``prcopt_default.maxgdop``: both solvers withhold fixes of larger GDOP [1]."""
 ELEVATION_MASK_DEG = 15.0
 """Elevation mask of both solvers [deg] (RTKLIB's ``prcopt_default`` elmin)."""
 
@@ -152,7 +154,7 @@ def hifi_fixes(obs_path: Path, nav_path: Path, systems, elevation_mask_deg: floa
     nav = gnss.read_nav(nav_path)
     return obs, gnss.solve(obs, nav, constellations=tuple(systems), elevation_mask_deg=elevation_mask_deg,
                            weighting="rtklib", tropo_model="saastamoinen_cosz", relative_humidity=0.7, raim=True,
-                           ephemeris_selection="rtklib")
+                           ephemeris_selection="rtklib", max_gdop=RTKLIB_MAX_GDOP)
 
 
 def _p(x, q):
@@ -202,6 +204,7 @@ def compare(station: Station, systems, data_dir: Path, elevation_mask_deg=ELEVAT
     return {
         "station": station.name, "systems": "+".join(systems), "epochs": int(t.size), "epochs_both": int(both.sum()),
         "hifi_fixes": int(np.all(np.isfinite(x_hifi), axis=1).sum()),
+        "epochs_one_only": int((np.all(np.isfinite(x_hifi), axis=1) != np.all(np.isfinite(x_rtk), axis=1)).sum()),
         "rtklib_fixes": int((rtk["status"] == 1).sum()),
         "median_3d_m": _p(d3[both], 50), "p95_3d_m": _p(d3[both], 95),
         "median_h_m": _p(dh[both], 50), "p95_h_m": _p(dh[both], 95),
@@ -230,14 +233,14 @@ def main(argv=None) -> int:
     print(f"hifi (weighting='rtklib', tropo 'saastamoinen_cosz', RH 0.7) - RTKLIB 2.4.3 pntpos (pyrtklib), "
           f"mask {args.elevation_mask_deg:g} deg; target median 3-D < {TARGET_MEDIAN_M:g} m\n")
     print("| station | systems | epochs (both fixed) | median 3-D / H / V [m] | 95 % 3-D / H / V [m] | max 3-D [m] "
-          "| sat-epochs other code | RTKLIB no fix (why) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| sat-epochs other code | RTKLIB no fix (why) | fixed by one only |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         why = f"{r['rtklib_rejected_epochs']} ({', '.join(r['rtklib_rejected'])})" if r["rtklib_rejected"] else "0"
         print(f"| {r['station']} | {r['systems']} | {r['epochs']} ({r['epochs_both']}) | "
               f"{r['median_3d_m']:.4f} / {r['median_h_m']:.4f} / {r['median_v_m']:.4f} | "
               f"{r['p95_3d_m']:.4f} / {r['p95_h_m']:.4f} / {r['p95_v_m']:.4f} | {r['max_3d_m']:.4f} | "
-              f"{r['sv_epochs_different_code']} of {r['sv_epochs_compared']} | {why} |")
+              f"{r['sv_epochs_different_code']} of {r['sv_epochs_compared']} | {why} | {r['epochs_one_only']} |")
     print("\nError against the known station position (real = header position + antenna height), epochs both fixed\n")
     print("| station | systems | real [m] | hifi H95 / V95 [m] | rtklib H95 / V95 [m] | ratio H95 / V95 hifi/rtklib |")
     print("|---|---|---|---|---|---|")
