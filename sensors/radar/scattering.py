@@ -1,0 +1,306 @@
+"""Shooting and bouncing rays (SBR): the radar echo of the scene's meshes.
+
+Rays leave the radar as tubes, each covering a small solid angle (or, for a plane wave, a
+small area) of the field of view. Each tube is traced through specular reflections off the
+meshes (up to :data:`MAX_RADAR_BOUNCES`); wherever it lands, the physical-optics (PO) current
+its footprint carries on that facet radiates back to the radar. The sum over all tubes and all
+bounces of these contributions, with their phases, is the echo: its magnitude squared is the
+radar cross-section (RCS).
+
+This is the SBR method of H. Ling, R.-C. Chou and S.-W. Lee, "Shooting and bouncing rays:
+calculating the RCS of an arbitrarily shaped cavity", IEEE Trans. Antennas Propag. 37(2),
+194-205 (1989), with the PO integral done at every hit point rather than only at the exit
+aperture (S.-W. Lee, H. Ling, R.-C. Chou, "Ray-tube integration in shooting and bouncing ray
+method", Microwave Opt. Technol. Lett. 1(8), 286-289, 1988; the usual form of SBR for open
+targets, e.g. Bhalla & Ling, IEEE Trans. Antennas Propag. 44(12), 1996). Each tube's footprint
+on a facet is a parallelogram; the PO integral over it has the closed form
+
+    A = sqrt(4 pi) / lambda * Gamma * (cos i + cos s) / 2 * dS * sinc(q.e1 / 2) sinc(q.e2 / 2)
+        * exp(-j k (L + R))
+
+with ``q = k (d - r)`` (d the arriving direction, r the unit vector back to the radar),
+``e1``, ``e2`` the footprint's edges, ``dS = |e1 x e2|``, ``Gamma`` the product of the Fresnel
+reflection coefficients along the path (:func:`sensors.radar.materials.fresnel_te`, -1 for
+metal), ``L`` the path to the facet and ``R`` the way back. For a flat facet tiled by the
+footprints the sum is the exact PO integral of the facet: a square plate at normal incidence
+gives ``4 pi A^2 / lambda^2``; the tubes that bounce three times in a trihedral corner
+reflector give ``4 pi a^4 / (3 lambda^2)``; a faceted sphere of facets much smaller than its
+Fresnel zone gives ``pi a^2`` (tests/sensors/test_radar.py).
+
+Notes
+-----
+- Scalar: one polarisation (the TE Fresnel coefficient at every reflection); no
+  cross-polarisation, no depolarisation in a dihedral.
+- No edge diffraction (PTD), no creeping waves, no transmission through dielectrics.
+- A tube takes the normal of the facet its centre hits over its whole footprint: footprints
+  larger than the facets of a curved mesh overstate its specular flashes; the tube's divergence
+  after a curved facet is not tracked (a spherical wave from the radar, image-source divergence
+  after flat facets).
+- Roughness (:mod:`sensors.radar.materials`) lowers the coherent term by ``exp(-g / 2)`` and adds
+  an incoherent Lambertian term of random phase (``diffuse``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .materials import diffuse_sigma0, fresnel_te, rayleigh_roughness
+
+#: Specular bounces followed per tube: three, the most a trihedral corner reflector or the
+#: road-car-road ghost path needs.
+MAX_RADAR_BOUNCES = 3
+
+
+class Contributions(NamedTuple):
+    """Echo contributions: one per tube and hit point seen from the radar (coherent PO) plus
+    one per rough hit (diffuse), n in all.
+
+    Attributes
+    ----------
+    amplitude : (n,) complex128
+        Complex RCS amplitude [m] (``|sum|^2`` is the RCS [m^2]), phase ``-k`` x path length.
+    path_m : (n,) float64
+        Total path radar -> scatterers -> radar [m]; the apparent range is half of it.
+    out_m, back_m : (n,) float64
+        Path from the radar to the last hit point, and back from it [m] (spherical spreading).
+    departure_scene, arrival_scene : (n, 3) float64
+        Unit direction of the emitted ray, and from the radar toward the last hit point (where
+        the echo arrives from), scene frame.
+    path_rate_m_s : (n,) float64
+        Time derivative of ``path_m`` [m/s]: twice the radial velocity (positive: opening).
+    object_id : (n,) int32
+        The object of the path's farthest hit from the radar (its turning point).
+    ghost : (n,) bool
+        The path touched more than one object (multipath).
+    bounces : (n,) int8
+        Hit points on the path (1: single reflection).
+    """
+
+    amplitude: np.ndarray
+    path_m: np.ndarray
+    out_m: np.ndarray
+    back_m: np.ndarray
+    departure_scene: np.ndarray
+    arrival_scene: np.ndarray
+    path_rate_m_s: np.ndarray
+    object_id: np.ndarray
+    ghost: np.ndarray
+    bounces: np.ndarray
+
+    @staticmethod
+    def concat(parts) -> "Contributions":
+        return Contributions(*(np.concatenate(a, axis=0) for a in zip(*parts)))
+
+
+def tube_edges_spherical(yaw_rad, pitch_rad, dyaw_rad, dpitch_rad):
+    """Angular edge vectors of tubes on a yaw x pitch grid [rad], sensor frame, (2, n, 3):
+    ``d(direction)/d(yaw) dyaw`` and ``d(direction)/d(pitch) dpitch``; at path length L the
+    tube's cross-section has edges L times these."""
+    y = np.asarray(yaw_rad, dtype=float)
+    p = np.asarray(pitch_rad, dtype=float)
+    cy, sy, cp, sp = np.cos(y), np.sin(y), np.cos(p), np.sin(p)
+    e1 = np.stack([-sy * cp, cy * cp, np.zeros_like(y)], axis=-1) * dyaw_rad
+    e2 = np.stack([-cy * sp, -sy * sp, cp], axis=-1) * dpitch_rad
+    return np.stack([e1, e2])
+
+
+def _point_velocity(scene, object_id, points, t_s):
+    """Velocity of the surface points of the objects hit [m/s], scene frame, (n, 3): the
+    object's velocity plus its angular rate x the lever arm (rigid motion,
+    :meth:`hifi.world.scene.Scene.kinematics_at`)."""
+    v = np.zeros_like(points)
+    for oid in np.unique(object_id[object_id >= 0]):
+        name = scene.objects[int(oid)].name
+        if not scene.is_moving(name):
+            continue
+        kin = scene.kinematics_at(name, float(t_s))
+        sel = object_id == oid
+        arm = points[sel] - np.asarray(kin.pose.translation, dtype=float)
+        v[sel] = np.asarray(kin.velocity, dtype=float) + np.cross(np.asarray(kin.angular_rate, dtype=float), arm)
+    return v
+
+
+def _reflect(vec, nrm):
+    return vec - 2.0 * np.sum(vec * nrm, axis=-1, keepdims=True) * nrm
+
+
+def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_s, *, wavelength_m,
+          permittivity, rms_height_m, radar_position=None, radar_velocity=None, far_direction=None,
+          max_path_m=np.inf, max_bounces=MAX_RADAR_BOUNCES, diffuse=True, rng=None) -> Contributions:
+    """Trace radar ray tubes and return their echo contributions.
+
+    Parameters
+    ----------
+    caster : hifi.caster.RayCaster
+    scene : hifi.world.scene.Scene
+    origins_scene, directions_scene : (n, 3) float
+        Tube centres: origins [m] and unit directions, scene frame.
+    edges_m, edges_rad : (2, n, 3) float
+        The tube's cross-section edges: a constant part [m] (a plane wave's tubes) plus a part
+        growing with the path length L [rad] (a point source's), scene frame.
+    t_s : float
+        Time of the frame [s] (object poses and velocities).
+    wavelength_m : float
+    permittivity : (n_objects + 1,) complex
+        Relative permittivity of each object's material (last entry: no hit).
+    rms_height_m : (n_objects + 1,) float
+        Surface rms height of each object [m].
+    radar_position, radar_velocity : (3,) float, optional
+        Monostatic radar at a point [m], moving at [m/s] (spherical waves; the sensor model).
+    far_direction : (3,) float, optional
+        Instead: unit vector toward a radar in the far field (plane wave, RCS computation; the
+        returned ``path_m`` is then measured from the plane through the origin normal to it).
+    max_path_m : float
+        Longest path followed out [m].
+    max_bounces : int
+    diffuse : bool
+        Add the incoherent term of rough surfaces (needs ``rng``).
+    rng : numpy.random.Generator, optional
+        Phases of the diffuse contributions.
+
+    Returns
+    -------
+    Contributions
+    """
+    k = 2.0 * np.pi / wavelength_m
+    pre = np.sqrt(4.0 * np.pi) / wavelength_m
+    pos = np.array(origins_scene, dtype=float, copy=True)
+    d = np.array(directions_scene, dtype=float, copy=True)
+    n = d.shape[0]
+    e_m = np.array(np.broadcast_to(edges_m, (2, n, 3)), dtype=float)
+    e_rad = np.array(np.broadcast_to(edges_rad, (2, n, 3)), dtype=float)
+    plane = far_direction is not None
+    if plane:
+        rhat_far = np.asarray(far_direction, dtype=float) / np.linalg.norm(far_direction)
+        v_radar = np.zeros(3)
+    else:
+        radar = np.asarray(radar_position, dtype=float)
+        v_radar = np.zeros(3) if radar_velocity is None else np.asarray(radar_velocity, dtype=float)
+    departure = d.copy()
+    L = -(pos @ rhat_far) if plane else np.zeros(n)   # plane wave: path from the reference plane
+    out_len = np.zeros(n)
+    gamma = np.ones(n, dtype=complex)
+    rate = np.zeros(n)
+    v_prev = np.broadcast_to(v_radar, (n, 3)).copy()
+    first_obj = np.full(n, -1, dtype=np.int32)
+    far_obj = np.full(n, -1, dtype=np.int32)
+    far_dist = np.full(n, -np.inf)
+    multi = np.zeros(n, dtype=bool)
+    idx = np.arange(n)
+    parts = []
+    for b in range(int(max_bounces)):
+        if idx.size == 0:
+            break
+        times = np.full(idx.size, float(t_s))
+        dist, oid, _, nrm = caster.nearest(pos, d, times, np.maximum(max_path_m - out_len, 0.0))
+        hit = (oid >= 0) & np.isfinite(dist)
+        if not np.any(hit):
+            break
+        sel = np.flatnonzero(hit)
+        idx, pos, d, dist, oid, nrm = idx[sel], pos[sel], d[sel], dist[sel], oid[sel], nrm[sel]
+        e_m, e_rad, L, out_len, gamma, rate, v_prev = (e_m[:, sel], e_rad[:, sel], L[sel], out_len[sel], gamma[sel],
+                                                       rate[sel], v_prev[sel])
+        first_obj, far_obj, far_dist, multi, departure = (first_obj[sel], far_obj[sel], far_dist[sel], multi[sel],
+                                                          departure[sel])
+        p = pos + d * dist[:, None]
+        nrm = np.where(np.sum(nrm * d, axis=1, keepdims=True) > 0.0, -nrm, nrm)   # face the arriving ray
+        L = L + dist
+        out_len = out_len + dist
+        v_p = _point_velocity(scene, oid, p, t_s)
+        rate = rate + np.sum(d * (v_p - v_prev), axis=1)
+        first_obj = np.where(first_obj < 0, oid, first_obj)
+        multi = multi | (oid != first_obj)
+        if plane:
+            rhat = np.broadcast_to(rhat_far, p.shape)
+            back = -(p @ rhat_far)               # to the reference plane through the origin
+            here = np.full(p.shape[0], np.inf)
+        else:
+            to_radar = radar - p
+            back = np.linalg.norm(to_radar, axis=1)
+            rhat = to_radar / back[:, None]
+            here = back
+        depth = -back if plane else back
+        farther = depth > far_dist
+        far_obj = np.where(farther, oid, far_obj)
+        far_dist = np.where(farther, depth, far_dist)
+        cos_in = -np.sum(d * nrm, axis=1)
+        cos_out = np.sum(rhat * nrm, axis=1)
+        eps = permittivity[oid]
+        h = rms_height_m[oid]
+        g_in = fresnel_te(cos_in, eps)
+        # footprint: the tube's edges at this path length, projected on the facet along d
+        edges = e_m + e_rad * out_len[None, :, None]
+        dn = np.sum(d * nrm, axis=1)
+        fp = edges - d[None] * (np.sum(edges * nrm[None], axis=2) / dn[None])[:, :, None]
+        dS = np.linalg.norm(np.cross(fp[0], fp[1]), axis=1)
+        # back toward the radar: facing it, and nothing in the way
+        offset = caster.secondary_offset_m(p, oid)
+        start = p + nrm * offset[:, None]
+        facing = cos_out > 0.0
+        seen = np.zeros(p.shape[0], dtype=bool)
+        if np.any(facing):
+            f = np.flatnonzero(facing)
+            limit = here[f] - offset[f] if not plane else np.full(f.size, np.inf)
+            sd, so, _, _ = caster.nearest(start[f], np.ascontiguousarray(rhat[f]), times[:f.size],
+                                          np.maximum(limit, 0.0))
+            seen[f] = ~((so >= 0) & np.isfinite(sd))
+        if np.any(seen):
+            s = np.flatnonzero(seen)
+            q = k * (d[s] - rhat[s])
+            sinc = np.sinc(np.sum(q * fp[0, s], axis=1) / (2.0 * np.pi)) * np.sinc(np.sum(q * fp[1, s], axis=1) / (2.0 * np.pi))
+            g_bi = (k * h[s] * (cos_in[s] + cos_out[s])) ** 2          # Beckmann's bistatic roughness
+            path = L[s] + back[s]
+            amp = (pre * gamma[s] * (-g_in[s]) * 0.5 * (cos_in[s] + cos_out[s]) * dS[s] * sinc
+                   * np.exp(-0.5 * g_bi) * np.exp(-1j * k * path))
+            arrival = -rhat[s]
+            back_rate = -np.sum(rhat[s] * (v_p[s] - v_radar), axis=1)
+            common = (path, out_len[s], back[s], departure[s],
+                      np.ascontiguousarray(arrival), rate[s] + back_rate, far_obj[s].astype(np.int32), multi[s],
+                      np.full(s.size, b + 1, dtype=np.int8))
+            parts.append(Contributions(amp, *common))
+            if diffuse and rng is not None:
+                rough = h[s] > 0.0
+                if np.any(rough):
+                    r = np.flatnonzero(rough)
+                    sig = diffuse_sigma0(np.sqrt(np.clip(cos_in[s][r] * cos_out[s][r], 0.0, 1.0)),
+                                         np.abs(gamma[s][r] * g_in[s][r]) ** 2, g_bi[r]) * dS[s][r]
+                    phase = rng.uniform(0.0, 2.0 * np.pi, r.size)
+                    parts.append(Contributions(np.sqrt(sig) * np.exp(1j * phase), *(c[r] for c in common)))
+        # the specular ray goes on, its coherent part only
+        g_sp = rayleigh_roughness(cos_in, h, k)
+        gamma = gamma * g_in * np.exp(-0.5 * g_sp)
+        d = _reflect(d, nrm)
+        e_m = _reflect(e_m, nrm[None])
+        e_rad = _reflect(e_rad, nrm[None])
+        pos = start
+        v_prev = v_p
+    if not parts:
+        z3 = np.zeros((0, 3))
+        return Contributions(np.zeros(0, complex), np.zeros(0), np.zeros(0), np.zeros(0), z3, z3, np.zeros(0),
+                             np.zeros(0, np.int32), np.zeros(0, bool), np.zeros(0, np.int8))
+    return Contributions.concat(parts)
+
+
+def plane_wave_rcs(caster, scene, toward_radar, center, half_width_m, spacing_m, *, wavelength_m, permittivity,
+                   rms_height_m, max_bounces=MAX_RADAR_BOUNCES, start_m=None) -> float:
+    """Monostatic RCS [m^2] of the scene for a plane wave from ``toward_radar`` (unit vector
+    from the target to the radar): a square grid of ray tubes ``spacing_m`` apart covering
+    ``half_width_m`` around ``center`` [m], coherent sum of :func:`shoot`'s contributions."""
+    u = np.asarray(toward_radar, dtype=float)
+    u = u / np.linalg.norm(u)
+    a = np.cross(u, [0.0, 0.0, 1.0]) if abs(u[2]) < 0.9 else np.cross(u, [1.0, 0.0, 0.0])
+    a /= np.linalg.norm(a)
+    b = np.cross(u, a)
+    g = np.arange(-half_width_m + 0.5 * spacing_m, half_width_m, spacing_m)
+    ga, gb = np.meshgrid(g, g, indexing="ij")
+    start = (2.0 * half_width_m + 1.0) if start_m is None else start_m
+    origins = (np.asarray(center, float) + start * u + ga.reshape(-1, 1) * a + gb.reshape(-1, 1) * b)
+    n = origins.shape[0]
+    dirs = np.broadcast_to(-u, (n, 3)).copy()
+    edges = np.stack([np.broadcast_to(a * spacing_m, (n, 3)), np.broadcast_to(b * spacing_m, (n, 3))])
+    c = shoot(caster, scene, origins, dirs, edges, np.zeros((2, n, 3)), 0.0, wavelength_m=wavelength_m,
+              permittivity=permittivity, rms_height_m=rms_height_m, far_direction=u, max_bounces=max_bounces,
+              diffuse=False)
+    return float(np.abs(np.sum(c.amplitude)) ** 2)
