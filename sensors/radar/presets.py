@@ -75,6 +75,7 @@ def _ars408(scan: str) -> dict:
         "velocity_max_m_s": 200.0 * _KMH,
         "reports_elevation": False,
         "cfar_pfa": 1e-6,                     # assumed
+        "cfar_mode": "caso",                  # assumed, as TI's cfarCfg
         "cfar_training_cells": 8,             # assumed, as TI's cfarCfg
         "cfar_guard_cells": 4,
         "max_detections": 250,                # assumed: the order of the ARS408's cluster list
@@ -110,6 +111,7 @@ _AWR1843 = {
     "velocity_max_m_s": None,
     "reports_elevation": True,
     "cfar_pfa": 1e-6,                          # assumed (TI thresholds at a fixed 15 dB)
+    "cfar_mode": "caso",                       # cfarCfg averageMode 2: cell averaging, smallest of
     "cfar_training_cells": 8,                  # cfarCfg noiseWin
     "cfar_guard_cells": 4,                     # cfarCfg guardLen
     "max_detections": 250,                     # assumed
