@@ -45,8 +45,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import fresnel
 
 from .materials import diffuse_sigma0, fresnel_te, rayleigh_roughness
+
+#: Quadratic phase across a footprint edge below which :func:`footprint_integral` is a sinc [rad]:
+#: the neglected phase is at most a quarter of it, 0.0025 rad.
+FRESNEL_MIN_CURVATURE_RAD = 1e-2
 
 #: Specular bounces followed per tube: three, the most a trihedral corner reflector or the
 #: road-car-road ghost path needs.
@@ -104,6 +109,35 @@ def tube_edges_spherical(yaw_rad, pitch_rad, dyaw_rad, dpitch_rad):
     e1 = np.stack([-sy * cp, cy * cp, np.zeros_like(y)], axis=-1) * dyaw_rad
     e2 = np.stack([-cy * sp, -sy * sp, cp], axis=-1) * dpitch_rad
     return np.stack([e1, e2])
+
+
+def footprint_integral(b, c):
+    """``int_{-1/2}^{1/2} exp(j (b s + c s^2)) ds`` [1], complex: the PO integral along one edge of
+    a footprint with linear phase ``b`` [rad] (the tilt of the wave to the facet) and quadratic
+    phase ``c`` [rad] (the curvature of spherical waves across it).
+
+    ``sinc(b / 2 pi)`` where ``|c| <`` :data:`FRESNEL_MIN_CURVATURE_RAD` (phase error below
+    ``c / 4``), else the Fresnel integrals of the completed square (Abramowitz & Stegun 7.3):
+    ``sqrt(pi / 2c) [C(z) + j S(z)]`` between ``z = (s + b / 2c) sqrt(2c / pi)`` at
+    ``s = -1/2, 1/2``. A footprint wider than the Fresnel zone so adds only the zone's share, as
+    a large flat facet near the radar does.
+    """
+    b = np.asarray(b, dtype=float)
+    c = np.asarray(c, dtype=float)
+    out = np.sinc(b / (2.0 * np.pi)).astype(complex)
+    big = np.abs(c) >= FRESNEL_MIN_CURVATURE_RAD
+    if np.any(big):
+        bb, cc = b[big], np.abs(c[big])
+        sign = np.sign(c[big])
+        bb = bb * sign                                      # conj for c < 0: exp(j(b s - |c| s^2))
+        scale = np.sqrt(2.0 * cc / np.pi)
+        z1 = (-0.5 + bb / (2.0 * cc)) * scale
+        z2 = (0.5 + bb / (2.0 * cc)) * scale
+        s1, c1 = fresnel(z1)
+        s2, c2 = fresnel(z2)
+        val = np.sqrt(np.pi / (2.0 * cc)) * ((c2 - c1) + 1j * (s2 - s1)) * np.exp(-1j * bb * bb / (4.0 * cc))
+        out[big] = np.where(sign < 0, np.conj(val), val)
+    return out
 
 
 def _point_velocity(scene, object_id, points, t_s):
@@ -249,7 +283,17 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
         if np.any(seen):
             s = np.flatnonzero(seen)
             q = k * (d[s] - rhat[s])
-            sinc = np.sinc(np.sum(q * fp[0, s], axis=1) / (2.0 * np.pi)) * np.sinc(np.sum(q * fp[1, s], axis=1) / (2.0 * np.pi))
+            if plane:
+                curv = np.zeros((2, s.size))
+            else:
+                # quadratic phase of the spherical waves across the footprint (Fresnel zones):
+                # k / 2 (|e_perp_in|^2 / L + |e_perp_out|^2 / R) per edge
+                e_in = fp[:, s] - d[s][None] * np.sum(fp[:, s] * d[s][None], axis=2)[:, :, None]
+                e_out = fp[:, s] - rhat[s][None] * np.sum(fp[:, s] * rhat[s][None], axis=2)[:, :, None]
+                curv = 0.5 * k * (np.sum(e_in * e_in, axis=2) / out_len[s][None]
+                                  + np.sum(e_out * e_out, axis=2) / back[s][None])
+            sinc = (footprint_integral(np.sum(q * fp[0, s], axis=1), curv[0])
+                    * footprint_integral(np.sum(q * fp[1, s], axis=1), curv[1]))
             g_bi = (k * h[s] * (cos_in[s] + cos_out[s])) ** 2          # Beckmann's bistatic roughness
             path = L[s] + back[s]
             amp = (pre * gamma[s] * (-g_in[s]) * 0.5 * (cos_in[s] + cos_out[s]) * dS[s] * sinc
