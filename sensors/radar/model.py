@@ -189,7 +189,7 @@ class Radar(Sensor):
         out = {k: ((n,), np.dtype(v[0])) for k, v in _DETECTION_VARS.items()}
         out.update(annotation=((n,), np.dtype(np.uint8)), timestamp=((), np.dtype(np.float64)),
                    n_detections=((), np.dtype(np.int32)), sensor_position=((3,), np.dtype(np.float64)),
-                   sensor_orientation=((4,), np.dtype(np.float64)))
+                   sensor_orientation=((4,), np.dtype(np.float64)), sensor_velocity=((3,), np.dtype(np.float64)))
         if self.params.get("store_map"):
             cfg = self.config
             out["rd_map"] = ((cfg.adc_samples, cfg.chirps_per_frame), np.dtype(np.float32))
@@ -253,6 +253,7 @@ class Radar(Sensor):
         dirs = self._dirs @ rot.T
         edges = self._edges @ rot.T
         kin = self.ctx.scene.kinematics_at(self.name, float(t))
+        self._v_sensor = np.asarray(kin.velocity, dtype=float)
         rng = stream(self.ctx.seed, self.name, self._k, "diffuse")
         c = shoot(self.ctx.caster, self.ctx.scene, np.broadcast_to(origin, (n, 3)), dirs, np.zeros_like(edges), edges,
                   t, wavelength_m=self.cfg.wavelength_m, permittivity=self._eps, rms_height_m=self._rms,
@@ -360,6 +361,8 @@ class Radar(Sensor):
         out["timestamp"] = Var((), np.float64(t), "s", "time of the measurement since simulation start")
         out["n_detections"] = Var((), np.int32(m.size), "1", "detections in this frame (the first rows)")
         out.update(sensor_pose_vars(pose))
+        out["sensor_velocity"] = Var(("xyz",), np.asarray(self._v_sensor, dtype=float), "m s-1",
+                                     "velocity of the sensor origin at the frame time, scene frame")
         if p["store_map"]:
             out["rd_map"] = Var(("range_bin", "doppler_bin"), db.astype(np.float32), "dB",
                                 "range-Doppler power averaged over the virtual channels, relative to one cell's "
