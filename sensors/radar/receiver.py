@@ -16,6 +16,7 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from scipy.special import betaincinv, gammaincc
 from scipy.stats import gamma as gamma_dist
 
@@ -161,10 +162,10 @@ def cube_fast(cfg: RadarConfig, sc: Scatterers, rng) -> np.ndarray:
     nn = np.mod(nn, nd)
     patch = sc.amplitude[:, None, None] * kr[:, :, None] * kd[:, None, :]     # (g, 2kh, 2kh)
     flat = (mc[:, :, None] * nd + nn[:, None, :]).ravel()
-    st = steering(cfg, sc.arrival_sensor)                          # (g, nv)
-    for c in range(nv):                                            # channels, not rays
-        w = (patch * st[:, c, None, None]).ravel()
-        cube[c] += (np.bincount(flat, w.real, nr * nd) + 1j * np.bincount(flat, w.imag, nr * nd)).reshape(nr, nd)
+    g = sc.amplitude.size
+    # cube[c] = sum_g steering[g, c] x patch_g placed at its cells: one sparse (cells x g) product
+    spread = csr_matrix((patch.ravel(), (flat, np.repeat(np.arange(g), (2 * kh) ** 2))), shape=(nr * nd, g))
+    cube += np.asarray(spread @ steering(cfg, sc.arrival_sensor)).T.reshape(nv, nr, nd)
     return cube
 
 
