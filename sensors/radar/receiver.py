@@ -193,7 +193,7 @@ def cube_research(cfg: RadarConfig, sc: Scatterers, rng) -> np.ndarray:
 
 def cfar_alpha(pfa: float, n_train, n_channels: int):
     """CA-CFAR threshold factor on the mean of ``n_train`` cells, for cells that are the mean
-    of |X|^2 over ``n_channels`` noise-only channels (Gamma(C) distributed).
+    of ``|X|^2`` over ``n_channels`` noise-only channels (Gamma(C) distributed).
 
     With X the cell's sum and T the training cells' sum, ``X / (X + T)`` is Beta(C, n C), so
     ``Pfa = 1 - I_t(C, n C)`` at ``t = (alpha / n) / (1 + alpha / n)``; for C = 1 this is the
@@ -206,7 +206,7 @@ def cfar_alpha(pfa: float, n_train, n_channels: int):
 
 def caso_alpha(pfa: float, n_left: int, n_right: int, n_channels: int) -> float:
     """CASO-CFAR threshold factor on the smaller of the left and right training means [1], for
-    cells that are the mean of |X|^2 over ``n_channels`` noise-only channels.
+    cells that are the mean of ``|X|^2`` over ``n_channels`` noise-only channels.
 
     ``Pfa(alpha) = int P(X > alpha C z) f_Z(z) dz`` with X ~ Gamma(C) the cell's sum and Z the
     smaller of two independent Gamma(n C) / (n C) means (the order statistic's density
