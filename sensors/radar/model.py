@@ -210,6 +210,7 @@ class Radar(Sensor):
         self._p = p
         self.cfg = cfg = RadarConfig.from_params(p)
         az, el, da, de = self._ray_grid()
+        self._grid_shape = (az.size, el.size)
         a, e = (g.ravel() for g in np.meshgrid(az, el, indexing="ij"))
         self._dirs = np.stack([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)], axis=1)
         self._edges = tube_edges_spherical(a, e, da, de)
@@ -259,7 +260,7 @@ class Radar(Sensor):
                   t, wavelength_m=self.cfg.wavelength_m, permittivity=self._eps, rms_height_m=self._rms,
                   radar_position=origin, radar_velocity=np.asarray(kin.velocity, dtype=float),
                   max_path_m=2.0 * self.cfg.max_unambiguous_range_m, max_bounces=self._p["max_bounces"],
-                  diffuse=self._p["diffuse"], rng=rng)
+                  diffuse=self._p["diffuse"], rng=rng, grid_shape=self._grid_shape)
         return c, pose, rot
 
     def step(self, k, t):
