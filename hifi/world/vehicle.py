@@ -29,6 +29,7 @@ consistent model for planning feasible trajectories for autonomous vehicles?", I
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar, NamedTuple
 
 import numpy as np
@@ -456,10 +457,13 @@ def _hermite5(p0, v0, a0, p1, v1, a1, h):
     return np.stack([p0, v0, 0.5 * a0, c3, c4, c5], axis=-1)
 
 
-def _poly(c, d):
-    """Value, first and second derivative of the quintics ``c`` (n, k, 6) at ``d`` (n,)."""
+def _poly(c, d, derivatives=True):
+    """Value, first and second derivative (None without ``derivatives``) of the quintics ``c``
+    (n, k, 6) at ``d`` (n,)."""
     d = d[:, None]
     p = ((((c[..., 5] * d + c[..., 4]) * d + c[..., 3]) * d + c[..., 2]) * d + c[..., 1]) * d + c[..., 0]
+    if not derivatives:
+        return p, None, None
     v = (((5 * c[..., 5] * d + 4 * c[..., 4]) * d + 3 * c[..., 3]) * d + 2 * c[..., 2]) * d + c[..., 1]
     a = ((20 * c[..., 5] * d + 12 * c[..., 4]) * d + 6 * c[..., 3]) * d + 2 * c[..., 2]
     return p, v, a
@@ -505,6 +509,8 @@ class VehicleTrack(Track):
         self._tt = np.zeros(64)
         self._st = np.zeros((64, _NCOL))
         self._cf = np.zeros((64, 3, 6))
+        self._zrp = np.zeros((64, 3))                 # z, roll, pitch: the columns at() reads
+        self._zrp[0, 0] = float(position_m[2])
         self._st[0, :4] = (float(position_m[0]), float(position_m[1]), float(position_m[2]), float(yaw_rad))
         self._start = np.asarray(position_m, dtype=float)
         self._reach = float(reach_m)
@@ -548,9 +554,11 @@ class VehicleTrack(Track):
             self._tt = np.concatenate([self._tt, np.zeros(k)])
             self._st = np.concatenate([self._st, np.zeros((k, _NCOL))])
             self._cf = np.concatenate([self._cf, np.zeros((k, 3, 6))])
+            self._zrp = np.concatenate([self._zrp, np.zeros((k, 3))])
         n = self._n
         self._tt[n:n + m] = times_s
         self._st[n:n + m] = rows
+        self._zrp[n:n + m] = np.asarray(rows)[:, [_Z, _ROLL, _PITCH]]
         self._cf[n - 1:n - 1 + m] = coefs
         self._n += m
 
@@ -559,15 +567,15 @@ class VehicleTrack(Track):
         velocity of the rear axle [m/s], yaw rate [rad/s], steering [rad], acceleration [m/s^2]."""
         return float(self._tt[self._n - 1]), self._st[self._n - 1].copy()
 
-    def _eval(self, t1):
-        """Pose (x, y, yaw (n, 3)), its first and second derivatives (n, 3), and height, roll,
-        pitch (n, 3) at times ``t1`` (n,)."""
+    def _eval(self, t1, derivatives=True):
+        """Pose (x, y, yaw (n, 3)), its first and second derivatives (n, 3; None without
+        ``derivatives``), and height, roll, pitch (n, 3) at times ``t1`` (n,)."""
         n = self._n
         times, st = self._tt[:n], self._st[:n]
         i = np.clip(np.searchsorted(times, t1, side="right") - 1, 0, n - 1)
         d = np.maximum(t1 - times[i], 0.0)
         inside = i < n - 1
-        p, v, a = _poly(self._cf[i], np.where(inside, d, 0.0))
+        p, v, a = _poly(self._cf[i], np.where(inside, d, 0.0), derivatives)
         if not inside.all():          # beyond the last node: its body-axis velocity and yaw rate held
             out = ~inside
             row = st[n - 1]
@@ -581,14 +589,15 @@ class VehicleTrack(Track):
             yaw_e = yaw0 + x
             ce, se = np.cos(yaw_e), np.sin(yaw_e)
             p[out] = np.column_stack([row[_X] + cy * bx - sy * by, row[_Y] + sy * bx + cy * by, yaw_e])
-            v[out] = np.column_stack([ce * u - se * w, se * u + ce * w, np.full_like(de, r)])
-            a[out] = np.column_stack([-r * (se * u + ce * w), r * (ce * u - se * w), np.zeros_like(de)])
+            if derivatives:
+                v[out] = np.column_stack([ce * u - se * w, se * u + ce * w, np.full_like(de, r)])
+                a[out] = np.column_stack([-r * (se * u + ce * w), r * (ce * u - se * w), np.zeros_like(de)])
         # height, roll, pitch: linear towards the next node
         j = np.minimum(i + 1, n - 1)
         span = np.where(j > i, times[j] - times[i], 1.0)
-        f = np.where(j > i, np.clip(d / span, 0.0, 1.0), 0.0)
-        z0 = st[i][:, [_Z, _ROLL, _PITCH]]
-        zrp = z0 + f[:, None] * (st[j][:, [_Z, _ROLL, _PITCH]] - z0)
+        f = np.where(j > i, np.minimum(d / span, 1.0), 0.0)
+        zrp0 = self._zrp[i]
+        zrp = zrp0 + f[:, None] * (self._zrp[j] - zrp0)
         return p, v, a, zrp
 
     def kinematics(self, t1) -> Kinematics:
@@ -612,7 +621,7 @@ class VehicleTrack(Track):
 
     def at(self, t_s) -> Pose:
         t = np.asarray(t_s, dtype=float)
-        p, _, _, zrp = self._eval(np.atleast_1d(t))
+        p, _, _, zrp = self._eval(np.atleast_1d(t), derivatives=False)
         return self._pose(p, zrp, scalar=t.ndim == 0)
 
 
@@ -698,28 +707,26 @@ class Vehicle(Model):
         return {"xyz": Var(("xyz",), np.array(["x", "y", "z"]), "1", "scene axis")}
 
     # -- the model's right-hand side ----------------------------------------------------------------
-    def _rates(self, s, u, a, steer, steer_rate, dynamic):
-        """``(d/dt (x, y, yaw, w, r), body-axis acceleration (2,) of the rear axle, r, dr/dt)`` of
-        state ``s`` = (x, y, yaw, w, r) with the inputs at that time."""
-        L = self.params["wheelbase_m"]
+    def _rates(self, s, inputs, dynamic):
+        """``(d/dt (x, y, yaw, w, r), (vx, vy, r), (ax, ay, dr/dt))`` of state ``s`` = (x, y, yaw,
+        w, r) with ``inputs`` = (u, du/dt, delta, ddelta/dt) at that time: the state's rates and
+        the node data of the quintics (velocity and acceleration in scene x, y; the yaw's rates).
+        Plain floats: it runs a few times per substep."""
+        u, a, steer, steer_rate = inputs
         if dynamic:
             w, r = s[3], s[4]
             w_dot, r_dot = dynamic_bicycle_rates(u, w, r, steer, **self._tyres)
         else:
-            w, w_dot = 0.0, 0.0
-            t = np.tan(steer)
+            w = w_dot = 0.0
+            t = math.tan(steer)
+            L = self._wheelbase
             r = u * t / L
-            r_dot = (a * t + u * steer_rate / np.cos(steer) ** 2) / L
-        c, sn = np.cos(s[2]), np.sin(s[2])
-        rates = np.array([u * c - w * sn, u * sn + w * c, r, w_dot, r_dot])
-        return rates, np.array([a - r * w, w_dot + r * u]), r, r_dot
-
-    def _derivs(self, s, u, a, steer, steer_rate, dynamic):
-        """Velocity, acceleration (scene x, y) and the yaw's rates at a node: the quintic's data."""
-        rates, acc_body, r, r_dot = self._rates(s, u, a, steer, steer_rate, dynamic)
-        c, sn = np.cos(s[2]), np.sin(s[2])
-        acc = np.array([c * acc_body[0] - sn * acc_body[1], sn * acc_body[0] + c * acc_body[1]])
-        return np.array([rates[0], rates[1], r]), np.array([acc[0], acc[1], r_dot])
+            r_dot = (a * t + u * steer_rate / math.cos(steer) ** 2) / L
+        c, sn = math.cos(s[2]), math.sin(s[2])
+        vx, vy = u * c - w * sn, u * sn + w * c
+        bx, by = a - r * w, w_dot + r * u                  # body-axis acceleration of the rear axle
+        acc = (c * bx - sn * by, sn * bx + c * by, r_dot)
+        return np.array([vx, vy, r, w_dot, r_dot]), (vx, vy, r), acc
 
     def step(self, k, t):
         p = self.params
@@ -738,46 +745,47 @@ class Vehicle(Model):
         cuts = cuts[np.concatenate([[True], np.diff(cuts) > MIN_INTERVAL_S])]
         cuts[-1] = dt
         s = np.array([row[_X], row[_Y], row[_YAW], row[_W], row[_R]])
-        u_now = row[_U]
-        taus, states, coefs, inputs = [], [], [], []
-        for lo, hi in zip(cuts[:-1], cuts[1:]):
+        L = self._wheelbase = p["wheelbase_m"]
+        switch = p["switch_speed_m_s"]
+        taus, rows, coefs = [], [], []
+        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
             mid = 0.5 * (lo + hi)
+            # this interval's phase of each input, as plain floats: (start, value, rate, curvature)
             ip = int(np.searchsorted(speed.start_s, mid, side="right") - 1)
             iq = int(np.searchsorted(steering.start_s, mid, side="right") - 1)
+            sp = (float(speed.start_s[ip]), float(speed.value[ip]), float(speed.rate[ip]), float(speed.curvature[ip]))
+            sq = (float(steering.start_s[iq]), float(steering.value[iq]), float(steering.rate[iq]))
+
+            def inp(tau, sp=sp, sq=sq):
+                d = tau - sp[0]
+                e = tau - sq[0]
+                return (sp[1] + sp[2] * d + 0.5 * sp[3] * d * d, sp[2] + sp[3] * d, sq[1] + sq[2] * e, sq[2])
+
+            u_lo = min(inp(lo)[0], inp(hi)[0])
+            dynamic = self._dynamic and u_lo >= switch
             n_sub = int(np.ceil((hi - lo) / MAX_SUBSTEP_S - 1e-9))
-            u_lo = min(speed.at(lo, ip)[0], speed.at(hi, ip)[0])
-            if self._dynamic and u_lo >= p["switch_speed_m_s"]:
-                u_hi = max(abs(speed.at(lo, ip)[0]), abs(speed.at(hi, ip)[0]))
+            if dynamic:
+                u_hi = max(abs(inp(lo)[0]), abs(inp(hi)[0]))
                 n_sub = max(n_sub, int(np.ceil((hi - lo) * (self._stiff / u_lo + u_hi) / DYNAMIC_STABILITY)))
-            edges = np.linspace(lo, hi, n_sub + 1)
+            edges = np.linspace(lo, hi, n_sub + 1).tolist()
+            in_a = inp(lo)
+            if not dynamic:                               # the kinematic algebraic states
+                s[3], s[4] = 0.0, in_a[0] * math.tan(in_a[2]) / L
+            k1, v0, a0 = self._rates(s, in_a, dynamic)
             for a_, b_ in zip(edges[:-1], edges[1:]):
-                def inp(tau):
-                    u, acc = speed.at(tau, ip)
-                    d, dd = steering.at(tau, iq)
-                    return float(u), float(acc), float(d), float(dd)
-                ua, ub = inp(a_)[0], inp(b_)[0]
-                dynamic = self._dynamic and min(ua, ub) >= p["switch_speed_m_s"]
-                if not dynamic:                           # the kinematic algebraic states
-                    u, _, d, _ = inp(a_)
-                    s[3], s[4] = 0.0, u * np.tan(d) / p["wheelbase_m"]
                 h = b_ - a_
-                f = lambda tau, x: self._rates(x, *inp(tau), dynamic)[0]       # noqa: E731
-                k1 = f(a_, s)
-                k2 = f(a_ + h / 2, s + h / 2 * k1)
-                k3 = f(a_ + h / 2, s + h / 2 * k2)
-                k4 = f(b_, s + h * k3)
-                s1 = s + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+                in_m, in_b = inp(a_ + 0.5 * h), inp(b_)
+                k2 = self._rates(s + 0.5 * h * k1, in_m, dynamic)[0]
+                k3 = self._rates(s + 0.5 * h * k2, in_m, dynamic)[0]
+                k4 = self._rates(s + h * k3, in_b, dynamic)[0]
+                s1 = s + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
                 if not dynamic:
-                    u, _, d, _ = inp(b_)
-                    s1[3], s1[4] = 0.0, u * np.tan(d) / p["wheelbase_m"]
-                v0, a0 = self._derivs(s, *inp(a_), dynamic)
-                v1, a1 = self._derivs(s1, *inp(b_), dynamic)
-                coefs.append(_hermite5(s[:3], v0, a0, s1[:3], v1, a1, h))
+                    s1[3], s1[4] = 0.0, in_b[0] * math.tan(in_b[2]) / L
+                k1_next, v1, a1 = self._rates(s1, in_b, dynamic)
+                coefs.append(_hermite5(s[:3], np.array(v0), np.array(a0), s1[:3], np.array(v1), np.array(a1), h))
                 taus.append(b_)
-                u1, acc1, d1, _ = inp(b_)
-                states.append(s1.copy())
-                inputs.append((u1, acc1, d1))
-                s = s1
+                rows.append((s1[0], s1[1], s1[2], s1[3], s1[4], in_b[0], in_b[2], in_b[1]))
+                s, k1, v0, a0 = s1, k1_next, v1, a1
         x1, y1, yaw1 = s[0], s[1], s[2]
         z, roll, pitch = row[_Z], row[_ROLL], row[_PITCH]
         z1, roll1, pitch1 = z, roll, pitch
@@ -786,18 +794,20 @@ class Vehicle(Model):
         taus = np.array(taus)
         taus[-1] = dt
         frac = taus / dt
-        rows = np.zeros((taus.size, _NCOL))
-        for m, (sm, (um, am, dm)) in enumerate(zip(states, inputs)):
-            rows[m] = (sm[0], sm[1], z + frac[m] * (z1 - z), sm[2], roll + frac[m] * (roll1 - roll),
-                       pitch + frac[m] * (pitch1 - pitch), um, sm[3], sm[4], dm, am)
+        nodes = np.array(rows)
+        table = np.zeros((taus.size, _NCOL))
+        table[:, [_X, _Y, _YAW, _W, _R, _U, _STEER, _ACCEL]] = nodes
+        table[:, _Z] = z + frac * (z1 - z)
+        table[:, _ROLL] = roll + frac * (roll1 - roll)
+        table[:, _PITCH] = pitch + frac * (pitch1 - pitch)
         times = t + taus
         times[-1] = t_next
-        self.track.append(times, rows, np.array(coefs))
+        self.track.append(times, table, np.array(coefs))
         return {
             "position": Var(("xyz",), np.array([row[_X], row[_Y], z]), "m",
                             "body origin (rear axle on the ground), scene frame"),
             "yaw": Var((), np.float64(row[_YAW]), "rad", "heading, counter-clockwise from the scene x axis"),
-            "speed": Var((), np.float64(u_now), "m/s", "forward speed at the step"),
+            "speed": Var((), np.float64(row[_U]), "m/s", "forward speed at the step"),
             "acceleration": Var((), np.float64(row[_ACCEL]), "m/s^2", "forward acceleration at the step"),
             "steer": Var((), np.float64(row[_STEER]), "rad", "front-wheel steering angle at the step"),
             "yaw_rate": Var((), np.float64(row[_R]), "rad/s", "yaw rate at the step"),
