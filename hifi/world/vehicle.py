@@ -416,8 +416,12 @@ def dynamic_bicycle_rates(u, w, r, steer, *, mass_kg, yaw_inertia_kg_m2, cog_to_
         Yaw rate [rad/s].
     steer : float
         Front-wheel steering angle [rad].
-    mass_kg, yaw_inertia_kg_m2, cog_to_front_axle_m, cog_to_rear_axle_m, cornering_stiffness_front_n_rad, cornering_stiffness_rear_n_rad : float
-        m [kg], I_z [kg m^2], l_f, l_r [m], C_f, C_r [N/rad] (per axle).
+    mass_kg, yaw_inertia_kg_m2 : float
+        Mass m [kg] and yaw moment of inertia I_z about the centre of gravity [kg m^2].
+    cog_to_front_axle_m, cog_to_rear_axle_m : float
+        Distances l_f, l_r of the centre of gravity from the axles [m].
+    cornering_stiffness_front_n_rad, cornering_stiffness_rear_n_rad : float
+        Cornering stiffnesses C_f, C_r of the axles (both tyres each) [N/rad].
 
     Returns
     -------
