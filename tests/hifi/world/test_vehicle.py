@@ -285,3 +285,15 @@ def test_bad_vehicle_parameters_exit_2_with_one_line(tmp_path, capsys, vehicle, 
     assert len(err) == 1 and err[0].startswith("hifi: error: "), err
     assert re.search(message, err[0]), err[0]
     assert not out.exists()
+
+
+def test_presets_are_the_documented_numbers():
+    # docs/closed_loop.md's table: the robot's lock atan(2 rad/s * 0.512 m / 1 m/s) = 45.68 deg and
+    # steering rate 6 rad/s^2 * 0.512 m / 1 m/s = 176.0 deg/s (Husky's control.yaml and data
+    # sheet, as a bicycle); the car's 8.55211 rad/s / 16 = 30.63 deg/s (Apollo's MKZ) and
+    # wheelbase 1.1 + 1.58 m (Rajamani ch. 3).
+    robot, car = VEHICLE_PRESETS["robot"], VEHICLE_PRESETS["car"]
+    assert robot["max_steer_deg"] == pytest.approx(45.68, abs=0.01)
+    assert robot["max_steer_rate_deg_s"] == pytest.approx(176.0, abs=0.1)
+    assert car["max_steer_rate_deg_s"] == pytest.approx(30.63, abs=0.01)
+    assert car["wheelbase_m"] == pytest.approx(2.68, abs=1e-12)
