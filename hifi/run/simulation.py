@@ -179,11 +179,12 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
                 raise _scenario.located(sc, ScenarioError(exc.reason, key=f"objects[{spec.index}].{exc.key}",
                                                           value=exc.value)) from None
         if spec.vehicle is not None:
-            from ..world.vehicle import VehicleTrack
+            from ..world.vehicle import DYNAMIC_SPEED_BOUND, VehicleTrack
+            bound = spec.vehicle["max_speed_m_s"] * (DYNAMIC_SPEED_BOUND if spec.vehicle["model"] == "dynamic" else 1.0)
             local = VehicleTrack(spec.position_m, np.radians(spec.rpy_deg[2]), spec.vehicle["wheelbase_m"],
-                                 reach_m=spec.vehicle["max_speed_m_s"] * sc.duration_s,
+                                 reach_m=bound * sc.duration_s,
                                  max_accel_m_s2=spec.vehicle["max_accel_m_s2"],
-                                 max_speed_m_s=spec.vehicle["max_speed_m_s"])
+                                 max_speed_m_s=spec.vehicle["max_speed_m_s"], speed_bound_m_s=bound)
         elif spec.track is not None:
             local = Track([f["t_s"] for f in spec.track], [f["position_m"] for f in spec.track],
                           [f["rpy_deg"] for f in spec.track], interpolation=spec.interpolation)
