@@ -38,6 +38,11 @@ SUBPROTOCOLS = ["foxglove.websocket.v1", "foxglove.sdk.v1"]
 CONNECT_TIMEOUT_S = 60.0
 RUN_TIMEOUT_S = 180.0
 
+#: Subscriptions to a channel the server did not know yet are sent again after this [s], at
+#: most this many times.
+RESUBSCRIBE_DELAY_S = 0.02
+MAX_RESUBSCRIBE = 100
+
 START_UTC = "2024-05-01T12:00:00Z"
 DURATION_S = 1.2
 
@@ -176,7 +181,7 @@ async def _listen(url: str, deadline: float) -> tuple[dict, dict]:
     """Subscribe to every channel the server advertises and decode what arrives until the
     server closes the connection (the run ended). Returns the advertised ``{topic: channel}``
     and ``{topic: [(log_time_ns, message), ...]}``."""
-    channels, classes, by_sub, received = {}, {}, {}, {}
+    channels, classes, received, sub_of, retries = {}, {}, {}, {}, {}
     while True:                                  # the server may not listen yet
         try:
             ws = await websockets.connect(url, subprotocols=SUBPROTOCOLS, open_timeout=5, max_size=None)
@@ -202,8 +207,19 @@ async def _listen(url: str, deadline: float) -> tuple[dict, dict]:
                         channels[ch["topic"]] = ch
                         classes[next_sub] = (ch["topic"], _message_class(ch["schemaName"], ch["schema"]))
                         subs.append({"id": next_sub, "channelId": ch["id"]})
+                        sub_of[ch["id"]] = next_sub
                         next_sub += 1
                     await ws.send(json.dumps({"op": "subscribe", "subscriptions": subs}))
+                elif op["op"] == "status" and (m := re.fullmatch(r"Unknown channel ID: (\d+)", op["message"])):
+                    # foxglove-sdk 0.30 advertises a channel made while a client is connected a
+                    # moment before it accepts subscriptions to it: subscribe again, a bounded
+                    # number of times.
+                    cid = int(m.group(1))
+                    retries[cid] = retries.get(cid, 0) + 1
+                    assert cid in sub_of and retries[cid] <= MAX_RESUBSCRIBE, op
+                    await asyncio.sleep(RESUBSCRIBE_DELAY_S)
+                    await ws.send(json.dumps({"op": "subscribe",
+                                              "subscriptions": [{"id": sub_of[cid], "channelId": cid}]}))
                 continue
             assert data[0] == 1, f"opcode {data[0]}: only message data is expected"
             sub, log_time = struct.unpack_from("<IQ", data, 1)
