@@ -425,26 +425,29 @@ def _run(args) -> int:
         return _run_sweep(args, seed, duration, start)
     if partition is not None:
         return _run_partitioned(args, partition, seed, duration, start)
+    if live is None:
+        sim = _run_serial(args, seed, duration)
+    else:                         # listening first: a port in use is reported before a long scene build
+        from .run.live import LiveServer
+        with LiveServer(live[0], wait_s=live[1], key="--live") as server:
+            print(f"hifi: live view on {server.url} (Foxglove: Open connection, Foxglove WebSocket)",
+                  file=sys.stderr, flush=True)
+            sim = _run_serial(args, seed, duration, server)
+    _summary(args.out, sim.scenario.duration_s if duration is None else duration, start)
+    return 0
+
+
+def _run_serial(args, seed, duration, live=None):
+    """``hifi run`` in this process alone (no MPI, no sweep); returns the simulation."""
     import hifi
     sim = hifi.load(args.scenario)
     if not args.resume:
         from .run.output import check_output_dir
         check_output_dir(args.out, args.overwrite)
-    server = None
-    if live is not None:
-        from .run.live import LiveServer
-        server = LiveServer(live[0], wait_s=live[1], key="--live")
-        print(f"hifi: live view on {server.url} (Foxglove: Open connection, Foxglove WebSocket)", file=sys.stderr,
-              flush=True)
-    try:
-        sim.run_to_files(args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
-                         progress=False if args.no_progress else None, ignore_disk_space=args.ignore_disk_space,
-                         output_format=args.output_format, resume=args.resume, live=server)
-    finally:
-        if server is not None:
-            server.close()
-    _summary(args.out, sim.scenario.duration_s if duration is None else duration, start)
-    return 0
+    sim.run_to_files(args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
+                     progress=False if args.no_progress else None, ignore_disk_space=args.ignore_disk_space,
+                     output_format=args.output_format, resume=args.resume, live=live)
+    return sim
 
 
 def _live_options(args, partition) -> tuple | None:

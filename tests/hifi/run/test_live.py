@@ -177,10 +177,10 @@ def pool_has(pool, file_name: str) -> bool:
         return False
 
 
-async def _listen(url: str, deadline: float) -> tuple[dict, dict]:
+async def _listen(url: str, deadline: float, on_message=None) -> tuple[dict, dict]:
     """Subscribe to every channel the server advertises and decode what arrives until the
-    server closes the connection (the run ended). Returns the advertised ``{topic: channel}``
-    and ``{topic: [(log_time_ns, message), ...]}``."""
+    server closes the connection (the run ended); ``on_message(received)`` after each message.
+    Returns the advertised ``{topic: channel}`` and ``{topic: [(log_time_ns, message), ...]}``."""
     channels, classes, received, sub_of, retries = {}, {}, {}, {}, {}
     while True:                                  # the server may not listen yet
         try:
@@ -225,6 +225,8 @@ async def _listen(url: str, deadline: float) -> tuple[dict, dict]:
             sub, log_time = struct.unpack_from("<IQ", data, 1)
             topic, cls = classes[sub]
             received.setdefault(topic, []).append((log_time, cls.FromString(bytes(data[13:]))))
+            if on_message is not None:
+                on_message(received)
 
 
 def _stderr_url(run: Run) -> str | None:
@@ -344,7 +346,7 @@ def test_ctrl_c_during_a_live_run_leaves_nothing(tmp_path, scene):
     try:
         run.wait_until(lambda: _stderr_url(run) is not None, "the live view's address on stderr")
         port = int(_stderr_url(run).rsplit(":", 1)[1])
-        run.proc.send_signal(signal.SIGINT)            # while it waits for a client
+        run.proc.send_signal(signal.SIGINT)            # before the first event: loading, or waiting for a client
         status = run.wait()
     finally:
         if run.proc.poll() is None:
@@ -355,6 +357,42 @@ def test_ctrl_c_during_a_live_run_leaves_nothing(tmp_path, scene):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scene.toml", "stderr.txt", "stdout.txt"]
     with socket.socket() as again:                   # the server is gone: its port is free
         again.bind(("127.0.0.1", port))
+
+
+def test_ctrl_c_with_a_client_connected_leaves_nothing(tmp_path, scene):
+    run = Run(_hifi("run", scene, "--out", tmp_path / "out", "--no-progress", "--duration", 60, "--live",
+                    "127.0.0.1:0", "--live-wait", CONNECT_TIMEOUT_S), tmp_path, env(tmp_path))
+    signalled = []
+
+    def interrupt(received):                         # mid-run: a second of frames already seen
+        if not signalled and len(received.get("/odometry/pose", ())) >= 20:     # 20 Hz pose sensor
+            run.proc.send_signal(signal.SIGINT)
+            signalled.append(True)
+    try:
+        run.wait_until(lambda: _stderr_url(run) is not None, "the live view's address on stderr")
+        asyncio.run(_listen(_stderr_url(run), time.monotonic() + RUN_TIMEOUT_S, interrupt))
+        status = run.wait()
+    finally:
+        if run.proc.poll() is None:
+            run.kill()
+        run.close()
+    assert signalled and status == 130, run.stderr
+    assert run.stderr.strip().splitlines()[-1].startswith("hifi: interrupted at t = ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scene.toml", "stderr.txt", "stdout.txt"]
+
+
+def test_python_api_live_argument_and_a_server_kept_across_runs(tmp_path, scene):
+    import hifi
+    a = hifi.load(scene).run_to_files(tmp_path / "a", duration_s=0.2, progress=False, live="127.0.0.1:0")
+    with hifi.LiveServer("127.0.0.1:0") as server:
+        b = hifi.load(scene).run_to_files(tmp_path / "b", duration_s=0.2, progress=False, live=server)
+        with socket.socket() as probe, pytest.raises(OSError):
+            probe.bind(("127.0.0.1", server.port))     # the run leaves a server it was given open
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", server.port))         # stopped at the end of the block
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert a[name].read_bytes() == b[name].read_bytes(), name
 
 
 def test_parse_address():
