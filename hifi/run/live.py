@@ -213,7 +213,7 @@ class LiveServer:
         host, port = parse_address(address, key)
         if not (isinstance(wait_s, (int, float)) and np.isfinite(wait_s) and wait_s >= 0):
             raise ScenarioError("expected a number of seconds >= 0", key=f"{key}-wait" if key.startswith("--")
-                                else "live_wait_s", value=wait_s)
+                                else "wait_s", value=wait_s)
         fg = _foxglove()
         self._fg = fg
         self._listener = _listener(fg)

@@ -22,6 +22,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests._procs import Run, env
@@ -234,6 +235,22 @@ def _stderr_url(run: Run) -> str | None:
     return m.group(1) if m else None
 
 
+def _freed(port: int, timeout_s: float = 10.0) -> bool:
+    """Whether ``port`` on the loopback can be bound within ``timeout_s`` [s] (the SDK's
+    server finishes stopping in its own threads after ``stop()`` returns)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)    # as a server binds
+            try:
+                probe.bind(("127.0.0.1", port))
+                return True
+            except OSError:
+                if time.monotonic() > deadline:
+                    return False
+        time.sleep(0.05)
+
+
 def _ns(msg_stamp) -> int:
     return msg_stamp.seconds * 1_000_000_000 + msg_stamp.nanos
 
@@ -286,6 +303,9 @@ def test_live_run_publishes_every_topic_and_writes_the_same_files(tmp_path, scen
     assert grid.column_count == 60 and len(grid.data) == 60 * grid.row_stride
     assert grid.cell_size.x == grid.cell_size.y == 0.5
     assert grid.fields[0].name == "gonogo"
+    # The grid's corner: the planner's map is centred half-way between the robot's start (0, 0)
+    # and the goal (15, 0), 60 cells of 0.5 m a side (autonomy/planner.py, setup).
+    assert (grid.pose.position.x, grid.pose.position.y) == (7.5 - 15.0, 0.0 - 15.0)
     boxes = received["/objects"][-1][1]
     assert sorted(e.id for e in boxes.entities) == ["block", "ground", "robot"]
     assert received["/robot/path"][-1][1].frame_id == "map"
@@ -296,6 +316,29 @@ def test_live_run_publishes_every_topic_and_writes_the_same_files(tmp_path, scen
         assert plain.wait(RUN_TIMEOUT_S) == 0, plain.stderr
     finally:
         plain.close()
+    # What the client decoded is what the files hold: the last go/no-go grid and scanner cloud.
+    import xarray as xr
+    t0_ns = epoch_ns
+    with xr.open_dataset(tmp_path / "live" / "planner.nc") as ds:
+        log_time, grid = received["/planner/gonogo"][-1]
+        frame = int(round((log_time - t0_ns) / 0.5e9))                   # the planner's 2 Hz
+        assert (bytes(grid.data) == ds["gonogo"].isel(frame=frame).transpose("y", "x").values.astype("<i1")
+                .tobytes())
+    with xr.open_dataset(tmp_path / "live" / "lms.nc", decode_times=False) as ds:      # timestamp [s]
+        log_time, cloud = received["/lms/points"][-1]
+        times_ns = t0_ns + (ds["timestamp"].min(("step", "layer")).values * 1e9).round().astype(int)
+        f = ds.isel(frame=int(abs(times_ns - log_time).argmin()))
+        det = f["detected"].values
+        numeric = cloud.fields[0].DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number  # the schema's enum
+        dtypes = {"FLOAT32": "<f4", "FLOAT64": "<f8", "INT32": "<i4", "UINT8": "u1", "INT8": "i1"}
+        layout = {fl.name: (fl.offset, dtypes[numeric[fl.type].name]) for fl in cloud.fields}
+        pts = np.frombuffer(bytes(cloud.data), dtype=np.dtype(
+            {"names": list(layout), "formats": [v[1] for v in layout.values()],
+             "offsets": [v[0] for v in layout.values()], "itemsize": cloud.point_stride}))
+        assert len(pts) == det.sum()
+        # the file stores points to 1e-4 m (0.05 mm error, docs/outputs.md), the message as float32 (1 um at 10 m)
+        np.testing.assert_allclose(pts["x"], f["x_noisy"].values[det], rtol=0, atol=0.06e-3)
+        np.testing.assert_array_equal(pts["class"], f["annotation"].values[det])
     names = sorted(p.name for p in (tmp_path / "plain").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "live").iterdir())
     for name in names:
@@ -355,8 +398,7 @@ def test_ctrl_c_during_a_live_run_leaves_nothing(tmp_path, scene):
     assert status == 130, run.stderr                  # 128 + SIGINT (hifi.runtime.interrupt)
     assert run.stderr.strip().splitlines()[-1].startswith("hifi: interrupted")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scene.toml", "stderr.txt", "stdout.txt"]
-    with socket.socket() as again:                   # the server is gone: its port is free
-        again.bind(("127.0.0.1", port))
+    assert _freed(port)                              # the server is gone: its port is free
 
 
 def test_ctrl_c_with_a_client_connected_leaves_nothing(tmp_path, scene):
@@ -388,8 +430,7 @@ def test_python_api_live_argument_and_a_server_kept_across_runs(tmp_path, scene)
         b = hifi.load(scene).run_to_files(tmp_path / "b", duration_s=0.2, progress=False, live=server)
         with socket.socket() as probe, pytest.raises(OSError):
             probe.bind(("127.0.0.1", server.port))     # the run leaves a server it was given open
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", server.port))         # stopped at the end of the block
+    assert _freed(server.port)                          # stopped at the end of the block
     assert sorted(a) == sorted(b)
     for name in a:
         assert a[name].read_bytes() == b[name].read_bytes(), name
