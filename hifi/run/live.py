@@ -14,39 +14,36 @@ of its time on it (docs/live.md gives the measurement).
 Topics (``NAME`` a model of the scenario; every stamp is the simulated instant from the
 scenario's ``start_utc``, UTC nanoseconds since 1970, :class:`hifi.api.timebase.Epoch`):
 
-=================== ============================= ==================================================
-topic               schema                        from
-=================== ============================= ==================================================
-``/NAME/points``    ``foxglove.PointCloud``       every frame with ``x_noisy``, ``y_noisy``,
-                                                  ``z_noisy`` and ``detected`` (the reported
-                                                  returns), else ``x``, ``y``, ``z`` (the finite
-                                                  hits: a depth map); fields ``x y z`` (float32,
-                                                  scene frame ``map``), ``intensity`` (float32, the
-                                                  sensor's own scale, where the frame has it),
-                                                  ``object`` (int32, object id) and ``class``
-                                                  (uint8, semantic class id, from ``annotation``)
-``/NAME/image``     ``foxglove.RawImage``         ``image`` (a camera's DN) as ``rgb8`` or
-                                                  ``mono8``: DN >> (``bit_depth`` - 8), in the
-                                                  frame ``NAME_optical``
-``/NAME/depth``     ``foxglove.RawImage``         ``depth`` [m] as ``32FC1`` (NaN: no hit)
-``/NAME/pose``      ``foxglove.PoseInFrame``      ``position`` (3) with ``orientation`` (x, y, z,
-                                                  w) or ``yaw`` [rad]: a pose sensor, a vehicle,
-                                                  an INS
-``/NAME/path``      ``foxglove.PosesInFrame``     the same poses so far, one per
-                                                  :data:`PATH_STEP_M` travelled, sent at most once
-                                                  per :data:`PATH_PERIOD_S` of simulated time
-``/NAME/VAR``       ``foxglove.Grid``             a variable over ``(y, x)`` cells whose centres
-                                                  the model's coordinates ``x``, ``y`` give (the
-                                                  planner's go/no-go map), in the plane z = 0
-``/NAME/VAR``       ``foxglove.PosesInFrame``     a variable of ``(n, xy)`` points [m] (a planned
-                                                  path; NaN rows dropped), at z = 0
-``/tf``             ``foxglove.FrameTransforms``  every body of ``motion.nc`` at each sample:
-                                                  ``map`` -> the body; with each camera frame the
-                                                  fixed ``NAME`` -> ``NAME_optical``
-``/objects``        ``foxglove.SceneUpdate``      one cube per object, its oriented bounding box
-                                                  (``box_center``, ``box_size``, ``box_yaw``), in
-                                                  its material's ``color_rgb``
-=================== ============================= ==================================================
+======================= ================================ ===============================================================
+topic                   schema                           from
+======================= ================================ ===============================================================
+``/NAME/points``        ``foxglove.PointCloud``          every frame with ``x_noisy``, ``y_noisy``, ``z_noisy`` and
+                                                         ``detected`` (the reported returns), else ``x``, ``y``, ``z``
+                                                         (the finite hits: a depth map); fields ``x y z`` (float32,
+                                                         scene frame ``map``), ``intensity`` (float32, the sensor's own
+                                                         scale, where the frame has it), ``object`` (int32, object id)
+                                                         and ``class`` (uint8, semantic class id, from ``annotation``)
+``/NAME/image``         ``foxglove.RawImage``            ``image`` (a camera's DN) as ``rgb8`` or ``mono8``: DN >>
+                                                         (``bit_depth`` - 8), in the frame ``NAME_optical``
+``/NAME/depth``         ``foxglove.RawImage``            ``depth`` [m] as ``32FC1`` (NaN: no hit)
+``/NAME/camera_info``   ``foxglove.CameraCalibration``   the same cameras' pinhole model (``plumb_bob`` from
+                                                         ``focal_length_px``, ``principal_point_px``, ``distortion_k1``,
+                                                         as the MCAP export's ``CameraInfo``)
+``/NAME/pose``          ``foxglove.PoseInFrame``         ``position`` (3) with ``orientation`` (x, y, z, w) or ``yaw``
+                                                         [rad]: a pose sensor, a vehicle, an INS
+``/NAME/path``          ``foxglove.PosesInFrame``        the same poses so far, one per :data:`PATH_STEP_M` travelled,
+                                                         sent at most once per :data:`PATH_PERIOD_S` of simulated time
+``/NAME/VAR``           ``foxglove.Grid``                a variable over ``(y, x)`` cells whose centres the model's
+                                                         coordinates ``x``, ``y`` give (the planner's go/no-go map), in
+                                                         the plane z = 0
+``/NAME/VAR``           ``foxglove.PosesInFrame``        a variable of ``(n, xy)`` points [m] (a planned path; NaN rows
+                                                         dropped), at z = 0
+``/tf``                 ``foxglove.FrameTransforms``     every body of ``motion.nc`` at each sample: ``map`` -> the
+                                                         body; with each camera frame the fixed ``NAME`` ->
+                                                         ``NAME_optical``
+``/objects``            ``foxglove.SceneUpdate``         one cube per object, its oriented bounding box (``box_center``,
+                                                         ``box_size``, ``box_yaw``), in its material's ``color_rgb``
+======================= ================================ ===============================================================
 
 Frames: ``map`` is the scene frame (x east, y north, z up; REP 105's world-fixed frame, as in
 the MCAP export, :mod:`hifi.exporters.mcap`); a body's frame is its name (x forward, y left, z
@@ -113,9 +110,20 @@ OPTICAL_IN_SENSOR_XYZW = (-0.5, 0.5, -0.5, 0.5)
 
 
 def parse_address(value, key: str = "live") -> tuple[str, int]:
-    """``[HOST:]PORT`` (or a port as an int) as ``(host, port)``; a bare port listens on
-    :data:`DEFAULT_HOST`. An IPv6 host is written in brackets, ``[::1]:8765``. Port 0 asks the
-    system for any free port (:attr:`LiveServer.port` says which).
+    """``[HOST:]PORT`` (or a port as an int) as ``(host, port)``.
+
+    Parameters
+    ----------
+    value : str or int
+        ``"HOST:PORT"``, ``"PORT"`` or a port; a bare port listens on :data:`DEFAULT_HOST`. An
+        IPv6 host is written in brackets, ``"[::1]:8765"``. Port 0 asks the system for any
+        free port (:attr:`LiveServer.port` says which).
+    key : str
+        How the value is named in an error (``"--live"`` on the command line).
+
+    Returns
+    -------
+    tuple of (str, int)
 
     Raises
     ------
@@ -305,7 +313,7 @@ class LiveServer:
         self._resend_subscribed()
 
     # -- channels ------------------------------------------------------------------------
-    def channel(self, topic: str, kind: str):
+    def _channel(self, topic: str, kind: str):
         """The channel of ``topic`` for messages of the class ``kind`` (``"PointCloud"``, ...),
         made on first use."""
         ch = self._channels.get(topic)
@@ -318,7 +326,7 @@ class LiveServer:
         self._sent.discard(topic)
         return ch
 
-    def wanted(self, topic: str) -> bool:
+    def _wanted(self, topic: str) -> bool:
         """Whether a message of ``topic`` should be built now: a client subscribes to it, or
         it has had none yet in this run."""
         if topic not in self._sent or self._channels[topic].has_sinks():
@@ -326,7 +334,7 @@ class LiveServer:
         self._latest.pop(topic, None)                # this frame is skipped: nothing to resend
         return False
 
-    def send(self, topic: str, message, t_ns: int) -> None:
+    def _send(self, topic: str, message, t_ns: int) -> None:
         self._channels[topic].log(message, log_time=int(t_ns))
         self._latest[topic] = (message, int(t_ns))
         self._sent.add(topic)
@@ -361,6 +369,10 @@ class LiveServer:
             optical = True
         if optical:
             views.append(_OpticalView(self, name))
+            attrs = model.attrs()
+            if "focal_length_px" in attrs and "principal_point_px" in attrs:
+                image_var = "image" if "image" in info else "depth"
+                views.append(_CalibrationView(self, name, attrs, info[image_var][1][:2]))
         if info.get("position", (None, ()))[1] == (3,) and (info.get("orientation", (None, ()))[1] == (4,)
                                                               or info.get("yaw", (None, None))[1] == ()):
             views.append(_PoseView(self, name))
@@ -427,10 +439,10 @@ class _PointsView:
                                             type=getattr(m.PackedElementFieldNumericType,
                                                          _NUMERIC[(self.dtype[n].kind, self.dtype[n].itemsize)]))
                        for n in names]
-        live.channel(self.topic, "PointCloud")
+        live._channel(self.topic, "PointCloud")
 
     def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
-        if not live.wanted(self.topic):
+        if not live._wanted(self.topic):
             return
         xv, yv, zv, mv = self.source
         if any(v not in frame for v in (xv, yv, zv)):
@@ -449,7 +461,7 @@ class _PointsView:
         msg = fg.messages.PointCloud(timestamp=_stamp(fg, t_ns), frame_id=MAP_FRAME,
                                      pose=_pose(fg, (0, 0, 0), (0, 0, 0, 1)), point_stride=self.dtype.itemsize,
                                      fields=self.fields, data=out.tobytes())
-        live.send(self.topic, msg, t_ns)
+        live._send(self.topic, msg, t_ns)
 
 
 class _ImageView:
@@ -463,10 +475,10 @@ class _ImageView:
         except (TypeError, ValueError):
             bit_depth = 0
         self.bit_depth = bit_depth
-        live.channel(self.topic, "RawImage")
+        live._channel(self.topic, "RawImage")
 
     def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
-        if "image" not in frame or not live.wanted(self.topic):
+        if "image" not in frame or not live._wanted(self.topic):
             return
         img = np.asarray(frame["image"].data)
         bits = self.bit_depth or 8 * img.dtype.itemsize
@@ -481,7 +493,7 @@ class _ImageView:
         fg = live._fg
         msg = fg.messages.RawImage(timestamp=_stamp(fg, t_ns), frame_id=self.frame_id, width=w, height=h,
                                    encoding=encoding, step=img8.strides[0], data=img8.tobytes())
-        live.send(self.topic, msg, t_ns)
+        live._send(self.topic, msg, t_ns)
 
 
 class _DepthView:
@@ -490,17 +502,17 @@ class _DepthView:
     def __init__(self, live: LiveServer, name: str):
         self.topic = f"/{name}/depth"
         self.frame_id = f"{name}_optical"
-        live.channel(self.topic, "RawImage")
+        live._channel(self.topic, "RawImage")
 
     def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
-        if "depth" not in frame or not live.wanted(self.topic):
+        if "depth" not in frame or not live._wanted(self.topic):
             return
         depth = np.ascontiguousarray(frame["depth"].data, dtype="<f4")
         h, w = depth.shape
         fg = live._fg
         msg = fg.messages.RawImage(timestamp=_stamp(fg, t_ns), frame_id=self.frame_id, width=w, height=h,
                                    encoding="32FC1", step=4 * w, data=depth.tobytes())
-        live.send(self.topic, msg, t_ns)
+        live._send(self.topic, msg, t_ns)
 
 
 class _OpticalView:
@@ -508,10 +520,10 @@ class _OpticalView:
 
     def __init__(self, live: LiveServer, name: str):
         self.name = name
-        live.channel("/tf", "FrameTransforms")
+        live._channel("/tf", "FrameTransforms")
 
     def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
-        if not live.wanted("/tf"):
+        if not live._wanted("/tf"):
             return
         fg = live._fg
         m = fg.messages
@@ -519,7 +531,35 @@ class _OpticalView:
         tf = m.FrameTransform(timestamp=_stamp(fg, t_ns), parent_frame_id=self.name,
                               child_frame_id=f"{self.name}_optical", translation=m.Vector3(x=0.0, y=0.0, z=0.0),
                               rotation=m.Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))
-        live.send("/tf", m.FrameTransforms(transforms=[tf]), t_ns)
+        live._send("/tf", m.FrameTransforms(transforms=[tf]), t_ns)
+
+
+class _CalibrationView:
+    """``/NAME/camera_info``: the pinhole model of a camera, with each of its frames, so the 3D
+    panel can place the image; the conventions of the MCAP export's ``CameraInfo``
+    (:mod:`hifi.exporters.mcap`): ``plumb_bob`` with ``k1`` = ``distortion_k1`` (0 when
+    absent), fx = fy = ``focal_length_px``, the principal point ``principal_point_px`` - 0.5
+    (hifi counts pixel positions from a pixel's edge, ROS and Foxglove from its centre)."""
+
+    def __init__(self, live: LiveServer, name: str, attrs: dict, shape):
+        self.topic = f"/{name}/camera_info"
+        self.frame_id = f"{name}_optical"
+        self.height, self.width = (int(n) for n in shape)
+        f = float(attrs["focal_length_px"])
+        cx, cy = np.asarray(attrs["principal_point_px"], dtype=float).reshape(2) - 0.5
+        self.D = [float(attrs.get("distortion_k1", 0.0)), 0.0, 0.0, 0.0, 0.0]
+        self.K = [f, 0.0, cx, 0.0, f, cy, 0.0, 0.0, 1.0]
+        self.P = [f, 0.0, cx, 0.0, 0.0, f, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+        live._channel(self.topic, "CameraCalibration")
+
+    def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
+        if not live._wanted(self.topic):
+            return
+        fg = live._fg
+        msg = fg.messages.CameraCalibration(timestamp=_stamp(fg, t_ns), frame_id=self.frame_id, width=self.width,
+                                            height=self.height, distortion_model="plumb_bob", D=self.D, K=self.K,
+                                            R=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], P=self.P)
+        live._send(self.topic, msg, t_ns)
 
 
 class _PoseView:
@@ -530,8 +570,8 @@ class _PoseView:
         self.positions: list[tuple] = []
         self.quats: list[tuple] = []
         self.path_sent_t = -np.inf
-        live.channel(self.topic, "PoseInFrame")
-        live.channel(self.path_topic, "PosesInFrame")
+        live._channel(self.topic, "PoseInFrame")
+        live._channel(self.path_topic, "PosesInFrame")
 
     def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
         if "position" not in frame:
@@ -551,14 +591,14 @@ class _PoseView:
             if len(self.positions) > PATH_MAX_POSES:
                 self.positions, self.quats = self.positions[::2], self.quats[::2]
         fg = live._fg
-        if live.wanted(self.topic):
-            live.send(self.topic, fg.messages.PoseInFrame(timestamp=_stamp(fg, t_ns), frame_id=MAP_FRAME,
+        if live._wanted(self.topic):
+            live._send(self.topic, fg.messages.PoseInFrame(timestamp=_stamp(fg, t_ns), frame_id=MAP_FRAME,
                                                           pose=_pose(fg, position, quat)), t_ns)
         if t - self.path_sent_t >= PATH_PERIOD_S:
-            if live.wanted(self.path_topic):
+            if live._wanted(self.path_topic):
                 self.path_sent_t = t
                 poses = [_pose(fg, p, q) for p, q in zip(self.positions, self.quats)]
-                live.send(self.path_topic, fg.messages.PosesInFrame(timestamp=_stamp(fg, t_ns), frame_id=MAP_FRAME,
+                live._send(self.path_topic, fg.messages.PosesInFrame(timestamp=_stamp(fg, t_ns), frame_id=MAP_FRAME,
                                                                     poses=poses), t_ns)
 
 
@@ -590,10 +630,10 @@ class _GridView:
         self.dtype = np.dtype(dtype).newbyteorder("<")
         self.fields = [m.PackedElementField(name=var, offset=0, type=getattr(
             m.PackedElementFieldNumericType, _NUMERIC[(self.dtype.kind, self.dtype.itemsize)]))]
-        live.channel(self.topic, "Grid")
+        live._channel(self.topic, "Grid")
 
     def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
-        if self.var not in frame or not live.wanted(self.topic):
+        if self.var not in frame or not live._wanted(self.topic):
             return
         data = np.ascontiguousarray(frame[self.var].data, dtype=self.dtype)    # rows along +y, cells along +x
         n_rows, n_cols = data.shape
@@ -604,7 +644,7 @@ class _GridView:
                      column_count=n_cols, cell_size=m.Vector2(x=self.cell, y=self.cell),
                      row_stride=n_cols * self.dtype.itemsize, cell_stride=self.dtype.itemsize,
                      fields=self.fields, data=data.tobytes())
-        live.send(self.topic, msg, t_ns)
+        live._send(self.topic, msg, t_ns)
 
 
 class _XYPathView:
@@ -613,16 +653,16 @@ class _XYPathView:
     def __init__(self, live: LiveServer, name: str, var: str):
         self.topic = f"/{name}/{var}"
         self.var = var
-        live.channel(self.topic, "PosesInFrame")
+        live._channel(self.topic, "PosesInFrame")
 
     def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
-        if self.var not in frame or not live.wanted(self.topic):
+        if self.var not in frame or not live._wanted(self.topic):
             return
         xy = np.asarray(frame[self.var].data, dtype=float)
         xy = xy[np.all(np.isfinite(xy), axis=1)]
         fg = live._fg
         poses = [_pose(fg, (p[0], p[1], 0.0), (0, 0, 0, 1)) for p in xy]
-        live.send(self.topic, fg.messages.PosesInFrame(timestamp=_stamp(fg, t_ns), frame_id=MAP_FRAME,
+        live._send(self.topic, fg.messages.PosesInFrame(timestamp=_stamp(fg, t_ns), frame_id=MAP_FRAME,
                                                         poses=poses), t_ns)
 
 
@@ -636,22 +676,22 @@ class _MotionView:
         self.objects = list(scene.object_names) if scene is not None else []
         colors = scene.object_table("color_rgb")[:-1] if scene is not None else np.zeros((0, 3))
         self.colors = np.nan_to_num(np.asarray(colors, dtype=float).reshape(-1, 3), nan=0.5)
-        live.channel("/tf", "FrameTransforms")
-        live.channel("/objects", "SceneUpdate")
+        live._channel("/tf", "FrameTransforms")
+        live._channel("/objects", "SceneUpdate")
 
     def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
         fg = live._fg
         m = fg.messages
         stamp = _stamp(fg, t_ns)
-        if "position" in frame and "orientation" in frame and live.wanted("/tf"):
+        if "position" in frame and "orientation" in frame and live._wanted("/tf"):
             pos = np.asarray(frame["position"].data, dtype=float)
             quat = np.asarray(frame["orientation"].data, dtype=float)
             tfs = [m.FrameTransform(timestamp=stamp, parent_frame_id=MAP_FRAME, child_frame_id=body,
                                     translation=m.Vector3(x=p[0], y=p[1], z=p[2]),
                                     rotation=m.Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))
                    for body, p, q in zip(self.bodies, pos.tolist(), quat.tolist())]
-            live.send("/tf", m.FrameTransforms(transforms=tfs), t_ns)
-        if all(v in frame for v in ("box_center", "box_size", "box_yaw")) and live.wanted("/objects"):
+            live._send("/tf", m.FrameTransforms(transforms=tfs), t_ns)
+        if all(v in frame for v in ("box_center", "box_size", "box_yaw")) and live._wanted("/objects"):
             center = np.asarray(frame["box_center"].data, dtype=float)
             size = np.asarray(frame["box_size"].data, dtype=float)
             yaw = np.asarray(frame["box_yaw"].data, dtype=float)
@@ -664,4 +704,4 @@ class _MotionView:
                                        size=m.Vector3(x=size[i, 0], y=size[i, 1], z=size[i, 2]),
                                        color=m.Color(r=float(r), g=float(g), b=float(b), a=BOX_ALPHA))
                 entities.append(m.SceneEntity(timestamp=stamp, frame_id=MAP_FRAME, id=name, cubes=[cube]))
-            live.send("/objects", m.SceneUpdate(entities=entities), t_ns)
+            live._send("/objects", m.SceneUpdate(entities=entities), t_ns)

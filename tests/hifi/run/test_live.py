@@ -135,7 +135,8 @@ cell_m = 0.5
 """
 
 #: Every topic the run above publishes and its schema (hifi/run/live.py's table: points of the
-#: scanner and of the depth camera, the camera's image, the depth image, the poses and paths
+#: scanner and of the depth camera, the camera's image, the depth image, both cameras'
+#: calibrations, the poses and paths
 #: of the pose sensor and of the vehicle model, the planner's go/no-go grid and planned path,
 #: the transforms and the object boxes).
 EXPECTED = {
@@ -143,6 +144,8 @@ EXPECTED = {
     "/depth/points": "foxglove.PointCloud",
     "/camera/image": "foxglove.RawImage",
     "/depth/depth": "foxglove.RawImage",
+    "/camera/camera_info": "foxglove.CameraCalibration",
+    "/depth/camera_info": "foxglove.CameraCalibration",
     "/odometry/pose": "foxglove.PoseInFrame",
     "/odometry/path": "foxglove.PosesInFrame",
     "/robot/pose": "foxglove.PoseInFrame",
@@ -298,6 +301,11 @@ def test_live_run_publishes_every_topic_and_writes_the_same_files(tmp_path, scen
     assert len(image.data) == image.step * image.height == 64 * 3 * 48
     depth = received["/depth/depth"][-1][1]
     assert (depth.width, depth.height, depth.encoding, len(depth.data)) == (32, 24, "32FC1", 32 * 24 * 4)
+    info = received["/camera/camera_info"][-1][1]
+    # fx = focal_length_m / pixel_pitch_m = 4e-3 / 5.86e-5 px; cx = 64 / 2 - 0.5 (scenario above;
+    # ROS counts pixels from their centres)
+    assert (info.width, info.height, info.distortion_model) == (64, 48, "plumb_bob")
+    assert info.K[0] == pytest.approx(4.0e-3 / 5.86e-5, rel=1e-12) and info.K[2] == 31.5 and info.K[5] == 23.5
     grid = received["/planner/gonogo"][-1][1]
     # extent_m 30 / cell_m 0.5 = 60 cells a side (the planner's map, autonomy/planner.py)
     assert grid.column_count == 60 and len(grid.data) == 60 * grid.row_stride
