@@ -381,8 +381,9 @@ class LiveServer:
                 grid = _grid_geometry(model)
                 if grid is not None:
                     views.append(_GridView(self, name, var, dtype, grid))
-            elif dims is not None and len(dims) == 2 and dims[-1] == "xy" and shape[-1] == 2:
-                views.append(_XYPathView(self, name, var))
+            elif (dims is not None and len(dims) == 2 and dims[-1] == "xy" and shape[-1] == 2
+                  and f"/{name}/{var}" not in {getattr(v, "path_topic", None) for v in views}):
+                views.append(_XYPathView(self, name, var))     # unless a pose's path has that topic
         return views
 
 

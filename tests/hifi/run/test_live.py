@@ -454,3 +454,13 @@ def test_parse_address():
     for bad in ("", ":9000", "host:-1", "host:65536", "1.2.3.4:x", True, 1.5):
         with pytest.raises(ScenarioError, match="live"):
             parse_address(bad)
+
+
+def test_optical_frame_rotation():
+    """The camera's optical frame (REP 103 "Suffix Frames": z forward, x right, y down) in the
+    sensor frame (x forward, y left, z up): optical x = -sensor y, y = -sensor z, z = sensor x."""
+    from scipy.spatial.transform import Rotation
+    from hifi.run.live import OPTICAL_IN_SENSOR_XYZW
+    columns = [[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]]     # optical axes in sensor coordinates
+    np.testing.assert_allclose(Rotation.from_quat(OPTICAL_IN_SENSOR_XYZW).as_matrix(), np.array(columns).T,
+                               atol=1e-15)
