@@ -33,6 +33,7 @@ topic                   schema                           from
                                                          [rad]: a pose sensor, a vehicle, an INS
 ``/NAME/path``          ``foxglove.PosesInFrame``        the same poses so far, one per :data:`PATH_STEP_M` travelled,
                                                          sent at most once per :data:`PATH_PERIOD_S` of simulated time
+                                                         and at the end of the run
 ``/NAME/VAR``           ``foxglove.Grid``                a variable over ``(y, x)`` cells whose centres the model's
                                                          coordinates ``x``, ``y`` give (the planner's go/no-go map), in
                                                          the plane z = 0
@@ -43,6 +44,9 @@ topic                   schema                           from
                                                          ``NAME_optical``
 ``/objects``            ``foxglove.SceneUpdate``         one cube per object, its oriented bounding box (``box_center``,
                                                          ``box_size``, ``box_yaw``), in its material's ``color_rgb``
+``/motion/BODY/pose``,  ``foxglove.PoseInFrame``,        every moving object that rides on nothing (a vehicle, a car on
+``/motion/BODY/path``   ``foxglove.PosesInFrame``        a track), from ``motion.nc``'s samples, as ``/NAME/pose`` and
+                                                         ``/NAME/path``
 ======================= ================================ ===============================================================
 
 Frames: ``map`` is the scene frame (x east, y north, z up; REP 105's world-fixed frame, as in
@@ -308,8 +312,12 @@ class LiveServer:
             view.publish(self, frame, float(t), t_ns)
 
     def end(self) -> None:
-        """The run is over: the latest messages of topics subscribed to since the last frame
-        are sent."""
+        """The run is over: each path is sent whole, and the latest messages of topics
+        subscribed to since the last frame."""
+        for views in self._views.values():
+            for view in views:
+                if hasattr(view, "finish"):
+                    view.finish(self)
         self._resend_subscribed()
 
     # -- channels ------------------------------------------------------------------------
@@ -375,7 +383,7 @@ class LiveServer:
                 views.append(_CalibrationView(self, name, attrs, info[image_var][1][:2]))
         if info.get("position", (None, ()))[1] == (3,) and (info.get("orientation", (None, ()))[1] == (4,)
                                                               or info.get("yaw", (None, None))[1] == ()):
-            views.append(_PoseView(self, name))
+            views.append(_PoseView(self, f"/{name}"))
         for var, (dims, shape, dtype) in info.items():
             if dims == ("y", "x") and dtype.kind in "iuf":
                 grid = _grid_geometry(model)
@@ -564,13 +572,15 @@ class _CalibrationView:
 
 
 class _PoseView:
-    """``/NAME/pose`` at every frame and ``/NAME/path``, the poses so far."""
+    """``PREFIX/pose`` at every frame and ``PREFIX/path``, the poses so far (``PREFIX`` is
+    ``/NAME`` for a model's own pose, ``/motion/BODY`` for a moving body of the ground truth)."""
 
-    def __init__(self, live: LiveServer, name: str):
-        self.topic, self.path_topic = f"/{name}/pose", f"/{name}/path"
-        self.positions: list[tuple] = []
+    def __init__(self, live: LiveServer, prefix: str):
+        self.topic, self.path_topic = f"{prefix}/pose", f"{prefix}/path"
+        self.positions: list[np.ndarray] = []
         self.quats: list[tuple] = []
-        self.path_sent_t = -np.inf
+        self.path_sent_t, self.path_sent_n = -np.inf, 0
+        self.last: tuple[float, int] | None = None          # (t [s], t [ns]) of the latest pose
         live._channel(self.topic, "PoseInFrame")
         live._channel(self.path_topic, "PosesInFrame")
 
@@ -584,6 +594,10 @@ class _PoseView:
             quat = _yaw_quat(float(frame["yaw"].data))
         else:
             return
+        self.update(live, position, quat, t, t_ns)
+
+    def update(self, live: LiveServer, position: np.ndarray, quat: tuple, t: float, t_ns: int) -> None:
+        """The pose ``position`` [m], ``quat`` (x, y, z, w) at ``t`` [s]: sent, and kept for the path."""
         if not (np.all(np.isfinite(position)) and np.all(np.isfinite(quat))):
             return
         if not self.positions or np.linalg.norm(position - self.positions[-1]) >= PATH_STEP_M:
@@ -594,13 +608,25 @@ class _PoseView:
         fg = live._fg
         if live._wanted(self.topic):
             live._send(self.topic, fg.messages.PoseInFrame(timestamp=_stamp(fg, t_ns), frame_id=MAP_FRAME,
-                                                          pose=_pose(fg, position, quat)), t_ns)
+                                                           pose=_pose(fg, position, quat)), t_ns)
+        self.last = (t, t_ns)
         if t - self.path_sent_t >= PATH_PERIOD_S:
-            if live._wanted(self.path_topic):
-                self.path_sent_t = t
-                poses = [_pose(fg, p, q) for p, q in zip(self.positions, self.quats)]
-                live._send(self.path_topic, fg.messages.PosesInFrame(timestamp=_stamp(fg, t_ns), frame_id=MAP_FRAME,
-                                                                    poses=poses), t_ns)
+            self._send_path(live)
+
+    def _send_path(self, live: LiveServer) -> None:
+        t, t_ns = self.last
+        if not live._wanted(self.path_topic):
+            return
+        fg = live._fg
+        self.path_sent_t, self.path_sent_n = t, len(self.positions)
+        poses = [_pose(fg, p, q) for p, q in zip(self.positions, self.quats)]
+        live._send(self.path_topic, fg.messages.PosesInFrame(timestamp=_stamp(fg, t_ns), frame_id=MAP_FRAME,
+                                                              poses=poses), t_ns)
+
+    def finish(self, live: LiveServer) -> None:
+        """The run is over: the whole path, if it grew since it was last sent."""
+        if self.last is not None and len(self.positions) != self.path_sent_n:
+            self._send_path(live)
 
 
 def _grid_geometry(model):
@@ -679,14 +705,25 @@ class _MotionView:
         self.colors = np.nan_to_num(np.asarray(colors, dtype=float).reshape(-1, 3), nan=0.5)
         live._channel("/tf", "FrameTransforms")
         live._channel("/objects", "SceneUpdate")
+        # The pose and path of every moving object that rides on nothing (a vehicle, a car on a
+        # track): the bodies riding on them move with them, and their sensors have the pose model.
+        self.paths = {}
+        if scene is not None:
+            for b, body in enumerate(self.bodies):
+                info = scene.bodies.get(body)
+                if info is not None and info.kind == "object" and info.parent is None and scene.is_moving(body):
+                    self.paths[b] = _PoseView(live, f"/{model.name}/{body}")
 
     def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
         fg = live._fg
         m = fg.messages
         stamp = _stamp(fg, t_ns)
-        if "position" in frame and "orientation" in frame and live._wanted("/tf"):
+        if "position" in frame and "orientation" in frame:
             pos = np.asarray(frame["position"].data, dtype=float)
             quat = np.asarray(frame["orientation"].data, dtype=float)
+            for b, view in self.paths.items():
+                view.update(live, pos[b], tuple(quat[b]), t, t_ns)
+        if "position" in frame and "orientation" in frame and live._wanted("/tf"):
             tfs = [m.FrameTransform(timestamp=stamp, parent_frame_id=MAP_FRAME, child_frame_id=body,
                                     translation=m.Vector3(x=p[0], y=p[1], z=p[2]),
                                     rotation=m.Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))
@@ -706,3 +743,7 @@ class _MotionView:
                                        color=m.Color(r=float(r), g=float(g), b=float(b), a=BOX_ALPHA))
                 entities.append(m.SceneEntity(timestamp=stamp, frame_id=MAP_FRAME, id=name, cubes=[cube]))
             live._send("/objects", m.SceneUpdate(entities=entities), t_ns)
+
+    def finish(self, live: LiveServer) -> None:
+        for view in self.paths.values():
+            view.finish(live)

@@ -138,7 +138,8 @@ cell_m = 0.5
 #: scanner and of the depth camera, the camera's image, the depth image, both cameras'
 #: calibrations, the poses and paths
 #: of the pose sensor and of the vehicle model, the planner's go/no-go grid and planned path,
-#: the transforms and the object boxes).
+#: the transforms, the object boxes, and the ground-truth pose and path of the one moving
+#: object that rides on nothing, the robot).
 EXPECTED = {
     "/lms/points": "foxglove.PointCloud",
     "/depth/points": "foxglove.PointCloud",
@@ -153,6 +154,8 @@ EXPECTED = {
     "/planner/gonogo": "foxglove.Grid",
     "/planner/path": "foxglove.PosesInFrame",
     "/tf": "foxglove.FrameTransforms",
+    "/motion/robot/pose": "foxglove.PoseInFrame",
+    "/motion/robot/path": "foxglove.PosesInFrame",
     "/objects": "foxglove.SceneUpdate",
 }
 
@@ -347,6 +350,12 @@ def test_live_run_publishes_every_topic_and_writes_the_same_files(tmp_path, scen
         # the file stores points to 1e-4 m (0.05 mm error, docs/outputs.md), the message as float32 (1 um at 10 m)
         np.testing.assert_allclose(pts["x"], f["x_noisy"].values[det], rtol=0, atol=0.06e-3)
         np.testing.assert_array_equal(pts["class"], f["annotation"].values[det])
+    with xr.open_dataset(tmp_path / "live" / "motion.nc") as ds:
+        log_time, pose = received["/motion/robot/pose"][-1]
+        frame = int(round((log_time - t0_ns) / 0.1e9))                   # motion_rate_hz = 10
+        p = ds["position"].isel(frame=frame).sel(body="robot").values
+        np.testing.assert_allclose([pose.pose.position.x, pose.pose.position.y, pose.pose.position.z], p,
+                                   rtol=0, atol=1e-9)                  # both float64 [m]
     names = sorted(p.name for p in (tmp_path / "plain").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "live").iterdir())
     for name in names:
