@@ -473,3 +473,10 @@ def test_optical_frame_rotation():
     columns = [[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]]     # optical axes in sensor coordinates
     np.testing.assert_allclose(Rotation.from_quat(OPTICAL_IN_SENSOR_XYZW).as_matrix(), np.array(columns).T,
                                atol=1e-15)
+
+
+def test_missing_sdk_names_the_install_command(monkeypatch):
+    from hifi.run.live import LiveServer
+    monkeypatch.setitem(sys.modules, "foxglove", None)        # as if foxglove-sdk were not installed
+    with pytest.raises(ImportError, match=r"pip install .*foxglove-sdk"):
+        LiveServer("127.0.0.1:0")
