@@ -428,7 +428,7 @@ def _run(args) -> int:
     if live is None:
         sim = _run_serial(args, seed, duration)
     else:                         # listening first: a port in use is reported before a long scene build
-        from .run.live import LiveServer
+        from .viz.live import LiveServer
         with LiveServer(live[0], wait_s=live[1], key="--live") as server:
             print(f"hifi: live view on {server.url} (Foxglove: Open connection, Foxglove WebSocket)",
                   file=sys.stderr, flush=True)
@@ -452,12 +452,12 @@ def _run_serial(args, seed, duration, live=None):
 
 def _live_options(args, partition) -> tuple | None:
     """``--live`` and ``--live-wait`` checked before anything is loaded: ``(address, wait_s)``,
-    or None without ``--live`` (``--live`` alone: :data:`hifi.run.live.DEFAULT_PORT`)."""
+    or None without ``--live`` (``--live`` alone: :data:`hifi.viz.live.DEFAULT_PORT`)."""
     if args.live is None:
         if args.live_wait is not None:
             raise ValueError(f"--live-wait {args.live_wait}: holds a live run; give --live [HOST:]PORT too")
         return None
-    from .run.live import DEFAULT_PORT, parse_address
+    from .viz.live import DEFAULT_PORT, parse_address
     address = args.live or DEFAULT_PORT
     parse_address(address, "--live")
     if partition is not None:

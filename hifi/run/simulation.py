@@ -344,11 +344,11 @@ class Simulation:
             Continue the unfinished run of ``out`` (:mod:`hifi.run.resume`; implies Zarr):
             the frames it wrote are kept, the others computed. Without one, the run starts;
             when ``out`` is already that finished run, nothing is computed.
-        live : str or int or hifi.run.live.LiveServer, optional
-            Publish every frame while the run goes on to a Foxglove WebSocket server
-            (docs/live.md): ``"[HOST:]PORT"`` or a port starts one for this run and stops it at
-            the end; a :class:`~hifi.run.live.LiveServer` is used and left open (one server for
-            many runs or steps). The datasets and files are the same with and without it.
+        live : hifi.viz.live.LiveServer, optional
+            Publish every frame while the run goes on to this Foxglove WebSocket server
+            (docs/live.md; ``hifi.LiveServer("127.0.0.1:8765")``), which the run leaves open
+            (one server for many runs or steps): any object with its ``begin``, ``frame`` and
+            ``end``. The datasets and files are the same with and without it.
 
         Returns
         -------
@@ -360,8 +360,8 @@ class Simulation:
         hifi.ScenarioError
             Before anything is allocated or written: the estimated peak memory exceeds the
             memory available, or the estimated output the free disk space (unless
-            ``ignore_disk_space``); ``resume`` of a directory of another run; a ``live``
-            address that is malformed or cannot be listened on (a port in use).
+            ``ignore_disk_space``); ``resume`` of a directory of another run; ``live`` with
+            a partitioned run, or not a live view.
         hifi.OutputError
             A file or directory could not be written (disk full, no permission, a netCDF
             error); the message names it as ``out/...``. A netCDF run leaves nothing behind; a
@@ -423,14 +423,13 @@ class Simulation:
         kernels.warn_retired_env()
         if out_dir is not None and shared is None and partial is None:
             check_output_dir(out, overwrite)
-        own_live = None
         if live is not None:                                           # before any file
             if partition is not None:
                 raise ScenarioError("a live view publishes the frames of one process; a partitioned (MPI) "
                                     "run has them on many", key="live", value=live)
-            from .live import LiveServer
-            if not isinstance(live, LiveServer):
-                live = own_live = LiveServer(live, key="live")
+            if not all(callable(getattr(live, name, None)) for name in ("begin", "frame", "end")):
+                raise ScenarioError("expected a live view, hifi.LiveServer(\"[HOST:]PORT\")", key="live",
+                                    value=live)
         owner = shared is None or partition.owner
         tmp_root = None
         keep_partial = False
@@ -493,8 +492,6 @@ class Simulation:
         finally:
             if not keep_partial and tmp_root is not None and tmp_root.exists():
                 shutil.rmtree(tmp_root, ignore_errors=True)
-            if own_live is not None:
-                own_live.close()
 
     def _finished(self, out_dir: Path, open_results: bool) -> dict:
         """The datasets of the finished run ``out_dir`` (``resume`` found nothing to do)."""

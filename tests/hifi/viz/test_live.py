@@ -134,7 +134,7 @@ extent_m = 30.0
 cell_m = 0.5
 """
 
-#: Every topic the run above publishes and its schema (hifi/run/live.py's table: points of the
+#: Every topic the run above publishes and its schema (hifi/viz/live.py's table: points of the
 #: scanner and of the depth camera, the camera's image, the depth image, both cameras'
 #: calibrations, the poses and paths
 #: of the pose sensor and of the vehicle model, the planner's go/no-go grid and planned path,
@@ -440,22 +440,25 @@ def test_ctrl_c_with_a_client_connected_leaves_nothing(tmp_path, scene):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scene.toml", "stderr.txt", "stdout.txt"]
 
 
-def test_python_api_live_argument_and_a_server_kept_across_runs(tmp_path, scene):
+def test_python_api_live_server_kept_across_runs(tmp_path, scene):
     import hifi
-    a = hifi.load(scene).run_to_files(tmp_path / "a", duration_s=0.2, progress=False, live="127.0.0.1:0")
+    from hifi.errors import ScenarioError
     with hifi.LiveServer("127.0.0.1:0") as server:
+        a = hifi.load(scene).run_to_files(tmp_path / "a", duration_s=0.2, progress=False, live=server)
         b = hifi.load(scene).run_to_files(tmp_path / "b", duration_s=0.2, progress=False, live=server)
         with socket.socket() as probe, pytest.raises(OSError):
-            probe.bind(("127.0.0.1", server.port))     # the run leaves a server it was given open
+            probe.bind(("127.0.0.1", server.port))     # the runs leave the server they were given open
     assert _freed(server.port)                          # stopped at the end of the block
     assert sorted(a) == sorted(b)
     for name in a:
         assert a[name].read_bytes() == b[name].read_bytes(), name
+    with pytest.raises(ScenarioError, match=r"^live = '127.0.0.1:8765': expected a live view"):
+        hifi.load(scene).run(out=None, live="127.0.0.1:8765")
 
 
 def test_parse_address():
     from hifi.errors import ScenarioError
-    from hifi.run.live import DEFAULT_HOST, DEFAULT_PORT, parse_address
+    from hifi.viz.live import DEFAULT_HOST, DEFAULT_PORT, parse_address
     assert parse_address(DEFAULT_PORT) == (DEFAULT_HOST, 8765)
     assert parse_address("9000") == ("127.0.0.1", 9000)
     assert parse_address("0.0.0.0:9000") == ("0.0.0.0", 9000)
@@ -469,14 +472,14 @@ def test_optical_frame_rotation():
     """The camera's optical frame (REP 103 "Suffix Frames": z forward, x right, y down) in the
     sensor frame (x forward, y left, z up): optical x = -sensor y, y = -sensor z, z = sensor x."""
     from scipy.spatial.transform import Rotation
-    from hifi.run.live import OPTICAL_IN_SENSOR_XYZW
+    from hifi.viz.live import OPTICAL_IN_SENSOR_XYZW
     columns = [[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]]     # optical axes in sensor coordinates
     np.testing.assert_allclose(Rotation.from_quat(OPTICAL_IN_SENSOR_XYZW).as_matrix(), np.array(columns).T,
                                atol=1e-15)
 
 
 def test_missing_sdk_names_the_install_command(monkeypatch):
-    from hifi.run.live import LiveServer
+    from hifi.viz.live import LiveServer
     monkeypatch.setitem(sys.modules, "foxglove", None)        # as if foxglove-sdk were not installed
     with pytest.raises(ImportError, match=r"pip install .*foxglove-sdk"):
         LiveServer("127.0.0.1:0")

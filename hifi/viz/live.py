@@ -1,7 +1,11 @@
 """A run watched while it happens: the frames published to a Foxglove WebSocket server.
 
     hifi run examples/crossing.toml --out out/crossing --live 8765
-    sim.run(out="run1", live="127.0.0.1:8765")          # or live=LiveServer(...), kept open
+    with hifi.LiveServer("127.0.0.1:8765") as server:   # one server for any number of runs
+        sim.run(out="run1", live=server)
+
+It lives with the plots and the replay page (the camera image is shown as they show it,
+:mod:`hifi.viz.imaging`); the run knows it only as the object it hands its frames to.
 
 :class:`LiveServer` starts a Foxglove WebSocket server (the ``foxglove-sdk`` package, ``pip
 install "hifi[live]"``) and turns each frame the time manager hands to the writers into
@@ -23,8 +27,9 @@ topic                   schema                           from
                                                          scene frame ``map``), ``intensity`` (float32, the sensor's own
                                                          scale, where the frame has it), ``object`` (int32, object id)
                                                          and ``class`` (uint8, semantic class id, from ``annotation``)
-``/NAME/image``         ``foxglove.RawImage``            ``image`` (a camera's DN) as ``rgb8`` or ``mono8``: DN >>
-                                                         (``bit_depth`` - 8), in the frame ``NAME_optical``
+``/NAME/image``         ``foxglove.RawImage``            ``image`` (a camera's DN) as ``hifi plot`` shows it (gray-world
+                                                         white balance, gamma 1/2.2), ``rgb8`` or ``mono8``, in the
+                                                         frame ``NAME_optical``
 ``/NAME/depth``         ``foxglove.RawImage``            ``depth`` [m] as ``32FC1`` (NaN: no hit)
 ``/NAME/camera_info``   ``foxglove.CameraCalibration``   the same cameras' pinhole model (``plumb_bob`` from
                                                          ``focal_length_px``, ``principal_point_px``, ``distortion_k1``,
@@ -474,30 +479,32 @@ class _PointsView:
 
 
 class _ImageView:
-    """``/NAME/image``: a camera's digital image as 8-bit ``rgb8`` / ``mono8``."""
+    """``/NAME/image``: a camera's image as ``hifi plot`` and ``hifi view`` show it
+    (:mod:`hifi.viz.imaging`: black level off, gray-world white balance, ``max_dn`` white,
+    display gamma 1/2.2), in 8 bits, ``rgb8`` or ``mono8``."""
 
     def __init__(self, live: LiveServer, name: str, model):
         self.topic = f"/{name}/image"
         self.frame_id = f"{name}_optical"
-        try:
-            bit_depth = int(model.attrs().get("bit_depth", 0))
-        except (TypeError, ValueError):
-            bit_depth = 0
-        self.bit_depth = bit_depth
+        attrs = model.attrs()
+        self.black = float(attrs.get("black_level_dn", 0.0))
+        self.max_dn = attrs.get("max_dn")                       # None: the frame's own maximum
         live._channel(self.topic, "RawImage")
 
     def publish(self, live: LiveServer, frame: dict, t: float, t_ns: int) -> None:
         if "image" not in frame or not live._wanted(self.topic):
             return
-        img = np.asarray(frame["image"].data)
-        bits = self.bit_depth or 8 * img.dtype.itemsize
-        img8 = (img >> max(bits - 8, 0)).clip(0, 255).astype(np.uint8) if bits > 8 else img.astype(np.uint8)
-        if img8.ndim == 3 and img8.shape[2] == 1:
-            img8 = img8[:, :, 0]
-        if img8.ndim == 3 and img8.shape[2] != 3:
+        from .imaging import display, white_balance_gains
+        image = np.asarray(frame["image"].data, dtype=float)
+        if image.ndim == 2:
+            image = image[..., None]
+        if image.shape[2] not in (1, 3):
             return
+        max_dn = float(self.max_dn) if self.max_dn is not None else float(max(image.max(initial=0.0), 1.0))
+        gains = white_balance_gains(image, "gray-world", black_level_dn=self.black, saturation_dn=max_dn)
+        shown = display((image - self.black) * gains, max_dn - self.black, np.any(image >= max_dn, axis=-1))
+        img8 = np.ascontiguousarray(np.round(255.0 * shown).astype(np.uint8))
         encoding = "rgb8" if img8.ndim == 3 else "mono8"
-        img8 = np.ascontiguousarray(img8)
         h, w = img8.shape[:2]
         fg = live._fg
         msg = fg.messages.RawImage(timestamp=_stamp(fg, t_ns), frame_id=self.frame_id, width=w, height=h,
