@@ -1,6 +1,8 @@
 """A run watched while it happens: the frames published to a Foxglove WebSocket server.
 
-    hifi run examples/crossing.toml --out out/crossing --live 8765
+From the command line, ``hifi run examples/crossing.toml --out out/crossing --live 8765``; from
+Python::
+
     with hifi.LiveServer("127.0.0.1:8765") as server:   # one server for any number of runs
         sim.run(out="run1", live=server)
 
