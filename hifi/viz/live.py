@@ -62,10 +62,10 @@ up); a camera's image is in ``NAME_optical`` (z forward, x right, y down; REP 10
 Frames"). Points are sent in ``map`` as the dataset holds them (each at its own firing
 instant, so a moving sensor's sweep needs no deskewing here).
 
-A message is built only when its topic has a subscriber, except the first of each topic of a
-run, which is kept and sent to a client that subscribes later (as ROS's transient-local
-topics latch their last message); a topic subscribed to after a skipped frame gets the next
-frame. The run never waits for a client: the SDK queues at most its backlog per client (1024
+A message is built only when its topic has a subscriber, except the first of a topic that
+appears during the run (at its model's first frame), which is kept and sent to a client that
+subscribes later (as ROS's transient-local topics latch their last message); a topic
+subscribed to after a skipped frame gets the next frame. The run never waits for a client: the SDK queues at most its backlog per client (1024
 messages) and drops the oldest when a client reads too slowly.
 
 References
@@ -293,6 +293,9 @@ class LiveServer:
             if layout is not None:
                 info = {n: (None, tuple(shape), np.dtype(dt)) for n, (shape, dt) in layout.items()}
                 self._views[id(model)] = self._make_views(model, info)
+        # Topics advertised before the run are built only for a subscriber; one advertised at a
+        # model's first frame keeps that frame for a client that subscribes a moment later.
+        self._sent.update(self._channels)
         self._wait_for_client()
 
     def _wait_for_client(self) -> None:
@@ -343,7 +346,7 @@ class LiveServer:
 
     def _wanted(self, topic: str) -> bool:
         """Whether a message of ``topic`` should be built now: a client subscribes to it, or
-        it has had none yet in this run."""
+        it appeared during this run and has had no message yet."""
         if topic not in self._sent or self._channels[topic].has_sinks():
             return True
         self._latest.pop(topic, None)                # this frame is skipped: nothing to resend
