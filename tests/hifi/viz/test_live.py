@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests._procs import Run, env
+from _procs import Run, env
 
 pytest.importorskip("foxglove", reason="foxglove-sdk is not installed (pip install \".[live]\")")
 websockets = pytest.importorskip("websockets", reason="websockets is not installed (pip install \".[test]\")")
