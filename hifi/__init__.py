@@ -56,7 +56,7 @@ _LAZY = {
     "Param": "api.params",
     "available_models": "api.registry", "load_model": "api.registry", "register_model": "api.registry",
     "Material": "world.scene", "Scene": "world.scene",
-    "Simulation": "run.simulation",
+    "Simulation": "run.simulation", "LiveServer": "viz.live",
     "open_run": "run.reading", "open_sweep": "run.sweep", "run_sweep": "run.sweep",
     "TimeManager": "run.timemanager",
 }

@@ -294,7 +294,7 @@ class Simulation:
     def run(self, out=None, *, seed: int | None = None, duration_s: float | None = None,
             overwrite: bool = False, progress: bool | None = None, caster: RayCaster | None = None,
             keep=None, write: bool = True, partition=None, ignore_disk_space: bool = False,
-            output_format: str | None = None, resume: bool = False) -> dict[str, Any]:
+            output_format: str | None = None, resume: bool = False, live=None) -> dict[str, Any]:
         """Run every model over the simulated interval; return the results as datasets.
 
         Parameters
@@ -345,6 +345,11 @@ class Simulation:
             Continue the unfinished run of ``out`` (:mod:`hifi.run.resume`; implies Zarr):
             the frames it wrote are kept, the others computed. Without one, the run starts;
             when ``out`` is already that finished run, nothing is computed.
+        live : hifi.viz.live.LiveServer, optional
+            Publish every frame while the run goes on to this Foxglove WebSocket server
+            (docs/live.md; ``hifi.LiveServer("127.0.0.1:8765")``), which the run leaves open
+            (one server for many runs or steps): any object with its ``begin``, ``frame`` and
+            ``end``. The datasets and files are the same with and without it.
 
         Returns
         -------
@@ -356,7 +361,8 @@ class Simulation:
         hifi.ScenarioError
             Before anything is allocated or written: the estimated peak memory exceeds the
             memory available, or the estimated output the free disk space (unless
-            ``ignore_disk_space``); ``resume`` of a directory of another run.
+            ``ignore_disk_space``); ``resume`` of a directory of another run; ``live`` with
+            a partitioned run, or not a live view.
         hifi.OutputError
             A file or directory could not be written (disk full, no permission, a netCDF
             error); the message names it as ``out/...``. A netCDF run leaves nothing behind; a
@@ -368,12 +374,13 @@ class Simulation:
         """
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
                              caster=caster, keep=keep, write=write, partition=partition, open_results=True,
-                             ignore_disk_space=ignore_disk_space, output_format=output_format, resume=resume)
+                             ignore_disk_space=ignore_disk_space, output_format=output_format, resume=resume,
+                             live=live)
 
     def run_to_files(self, out, *, seed: int | None = None, duration_s: float | None = None,
                      overwrite: bool = False, progress: bool | None = None,
                      ignore_disk_space: bool = False, output_format: str | None = None,
-                     resume: bool = False) -> dict[str, Path]:
+                     resume: bool = False, live=None) -> dict[str, Path]:
         """:meth:`run` into the directory ``out``, returning the path of each model's file
         (``<out>/<sensor>.nc`` or ``.zarr``) instead of opened datasets: no xarray import, what
         ``hifi run`` calls. Parameters, errors and files as :meth:`run`."""
@@ -381,7 +388,8 @@ class Simulation:
             raise ValueError("run_to_files: out is None; allowed: an output directory (or use run(out=None))")
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
                              caster=None, keep=None, write=True, partition=None, open_results=False,
-                             ignore_disk_space=ignore_disk_space, output_format=output_format, resume=resume)
+                             ignore_disk_space=ignore_disk_space, output_format=output_format, resume=resume,
+                             live=live)
 
     def check_disk(self, out, duration_s: float | None = None, *, ignore_disk_space: bool = False) -> None:
         """Refuse (:class:`hifi.ScenarioError`) a run into ``out`` whose estimated output, before
@@ -392,7 +400,8 @@ class Simulation:
         check_disk(self, self.estimate(duration), out, ignore=ignore_disk_space)
 
     def _execute(self, out, *, seed, duration_s, overwrite, progress, caster, keep, write, partition,
-                 open_results: bool, ignore_disk_space: bool = False, output_format=None, resume=False):
+                 open_results: bool, ignore_disk_space: bool = False, output_format=None, resume=False,
+                 live=None):
         sc = self.scenario
         seed = sc.seed if seed is None else int(seed)
         duration = sc.duration_s if duration_s is None else float(duration_s)
@@ -415,6 +424,13 @@ class Simulation:
         kernels.warn_retired_env()
         if out_dir is not None and shared is None and partial is None:
             check_output_dir(out, overwrite)
+        if live is not None:                                           # before any file
+            if partition is not None:
+                raise ScenarioError("a live view publishes the frames of one process; a partitioned (MPI) "
+                                    "run has them on many", key="live", value=live)
+            if not all(callable(getattr(live, name, None)) for name in ("begin", "frame", "end")):
+                raise ScenarioError("expected a live view, hifi.LiveServer(\"[HOST:]PORT\")", key="live",
+                                    value=live)
         owner = shared is None or partition.owner
         tmp_root = None
         keep_partial = False
@@ -436,7 +452,8 @@ class Simulation:
             try:
                 written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition,
                                          shown, fmt=fmt, owner=owner,
-                                         resumed=partial is not None or getattr(partition, "resumed", False))
+                                         resumed=partial is not None or getattr(partition, "resumed", False),
+                                         live=live)
             except MemoryError:
                 raise _out_of_memory(sc, None, None, f"running (estimated peak {_fmt(est.peak_bytes)})") from None
             except ModelError as exc:         # the time manager's wrap of a model's MemoryError
@@ -518,7 +535,7 @@ class Simulation:
         return object_coords(self.scene.object_names, [self.scene.class_names[c] for c in classes])
 
     def _run_into(self, directory: Path | None, seed, duration, progress, caster, keep, write,
-                  partition=None, shown=None, *, fmt="netcdf", owner=True, resumed=False):
+                  partition=None, shown=None, *, fmt="netcdf", owner=True, resumed=False, live=None):
         sc = self.scenario
         bus = MessageBus()
         caster = caster or RayCaster(self.scene)
@@ -575,6 +592,8 @@ class Simulation:
             def on_frame(i, k, t, frame):
                 if partition is None or partition.frame(i, k, t, frame):
                     write_frame(i, k, t, frame)
+                if live is not None:             # after the writer: it reads the frame, never changes it
+                    live.frame(models[i], k, t, frame)
 
             def on_progress(t):
                 if partition is None:
@@ -582,10 +601,14 @@ class Simulation:
                 else:
                     partition.event(t)
 
+            if live is not None:
+                live.begin(self.scene, models, sc.start_utc)           # may wait for a client (wait_s)
             tm = TimeManager(models, duration, bus)
             # no BLAS threads spinning against the caster's; the frames' pages kept between frames
             with single_threaded_blas(), steady_heap():
                 tm.run(on_frame=on_frame, keep=keep, on_progress=on_progress)
+            if live is not None:
+                live.end()
             # Writing phase: the frames still buffered now.
             pending = {i: w.pending_frames for i, w in writers.items()}
             report.expect_writes(sum(pending.values()))
