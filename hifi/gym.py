@@ -104,6 +104,8 @@ class HifiEnv(gym.Env):
         command the vehicle).
     base_dir : path-like
         Directory of a dict scenario's relative paths.
+    live : hifi.LiveServer, optional
+        Show every episode in Foxglove as it is played (``docs/live.md``).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -112,7 +114,7 @@ class HifiEnv(gym.Env):
                  goal_radius_m: float = 0.5, goal_bonus: float = 10.0,
                  reward: Callable[[Step], float] | None = None,
                  terminated: Callable[[Step], bool] | None = None, observe_vehicle: bool = True,
-                 render_mode: str | None = None, without=(), base_dir="."):
+                 render_mode: str | None = None, without=(), base_dir=".", live=None):
         if isinstance(scenario, dict):
             self._sc = _scenario.validate(scenario, base_dir=base_dir)
         else:
@@ -132,6 +134,7 @@ class HifiEnv(gym.Env):
         self._without = set(without)
         self._observe = {name: list(names) for name, names in observe.items()}
         self._observe_vehicle = bool(observe_vehicle)
+        self._live = live
         sim = self._build()
         models = {m.name: m for m in sim.models}
         veh = models.get(vehicle)
@@ -186,7 +189,7 @@ class HifiEnv(gym.Env):
         for name in self._lidars:
             if name not in observe:
                 observe.append(name)
-        self._session = self._build().session(None, observe=observe, seed=run_seed)
+        self._session = self._build().session(None, observe=observe, seed=run_seed, live=self._live)
         self._session.__enter__()
         self._obs = {k: np.zeros(s.shape, s.dtype) for k, s in self.observation_space.spaces.items()}
         self._points = {}

@@ -153,14 +153,15 @@ class Session:
     observe : sequence of str, optional
         Models whose frames the steps return (default: every model of the scenario that
         writes a dataset).
-    seed, duration_s, overwrite, output_format :
-        As :meth:`hifi.Simulation.run`.
+    seed, duration_s, overwrite, output_format, live :
+        As :meth:`hifi.Simulation.run` (``live``: a :class:`hifi.LiveServer` that shows the run
+        in Foxglove as it is stepped).
     name : str
         Name of the controller model (the sender of the commands).
     """
 
     def __init__(self, sim, out=None, *, observe=None, seed: int | None = None, duration_s: float | None = None,
-                 overwrite: bool = False, output_format: str | None = None, name: str = "session"):
+                 overwrite: bool = False, output_format: str | None = None, name: str = "session", live=None):
         if getattr(sim, "_session_started", False):
             raise SessionError("this Simulation has already run a session; build a new one "
                                "(hifi.Simulation.from_file / Simulation(sim.scenario))")
@@ -181,7 +182,7 @@ class Session:
         self._models = models
         self._vehicles = {m.name for m in sim.models if m.model_name == "vehicle"}
         self._run_kwargs = dict(out=out, seed=self.seed, duration_s=self.duration_s, overwrite=overwrite,
-                                progress=False, output_format=output_format, write=out is not None)
+                                progress=False, output_format=output_format, write=out is not None, live=live)
         self._controller = _Controller(name, self)
         #: Every command sent so far, stamped with its time and the controller's name.
         self.commands: list[Command] = []

@@ -510,7 +510,7 @@ class Simulation:
                           origin_height_m=sc.origin["height_m"], rate_hz=model.rate_hz, **model.attrs())
 
     def session(self, out=None, *, observe=None, seed: int | None = None, duration_s: float | None = None,
-                overwrite: bool = False, output_format: str | None = None, name: str = "session"):
+                overwrite: bool = False, output_format: str | None = None, name: str = "session", live=None):
         """A run that advances when asked: a :class:`hifi.run.session.Session` (a context manager).
 
         ::
@@ -521,12 +521,14 @@ class Simulation:
                     s.command("robot", speed_m_s=1.0, steer_deg=my_controller(obs))
 
         Parameters are those of :meth:`run` (``out=None``: no files); ``observe`` names the
-        models whose frames each step returns (default: all that write a dataset) and ``name``
-        the session's own model, the sender of its commands. A simulation runs one session.
+        models whose frames each step returns (default: all that write a dataset), ``name``
+        the session's own model, the sender of its commands, and ``live`` a
+        :class:`hifi.LiveServer` that shows the run in Foxglove as it is stepped. A simulation
+        runs one session.
         """
         from .session import Session
         return Session(self, out, observe=observe, seed=seed, duration_s=duration_s, overwrite=overwrite,
-                       output_format=output_format, name=name)
+                       output_format=output_format, name=name, live=live)
 
     def _object_coords(self) -> dict:
         """``object_name`` / ``object_class`` of every object, written into every file."""

@@ -483,3 +483,51 @@ def test_missing_sdk_names_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "foxglove", None)        # as if foxglove-sdk were not installed
     with pytest.raises(ImportError, match=r"pip install .*foxglove-sdk"):
         LiveServer("127.0.0.1:0")
+
+
+class _Enough(Exception):
+    """Raised by the test client once it has what it waited for."""
+
+
+def test_a_stepping_session_is_shown_live(tmp_path):
+    """A session (hifi.run.session) with a live server: a client subscribed before the first
+    step receives the yard lidar's point cloud and the driven robot's pose while the caller
+    steps, decoded with the schemas the server advertises; the files equal a run without it."""
+    import threading
+
+    import hifi
+    from conftest import REPO_ROOT
+
+    yard = REPO_ROOT / "examples" / "yard.toml"
+    got: dict = {}
+
+    def enough(received):
+        if "/lidar/points" in received and "/robot/pose" in received:
+            got.update(received)
+            raise _Enough
+
+    with hifi.LiveServer("127.0.0.1:0", wait_s=CONNECT_TIMEOUT_S) as server:
+        def client():
+            try:
+                asyncio.run(_listen(server.url, time.monotonic() + RUN_TIMEOUT_S, on_message=enough))
+            except _Enough:
+                pass
+
+        listener = threading.Thread(target=client, daemon=True)
+        listener.start()
+        with hifi.Simulation.from_file(yard).session(tmp_path / "live", duration_s=1.0, live=server) as s:
+            while not s.finished:
+                s.command("robot", speed_m_s=1.0, steer_deg=10.0)
+                s.step(0.25)
+            commands = s.commands
+        listener.join(timeout=RUN_TIMEOUT_S)
+    assert not listener.is_alive()
+    cloud = got["/lidar/points"][-1][1]
+    assert type(cloud).DESCRIPTOR.full_name == "foxglove.PointCloud" and len(cloud.data) > 0
+    assert type(got["/robot/pose"][-1][1]).DESCRIPTOR.full_name == "foxglove.PoseInFrame"
+    from hifi.run.session import CommandScript
+    batch = hifi.Simulation.from_file(yard)
+    batch.add_model(CommandScript("session", commands))
+    batch.run_to_files(tmp_path / "batch", duration_s=1.0, progress=False)
+    for name in ("lidar.nc", "robot.nc", "imu.nc"):
+        assert (tmp_path / "live" / name).read_bytes() == (tmp_path / "batch" / name).read_bytes(), name
