@@ -360,11 +360,17 @@ class Session:
             return
         self._to_run.put(("stop", None, None))
         try:
-            self._wait()
+            # The run may still be going to its next hold (a step interrupted by Ctrl-C): it
+            # reads the stop there; wait until it has cleaned up and ended.
+            while True:
+                self._wait()
+                if self._state != "held":
+                    break
         except KeyboardInterrupt:
             pass
         finally:
-            self._state = "closed"
+            if self._state != "finished":
+                self._state = "closed"
 
     # -- what the caller reads --------------------------------------------------------------
     def pose(self, body: str, t_s: float | None = None):
