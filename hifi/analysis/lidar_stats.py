@@ -612,6 +612,7 @@ class _RingEdges(NamedTuple):
     vals: np.ndarray       #: (pair, max_gap) range of those cells [m]
     is_edge: np.ndarray    #: (pair,) bool, an edge by :func:`edge_points`' definition
     floating: np.ndarray   #: (pair, max_gap) bool, a floating return of that pair
+    run: np.ndarray        #: (nring * (ncol + 1),) run id of every cell (consecutive joined cells)
 
 
 def _ring_edges(r, *, min_jump_m, break_abs_m, break_rel, min_run, max_gap) -> _RingEdges:
@@ -647,7 +648,7 @@ def _ring_edges(r, *, min_jump_m, break_abs_m, break_rel, min_run, max_gap) -> _
         tl = np.maximum(break_abs_m, break_rel * lo)[:, None]
         th = np.maximum(break_abs_m, break_rel * hi)[:, None]
         floating = inside & (vals > lo[:, None] + tl) & (vals < hi[:, None] - th)
-    return _RingEdges(seq, a_end, b_start, idx, inside, vals, is_edge, floating)
+    return _RingEdges(seq, a_end, b_start, idx, inside, vals, is_edge, floating, run)
 
 
 def _supported(r, flat, *, break_abs_m, break_rel):
@@ -725,13 +726,16 @@ def edge_points(range_m, detected, *, min_jump_m=1.0, break_abs_m=0.15, break_re
 #: of a 5 ns pulse (0.75 m), steps within the tail of a receiver's impulse response (tens of
 #: ns, 2-8 m) and steps beyond it.
 EDGE_GAP_BINS_M = (0.5, 2.0, 8.0, np.inf)
-#: RMS distance from its fitted plane [m] below which a side of an edge is a smooth surface
+#: RMS range residual about its fitted plane [m] below which a side of an edge is a smooth surface
 #: (:func:`clean_edge_points`): a few times the range noise of the recordings compared (nuScenes
 #: HDL-32E 4-5 mm, Ouster OS1-128 about 1 cm per shot; lidar_real.py) and the sag of a car's
-#: body over a 3 x 3 patch (under 2 cm); a crown of leaves scatters by decimetres.
+#: body over a patch of five columns (under 2 cm); a crown of leaves scatters by decimetres.
 PLANAR_RMS_M = 0.03
-#: Fewest returns of a 3 x 3 patch (ring +-1, three columns) that a plane is fitted to.
-PLANAR_MIN_POINTS = 6
+#: Returns of its own ring that the plane of one side of an edge takes (:func:`_patch_rms`).
+PATCH_COLUMNS = 5
+#: Fewest returns that the plane of one side of an edge is fitted to: four of its ring (one
+#: more than the three parameters) or three and one of a neighbouring ring.
+PLANAR_MIN_POINTS = 4
 
 
 class CleanEdges(NamedTuple):
@@ -742,32 +746,58 @@ class CleanEdges(NamedTuple):
     n_edges: np.ndarray              #: clean edges per bin
     n_floating: np.ndarray           #: isolated floating returns at those edges (no ring neighbour at their range)
     per_edge: np.ndarray             #: n_floating / n_edges [1], NaN for an empty bin
-    n_supported: np.ndarray          #: floating returns a neighbouring ring sees too (thin structures)
+    n_supported: np.ndarray          #: floating returns a neighbouring ring sees too, or in pairs at one range
     n_edges_all: int                 #: every edge (clean or not) of at least the first bin's gap
     position: np.ndarray             #: (k,) where each floating return lies, 0 near .. 1 far [1]
     position_gap_m: np.ndarray       #: (k,) the depth gap of its edge [m]
 
 
-def _patch_rms(p, det, ring, col):
-    """RMS distance [m] to their best plane of the returns of the 3 x 3 patch centred on
-    (ring, col) (rings and columns inside the grid); NaN where it holds fewer than
-    :data:`PLANAR_MIN_POINTS` returns. Vectorised over edges."""
+def _patch_rms(p, det, run, ring, col, step, *, break_abs_m, break_rel):
+    """RMS range residual [m] about their best plane of the returns of one side of an edge: the
+    last :data:`PATCH_COLUMNS` returns of its own run along the ring (from column ``col``,
+    ``step`` -1 or +1 away from the edge; ``run``: :class:`_RingEdges`' run ids) and, in the
+    rings above and below, the returns of those columns within the break tolerance of the
+    ring's own (the same surface: the road's neighbouring rings lie metres away and are left
+    out); NaN where fewer than :data:`PLANAR_MIN_POINTS` returns qualify. Vectorised over edges.
+
+    A plane ``n . x = h`` seen along unit rays u has ``1 / r = (n / h) . u``, linear in u: the
+    fit is the linear least squares of ``w . u_k = 1 / r_k`` weighted by ``r_k^2`` (so that the
+    residuals are ranges, ``dr = -r^2 d(1 / r)``), and the residual of return k is
+    ``r_k - 1 / (w . u_k)``, zero for any plane and any patch shape (a covariance's smallest
+    eigenvalue is not: a patch narrower along the ring than its scatter along the rays finds
+    its thin direction across the rays)."""
     nring, ncol = det.shape
-    dr, dc = np.meshgrid([-1, 0, 1], [-1, 0, 1], indexing="ij")
-    rr = ring[:, None] + dr.ravel()[None, :]
-    cc = col[:, None] + dc.ravel()[None, :]
-    ok = (rr >= 0) & (rr < nring) & (cc >= 0) & (cc < ncol)
-    rr, cc = np.clip(rr, 0, nring - 1), np.clip(cc, 0, ncol - 1)
-    q = p[rr, cc]                                                         # (e, 9, 3)
-    ok &= det[rr, cc]
+    k = np.arange(PATCH_COLUMNS)
+    cc = col[:, None] + step * k[None, :]                                  # (e, K)
+    inside = (cc >= 0) & (cc < ncol)
+    cc = np.clip(cc, 0, ncol - 1)
+    cell = ring[:, None] * (ncol + 1) + cc
+    own = inside & (run[cell] == run[(ring * (ncol + 1) + col)][:, None]) & det[ring[:, None], cc]
+    r0 = np.where(own, np.linalg.norm(p[ring[:, None], cc], axis=-1), np.nan)
+    rr = np.concatenate([ring[:, None] + d + 0 * k[None, :] for d in (0, -1, 1)], axis=1)
+    cc3 = np.concatenate([cc] * 3, axis=1)
+    ok = np.concatenate([own] * 3, axis=1) & (rr >= 0) & (rr < nring)
+    rr = np.clip(rr, 0, nring - 1)
+    ok &= det[rr, cc3]
+    ref = np.concatenate([r0] * 3, axis=1)
+    with np.errstate(invalid="ignore"):
+        ok &= np.abs(np.linalg.norm(p[rr, cc3], axis=-1) - ref) < np.maximum(break_abs_m, break_rel * ref)
+    q = np.where(ok[..., None], p[rr, cc3], 0.0)                          # (e, 3 K, 3)
+    r = np.linalg.norm(q, axis=-1)
+    ok &= r > 0
+    rs = np.where(ok, r, 1.0)
+    u = q / rs[..., None]
+    a = np.where(ok[..., None], u * (rs ** 2)[..., None], 0.0)            # rows r^2 u, target r
     n = ok.sum(axis=1)
-    w = ok[..., None].astype(float)
-    q = np.where(ok[..., None], q, 0.0)
-    mean = (w * q).sum(axis=1) / np.maximum(n, 1)[:, None]
-    d = (q - mean[:, None, :]) * w
-    cov = np.einsum("eki,ekj->eij", d, d) / np.maximum(n, 1)[:, None, None]
-    lam = np.linalg.eigvalsh(cov)[:, 0]                                  # variance off the plane
-    return np.where(n >= PLANAR_MIN_POINTS, np.sqrt(np.maximum(lam, 0.0)), np.nan)
+    ata = np.einsum("eki,ekj->eij", a, a)
+    atb = np.einsum("eki,ek->ei", a, np.where(ok, rs, 0.0))
+    few = n < PLANAR_MIN_POINTS                                          # reported NaN below
+    ata[few] = np.eye(3)
+    w = np.linalg.solve(ata, atb[..., None])[..., 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = np.where(ok, rs - 1.0 / np.einsum("eki,ei->ek", u, w), 0.0)
+    rms = np.sqrt(np.sum(res ** 2, axis=1) / np.maximum(n, 1))
+    return np.where(n >= PLANAR_MIN_POINTS, rms, np.nan)
 
 
 def clean_edge_points(points_sensor, detected, *, gap_bins_m=EDGE_GAP_BINS_M, planar_rms_m=PLANAR_RMS_M,
@@ -783,7 +813,7 @@ def clean_edge_points(points_sensor, detected, *, gap_bins_m=EDGE_GAP_BINS_M, pl
         Bin edges of the depth gap ``|r_b - r_a|`` between the two surfaces [m]; edges are
         those of :func:`edge_points` with ``min_jump_m = gap_bins_m[0]``.
     planar_rms_m : float
-        A side is smooth where the RMS distance of its 3 x 3 patch to its best plane is below
+        A side is smooth where the RMS range residual about its best plane (:func:`_patch_rms`) is below
         this [m] (:data:`PLANAR_RMS_M`).
     break_abs_m, break_rel, min_run, max_gap
         As :func:`edge_points`.
@@ -795,16 +825,19 @@ def clean_edge_points(points_sensor, detected, *, gap_bins_m=EDGE_GAP_BINS_M, pl
     Notes
     -----
     An edge is *clean* where both its sides are smooth surfaces: for the bracketing return of
-    each side, the returns of the 3 x 3 patch (rings +-1, the return's column and the two next
-    to it on its own side, away from the edge) are fitted with a plane (the smallest eigenvalue
-    of their covariance): at least :data:`PLANAR_MIN_POINTS` of them and an RMS residual below
+    each side, the last :data:`PATCH_COLUMNS` returns of its run along the ring and the returns
+    of the rings above and below in those columns that lie on the same surface (within the
+    break tolerance) are fitted with a plane (:func:`_patch_rms`, range residuals along the
+    rays): at least :data:`PLANAR_MIN_POINTS` of them and an RMS residual below
     ``planar_rms_m``. Leaves, grass and clutter fail it; walls, car bodies, boxes and the road
-    pass, and so does a patch of one plane seen across two rings (the road); a patch that
-    straddles a second edge across the rings (the top or foot of a car) does not. The test reads only the points, so a recording and a simulation are judged the
+    pass. The test reads only the points, so a recording and a simulation are judged the
     same way. Floating returns that the ring above or below sees at the same range (a pole or
     a post narrower than ``min_run`` columns between the two surfaces: scene content) are
-    counted apart (``n_supported``); the statistic is the *isolated* ones (:func:`edge_points`'
-    ``n_isolated``), the receiver's own. An isolated floating return's *position* is
+    counted apart (``n_supported``), and so are two neighbouring floating returns within the
+    break tolerance of each other (a third surface two columns wide: two pulses of a beam
+    stepping across an edge cover it in different proportions, so the receiver's mixed pixels
+    do not come in pairs at one range); the statistic is the *isolated* ones
+    (:func:`edge_points`' ``n_isolated``), the receiver's own. An isolated floating return's *position* is
     ``(r - r_near) / (r_far - r_near)``.
     Tuley, Vandapel and Hebert (ICRA 2005, sec. III) survey where mixed pixels fall between the
     two surfaces; Hebert and Krotkov (Image and Vision Computing 10(3), 1992) first measured them
@@ -822,8 +855,8 @@ def clean_edge_points(points_sensor, detected, *, gap_bins_m=EDGE_GAP_BINS_M, pl
     ring_a, col_a = np.divmod(e.a_end[k], ncol + 1)
     ring_b, col_b = np.divmod(e.b_start[k], ncol + 1)
     # each side's patch: centred one column inside its own surface
-    rms_a = _patch_rms(p, det, ring_a, col_a - 1)
-    rms_b = _patch_rms(p, det, ring_b, col_b + 1)
+    rms_a = _patch_rms(p, det, e.run, ring_a, col_a, -1, break_abs_m=break_abs_m, break_rel=break_rel)
+    rms_b = _patch_rms(p, det, e.run, ring_b, col_b, 1, break_abs_m=break_abs_m, break_rel=break_rel)
     with np.errstate(invalid="ignore"):
         clean = (rms_a < planar_rms_m) & (rms_b < planar_rms_m)
     gap = np.abs(rb - ra)
@@ -831,6 +864,13 @@ def clean_edge_points(points_sensor, detected, *, gap_bins_m=EDGE_GAP_BINS_M, pl
     nb = bins.size - 1
     sup = np.zeros(e.floating.shape, dtype=bool)
     sup[e.floating] = _supported(r, e.idx[e.floating], break_abs_m=break_abs_m, break_rel=break_rel)
+    # two neighbouring floating returns at one range: a surface two columns wide (a post, a
+    # sign, a far wall seen through a gap), not two pulses split in the same proportion
+    with np.errstate(invalid="ignore"):
+        pair = (e.floating[:, 1:] & e.floating[:, :-1]
+                & (np.abs(e.vals[:, 1:] - e.vals[:, :-1]) < np.maximum(break_abs_m, break_rel * e.vals[:, 1:])))
+    sup[:, 1:] |= pair
+    sup[:, :-1] |= pair
     fl = (e.floating & ~sup)[k]
     n_fl = fl.sum(axis=1)
     n_sup = sup[k].sum(axis=1)

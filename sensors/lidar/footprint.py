@@ -19,13 +19,15 @@ EDGE_DEPTH_M = 0.05
 
 
 def footprint_params(params, *, divergence_rad, divergence_v_rad=None, aperture_radius_m=0.005,
-                      source="", dual=False, receiver_tail_s=0.0, tail_source="none"):
+                      source="", dual=False, receiver_tail_s=0.0, tail_source="none", edge_timing="centroid",
+                      timing_source="the divergent-beam receiver's estimator"):
     """A model's beam-footprint defaults (data sheet) and the edge-point parameters.
 
     Updates ``params`` (a PARAMS dict of :func:`common_params`) in place and returns it:
     ``divergence_rad`` (horizontal), ``divergence_v_rad`` (vertical, None: circular),
-    ``aperture_radius_m``, ``edge_subrays``, ``receiver_tail_s`` (the receiver's impulse
-    response, :mod:`sensors.lidar.impulse`; ``tail_source`` says where its default comes from)
+    ``aperture_radius_m``, ``edge_subrays``, ``receiver_tail_s`` and ``edge_timing`` (the
+    receiver's impulse response and time estimator, :mod:`sensors.lidar.impulse`;
+    ``tail_source`` and ``timing_source`` say where their defaults come from)
     and, for the rotating lidars, ``return_mode`` with ``"dual"``.
     """
     params["divergence_rad"] = Param("float", default=divergence_rad, minimum=0.0, maximum=0.5,
@@ -42,6 +44,10 @@ def footprint_params(params, *, divergence_rad, divergence_v_rad=None, aperture_
         doc=f"time constant of the exponential tail of the receiver's impulse response (APD diffusion + TIA) "
             f"[s]; edge footprints merge echoes while it holds the signal above the threshold "
             f"(sensors.lidar.impulse); 0: echoes merge within c * pulse_width_s / 2 ({tail_source})")
+    params["edge_timing"] = Param(
+        "str", default=edge_timing, choices=("centroid", "peak"),
+        doc=f"receiver_tail_s > 0: time of an edge return, the centroid of its filtered signal or its maximum "
+            f"({timing_source})")
     if dual:
         params["return_mode"] = Param(
             "str", default="strongest", choices=("first", "last", "strongest", "average", "dual"),

@@ -40,7 +40,24 @@ from ..beam import EchoReport
 from ..beam.receiver import report_from_groups
 from ..beam.waveform import pulse_sigma_s
 
-__all__ = ["merge_limit_s", "receiver_echoes", "receiver_peak", "receiver_response"]
+__all__ = ["RECEIVER_TAIL_S", "TAIL_SOURCE", "TIMINGS", "merge_limit_s", "receiver_echoes", "receiver_peak",
+           "receiver_response"]
+
+#: Time constant of the receiver's exponential impulse response of the rotating lidars and the
+#: Ouster [s]: fitted. No data sheet gives one; ``validation/edge_floating.py --tails`` runs the
+#: Ouster OS1-128 capture's clean-edge table (isolated floating returns per clean edge in the
+#: depth-gap bins 0.5-2, 2-8 and > 8 m; real 0.017, 0.043, 0.132) for tails of 0-40 ns and both
+#: time estimators, three seeds pooled; the least summed squared log ratio simulated / real is
+#: the centroid with 1 ns (ratios 3.0, 1.9, 0.06; 2 ns: 4.5, 1.9, 0.06; 10 ns: 16, 7.6, 0.25;
+#: the peak with 1 ns: 3.2, 2.2, 0 floating). Tails of tens of ns float two to fifteen times too
+#: many points at gaps of 0.5-8 m, whichever the estimator, and no tail floats the > 8 m bin's
+#: 13 % (see validation/edge_floating.md). As a single pole, 1 ns is a 1 / (2 pi tau) = 160 MHz
+#: receiver, the order of published 905 nm APD + TIA lidar channels (Baharmast and
+#: Kostamovaara, Optical Engineering 59(10) 104102, 2020: 260 MHz). The nuScenes HDL-32E sweep
+#: has no floating return at its 50 clean edges and constrains nothing; the same value serves
+#: the Velodynes.
+RECEIVER_TAIL_S = 1e-9
+TAIL_SOURCE = "fitted to the Ouster OS1-128 capture's clean-edge floating returns, sensors.lidar.impulse"
 
 
 def _emg(t, sigma, tau):
@@ -129,7 +146,46 @@ def merge_limit_s(snr, *, pulse_width_s, tail_s, snr_threshold):
     return np.where(snr >= snr_threshold, 0.5 * (lo + hi), np.nan)
 
 
-def receiver_echoes(range_m, power_w, *, mode, pulse_width_s, tail_s, threshold_w) -> EchoReport:
+#: Time estimators of :func:`receiver_echoes`: the centroid of the return's filtered signal, or
+#: the time of its maximum.
+TIMINGS = ("centroid", "peak")
+#: Grid of the search for a merged return's maximum (:func:`_peak_ranges`): points over the
+#: span of its members, refined by a parabola through the best three.
+_PEAK_GRID = 64
+#: Members of a return closer than this [m] (a few mm: the range noise floor is 4-6 mm) report
+#: their centroid under ``timing = "peak"`` too: their filtered sum has one maximum, at the
+#: centroid to well below a millimetre.
+_PEAK_SEARCH_MIN_M = 0.01
+
+
+def _peak_ranges(rs, ps, members_sorted, *, pulse_width_s, tail_s):
+    """Range [m] of the maximum of the filtered signal ``sum_j P_j g(t - t_j)`` (every echo of the
+    pulse) between the first member's arrival and the last member's peak, per pulse (rows of
+    ``rs``, ``ps``, sorted by range; ``members_sorted`` the return's members), the response's
+    own peak delay calibrated out: a single echo reports its range."""
+    t_pk = receiver_peak(float(pulse_width_s), float(tail_s))[0] if tail_s > 0 else 0.0
+    ok = np.isfinite(rs)
+    ts = np.where(ok, 2.0 * rs / SPEED_OF_LIGHT_M_S, 0.0)
+    t0 = np.min(np.where(members_sorted, ts, np.inf), axis=1)
+    t1 = np.max(np.where(members_sorted, ts, -np.inf), axis=1)
+    u = np.linspace(0.0, 1.0, _PEAK_GRID)
+    grid = (t0 + t_pk)[:, None] + (t1 - t0)[:, None] * u[None, :]                      # (q, G)
+    y = np.sum(np.where(ok[:, None, :], ps[:, None, :] * receiver_response(
+        grid[:, :, None] - ts[:, None, :], pulse_width_s=pulse_width_s, tail_s=tail_s), 0.0), axis=2)
+    i = np.clip(np.argmax(y, axis=1), 1, _PEAK_GRID - 2)
+    rows = np.arange(y.shape[0])
+    a, b, c = y[rows, i - 1], y[rows, i], y[rows, i + 1]
+    den = a - 2.0 * b + c
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shift = np.where(den < 0, 0.5 * (a - c) / den, 0.0)
+    at_edge = (np.argmax(y, axis=1) == 0) | (np.argmax(y, axis=1) == _PEAK_GRID - 1)
+    step = (t1 - t0) / (_PEAK_GRID - 1)
+    t = np.where(at_edge, grid[rows, np.argmax(y, axis=1)], grid[rows, i] + np.clip(shift, -1, 1) * step)
+    return 0.5 * SPEED_OF_LIGHT_M_S * (t - t_pk)
+
+
+def receiver_echoes(range_m, power_w, *, mode, pulse_width_s, tail_s, threshold_w,
+                    timing="centroid") -> EchoReport:
     """Returns of small sub-ray bundles (edge footprints) as the receiver's filtered waveform
     forms them.
 
@@ -146,6 +202,8 @@ def receiver_echoes(range_m, power_w, *, mode, pulse_width_s, tail_s, threshold_
         :func:`receiver_response` [s].
     threshold_w : float
         Detection threshold of the filtered signal [W] (``snr_threshold * noise_power_w``).
+    timing : {"centroid", "peak"}
+        The return's time: the centroid of its filtered signal, or its maximum.
 
     Returns
     -------
@@ -164,7 +222,12 @@ def receiver_echoes(range_m, power_w, *, mode, pulse_width_s, tail_s, threshold_
     width, as :func:`sensors.beam.bundle_echoes` does at ``c tau_p / 2``; a tail of tau joins
     echoes up to :func:`merge_limit_s` apart, metres for tens of ns.
 
-    A return's time is the centroid of its filtered signal, which for one pulse shape is the
+    ``timing = "peak"``: a return's time is that of its filtered signal's maximum (searched over
+    the span of its members, :func:`_peak_ranges`; members within a centimetre report their
+    centroid, the same to well below a millimetre). Merged echoes of comparable power closer
+    than the pulse then report a range between them, a weak echo on another's tail moves the
+    peak by a fraction of the pulse, and gaps of metres float nothing. ``"centroid"``: a
+    return's time is the centroid of its filtered signal, which for one pulse shape is the
     power-weighted mean arrival of its members plus the response's mean delay, calibrated
     out: its range is ``sum P_k R_k / sum P_k`` (the truncation of the run by the threshold
     is neglected). Merged echoes of a spot split across an edge thus report a range between
@@ -195,4 +258,12 @@ def receiver_echoes(range_m, power_w, *, mode, pulse_width_s, tail_s, threshold_
     new[:, 1:] = ok[:, 1:] & (at_arrival[:, 1:] < threshold_w)
     peak = np.sum(np.where(pair, ps[:, None, :] * receiver_response(
         dt + t_pk, pulse_width_s=pulse_width_s, tail_s=tail_s), 0.0), axis=2)
-    return report_from_groups(rs, ps, order, new, mode=mode, amplitude=np.where(ok, peak, 0.0))
+    rep = report_from_groups(rs, ps, order, new, mode=mode, amplitude=np.where(ok, peak, 0.0))
+    if timing == "peak":
+        for j in range(rep.range_m.shape[1]):
+            mem = np.take_along_axis(rep.members[:, j, :], order, axis=1)            # sorted order
+            span = np.max(np.where(mem, rs, -np.inf), axis=1) - np.min(np.where(mem, rs, np.inf), axis=1)
+            q = np.flatnonzero(mem.any(axis=1) & (span > _PEAK_SEARCH_MIN_M))
+            if q.size:
+                rep.range_m[q, j] = _peak_ranges(rs[q], ps[q], mem[q], pulse_width_s=pulse_width_s, tail_s=tail_s)
+    return rep

@@ -431,7 +431,7 @@ class PulsedLidar(Sensor):
         elif p.get("receiver_tail_s", 0.0) > 0.0:
             report = receiver_echoes(both.distance.reshape(edge.size, k), self._edge_power(both, energy),
                                      mode=self._beam_mode(), pulse_width_s=p["pulse_width_s"],
-                                     tail_s=p["receiver_tail_s"],
+                                     tail_s=p["receiver_tail_s"], timing=p["edge_timing"],
                                      threshold_w=self._chain.snr_threshold * self._chain.noise_power_w)
         else:
             report = bundle_echoes(both.distance.reshape(edge.size, k), energy, mode=self._beam_mode(),

@@ -139,3 +139,21 @@ def test_plate_before_a_wall_floats_points_only_within_the_tail():
     assert n1 >= 5
     far, _ = _plate_before_wall(30.0, 20e-9)
     assert far == 0
+
+
+def test_peak_timing_of_merged_echoes():
+    """``timing = "peak"``: two equal echoes merge into one symmetric pulse whose maximum lies
+    half-way between them (symmetry; a sum of two equal Gaussians 0.5 sigma apart has one
+    maximum); with a tail the sum is not symmetric, and its maximum still lies between them; unequal echoes a few pulse widths apart keep two maxima and the stronger one's
+    is reported at its own range (less than a millimetre of pull from the other)."""
+    s_m = C2 * pulse_sigma_s(TAU_P)                    # the pulse's sigma in range, 0.32 m
+    r = np.array([[20.0, 20.0 + 0.5 * s_m]])
+    rep = receiver_echoes(r, np.array([[50.0, 50.0]]), mode="strongest", pulse_width_s=TAU_P, tail_s=1e-12,
+                          threshold_w=1.0, timing="peak")
+    assert rep.range_m[0, 0] == pytest.approx(20.0 + 0.25 * s_m, abs=1e-3)                 # 1 mm
+    rep = receiver_echoes(r, np.array([[50.0, 50.0]]), mode="strongest", pulse_width_s=TAU_P, tail_s=10e-9,
+                          threshold_w=1.0, timing="peak")
+    assert 20.0 < rep.range_m[0, 0] < 20.0 + 0.5 * s_m
+    rep = receiver_echoes(np.array([[20.0, 20.0 + 10 * s_m]]), np.array([[50.0, 20.0]]), mode="strongest",
+                          pulse_width_s=TAU_P, tail_s=2e-9, threshold_w=1.0, timing="peak")
+    assert rep.range_m[0, 0] == pytest.approx(20.0, abs=1e-3)
