@@ -26,8 +26,8 @@ Every name is importable from ``sensors.lidar`` (the ``hifi.models`` entry point
 from .firing import (AZIMUTH_STEP_RTOL, FIRING_MODES, azimuth_step_deg, cycles_per_rotation, firing_fractions,
                      mirror_scan_directions)
 from .footprint import EDGE_DEPTH_M, depth_edge_pulses, footprint_params, probe_leaves
-from .impulse import (RECEIVER_TAIL_S, TAIL_SOURCE, merge_limit_s, receiver_echoes, receiver_peak,
-                      receiver_response)
+from .impulse import (EDGE_TIMING, RECEIVER_TAIL_S, TAIL_SOURCE, TIMING_SOURCE, merge_limit_s, receiver_echoes,
+                      receiver_peak, receiver_response)
 from .line import IbeoLux, LineLidar, SickLMS
 from .pulsed import FrontEcho, PulseBatch, PulsedLidar, reorder_echo, take_hits
 from .rotating import HDL32E, HDL64E_S2, VLP16, RotatingLidar
@@ -46,6 +46,7 @@ __all__ = [
     "AZIMUTH_STEP_RTOL", "CLEAR_VISIBILITY_M", "ChainParams", "EDGE_DEPTH_M", "FIRING_MODES", "FOG_BLIND_MIN_M",
     "FRONT_ECHO", "FrontEcho", "HALO_ECHO", "HDL32E", "HDL64E_S2", "Halo", "SNR_THRESHOLD", "TARGET_ECHO", "VLP16",
     "IbeoLux", "LineLidar", "PulseBatch", "PulsedLidar", "RECEIVER_TAIL_S", "RotatingLidar", "TAIL_SOURCE",
+    "TIMING_SOURCE", "EDGE_TIMING",
     "SickLMS", "SignalChain", "azimuth_step_deg", "common_params", "cycles_per_rotation", "depth_edge_pulses",
     "fit_noise_power", "firing_fractions", "footprint_params",
     "lidar_signal_chain", "merge_limit_s", "mirror_scan_directions", "probe_leaves", "receiver_echoes",

@@ -40,24 +40,32 @@ from ..beam import EchoReport
 from ..beam.receiver import report_from_groups
 from ..beam.waveform import pulse_sigma_s
 
-__all__ = ["RECEIVER_TAIL_S", "TAIL_SOURCE", "TIMINGS", "merge_limit_s", "receiver_echoes", "receiver_peak",
+__all__ = ["EDGE_TIMING", "RECEIVER_TAIL_S", "TAIL_SOURCE", "TIMINGS", "TIMING_SOURCE", "merge_limit_s", "receiver_echoes", "receiver_peak",
            "receiver_response"]
 
 #: Time constant of the receiver's exponential impulse response of the rotating lidars and the
-#: Ouster [s]: fitted. No data sheet gives one; ``validation/edge_floating.py --tails`` runs the
-#: Ouster OS1-128 capture's clean-edge table (isolated floating returns per clean edge in the
-#: depth-gap bins 0.5-2, 2-8 and > 8 m; real 0.017, 0.043, 0.132) for tails of 0-40 ns and both
-#: time estimators, three seeds pooled; the least summed squared log ratio simulated / real is
-#: the centroid with 1 ns (ratios 3.0, 1.9, 0.06; 2 ns: 4.5, 1.9, 0.06; 10 ns: 16, 7.6, 0.25;
-#: the peak with 1 ns: 3.2, 2.2, 0 floating). Tails of tens of ns float two to fifteen times too
-#: many points at gaps of 0.5-8 m, whichever the estimator, and no tail floats the > 8 m bin's
-#: 13 % (see validation/edge_floating.md). As a single pole, 1 ns is a 1 / (2 pi tau) = 160 MHz
-#: receiver, the order of published 905 nm APD + TIA lidar channels (Baharmast and
-#: Kostamovaara, Optical Engineering 59(10) 104102, 2020: 260 MHz). The nuScenes HDL-32E sweep
-#: has no floating return at its 50 clean edges and constrains nothing; the same value serves
-#: the Velodynes.
-RECEIVER_TAIL_S = 1e-9
+#: Ouster [s], with :data:`EDGE_TIMING`: fitted. No data sheet gives a receiver response;
+#: ``validation/edge_floating.py --tails`` runs the Ouster OS1-128 capture's clean-edge table
+#: (isolated floating returns per clean edge in the depth-gap bins 0.5-2, 2-8 and > 8 m; real
+#: 2/201, 5/287 and 3/40) for tails of 0-40 ns and both time estimators, three seeds pooled,
+#: and takes the least summed squared log ratio simulated / real (a bin without simulated
+#: floating returns counted as half of one): the peak with 20 ns, 5.2 (ratios 3.0, 1.9, 0.15);
+#: peak 10 ns 8.8 (3.7, 1.9, 0 of 89), 40 ns 9.7 (12, 1.0, 0.15); centroid 1 ns 5.9 (2.9, 2.1,
+#: 0.13), centroid 5 ns and more float 3.5 to 37 times too many points at 0.5-8 m. Counts are
+#: small (the real bins hold 2, 5 and 3 floating returns; the simulated 0.5-2 m and > 8 m
+#: fractions lie at the edges of the real ones' 95 % intervals): the fit says what the data
+#: allow, not an exact value. Twenty ns is the order of the diffusion tail of a silicon APD at
+#: 905 nm (Hamamatsu, Si APD technical note: carriers absorbed below the depletion layer reach
+#: it in tens of ns) rather than a TIA's pole (260 MHz, 0.6 ns, in Baharmast and Kostamovaara,
+#: Optical Engineering 59(10) 104102, 2020). The nuScenes HDL-32E sweep has no floating return
+#: at its 111 clean edges and constrains nothing; the same value serves the Velodynes.
+RECEIVER_TAIL_S = 20e-9
+#: The time estimator of edge returns for the same models: the maximum of the filtered signal
+#: (Velodyne's DSP finds each return's peak in "a full waveform analysis", HDL-64E S3 user's
+#: manual rev. K, "Noise level adjustment"; fitted with :data:`RECEIVER_TAIL_S`).
+EDGE_TIMING = "peak"
 TAIL_SOURCE = "fitted to the Ouster OS1-128 capture's clean-edge floating returns, sensors.lidar.impulse"
+TIMING_SOURCE = "Velodyne HDL-64E S3 manual: peak of a full waveform analysis; fitted with receiver_tail_s"
 
 
 def _emg(t, sigma, tau):
@@ -184,6 +192,33 @@ def _peak_ranges(rs, ps, members_sorted, *, pulse_width_s, tail_s):
     return 0.5 * SPEED_OF_LIGHT_M_S * (t - t_pk)
 
 
+#: Points per pair of consecutive echoes at which :func:`_dips_between` looks for a minimum.
+_DIP_GRID = 24
+
+
+def _dips_between(rs, ps, ts, peak, t_pk, *, pulse_width_s, tail_s):
+    """(p, n - 1) bool: whether the filtered signal of all the echoes of a pulse (sorted by range
+    ``rs``, powers ``ps``, arrivals ``ts`` [s]) has a minimum between the peaks of echoes k and
+    k + 1 (``peak``: the signal at each echo's peak time), lower than both: two maxima, two
+    returns. Pairs closer than :data:`_PEAK_SEARCH_MIN_M` (one surface) never dip."""
+    p, n = rs.shape
+    out = np.zeros((p, n - 1), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        far = np.isfinite(rs[:, 1:]) & ((rs[:, 1:] - rs[:, :-1]) > _PEAK_SEARCH_MIN_M)
+    q, k = np.nonzero(far)
+    if q.size == 0:
+        return out
+    u = np.linspace(0.0, 1.0, _DIP_GRID + 2)[1:-1]
+    t0, t1 = ts[q, k] + t_pk, ts[q, k + 1] + t_pk
+    grid = t0[:, None] + (t1 - t0)[:, None] * u[None, :]                             # (m, G)
+    ok = np.isfinite(rs[q])
+    y = np.sum(np.where(ok[:, None, :], ps[q][:, None, :] * receiver_response(
+        grid[:, :, None] - ts[q][:, None, :], pulse_width_s=pulse_width_s, tail_s=tail_s), 0.0), axis=2)
+    ends = np.minimum(peak[q, k], peak[q, k + 1])
+    out[q, k] = np.min(y, axis=1) < ends * (1.0 - 1e-9)
+    return out
+
+
 def receiver_echoes(range_m, power_w, *, mode, pulse_width_s, tail_s, threshold_w,
                     timing="centroid") -> EchoReport:
     """Returns of small sub-ray bundles (edge footprints) as the receiver's filtered waveform
@@ -222,11 +257,16 @@ def receiver_echoes(range_m, power_w, *, mode, pulse_width_s, tail_s, threshold_
     width, as :func:`sensors.beam.bundle_echoes` does at ``c tau_p / 2``; a tail of tau joins
     echoes up to :func:`merge_limit_s` apart, metres for tens of ns.
 
-    ``timing = "peak"``: a return's time is that of its filtered signal's maximum (searched over
-    the span of its members, :func:`_peak_ranges`; members within a centimetre report their
-    centroid, the same to well below a millimetre). Merged echoes of comparable power closer
-    than the pulse then report a range between them, a weak echo on another's tail moves the
-    peak by a fraction of the pulse, and gaps of metres float nothing. ``"centroid"``: a
+    ``timing = "peak"``: the receiver finds the maxima of the filtered signal, as the
+    divergent-beam receiver splits its waveform at the minima (:func:`sensors.beam.process_returns`):
+    return k + 1 also starts a new return where the signal dips between the peaks of k and
+    k + 1 below both (:func:`_dips_between`), and a return's time is that of its maximum
+    (searched over the span of its members, :func:`_peak_ranges`; members within a centimetre
+    report their centroid, the same to well below a millimetre). Echoes of comparable power
+    closer than about the pulse's width merge into one maximum between them; a weaker echo on
+    the falling tail of a stronger one leaves no maximum of its own where the tail falls
+    faster than its rise climbs, and pulls the merged peak toward it. Each merged return's
+    range lies between its surfaces. ``"centroid"``: a
     return's time is the centroid of its filtered signal, which for one pulse shape is the
     power-weighted mean arrival of its members plus the response's mean delay, calibrated
     out: its range is ``sum P_k R_k / sum P_k`` (the truncation of the run by the threshold
@@ -258,6 +298,8 @@ def receiver_echoes(range_m, power_w, *, mode, pulse_width_s, tail_s, threshold_
     new[:, 1:] = ok[:, 1:] & (at_arrival[:, 1:] < threshold_w)
     peak = np.sum(np.where(pair, ps[:, None, :] * receiver_response(
         dt + t_pk, pulse_width_s=pulse_width_s, tail_s=tail_s), 0.0), axis=2)
+    if timing == "peak":
+        new[:, 1:] |= ok[:, 1:] & _dips_between(rs, ps, ts, peak, t_pk, pulse_width_s=pulse_width_s, tail_s=tail_s)
     rep = report_from_groups(rs, ps, order, new, mode=mode, amplitude=np.where(ok, peak, 0.0))
     if timing == "peak":
         for j in range(rep.range_m.shape[1]):

@@ -351,13 +351,17 @@ class PulsedLidar(Sensor):
         ray; pulses at a depth edge (:func:`depth_edge_pulses` over the scan ``grid``, rings
         in ``ring_order``) cast ``edge_subrays`` - 1 more sub-rays of the same footprint (the
         pencil ray is sub-ray 0 of :func:`sensors.beam.subray_pattern`); their returns are
-        grouped into echoes at the pulse's range resolution (:func:`sensors.beam.bundle_echoes`;
-        ``average`` mode: the waveform receiver :func:`sensors.beam.beam_echoes`) and
-        ``return_mode`` picks the echo. That pulse's hit
+        grouped into echoes by the receiver's filtered waveform where ``receiver_tail_s`` > 0
+        (:func:`sensors.lidar.impulse.receiver_echoes`: the pulse convolved with the receiver's
+        impulse response, timed by ``edge_timing``; each sub-ray's share of the pulse at its
+        lidar-equation power, :meth:`_edge_power`), else at the pulse's range resolution
+        (:func:`sensors.beam.bundle_echoes`; ``average`` mode: the waveform receiver
+        :func:`sensors.beam.beam_echoes`), and ``return_mode`` picks the echo. That pulse's hit
         becomes the hit of the echo's dominant sub-ray (surface, normal, object, point) with
         the echo's range as ``distance``, so the measurement chain sees a pencil hit and
-        echoes are None: an edge pulse reports one of the two surfaces (or, for steps below the
-        0.75 m range resolution, a range between them), never the pencil's choice by default.
+        echoes are None: an edge pulse reports one of the two surfaces or, where the receiver
+        merges their echoes, a range between them (a mixed pixel), never the pencil's choice by
+        default.
         Its power is that of the dominant surface (the partial coverage of the spot is not
         applied). ``edge_subrays`` = 0 is the pencil beam everywhere.
         """
