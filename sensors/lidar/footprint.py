@@ -42,8 +42,8 @@ def footprint_params(params, *, divergence_rad, divergence_v_rad=None, aperture_
     params["receiver_tail_s"] = Param(
         "float", default=receiver_tail_s, minimum=0.0, maximum=1e-6,
         doc=f"time constant of the exponential tail of the receiver's impulse response (APD diffusion + TIA) "
-            f"[s]; edge footprints merge echoes while it holds the signal above the threshold "
-            f"(sensors.lidar.impulse); 0: echoes merge within c * pulse_width_s / 2 ({tail_source})")
+            f"[s]; edge footprints group their echoes by the filtered waveform (sensors.lidar.impulse); 0: echoes "
+            f"merge within c * pulse_width_s / 2 ({tail_source})")
     params["edge_timing"] = Param(
         "str", default=edge_timing, choices=("centroid", "peak"),
         doc=f"receiver_tail_s > 0: time of an edge return, the centroid of its filtered signal or its maximum "
