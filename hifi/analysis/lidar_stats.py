@@ -709,7 +709,7 @@ def edge_points(range_m, detected, *, min_jump_m=1.0, break_abs_m=0.15, break_re
     nring, ncol = r.shape
     e = _ring_edges(r, min_jump_m=min_jump_m, break_abs_m=break_abs_m, break_rel=break_rel, min_run=min_run,
                     max_gap=max_gap)
-    seq, idx, is_edge, floating, inside, vals = e.seq, e.idx, e.is_edge, e.floating, e.inside, e.vals
+    idx, is_edge, floating, inside, vals = e.idx, e.is_edge, e.floating, e.inside, e.vals
     n_edges = int(is_edge.sum())
     n_between = int((inside & np.isfinite(vals))[is_edge].sum())
     n_float_per = floating[is_edge].sum(axis=1)

@@ -170,7 +170,6 @@ def bundle_echoes(range_m, energy, *, resolution_m, mode):
     order = np.argsort(np.where(has, r, np.inf), axis=1, kind="stable")
     rs = np.take_along_axis(np.where(has, r, np.inf), order, axis=1)
     es = np.take_along_axis(np.where(has, e, 0.0), order, axis=1)
-    ok = np.isfinite(rs)
     new = np.zeros((p, n), dtype=bool)
     with np.errstate(invalid="ignore"):                            # inf - inf past the last return
         new[:, 1:] = (rs[:, 1:] - rs[:, :-1]) > resolution_m

@@ -51,7 +51,7 @@ __all__ = ["EDGE_TIMING", "RECEIVER_TAIL_S", "TAIL_SOURCE", "TIMINGS", "TIMING_S
 #: and takes the least summed squared log ratio simulated / real (a bin without simulated
 #: floating returns counted as half of one): the peak with 20 ns, 5.2 (ratios 3.0, 1.9, 0.15);
 #: peak 10 ns 8.8 (3.7, 1.9, 0 of 89), 40 ns 9.7 (12, 1.0, 0.15); centroid 1 ns 5.9 (2.9, 2.1,
-#: 0.13), centroid 5 ns and more float 3.5 to 37 times too many points at 0.5-8 m. Counts are
+#: 0.13), centroid 5 ns and more float 3.5 to 44 times too many points at 0.5-8 m. Counts are
 #: small (the real bins hold 2, 5 and 3 floating returns; the simulated 0.5-2 m and > 8 m
 #: fractions lie at the edges of the real ones' 95 % intervals): the fit says what the data
 #: allow, not an exact value. Twenty ns is the order of the diffusion tail of a silicon APD at
