@@ -839,9 +839,9 @@ def clean_edge_points(points_sensor, detected, *, gap_bins_m=EDGE_GAP_BINS_M, pl
     do not come in pairs at one range); the statistic is the *isolated* ones
     (:func:`edge_points`' ``n_isolated``), the receiver's own. An isolated floating return's *position* is
     ``(r - r_near) / (r_far - r_near)``.
-    Tuley, Vandapel and Hebert (ICRA 2005, sec. III) survey where mixed pixels fall between the
-    two surfaces; Hebert and Krotkov (Image and Vision Computing 10(3), 1992) first measured them
-    at the edges of a single target.
+    Tuley, Vandapel and Hebert (ICRA 2005) survey where mixed pixels fall between the two
+    surfaces; Hebert and Krotkov (Image and Vision Computing 10(3), 1992) measured them on
+    imaging laser radars.
     """
     p = np.asarray(points_sensor, dtype=float)
     det = np.asarray(detected, dtype=bool) & np.all(np.isfinite(p), axis=-1)

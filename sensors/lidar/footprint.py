@@ -41,7 +41,7 @@ def footprint_params(params, *, divergence_rad, divergence_v_rad=None, aperture_
                                        "(n_subrays = 1); 0: pencil beams everywhere")
     params["receiver_tail_s"] = Param(
         "float", default=receiver_tail_s, minimum=0.0, maximum=1e-6,
-        doc=f"time constant of the exponential tail of the receiver's impulse response (APD diffusion + TIA) "
+        doc=f"time constant of the exponential tail of the receiver's impulse response (APD + TIA) "
             f"[s]; edge footprints group their echoes by the filtered waveform (sensors.lidar.impulse); 0: echoes "
             f"merge within c * pulse_width_s / 2 ({tail_source})")
     params["edge_timing"] = Param(

@@ -2,22 +2,25 @@
 
 A pulsed lidar does not time the optical pulse but the photocurrent after its avalanche
 photodiode (APD), transimpedance amplifier (TIA) and filter: the received pulse convolved with
-the receiver's impulse response. At 905 nm a silicon APD absorbs a share of the photons below
-its depletion layer, whose carriers reach the junction by diffusion, so its response has a slow
-tail of tens of nanoseconds behind the fast part (Hamamatsu, *Si APD* technical note, "Response
-characteristics": the diffusion current of long wavelengths); the TIA's single pole adds its own
-exponential decay. Where a beam footprint straddles a depth edge, the far part of the spot
-echoes while the tail of the near part's echo is still above the detection threshold: the
-receiver sees one return instead of two, and the time it reports for it lies between the two
-surfaces. Velodyne's DSP "conducts a full waveform analysis" of each return and ignores returns
-"below a certain noise floor" (HDL-64E S3 user's manual, rev. K, "Noise level adjustment"); its
-time estimator is not published: here it is the centroid of the return, as the divergent-beam
-receiver (:func:`sensors.beam.process_returns`) reports it.
+the receiver's impulse response. Below breakdown the mean avalanche current of an APD decays
+exponentially after its initial transient (Groves, Tan, David, Rees and Hayat, "Exponential
+time response in analogue and Geiger mode avalanche photodiodes", IEEE Trans. Electron Devices
+52(7), 1527, 2005); at 905 nm a silicon APD also absorbs photons below its depletion layer,
+whose carriers arrive late by diffusion, and the TIA's pole adds its own exponential decay.
+The model is one exponential of time constant tau behind the Gaussian pulse. Where a beam
+footprint straddles a depth edge, the far part of the spot echoes while the near part's echo
+is still decaying: the receiver may see one return instead of two, and the time it reports
+for it lies between the two surfaces. Velodyne's DSP "conducts a full waveform analysis" of
+each return and ignores returns "below a certain noise floor" (HDL-64E S3 user's manual,
+rev. K, "Noise level adjustment"); its time estimator is not published: ``timing`` is the
+maximum of the filtered signal ("peak", the rotating lidars' and the Ouster's default) or its
+centroid ("centroid", as the divergent-beam receiver :func:`sensors.beam.process_returns`
+reports a return).
 
 Mixed pixels ("floating" returns between the two surfaces of an edge) were measured on imaging
 laser radars by Hebert and Krotkov ("3D measurements from imaging laser radars: how good are
-they?", Image and Vision Computing 10(3), 1992, sec. 4) and surveyed by Tuley, Vandapel and
-Hebert ("Analysis and removal of artifacts in 3-D LADAR data", ICRA 2005, sec. III): they occur
+they?", Image and Vision Computing 10(3), 1992) and surveyed by Tuley, Vandapel and Hebert
+("Analysis and removal of artifacts in 3-D LADAR data", ICRA 2005, pp. 2203-2210): they occur
 only within a range of depth gaps that the receiver sets, and fall anywhere between the two
 surfaces.
 
@@ -54,18 +57,19 @@ __all__ = ["EDGE_TIMING", "RECEIVER_TAIL_S", "TAIL_SOURCE", "TIMINGS", "TIMING_S
 #: 0.13), centroid 5 ns and more float 3.5 to 44 times too many points at 0.5-8 m. Counts are
 #: small (the real bins hold 2, 5 and 3 floating returns; the simulated 0.5-2 m and > 8 m
 #: fractions lie at the edges of the real ones' 95 % intervals): the fit says what the data
-#: allow, not an exact value. Twenty ns is the order of the diffusion tail of a silicon APD at
-#: 905 nm (Hamamatsu, Si APD technical note: carriers absorbed below the depletion layer reach
-#: it in tens of ns) rather than a TIA's pole (260 MHz, 0.6 ns, in Baharmast and Kostamovaara,
-#: Optical Engineering 59(10) 104102, 2020). The nuScenes HDL-32E sweep has no floating return
+#: allow, not an exact value. Twenty ns is far longer than a fast TIA's pole (260 MHz, 0.6 ns,
+#: in Baharmast and Kostamovaara, Optical Engineering 59(10) 104102, 2020): a slow tail of the
+#: detector (avalanche decay, Groves et al. 2005; diffusion at 905 nm) or the filter, not
+#: published for these sensors. The nuScenes HDL-32E sweep has no floating return
 #: at its 111 clean edges and constrains nothing; the same value serves the Velodynes.
 RECEIVER_TAIL_S = 20e-9
-#: The time estimator of edge returns for the same models: the maximum of the filtered signal
-#: (Velodyne's DSP finds each return's peak in "a full waveform analysis", HDL-64E S3 user's
-#: manual rev. K, "Noise level adjustment"; fitted with :data:`RECEIVER_TAIL_S`).
+#: The time estimator of edge returns for the same models: the maximum of the filtered signal.
+#: Velodyne's DSP "conducts a full waveform analysis" of each return (HDL-64E S3 user's manual,
+#: rev. K) without saying how it times it; the peak is fitted with :data:`RECEIVER_TAIL_S`.
 EDGE_TIMING = "peak"
 TAIL_SOURCE = "fitted to the Ouster OS1-128 capture's clean-edge floating returns, sensors.lidar.impulse"
-TIMING_SOURCE = "Velodyne HDL-64E S3 manual: peak of a full waveform analysis; fitted with receiver_tail_s"
+TIMING_SOURCE = ("Velodyne's HDL-64E S3 manual: a full waveform analysis per return, its estimator unpublished; "
+                 "fitted with receiver_tail_s")
 
 
 def _emg(t, sigma, tau):
