@@ -231,6 +231,9 @@ def _peak_ranges(rs, ps, members_sorted, *, pulse_width_s, tail_s):
 
 #: Points per pair of consecutive echoes at which :func:`_dips_between` looks for a minimum.
 _DIP_GRID = 24
+#: A dip must fall this far (relative) below the lower of the two peaks: rounding of a flat
+#: shoulder (a weak echo on a tail) is not a minimum.
+_DIP_RTOL = 1e-9
 
 
 def _dips_between(rs, ps, ts, peak, t_pk, g, dip_min_m):
@@ -255,7 +258,7 @@ def _dips_between(rs, ps, ts, peak, t_pk, g, dip_min_m):
     ok = np.isfinite(rs[q])
     y = np.sum(np.where(ok[:, None, :], ps[q][:, None, :] * g(grid[:, :, None] - ts[q][:, None, :]), 0.0), axis=2)
     ends = np.minimum(peak[q, k], peak[q, k + 1])
-    out[q, k] = np.min(y, axis=1) < ends * (1.0 - 1e-9)
+    out[q, k] = np.min(y, axis=1) < ends * (1.0 - _DIP_RTOL)
     return out
 
 
