@@ -13,6 +13,7 @@ from hifi.api.params import Param
 from .. import calibration as cal
 from .firing import AZIMUTH_STEP_RTOL, FIRING_MODES, azimuth_step_deg, cycles_per_rotation, firing_fractions
 from .footprint import footprint_params
+from .impulse import EDGE_TIMING, RECEIVER_TAIL_S, TAIL_SOURCE, TIMING_SOURCE
 from .pulsed import PulseBatch, PulsedLidar
 from .signal import FocalCompensation, common_params
 
@@ -291,7 +292,9 @@ class HDL64E_S2(RotatingLidar):
         noise_source="fit to published HDL-64E recordings: per-shot sigma ~7 mm median on a road at 7-40 m, "
                      "ring-to-ring offsets 2.5-4 cm",
         intensity_full_scale=255.0, intensity_max=255, intensity_source="HDL-64E S2 manual: intensity byte 0..255"),
-        divergence_rad=0.002, source="assumed 2 mrad: the HDL-64E S2 documents give no figure", dual=True)
+        divergence_rad=0.002, source="assumed 2 mrad: the HDL-64E S2 documents give no figure", dual=True,
+        receiver_tail_s=RECEIVER_TAIL_S, tail_source=TAIL_SOURCE,
+        edge_timing=EDGE_TIMING, timing_source=TIMING_SOURCE)
     PARAMS["intensity_compensation"] = Param(
         "bool", default=False,
         doc="report the HDL-64E S2's own intensity: the raw byte, which is not range-compensated in the sensor "
@@ -341,7 +344,9 @@ class HDL32E(RotatingLidar):
         intensity_full_scale=100.0, intensity_max=255,
         intensity_source="HDL-32E / VLP-16 manuals: 0..100 diffuse, 101..255 retroreflective"),
         divergence_rad=0.003, divergence_v_rad=0.0015,
-        source="3.0 x 1.5 mrad, Velodyne's VLP-16 / VLS-128 manuals; assumed the same for the HDL-32E", dual=True)
+        source="3.0 x 1.5 mrad, Velodyne's VLP-16 / VLS-128 manuals; assumed the same for the HDL-32E", dual=True,
+        receiver_tail_s=RECEIVER_TAIL_S, tail_source=TAIL_SOURCE,
+        edge_timing=EDGE_TIMING, timing_source=TIMING_SOURCE)
 
 
 class VLP16(RotatingLidar):
@@ -370,4 +375,6 @@ class VLP16(RotatingLidar):
                      "typical accuracy",
         intensity_full_scale=100.0, intensity_max=255,
         intensity_source="VLP-16 manual: 0..100 diffuse, 101..255 retroreflective"),
-        divergence_rad=0.003, divergence_v_rad=0.0015, source="VLP-16 user's manual: 3.0 x 1.5 mrad", dual=True)
+        divergence_rad=0.003, divergence_v_rad=0.0015, source="VLP-16 user's manual: 3.0 x 1.5 mrad", dual=True,
+        receiver_tail_s=RECEIVER_TAIL_S, tail_source=TAIL_SOURCE,
+        edge_timing=EDGE_TIMING, timing_source=TIMING_SOURCE)
