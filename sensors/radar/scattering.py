@@ -38,6 +38,14 @@ Notes
   the road-sphere ghost of a sphere over the road matches the image method within 0.1 dB
   (plane wave), the road-sphere-road ghost comes out 4.5-6 dB too strong and converges
   slowly with the tube spacing (tests/sensors/test_radar.py, docs/radar.md).
+- Panel curvature (:func:`panel_centroids`, ``curvature_radius_m``): a flat panel of a mesh
+  whose material has a finite radius of curvature R scatters as a spherical cap of radius R
+  tangent to it at the panel's centroid (the surface sags ``|x|^2 / 2R`` behind the facet at
+  ``x`` from the centroid). Its specular flash so tends to the cap's ``pi R^2`` (Knott et al.,
+  *Radar Cross Section*, 2nd ed., Table 6.1, doubly curved surface) instead of a flat plate's
+  ``4 pi A^2 / lambda^2``, and lasts over the aspects whose specular point stays on the panel
+  (half-width / R radians). The facet's normal still sets the Fresnel coefficient and the
+  obliquity; the reflected ray leaves along the cap's local normal, so its tube diverges.
 - Roughness (:mod:`sensors.radar.materials`) lowers the coherent term by ``exp(-g / 2)`` and adds
   an incoherent Lambertian term of random phase (``diffuse``).
 """
@@ -142,6 +150,49 @@ def footprint_integral(b, c):
     return out
 
 
+def panel_centroids(vertices, faces) -> np.ndarray:
+    """Centroid of the flat panel each face belongs to [m], body frame, (n_faces, 3).
+
+    A panel is a set of edge-connected coplanar faces (``trimesh.Trimesh.facets``, trimesh's
+    default angle tolerance); its centroid is area-weighted. A face in no such set is its own
+    panel.
+
+    Parameters
+    ----------
+    vertices : (v, 3) float
+        Body-frame vertices [m].
+    faces : (n_faces, 3) int
+        Vertex indices of each triangle.
+
+    Returns
+    -------
+    (n_faces, 3) float64
+    """
+    import trimesh
+
+    mesh = trimesh.Trimesh(np.asarray(vertices, dtype=float), np.asarray(faces, dtype=np.int64), process=False)
+    area = mesh.area_faces
+    out = np.array(mesh.triangles_center, dtype=float)
+    for group in mesh.facets:
+        w = area[group]
+        out[group] = (w[:, None] * mesh.triangles_center[group]).sum(axis=0) / max(float(w.sum()), 1e-300)
+    return out
+
+
+def _panel_offsets(scene, object_id, face, points, normals, t_s, panels):
+    """In-plane offset of each hit point from its panel's centroid [m], scene frame, (n, 3);
+    zero on objects without ``panels`` entries."""
+    x = np.zeros_like(points)
+    for oid in np.unique(object_id):
+        cent = panels.get(int(oid))
+        if cent is None:
+            continue
+        sel = object_id == oid
+        c = scene.pose_at(scene.objects[int(oid)].name, float(t_s)).apply(cent[face[sel]])
+        x[sel] = points[sel] - np.asarray(c, dtype=float)
+    return x - normals * np.sum(x * normals, axis=1, keepdims=True)
+
+
 def _point_velocity(scene, object_id, points, t_s):
     """Velocity of the surface points of the objects hit [m/s], scene frame, (n, 3): the
     object's velocity plus its angular rate x the lever arm (rigid motion,
@@ -239,7 +290,8 @@ def _reflect(vec, nrm):
 
 def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_s, *, wavelength_m,
           permittivity, rms_height_m, radar_position=None, radar_velocity=None, far_direction=None,
-          max_path_m=np.inf, max_bounces=MAX_RADAR_BOUNCES, diffuse=True, rng=None, grid_shape=None) -> Contributions:
+          max_path_m=np.inf, max_bounces=MAX_RADAR_BOUNCES, diffuse=True, rng=None, grid_shape=None,
+          curvature_radius_m=None, panels=None) -> Contributions:
     """Trace radar ray tubes and return their echo contributions.
 
     Parameters
@@ -278,6 +330,13 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
         says (the ray tube of four corner rays, Ling et al. 1989, sec. II). Without it, or where
         a neighbour left the path, the edges grow with the path length (image-source
         divergence, exact after flat facets).
+    curvature_radius_m : (n_objects + 1,) float, optional
+        Radius of curvature of each object's panels [m] (``inf``: flat, as meshed); with
+        ``panels`` a panel scatters as a spherical cap of that radius tangent at its centroid
+        (module notes).
+    panels : dict of int to (n_faces, 3) float, optional
+        Object index -> :func:`panel_centroids` of its mesh [m], body frame, for the objects
+        of finite ``curvature_radius_m``.
 
     Returns
     -------
@@ -317,12 +376,12 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
         if idx.size == 0:
             break
         times = np.full(idx.size, float(t_s))
-        dist, oid, _, nrm = caster.nearest(pos, d, times, np.maximum(max_path_m - out_len, 0.0))
+        dist, oid, face, nrm = caster.nearest(pos, d, times, np.maximum(max_path_m - out_len, 0.0))
         hit = (oid >= 0) & np.isfinite(dist)
         if not np.any(hit):
             break
         sel = np.flatnonzero(hit)
-        idx, pos, d, dist, oid, nrm = idx[sel], pos[sel], d[sel], dist[sel], oid[sel], nrm[sel]
+        idx, pos, d, dist, oid, face, nrm = idx[sel], pos[sel], d[sel], dist[sel], oid[sel], face[sel], nrm[sel]
         e_m, e_rad, L, out_len, gamma, rate, v_prev = (e_m[:, sel], e_rad[:, sel], L[sel], out_len[sel], gamma[sel],
                                                        rate[sel], v_prev[sel])
         first_obj, far_obj, far_dist, multi, departure = (first_obj[sel], far_obj[sel], far_dist[sel], multi[sel],
@@ -371,6 +430,14 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
         dn = np.sum(d * nrm, axis=1)
         fp = edges - d[None] * (np.sum(edges * nrm[None], axis=2) / dn[None])[:, :, None]
         dS = np.linalg.norm(np.cross(fp[0], fp[1]), axis=1)
+        # curved panels: offset x from the panel's centroid, 1 / R; the cap sags |x|^2 / 2R behind
+        # the facet, which lengthens the two-way path by (cos i + cos s) |x|^2 / 2R
+        inv_r = np.zeros(p.shape[0])
+        x_t = np.zeros_like(p)
+        if curvature_radius_m is not None and panels:
+            inv_r = np.where(np.isin(oid, list(panels)), 1.0 / np.asarray(curvature_radius_m, dtype=float)[oid], 0.0)
+            if np.any(inv_r > 0.0):
+                x_t = _panel_offsets(scene, oid, face, p, nrm, t_s, panels)
         # back toward the radar: facing it, and nothing in the way
         offset = caster.secondary_offset_m(p, oid)
         start = p + nrm * offset[:, None]
@@ -392,12 +459,19 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
             if not plane:
                 e_out = fp[:, s] - rhat[s][None] * np.sum(fp[:, s] * rhat[s][None], axis=2)[:, :, None]
                 curv = curv + 0.5 * k * np.sum(e_out * e_out, axis=2) / back[s][None]
-            sinc = (footprint_integral(np.sum(q * fp[0, s], axis=1), curv[0])
-                    * footprint_integral(np.sum(q * fp[1, s], axis=1), curv[1]))
+            # the cap's sag about the tube's centre: a tilt (linear) and a curvature (quadratic) term
+            kappa = 0.5 * (cos_in[s] + cos_out[s]) * inv_r[s]
+            tilt = 2.0 * k * kappa[None] * np.sum(x_t[s][None] * fp[:, s], axis=2)
+            curv = curv + k * kappa[None] * np.sum(fp[:, s] * fp[:, s], axis=2)
+            # b and c are k x the extra path across the footprint, whose phase is exp(-j k path) as
+            # the tube's centre's: the integral of exp(-j (b s + c s^2)), the conjugate
+            sinc = np.conj(footprint_integral(np.sum(q * fp[0, s], axis=1) + tilt[0], curv[0])
+                           * footprint_integral(np.sum(q * fp[1, s], axis=1) + tilt[1], curv[1]))
             g_bi = (k * h[s] * (cos_in[s] + cos_out[s])) ** 2          # Beckmann's bistatic roughness
             path = L[s] + back[s]
+            sag = kappa * np.sum(x_t[s] * x_t[s], axis=1)
             amp = (pre * gamma[s] * divergence[s] * (-g_in[s]) * 0.5 * (cos_in[s] + cos_out[s]) * dS[s] * sinc
-                   * np.exp(-0.5 * g_bi) * np.exp(-1j * k * path))
+                   * np.exp(-0.5 * g_bi) * np.exp(-1j * k * (path + sag)))
             arrival = -rhat[s]
             back_rate = -np.sum(rhat[s] * (v_p[s] - v_radar), axis=1)
             common = (path, out_len[s], back[s], departure[s],
@@ -415,9 +489,11 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
         # the specular ray goes on, its coherent part only
         g_sp = rayleigh_roughness(cos_in, h, k)
         gamma = gamma * g_in * np.exp(-0.5 * g_sp)
-        d = _reflect(d, nrm)
-        e_m = _reflect(e_m, nrm[None])
-        e_rad = _reflect(e_rad, nrm[None])
+        n_cap = nrm + x_t * inv_r[:, None]                    # the cap's normal at the hit (convex)
+        n_cap /= np.linalg.norm(n_cap, axis=1, keepdims=True)
+        d = _reflect(d, n_cap)
+        e_m = _reflect(e_m, n_cap[None])
+        e_rad = _reflect(e_rad, n_cap[None])
         pos = start
         v_prev = v_p
     if not parts:
@@ -428,7 +504,8 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
 
 
 def plane_wave_rcs(caster, scene, toward_radar, center, half_width_m, spacing_m, *, wavelength_m, permittivity,
-                   rms_height_m, max_bounces=MAX_RADAR_BOUNCES, start_m=None) -> float:
+                   rms_height_m, max_bounces=MAX_RADAR_BOUNCES, start_m=None, curvature_radius_m=None,
+                   panels=None) -> float:
     """Monostatic RCS [m^2] of the scene for a plane wave from ``toward_radar`` (unit vector
     from the target to the radar): a square grid of ray tubes ``spacing_m`` apart covering
     ``half_width_m`` around ``center`` [m], coherent sum of :func:`shoot`'s contributions."""
@@ -446,5 +523,5 @@ def plane_wave_rcs(caster, scene, toward_radar, center, half_width_m, spacing_m,
     edges = np.stack([np.broadcast_to(a * spacing_m, (n, 3)), np.broadcast_to(b * spacing_m, (n, 3))])
     c = shoot(caster, scene, origins, dirs, edges, np.zeros((2, n, 3)), 0.0, wavelength_m=wavelength_m,
               permittivity=permittivity, rms_height_m=rms_height_m, far_direction=u, max_bounces=max_bounces,
-              diffuse=False, grid_shape=ga.shape)
+              diffuse=False, grid_shape=ga.shape, curvature_radius_m=curvature_radius_m, panels=panels)
     return float(np.abs(np.sum(c.amplitude)) ** 2)
