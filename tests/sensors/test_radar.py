@@ -19,7 +19,7 @@ from sensors.radar import Radar, RadarARS408, RadarAWR1843
 from sensors.radar.materials import permittivity
 from sensors.radar.presets import PRESETS
 from sensors.radar.receiver import ca_cfar, caso_alpha, rain_specific_attenuation_db_km
-from sensors.radar.scattering import footprint_integral, plane_wave_rcs, shoot, tube_edges_spherical
+from sensors.radar.scattering import footprint_integral, panel_centroids, plane_wave_rcs, shoot, tube_edges_spherical
 from sensors.radar.waveform import RadarConfig, window_snr_loss
 
 # The entry points live in pyproject.toml; register in-process too, so the tests run from a
@@ -78,6 +78,26 @@ def test_triangular_trihedral_on_its_axis_has_4_pi_a4_over_3_lambda2():
     one = plane_wave_rcs(caster, sc, [1, 1, 1], [a / 3] * 3, 0.16, 0.001, wavelength_m=LAM, permittivity=METAL,
                          rms_height_m=SMOOTH, max_bounces=1)
     assert _db(one / sigma) < -15.0
+
+
+@pytest.mark.parametrize("spacing_m", [0.005, 0.1])
+def test_curved_panel_scatters_as_a_spherical_cap(spacing_m):
+    # a 1 m flat plate whose material has panels of radius R = 2 m: the cap's specular point
+    # lies well inside the plate (edges 201 rad of sag phase away), so its RCS is the doubly
+    # curved surface's geometric-optics pi R1 R2 (Knott et al., Table 6.1), not the flat plate's
+    # 4 pi A^2 / lambda^2 (61 dBsm); also with tubes wider than the cap's Fresnel zone
+    # sqrt(lambda R / 2) = 0.06 m (the footprint's Fresnel integral)
+    a, r = 1.0, 2.0
+    plate = trimesh.Trimesh(vertices=[[0, -a / 2, -a / 2], [0, a / 2, -a / 2], [0, a / 2, a / 2], [0, -a / 2, a / 2]],
+                            faces=[[0, 1, 2], [0, 2, 3]], process=False)
+    sc, caster = _one_object_scene(plate)
+    panels = {0: panel_centroids(plate.vertices, plate.faces)}
+    for deg in (0.0, 5.0):                                # 5 deg: specular point 0.17 m off centre
+        th = np.radians(deg)
+        sigma = plane_wave_rcs(caster, sc, [np.cos(th), np.sin(th), 0.0], [0, 0, 0], 0.55, spacing_m,
+                               wavelength_m=LAM, permittivity=METAL, rms_height_m=SMOOTH,
+                               curvature_radius_m=np.array([r, np.inf]), panels=panels)
+        assert abs(_db(sigma / (np.pi * r * r))) < 1.0
 
 
 def test_square_plate_near_the_radar_follows_the_fresnel_integral():
