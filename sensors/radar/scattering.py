@@ -57,6 +57,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import fresnel
 
+from hifi.constants import SECONDARY_RAY_OFFSET_REL
+
 from .materials import diffuse_sigma0, fresnel_te, rayleigh_roughness
 
 #: Quadratic phase across a footprint edge below which :func:`footprint_integral` is a sinc [rad]:
@@ -439,7 +441,10 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
             if np.any(inv_r > 0.0):
                 x_t = _panel_offsets(scene, oid, face, p, nrm, t_s, panels)
         # back toward the radar: facing it, and nothing in the way
-        offset = caster.secondary_offset_m(p, oid)
+        # the hit point lies along a float32 distance: its error grows with the segment's length
+        # (0.03 mm at 325 m), past the caster's clearance of the triangle's own coordinates, and
+        # a shadow ray from below the surface finds the facet it leaves (a row of tubes lost)
+        offset = np.maximum(caster.secondary_offset_m(p, oid), SECONDARY_RAY_OFFSET_REL * dist)
         start = p + nrm * offset[:, None]
         facing = cos_out > 0.0
         seen = np.zeros(p.shape[0], dtype=bool)
