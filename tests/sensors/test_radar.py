@@ -100,6 +100,30 @@ def test_curved_panel_scatters_as_a_spherical_cap(spacing_m):
         assert abs(_db(sigma / (np.pi * r * r))) < 1.0
 
 
+def test_far_hits_keep_their_shadow_rays():
+    # a 1 m face of 2 m panel radius 325 m from the radar, 0.01 deg tubes (0.057 m): its echo is
+    # the cap's pi R^2 (Knott et al., Table 6.1). The hit point lies along a float32 distance, so
+    # a shadow ray whose clearance ignored that distance started below the face, found it, and a
+    # row of tubes went missing (the echo fell 7.5 dB at this range)
+    rng, r = 325.0, 2.0
+    box = trimesh.creation.box([0.1, 1.0, 1.0])
+    box.apply_translation([rng + 0.05, 0.0, 0.5])
+    sc, caster = _one_object_scene(box)
+    step = np.radians(0.01)
+    g = np.radians(-0.2) + step * (np.arange(40) + 0.5)
+    yaw, pitch = (a.ravel() for a in np.meshgrid(g, g, indexing="ij"))
+    dirs = np.stack([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)], axis=1)
+    edges = tube_edges_spherical(yaw, pitch, step, step)
+    radar = np.array([0.0, 0.0, 1.0])
+    n = dirs.shape[0]
+    c = shoot(caster, sc, np.broadcast_to(radar, (n, 3)).copy(), dirs, np.zeros_like(edges), edges, 0.0,
+              wavelength_m=LAM, permittivity=METAL, rms_height_m=SMOOTH, radar_position=radar, diffuse=False,
+              grid_shape=(40, 40), curvature_radius_m=np.array([r, np.inf]),
+              panels={0: panel_centroids(sc.objects[0].vertices, sc.objects[0].faces)})
+    sigma = abs(np.sum(c.amplitude * rng ** 2 / (c.out_m * c.back_m))) ** 2
+    assert abs(_db(sigma / (np.pi * r * r))) < 1.0
+
+
 def test_square_plate_near_the_radar_follows_the_fresnel_integral():
     # A 2 m plate 20 m from a point radar: 7 Fresnel zones across, far from the far field
     # (2 D^2 / lambda = 4 km). Closed form, paraxial: the monostatic path 2R + (x^2 + y^2) / R
