@@ -34,10 +34,12 @@ Notes
 - No edge diffraction (PTD), no creeping waves, no transmission through dielectrics.
 - A tube takes the normal of the facet its centre hits over its whole footprint: footprints
   larger than the facets of a curved mesh overstate its specular flashes.
-- A tube's widening after a curved surface comes from its grid neighbours (``grid_shape``):
-  the road-sphere ghost of a sphere over the road matches the image method within 0.1 dB
-  (plane wave), the road-sphere-road ghost comes out 4.5-6 dB too strong and converges
-  slowly with the tube spacing (tests/sensors/test_radar.py, docs/radar.md).
+- A tube's widening after a curved surface comes from its grid neighbours (``grid_shape``),
+  and the ray leaves a tessellated curved body along the interpolated vertex normal
+  (``smooth``, :func:`smooth_normals`): with the facets' own normals, tubes narrower than the
+  facets reflect as parallel beams and a sphere's road-sphere-road ghost came out up to 5.5 dB
+  strong; with interpolated normals the road-sphere and road-sphere-road ghosts of a sphere over
+  the road are within 0.5 and 1.1 dB of the image method (validation/radar_ghost.py).
 - Panel curvature (:func:`panel_centroids`, ``curvature_radius_m``): a flat panel of a mesh
   whose material has a finite radius of curvature R scatters as a spherical cap of radius R
   tangent to it at the panel's centroid (the surface sags ``|x|^2 / 2R`` behind the facet at
@@ -195,6 +197,73 @@ def _panel_offsets(scene, object_id, face, points, normals, t_s, panels):
     return x - normals * np.sum(x * normals, axis=1, keepdims=True)
 
 
+#: Largest angle between a facet's normal and the normals of its three vertices for which a
+#: reflected ray leaves along the interpolated normal (:func:`smooth_normals`), 15 deg as a
+#: cosine: a tessellated sphere or cylinder passes (facets a few degrees apart), a box's or a
+#: car body's edge (45 deg and more) does not.
+SMOOTH_NORMAL_COS = float(np.cos(np.radians(15.0)))
+
+
+def smooth_normals(vertices, faces):
+    """Per-vertex normals of a mesh [1], body frame, (v, 3), for reflecting rays off a
+    tessellated curved surface as off the surface it stands for (Phong's interpolation).
+
+    The area-weighted mean of the normals of the faces around each vertex
+    (``trimesh.Trimesh.vertex_normals``). :func:`shoot` interpolates them over a hit facet by
+    barycentric weights where all three lie within :data:`SMOOTH_NORMAL_COS` of the facet's own
+    normal, and keeps the facet's normal elsewhere (edges of boxes and car panels).
+
+    Parameters
+    ----------
+    vertices : (v, 3) float
+        Body-frame vertices [m].
+    faces : (n_faces, 3) int
+
+    Returns
+    -------
+    (v, 3) float64
+    """
+    import trimesh
+
+    mesh = trimesh.Trimesh(np.asarray(vertices, dtype=float), np.asarray(faces, dtype=np.int64), process=False)
+    return np.array(mesh.vertex_normals, dtype=float)
+
+
+def _interpolated_normals(scene, object_id, face, points, normals, t_s, smooth):
+    """Reflection normals (n, 3), scene frame: ``normals`` (facing the arriving ray) replaced by
+    the barycentric interpolation of the vertex normals of ``smooth`` (object index -> (v, 3))
+    where the facet is part of a smooth surface."""
+    out = normals.copy()
+    for oid in np.unique(object_id):
+        vn = smooth.get(int(oid))
+        if vn is None:
+            continue
+        sel = np.flatnonzero(object_id == oid)
+        obj = scene.objects[int(oid)]
+        pose = scene.pose_at(obj.name, float(t_s))
+        tri = obj.faces[face[sel]]
+        v0, v1, v2 = (obj.vertices[tri[:, j]] for j in range(3))
+        pb = pose.inverse_apply(points[sel])
+        e1, e2, w = v1 - v0, v2 - v0, pb - v0
+        d11, d12, d22 = np.sum(e1 * e1, 1), np.sum(e1 * e2, 1), np.sum(e2 * e2, 1)
+        d1w, d2w = np.sum(e1 * w, 1), np.sum(e2 * w, 1)
+        den = d11 * d22 - d12 * d12
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b1 = np.clip((d22 * d1w - d12 * d2w) / den, 0.0, 1.0)
+            b2 = np.clip((d11 * d2w - d12 * d1w) / den, 0.0, 1.0)
+        b0 = np.clip(1.0 - b1 - b2, 0.0, 1.0)
+        n0, n1, n2 = (vn[tri[:, j]] for j in range(3))
+        fn = np.cross(e1, e2)
+        fn /= np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-300)
+        smooth_here = np.all([np.abs(np.sum(nv * fn, 1)) > SMOOTH_NORMAL_COS for nv in (n0, n1, n2)], axis=0)
+        ns = b0[:, None] * n0 + b1[:, None] * n1 + b2[:, None] * n2
+        ns = pose.apply_vectors(ns / np.maximum(np.linalg.norm(ns, axis=1, keepdims=True), 1e-300))
+        ns = np.where(np.sum(ns * normals[sel], axis=1, keepdims=True) < 0.0, -ns, ns)
+        ok = smooth_here & np.all(np.isfinite(ns), axis=1)
+        out[sel[ok]] = ns[ok]
+    return out
+
+
 def _point_velocity(scene, object_id, points, t_s):
     """Velocity of the surface points of the objects hit [m/s], scene frame, (n, 3): the
     object's velocity plus its angular rate x the lever arm (rigid motion,
@@ -293,7 +362,7 @@ def _reflect(vec, nrm):
 def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_s, *, wavelength_m,
           permittivity, rms_height_m, radar_position=None, radar_velocity=None, far_direction=None,
           max_path_m=np.inf, max_bounces=MAX_RADAR_BOUNCES, diffuse=True, rng=None, grid_shape=None,
-          curvature_radius_m=None, panels=None) -> Contributions:
+          curvature_radius_m=None, panels=None, smooth=None) -> Contributions:
     """Trace radar ray tubes and return their echo contributions.
 
     Parameters
@@ -339,6 +408,10 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
     panels : dict of int to (n_faces, 3) float, optional
         Object index -> :func:`panel_centroids` of its mesh [m], body frame, for the objects
         of finite ``curvature_radius_m``.
+    smooth : dict of int to (v, 3) float, optional
+        Object index -> :func:`smooth_normals` of its mesh: a ray reflected off a smooth part of
+        it leaves along the interpolated normal (the physical-optics footprint keeps the
+        facet's), so the wave off a tessellated curved body diverges as off the body itself.
 
     Returns
     -------
@@ -495,6 +568,8 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
         g_sp = rayleigh_roughness(cos_in, h, k)
         gamma = gamma * g_in * np.exp(-0.5 * g_sp)
         n_cap = nrm + x_t * inv_r[:, None]                    # the cap's normal at the hit (convex)
+        if smooth:
+            n_cap = _interpolated_normals(scene, oid, face, p, n_cap, t_s, smooth)
         n_cap /= np.linalg.norm(n_cap, axis=1, keepdims=True)
         d = _reflect(d, n_cap)
         e_m = _reflect(e_m, n_cap[None])

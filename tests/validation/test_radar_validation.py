@@ -30,9 +30,10 @@ def test_ars408_far_scan_detects_a_10_dbsm_car_to_the_sheets_250_m():
     assert rr.detection_probability("ars408_far", 300.0, 16) <= 0.2
 
 
-def test_road_sphere_road_ghost_follows_the_image_method_with_tubes_wider_than_facets():
+def test_road_sphere_road_ghost_follows_the_image_method_with_tubes_narrower_than_facets():
     ghost = load_validation("radar_ghost")
-    out = ghost.paths(0.002, 7)                     # 2 mm tubes, 0.8 mm facets
+    out = ghost.paths(0.001, 6, smooth=True)        # 1 mm tubes, 1.6 mm facets, interpolated normals
     for name, (closed, sim) in out.items():
-        # image method (Knott et al. sec. 7) with the sphere's pi a^2
+        # image method (Knott et al. sec. 7) with the sphere's pi a^2; with the facets' normals the
+        # road-sphere-road echo came out +5.5 dB here (validation/radar_ghost.md)
         assert abs(10.0 * np.log10(sim / closed)) < 1.5, name
