@@ -446,6 +446,7 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
     if grid is not None and grid[0] * grid[1] != n:
         raise ValueError(f"grid_shape {grid} does not hold the {n} tubes")
     consistent = np.ones((n, 4), dtype=bool)        # each neighbour (axis 0 -/+, axis 1 -/+) on this path so far
+    lead = np.zeros(n)                              # path from the last hit to the offset start of this segment [m]
     parts = []
     for b in range(int(max_bounces)):
         if idx.size == 0:
@@ -463,8 +464,9 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
                                                           departure[sel])
         p = pos + d * dist[:, None]
         nrm = np.where(np.sum(nrm * d, axis=1, keepdims=True) > 0.0, -nrm, nrm)   # face the arriving ray
-        L = L + dist
-        out_len = out_len + dist
+        lead = lead[sel]
+        L = L + lead + dist
+        out_len = out_len + lead + dist
         v_p = _point_velocity(scene, oid, p, t_s)
         rate = rate + np.sum(d * (v_p - v_prev), axis=1)
         first_obj = np.where(first_obj < 0, oid, first_obj)
@@ -575,6 +577,7 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
         e_m = _reflect(e_m, n_cap[None])
         e_rad = _reflect(e_rad, n_cap[None])
         pos = start
+        lead = offset * np.sum(nrm * d, axis=1)          # the offset start is this much along the new ray
         v_prev = v_p
     if not parts:
         z3 = np.zeros((0, 3))
