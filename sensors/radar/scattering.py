@@ -199,7 +199,7 @@ def _panel_offsets(scene, object_id, face, points, normals, t_s, panels):
 
 #: Largest angle between a facet's normal and the normals of its three vertices for which a
 #: reflected ray leaves along the interpolated normal (:func:`smooth_normals`), 15 deg as a
-#: cosine: a tessellated sphere or cylinder passes (facets a few degrees apart), a box's or a
+#: cosine: a tessellated sphere passes (facets a few degrees apart), a box's or a
 #: car body's edge (45 deg and more) does not.
 SMOOTH_NORMAL_COS = float(np.cos(np.radians(15.0)))
 
@@ -227,6 +227,19 @@ def smooth_normals(vertices, faces):
 
     mesh = trimesh.Trimesh(np.asarray(vertices, dtype=float), np.asarray(faces, dtype=np.int64), process=False)
     return np.array(mesh.vertex_normals, dtype=float)
+
+
+def has_smooth_facets(vertices, faces, vertex_normals) -> bool:
+    """Whether interpolating ``vertex_normals`` (:func:`smooth_normals`) changes the reflection
+    off any facet of the mesh: some facet's three vertex normals all lie within
+    :data:`SMOOTH_NORMAL_COS` of its own normal and not all equal to it (a flat road or a box
+    has none, and its hits skip the interpolation)."""
+    v = np.asarray(vertices, dtype=float)
+    f = np.asarray(faces, dtype=np.int64)
+    fn = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    fn /= np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-300)
+    cos = np.abs(np.einsum("fjk,fk->fj", np.asarray(vertex_normals)[f], fn))
+    return bool(np.any(np.all(cos > SMOOTH_NORMAL_COS, axis=1) & np.any(cos < 1.0 - 1e-9, axis=1)))
 
 
 def _interpolated_normals(scene, object_id, face, points, normals, t_s, smooth):
