@@ -17,8 +17,8 @@ plots, so the numbers could not be re-read:
   and 79 GHz", ICSPCS 2012, doi:10.1109/ICSPCS.2012.6508004 (anechoic chamber, sedans): front
   and rear about 10-20 dBsm, broadside higher, deep nulls between.
 - S. Lee, S. Kang, S.-C. Kim, J.-E. Lee, "Radar cross section measurement with 77 GHz automotive
-  FMCW radar", IEEE PIMRC 2016: four cars on a road; RCS log-normally distributed, with medians
-  of about 10 dBsm.
+  FMCW radar", IEEE conference paper, September 2016: four cars measured on a road with a 77 GHz
+  FMCW radar; their RCS is log-normally distributed (abstract; the values were not read).
 - J. Y. Silberling et al., "Radar measurements of representative small light passenger
   vehicles", Dynamic Research Inc. DRI-TM-14-70-1 (for NHTSA), 2014.
 - ISO 15622 (adaptive cruise control) and radar data sheets take 10 dBsm (10 m^2) as the
