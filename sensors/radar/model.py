@@ -14,7 +14,8 @@ from .materials import object_materials, permittivity
 from .presets import PRESETS
 from .receiver import (angle_grid, antenna_gain, ca_cfar, cube_fast, cube_research, fold_velocity, group, local_peaks,
                        parabolic_offset, rain_specific_attenuation_db_km, received_power_w, snr_scale, steering)
-from .scattering import MAX_RADAR_BOUNCES, shoot, tube_edges_spherical
+from .scattering import (MAX_RADAR_BOUNCES, has_smooth_facets, panel_centroids, shoot, smooth_normals,
+                         tube_edges_spherical)
 from .waveform import ARRAYS, WINDOWS, RadarConfig, check, window_snr_loss
 from ..weather import weather_of
 
@@ -220,6 +221,17 @@ class Radar(Sensor):
         self._eps = np.array([permittivity(m, cfg.carrier_hz) for m in mats] + [1.0 + 0j])
         from .materials import RADAR_MATERIALS
         self._rms = np.array([RADAR_MATERIALS[m].rms_height_m for m in mats] + [0.0])
+        self._curv = np.array([RADAR_MATERIALS[m].curvature_radius_m for m in mats] + [np.inf])
+        self._panels = {i: panel_centroids(scene.objects[i].vertices, scene.objects[i].faces)
+                        for i in np.flatnonzero(np.isfinite(self._curv[:-1])) if scene.objects[i].share is None}
+        # tessellated curved bodies reflect along interpolated normals (car bodies have their caps)
+        self._smooth = {}
+        for i in np.flatnonzero(~np.isfinite(self._curv[:-1])):
+            ob = scene.objects[i]
+            if ob.share is None and len(ob.faces):
+                vn = smooth_normals(ob.vertices, ob.faces)
+                if has_smooth_facets(ob.vertices, ob.faces, vn):
+                    self._smooth[int(i)] = vn
         self._class = scene.object_table("class_id")
         self._grid_dirs, self._grid_az, self._grid_el = angle_grid(cfg)
         self._grid_steer = np.conj(steering(cfg, self._grid_dirs))           # (m, nv)
@@ -260,7 +272,8 @@ class Radar(Sensor):
                   t, wavelength_m=self.cfg.wavelength_m, permittivity=self._eps, rms_height_m=self._rms,
                   radar_position=origin, radar_velocity=np.asarray(kin.velocity, dtype=float),
                   max_path_m=2.0 * self.cfg.max_unambiguous_range_m, max_bounces=self._p["max_bounces"],
-                  diffuse=self._p["diffuse"], rng=rng, grid_shape=self._grid_shape)
+                  diffuse=self._p["diffuse"], rng=rng, grid_shape=self._grid_shape,
+                  curvature_radius_m=self._curv, panels=self._panels, smooth=self._smooth)
         return c, pose, rot
 
     def step(self, k, t):

@@ -34,10 +34,20 @@ Notes
 - No edge diffraction (PTD), no creeping waves, no transmission through dielectrics.
 - A tube takes the normal of the facet its centre hits over its whole footprint: footprints
   larger than the facets of a curved mesh overstate its specular flashes.
-- A tube's widening after a curved surface comes from its grid neighbours (``grid_shape``):
-  the road-sphere ghost of a sphere over the road matches the image method within 0.1 dB
-  (plane wave), the road-sphere-road ghost comes out 4.5-6 dB too strong and converges
-  slowly with the tube spacing (tests/sensors/test_radar.py, docs/radar.md).
+- A tube's widening after a curved surface comes from its grid neighbours (``grid_shape``),
+  and the ray leaves a tessellated curved body along the interpolated vertex normal
+  (``smooth``, :func:`smooth_normals`): with the facets' own normals, tubes narrower than the
+  facets reflect as parallel beams and a sphere's road-sphere-road ghost came out up to 5.5 dB
+  strong; with interpolated normals the road-sphere and road-sphere-road ghosts of a sphere over
+  the road are within 0.5 and 1.1 dB of the image method (validation/radar_ghost.py).
+- Panel curvature (:func:`panel_centroids`, ``curvature_radius_m``): a flat panel of a mesh
+  whose material has a finite radius of curvature R scatters as a spherical cap of radius R
+  tangent to it at the panel's centroid (the surface sags ``|x|^2 / 2R`` behind the facet at
+  ``x`` from the centroid). Its specular flash so tends to the cap's ``pi R^2`` (Knott et al.,
+  *Radar Cross Section*, 2nd ed., Table 6.1, doubly curved surface) instead of a flat plate's
+  ``4 pi A^2 / lambda^2``, and lasts over the aspects whose specular point stays on the panel
+  (half-width / R radians). The facet's normal still sets the Fresnel coefficient and the
+  obliquity; the reflected ray leaves along the cap's local normal, so its tube diverges.
 - Roughness (:mod:`sensors.radar.materials`) lowers the coherent term by ``exp(-g / 2)`` and adds
   an incoherent Lambertian term of random phase (``diffuse``).
 """
@@ -48,6 +58,8 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.special import fresnel
+
+from hifi.constants import SECONDARY_RAY_OFFSET_REL
 
 from .materials import diffuse_sigma0, fresnel_te, rayleigh_roughness
 
@@ -139,6 +151,129 @@ def footprint_integral(b, c):
         s2, c2 = fresnel(z2)
         val = np.sqrt(np.pi / (2.0 * cc)) * ((c2 - c1) + 1j * (s2 - s1)) * np.exp(-1j * bb * bb / (4.0 * cc))
         out[big] = np.where(sign < 0, np.conj(val), val)
+    return out
+
+
+def panel_centroids(vertices, faces) -> np.ndarray:
+    """Centroid of the flat panel each face belongs to [m], body frame, (n_faces, 3).
+
+    A panel is a set of edge-connected coplanar faces (``trimesh.Trimesh.facets``, trimesh's
+    default angle tolerance); its centroid is area-weighted. A face in no such set is its own
+    panel.
+
+    Parameters
+    ----------
+    vertices : (v, 3) float
+        Body-frame vertices [m].
+    faces : (n_faces, 3) int
+        Vertex indices of each triangle.
+
+    Returns
+    -------
+    (n_faces, 3) float64
+    """
+    import trimesh
+
+    mesh = trimesh.Trimesh(np.asarray(vertices, dtype=float), np.asarray(faces, dtype=np.int64), process=False)
+    area = mesh.area_faces
+    out = np.array(mesh.triangles_center, dtype=float)
+    for group in mesh.facets:
+        w = area[group]
+        out[group] = (w[:, None] * mesh.triangles_center[group]).sum(axis=0) / max(float(w.sum()), 1e-300)
+    return out
+
+
+def _panel_offsets(scene, object_id, face, points, normals, t_s, panels):
+    """In-plane offset of each hit point from its panel's centroid [m], scene frame, (n, 3);
+    zero on objects without ``panels`` entries."""
+    x = np.zeros_like(points)
+    for oid in np.unique(object_id):
+        cent = panels.get(int(oid))
+        if cent is None:
+            continue
+        sel = object_id == oid
+        c = scene.pose_at(scene.objects[int(oid)].name, float(t_s)).apply(cent[face[sel]])
+        x[sel] = points[sel] - np.asarray(c, dtype=float)
+    return x - normals * np.sum(x * normals, axis=1, keepdims=True)
+
+
+#: Largest angle between a facet's normal and the normals of its three vertices for which a
+#: reflected ray leaves along the interpolated normal (:func:`smooth_normals`), 15 deg as a
+#: cosine: a tessellated sphere passes (facets a few degrees apart), a box's or a
+#: car body's edge (45 deg and more) does not.
+SMOOTH_NORMAL_COS = float(np.cos(np.radians(15.0)))
+
+
+def smooth_normals(vertices, faces):
+    """Per-vertex normals of a mesh [1], body frame, (v, 3), for reflecting rays off a
+    tessellated curved surface as off the surface it stands for (Phong's interpolation).
+
+    The area-weighted mean of the normals of the faces around each vertex
+    (``trimesh.Trimesh.vertex_normals``). :func:`shoot` interpolates them over a hit facet by
+    barycentric weights where all three lie within :data:`SMOOTH_NORMAL_COS` of the facet's own
+    normal, and keeps the facet's normal elsewhere (edges of boxes and car panels).
+
+    Parameters
+    ----------
+    vertices : (v, 3) float
+        Body-frame vertices [m].
+    faces : (n_faces, 3) int
+
+    Returns
+    -------
+    (v, 3) float64
+    """
+    import trimesh
+
+    mesh = trimesh.Trimesh(np.asarray(vertices, dtype=float), np.asarray(faces, dtype=np.int64), process=False)
+    return np.array(mesh.vertex_normals, dtype=float)
+
+
+def has_smooth_facets(vertices, faces, vertex_normals) -> bool:
+    """Whether interpolating ``vertex_normals`` (:func:`smooth_normals`) changes the reflection
+    off any facet of the mesh: some facet's three vertex normals all lie within
+    :data:`SMOOTH_NORMAL_COS` of its own normal and not all equal to it (a flat road or a box
+    has none, and its hits skip the interpolation)."""
+    v = np.asarray(vertices, dtype=float)
+    f = np.asarray(faces, dtype=np.int64)
+    fn = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    fn /= np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-300)
+    cos = np.abs(np.einsum("fjk,fk->fj", np.asarray(vertex_normals)[f], fn))
+    return bool(np.any(np.all(cos > SMOOTH_NORMAL_COS, axis=1) & np.any(cos < 1.0 - 1e-9, axis=1)))
+
+
+def _interpolated_normals(scene, object_id, face, points, normals, t_s, smooth):
+    """Reflection normals (n, 3), scene frame: ``normals`` (facing the arriving ray) replaced by
+    the barycentric interpolation of the vertex normals of ``smooth`` (object index -> (v, 3))
+    where the facet is part of a smooth surface."""
+    out = normals.copy()
+    for oid in np.unique(object_id):
+        vn = smooth.get(int(oid))
+        if vn is None:
+            continue
+        sel = np.flatnonzero(object_id == oid)
+        obj = scene.objects[int(oid)]
+        pose = scene.pose_at(obj.name, float(t_s))
+        tri = obj.faces[face[sel]]
+        v0, v1, v2 = (obj.vertices[tri[:, j]] for j in range(3))
+        pb = pose.inverse_apply(points[sel])
+        e1, e2, w = v1 - v0, v2 - v0, pb - v0
+        d11, d12, d22 = np.sum(e1 * e1, 1), np.sum(e1 * e2, 1), np.sum(e2 * e2, 1)
+        d1w, d2w = np.sum(e1 * w, 1), np.sum(e2 * w, 1)
+        den = d11 * d22 - d12 * d12
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b1 = np.clip((d22 * d1w - d12 * d2w) / den, 0.0, 1.0)
+            b2 = np.clip((d11 * d2w - d12 * d1w) / den, 0.0, 1.0)
+        b0 = np.clip(1.0 - b1 - b2, 0.0, 1.0)
+        n0, n1, n2 = (vn[tri[:, j]] for j in range(3))
+        fn = np.cross(e1, e2)
+        fn /= np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-300)
+        smooth_here = np.all([np.abs(np.sum(nv * fn, 1)) > SMOOTH_NORMAL_COS for nv in (n0, n1, n2)], axis=0)
+        ns = b0[:, None] * n0 + b1[:, None] * n1 + b2[:, None] * n2
+        ns = pose.apply_vectors(ns / np.maximum(np.linalg.norm(ns, axis=1, keepdims=True), 1e-300))
+        ns = np.where(np.sum(ns * normals[sel], axis=1, keepdims=True) < 0.0, -ns, ns)
+        ok = smooth_here & np.all(np.isfinite(ns), axis=1)
+        out[sel[ok]] = ns[ok]
     return out
 
 
@@ -239,7 +374,8 @@ def _reflect(vec, nrm):
 
 def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_s, *, wavelength_m,
           permittivity, rms_height_m, radar_position=None, radar_velocity=None, far_direction=None,
-          max_path_m=np.inf, max_bounces=MAX_RADAR_BOUNCES, diffuse=True, rng=None, grid_shape=None) -> Contributions:
+          max_path_m=np.inf, max_bounces=MAX_RADAR_BOUNCES, diffuse=True, rng=None, grid_shape=None,
+          curvature_radius_m=None, panels=None, smooth=None) -> Contributions:
     """Trace radar ray tubes and return their echo contributions.
 
     Parameters
@@ -278,6 +414,17 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
         says (the ray tube of four corner rays, Ling et al. 1989, sec. II). Without it, or where
         a neighbour left the path, the edges grow with the path length (image-source
         divergence, exact after flat facets).
+    curvature_radius_m : (n_objects + 1,) float, optional
+        Radius of curvature of each object's panels [m] (``inf``: flat, as meshed); with
+        ``panels`` a panel scatters as a spherical cap of that radius tangent at its centroid
+        (module notes).
+    panels : dict of int to (n_faces, 3) float, optional
+        Object index -> :func:`panel_centroids` of its mesh [m], body frame, for the objects
+        of finite ``curvature_radius_m``.
+    smooth : dict of int to (v, 3) float, optional
+        Object index -> :func:`smooth_normals` of its mesh: a ray reflected off a smooth part of
+        it leaves along the interpolated normal (the physical-optics footprint keeps the
+        facet's), so the wave off a tessellated curved body diverges as off the body itself.
 
     Returns
     -------
@@ -312,25 +459,27 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
     if grid is not None and grid[0] * grid[1] != n:
         raise ValueError(f"grid_shape {grid} does not hold the {n} tubes")
     consistent = np.ones((n, 4), dtype=bool)        # each neighbour (axis 0 -/+, axis 1 -/+) on this path so far
+    lead = np.zeros(n)                              # path from the last hit to the offset start of this segment [m]
     parts = []
     for b in range(int(max_bounces)):
         if idx.size == 0:
             break
         times = np.full(idx.size, float(t_s))
-        dist, oid, _, nrm = caster.nearest(pos, d, times, np.maximum(max_path_m - out_len, 0.0))
+        dist, oid, face, nrm = caster.nearest(pos, d, times, np.maximum(max_path_m - out_len, 0.0))
         hit = (oid >= 0) & np.isfinite(dist)
         if not np.any(hit):
             break
         sel = np.flatnonzero(hit)
-        idx, pos, d, dist, oid, nrm = idx[sel], pos[sel], d[sel], dist[sel], oid[sel], nrm[sel]
+        idx, pos, d, dist, oid, face, nrm = idx[sel], pos[sel], d[sel], dist[sel], oid[sel], face[sel], nrm[sel]
         e_m, e_rad, L, out_len, gamma, rate, v_prev = (e_m[:, sel], e_rad[:, sel], L[sel], out_len[sel], gamma[sel],
                                                        rate[sel], v_prev[sel])
         first_obj, far_obj, far_dist, multi, departure = (first_obj[sel], far_obj[sel], far_dist[sel], multi[sel],
                                                           departure[sel])
         p = pos + d * dist[:, None]
         nrm = np.where(np.sum(nrm * d, axis=1, keepdims=True) > 0.0, -nrm, nrm)   # face the arriving ray
-        L = L + dist
-        out_len = out_len + dist
+        lead = lead[sel]
+        L = L + lead + dist
+        out_len = out_len + lead + dist
         v_p = _point_velocity(scene, oid, p, t_s)
         rate = rate + np.sum(d * (v_p - v_prev), axis=1)
         first_obj = np.where(first_obj < 0, oid, first_obj)
@@ -371,8 +520,19 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
         dn = np.sum(d * nrm, axis=1)
         fp = edges - d[None] * (np.sum(edges * nrm[None], axis=2) / dn[None])[:, :, None]
         dS = np.linalg.norm(np.cross(fp[0], fp[1]), axis=1)
+        # curved panels: offset x from the panel's centroid, 1 / R; the cap sags |x|^2 / 2R behind
+        # the facet, which lengthens the two-way path by (cos i + cos s) |x|^2 / 2R
+        inv_r = np.zeros(p.shape[0])
+        x_t = np.zeros_like(p)
+        if curvature_radius_m is not None and panels:
+            inv_r = np.where(np.isin(oid, list(panels)), 1.0 / np.asarray(curvature_radius_m, dtype=float)[oid], 0.0)
+            if np.any(inv_r > 0.0):
+                x_t = _panel_offsets(scene, oid, face, p, nrm, t_s, panels)
         # back toward the radar: facing it, and nothing in the way
-        offset = caster.secondary_offset_m(p, oid)
+        # the hit point lies along a float32 distance: its error grows with the segment's length
+        # (0.03 mm at 325 m), past the caster's clearance of the triangle's own coordinates, and
+        # a shadow ray from below the surface finds the facet it leaves (a row of tubes lost)
+        offset = np.maximum(caster.secondary_offset_m(p, oid), SECONDARY_RAY_OFFSET_REL * dist)
         start = p + nrm * offset[:, None]
         facing = cos_out > 0.0
         seen = np.zeros(p.shape[0], dtype=bool)
@@ -392,12 +552,19 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
             if not plane:
                 e_out = fp[:, s] - rhat[s][None] * np.sum(fp[:, s] * rhat[s][None], axis=2)[:, :, None]
                 curv = curv + 0.5 * k * np.sum(e_out * e_out, axis=2) / back[s][None]
-            sinc = (footprint_integral(np.sum(q * fp[0, s], axis=1), curv[0])
-                    * footprint_integral(np.sum(q * fp[1, s], axis=1), curv[1]))
+            # the cap's sag about the tube's centre: a tilt (linear) and a curvature (quadratic) term
+            kappa = 0.5 * (cos_in[s] + cos_out[s]) * inv_r[s]
+            tilt = 2.0 * k * kappa[None] * np.sum(x_t[s][None] * fp[:, s], axis=2)
+            curv = curv + k * kappa[None] * np.sum(fp[:, s] * fp[:, s], axis=2)
+            # b and c are k x the extra path across the footprint, whose phase is exp(-j k path) as
+            # the tube's centre's: the integral of exp(-j (b s + c s^2)), the conjugate
+            sinc = np.conj(footprint_integral(np.sum(q * fp[0, s], axis=1) + tilt[0], curv[0])
+                           * footprint_integral(np.sum(q * fp[1, s], axis=1) + tilt[1], curv[1]))
             g_bi = (k * h[s] * (cos_in[s] + cos_out[s])) ** 2          # Beckmann's bistatic roughness
             path = L[s] + back[s]
+            sag = kappa * np.sum(x_t[s] * x_t[s], axis=1)
             amp = (pre * gamma[s] * divergence[s] * (-g_in[s]) * 0.5 * (cos_in[s] + cos_out[s]) * dS[s] * sinc
-                   * np.exp(-0.5 * g_bi) * np.exp(-1j * k * path))
+                   * np.exp(-0.5 * g_bi) * np.exp(-1j * k * (path + sag)))
             arrival = -rhat[s]
             back_rate = -np.sum(rhat[s] * (v_p[s] - v_radar), axis=1)
             common = (path, out_len[s], back[s], departure[s],
@@ -415,10 +582,15 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
         # the specular ray goes on, its coherent part only
         g_sp = rayleigh_roughness(cos_in, h, k)
         gamma = gamma * g_in * np.exp(-0.5 * g_sp)
-        d = _reflect(d, nrm)
-        e_m = _reflect(e_m, nrm[None])
-        e_rad = _reflect(e_rad, nrm[None])
+        n_cap = nrm + x_t * inv_r[:, None]                    # the cap's normal at the hit (convex)
+        if smooth:
+            n_cap = _interpolated_normals(scene, oid, face, p, n_cap, t_s, smooth)
+        n_cap /= np.linalg.norm(n_cap, axis=1, keepdims=True)
+        d = _reflect(d, n_cap)
+        e_m = _reflect(e_m, n_cap[None])
+        e_rad = _reflect(e_rad, n_cap[None])
         pos = start
+        lead = offset * np.sum(nrm * d, axis=1)          # the offset start is this much along the new ray
         v_prev = v_p
     if not parts:
         z3 = np.zeros((0, 3))
@@ -428,7 +600,8 @@ def shoot(caster, scene, origins_scene, directions_scene, edges_m, edges_rad, t_
 
 
 def plane_wave_rcs(caster, scene, toward_radar, center, half_width_m, spacing_m, *, wavelength_m, permittivity,
-                   rms_height_m, max_bounces=MAX_RADAR_BOUNCES, start_m=None) -> float:
+                   rms_height_m, max_bounces=MAX_RADAR_BOUNCES, start_m=None, curvature_radius_m=None,
+                   panels=None) -> float:
     """Monostatic RCS [m^2] of the scene for a plane wave from ``toward_radar`` (unit vector
     from the target to the radar): a square grid of ray tubes ``spacing_m`` apart covering
     ``half_width_m`` around ``center`` [m], coherent sum of :func:`shoot`'s contributions."""
@@ -446,5 +619,5 @@ def plane_wave_rcs(caster, scene, toward_radar, center, half_width_m, spacing_m,
     edges = np.stack([np.broadcast_to(a * spacing_m, (n, 3)), np.broadcast_to(b * spacing_m, (n, 3))])
     c = shoot(caster, scene, origins, dirs, edges, np.zeros((2, n, 3)), 0.0, wavelength_m=wavelength_m,
               permittivity=permittivity, rms_height_m=rms_height_m, far_direction=u, max_bounces=max_bounces,
-              diffuse=False, grid_shape=ga.shape)
+              diffuse=False, grid_shape=ga.shape, curvature_radius_m=curvature_radius_m, panels=panels)
     return float(np.abs(np.sum(c.amplitude)) ** 2)
