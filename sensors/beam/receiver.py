@@ -163,17 +163,26 @@ def bundle_echoes(range_m, energy, *, resolution_m, mode):
     (:meth:`sensors.lidar._PulsedLidar._cast_beams`), validated against the full waveform beam
     in ``tests/sensors/test_lidar.py::test_edge_footprint_agrees_with_full_divergent_beam``.
     """
-    r = np.asarray(range_m, dtype=float)
-    e = np.nan_to_num(np.asarray(energy, dtype=float))
-    p, n = r.shape
-    has = np.isfinite(r) & (e > 0)
-    order = np.argsort(np.where(has, r, np.inf), axis=1, kind="stable")
-    rs = np.take_along_axis(np.where(has, r, np.inf), order, axis=1)
-    es = np.take_along_axis(np.where(has, e, 0.0), order, axis=1)
+    rs, es, order = sorted_echoes(range_m, energy)
+    p, n = rs.shape
     new = np.zeros((p, n), dtype=bool)
     with np.errstate(invalid="ignore"):                            # inf - inf past the last return
         new[:, 1:] = (rs[:, 1:] - rs[:, :-1]) > resolution_m
     return report_from_groups(rs, es, order, new, mode=mode)
+
+
+def sorted_echoes(range_m, weight):
+    """Each pulse's echoes in increasing range: ``(ranges, weights, order)``, each (p, n).
+
+    An echo without a range or with no positive ``weight`` (energy, power) sorts last with
+    range inf and weight 0; ``order`` is the stable argsort that put them there.
+    """
+    r = np.asarray(range_m, dtype=float)
+    w = np.nan_to_num(np.asarray(weight, dtype=float))
+    has = np.isfinite(r) & (w > 0)
+    order = np.argsort(np.where(has, r, np.inf), axis=1, kind="stable")
+    return (np.take_along_axis(np.where(has, r, np.inf), order, axis=1),
+            np.take_along_axis(np.where(has, w, 0.0), order, axis=1), order)
 
 
 def report_from_groups(rs, es, order, new, *, mode, amplitude=None) -> EchoReport:

@@ -40,7 +40,7 @@ from scipy.special import erfc, erfcx
 from hifi.constants import SPEED_OF_LIGHT_M_S
 
 from ..beam import EchoReport
-from ..beam.receiver import report_from_groups
+from ..beam.receiver import report_from_groups, sorted_echoes
 from ..beam.waveform import pulse_sigma_s
 
 __all__ = ["EDGE_TIMING", "RECEIVER_TAIL_S", "TAIL_SOURCE", "TIMINGS", "TIMING_SOURCE", "merge_limit_s", "receiver_echoes", "receiver_peak",
@@ -319,13 +319,8 @@ def receiver_echoes(range_m, power_w, *, mode, pulse_width_s, tail_s, threshold_
     peak of the filtered signal: the largest ``sum_j P_j g(t_m + t_peak - t_j)`` over its
     members m, so an echo riding on the tail of another counts that tail.
     """
-    r = np.asarray(range_m, dtype=float)
-    pw = np.nan_to_num(np.asarray(power_w, dtype=float))
-    p, n = r.shape
-    has = np.isfinite(r) & (pw > 0)
-    order = np.argsort(np.where(has, r, np.inf), axis=1, kind="stable")
-    rs = np.take_along_axis(np.where(has, r, np.inf), order, axis=1)
-    ps = np.take_along_axis(np.where(has, pw, 0.0), order, axis=1)
+    rs, ps, order = sorted_echoes(range_m, power_w)
+    p, n = rs.shape
     ok = np.isfinite(rs)
     ts = np.where(ok, 2.0 * rs / SPEED_OF_LIGHT_M_S, 0.0)
     t_pk = receiver_peak(float(pulse_width_s), float(tail_s))[0] if tail_s > 0 else 0.0
