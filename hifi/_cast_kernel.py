@@ -81,16 +81,11 @@ def rays32(o, offset, d, o32, d32):  # pragma: no cover (compiled)
     shares, or a row per ray), ``d32 = float32(d)``; the subtraction in float64, then rounded,
     as numpy's ``np.subtract(o, offset).astype(np.float32)``."""
     shared = o.shape[0] == 1
-    ox, oy, oz = o[0, 0] - offset[0], o[0, 1] - offset[1], o[0, 2] - offset[2]
     for i in range(d.shape[0]):
-        if shared:
-            o32[i, 0] = np.float32(ox)
-            o32[i, 1] = np.float32(oy)
-            o32[i, 2] = np.float32(oz)
-        else:
-            o32[i, 0] = np.float32(o[i, 0] - offset[0])
-            o32[i, 1] = np.float32(o[i, 1] - offset[1])
-            o32[i, 2] = np.float32(o[i, 2] - offset[2])
+        r = 0 if shared else i
+        o32[i, 0] = np.float32(o[r, 0] - offset[0])
+        o32[i, 1] = np.float32(o[r, 1] - offset[1])
+        o32[i, 2] = np.float32(o[r, 2] - offset[2])
         d32[i, 0] = np.float32(d[i, 0])
         d32[i, 1] = np.float32(d[i, 1])
         d32[i, 2] = np.float32(d[i, 2])

@@ -29,6 +29,14 @@ import numpy as np
 NO_WRAP, PHASE_WRAP, BACKFOLD = 0, 1, 2
 
 
+def oren_nayar_terms(roughness_rad):
+    """``A = 1 - 0.5 s^2 / (s^2 + 0.33)`` and ``B = 0.45 s^2 / (s^2 + 0.09)`` of
+    :func:`sensors.radiometry.oren_nayar_backscatter` for each roughness ``s`` [rad] (a table per
+    object), with its numpy operations: the same bits as it computes them per hit."""
+    s2 = np.asarray(roughness_rad, dtype=float) ** 2
+    return np.ascontiguousarray(1.0 - 0.5 * s2 / (s2 + 0.33)), np.ascontiguousarray(0.45 * s2 / (s2 + 0.09))
+
+
 @numba.njit(cache=True, nogil=True)
 def _remainder(a, b):  # pragma: no cover (compiled)
     """``np.mod(a, b)`` for float64: numpy's ``npy_divmod`` remainder (the sign of ``b``)."""
@@ -45,7 +53,7 @@ def _remainder(a, b):  # pragma: no cover (compiled)
 
 @numba.njit(cache=True, nogil=True)
 def tof_pixels(a, b, distance, point, normal, direction, object_id, origins, dirs, z, reflectance,
-               mirror, roughness, class_table, sigma_m, wrap, wrap_m, reference_w, noise_w,
+               mirror, oren_a, oren_b, class_table, sigma_m, wrap, wrap_m, reference_w, noise_w,
                measured, detected, intensity, power, snr, reflectivity, class_ids,
                distance_noisy, x, y, z_, x_noisy, y_noisy, z_noisy, object_id32):  # pragma: no cover
     """Pixels ``a:b`` of a ToF frame from their hits, one pass.
@@ -64,8 +72,11 @@ def tof_pixels(a, b, distance, point, normal, direction, object_id, origins, dir
         Standard normal deviates of the frame, drawn in one call.
     reflectance : (n,) float64
         Diffuse reflectance of each hit (:meth:`hifi.world.textures.HitTextures.reflectance`).
-    mirror, roughness : (n_objects + 1,) float64
-        Per object id (-1 last): specular fraction, Oren-Nayar roughness [rad].
+    mirror : (n_objects + 1,) float64
+        Per object id (-1 last): specular fraction.
+    oren_a, oren_b : (n_objects + 1,) float64
+        Per object id (-1 last): the Oren-Nayar ``A`` and ``B`` of its roughness
+        (:func:`oren_nayar_terms`).
     class_table : (n_objects + 1,) uint8
         Per object id (-1 last): semantic class.
     sigma_m : float
@@ -123,11 +134,7 @@ def tof_pixels(a, b, distance, point, normal, direction, object_id, origins, dir
             cos = np.nan
         # oren_nayar_backscatter: clip to [0, 1] (NaN stays NaN), A cos + B sin^2, 0 where cos <= 0
         ci = min(max(cos, 0.0), 1.0) if cos == cos else cos
-        s = roughness[k]
-        s2 = s * s
-        aa = 1.0 - 0.5 * s2 / (s2 + 0.33)
-        bb = 0.45 * s2 / (s2 + 0.09)
-        back = aa * ci + bb * (1.0 - ci * ci) if ci > 0.0 else 0.0
+        back = oren_a[k] * ci + oren_b[k] * (1.0 - ci * ci) if ci > 0.0 else 0.0
         # lambertian_return: (1 - mirror) rho f (1 / r)^2, r NaN where not positive
         r = d if d > 0.0 else np.nan
         q = 1.0 / r

@@ -152,7 +152,7 @@ class ToFSR4000(Sensor):
         # them), the reflectance of every hit (textures sample per object), then the per-pixel
         # passes fused in one compiled pass over chunks of pixels on the caster's threads
         # (sensors._tof_kernel: the numpy functions' operations in their order, the same bits).
-        from ._tof_kernel import BACKFOLD, NO_WRAP, PHASE_WRAP, tof_pixels   # numba: at the first frame
+        from ._tof_kernel import BACKFOLD, NO_WRAP, PHASE_WRAP, oren_nayar_terms, tof_pixels  # numba: first frame
         z = stream(self.ctx.seed, self.name, k, "noise").standard_normal(n)
         refl = np.ascontiguousarray(self._textures.reflectance(self._refl, hits, t), dtype=float)
         if p["modulation_frequency_hz"] > 0:
@@ -168,7 +168,8 @@ class ToFSR4000(Sensor):
         o = origins[:1] if origins.strides[0] == 0 else np.ascontiguousarray(origins)
         self.run_chunks(tof_pixels, n, hits.distance, hits.point, hits.normal, hits.direction, hits.object_id,
                         np.ascontiguousarray(o, dtype=float), np.ascontiguousarray(dirs, dtype=float), z, refl,
-                        self._mirror, self._rough, self._class, float(p["noise_sigma_m"]), wrap, wrap_m,
+                        self._mirror, *oren_nayar_terms(self._rough), self._class, float(p["noise_sigma_m"]),
+                        wrap, wrap_m,
                         SR4000_REFERENCE_POWER_W, SR4000_NOISE_POWER_W, measured, detected, intensity, power, snr,
                         reflectivity, class_ids, *(columns[name] for name in RANGE_COLUMNS))
         if self._retro is not None or throughput is not None or self._extinction > 0.0:

@@ -42,7 +42,7 @@ def _hits(rng, n, n_objects):
 
 @pytest.mark.parametrize("wrap", ["none", "phase", "backfold"])
 def test_tof_pixels_matches_the_numpy_chain_bit_for_bit(wrap):
-    from sensors._tof_kernel import BACKFOLD, NO_WRAP, PHASE_WRAP, tof_pixels
+    from sensors._tof_kernel import BACKFOLD, NO_WRAP, PHASE_WRAP, oren_nayar_terms, tof_pixels
     rng = np.random.default_rng(5)
     n, n_obj = 3001, 4
     hits, origin, dirs = _hits(rng, n, n_obj)
@@ -74,7 +74,8 @@ def test_tof_pixels_matches_the_numpy_chain_bit_for_bit(wrap):
     detected, class_ids, columns = np.empty(n, dtype=bool), np.empty(n, dtype=np.uint8), range_columns(n)
     for a, b in ((0, 1000), (1000, 1001), (1001, n)):
         tof_pixels(a, b, hits.distance, hits.point, hits.normal, hits.direction, oid, origin, dirs, z, refl,
-                   mirror, rough, classes, sigma, code, wrap_m, SR4000_REFERENCE_POWER_W, SR4000_NOISE_POWER_W,
+                   mirror, *oren_nayar_terms(rough), classes, sigma, code, wrap_m, SR4000_REFERENCE_POWER_W,
+                   SR4000_NOISE_POWER_W,
                    out[0], detected, *out[1:], class_ids, *(columns[k] for k in RANGE_COLUMNS))
     got = range_frame(("pixel",), (n,), timestamp=0.0, yaw=np.zeros(n), pitch=np.zeros(n), hits=hits,
                       detected=detected, distance_noisy=None, points_noisy=None, intensity=out[1],
