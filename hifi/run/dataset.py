@@ -206,8 +206,7 @@ def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_
     values = {
         "timestamp": np.broadcast_to(np.asarray(timestamp, dtype=float), detected.shape),
         "yaw": yaw, "pitch": pitch, "distance": hits.distance, "detected": detected,
-        **{name: columns[name] for name in RANGE_COLUMNS[:-1]},
-        "object_id": columns["object_id"], "intensity": intensity,
+        **{name: columns[name] for name in RANGE_COLUMNS}, "intensity": intensity,
     }
     if received_power is not None:
         values.update(received_power=received_power, snr=snr, reflectivity=reflectivity)
