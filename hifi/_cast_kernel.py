@@ -1,5 +1,6 @@
 """Compiled kernels of the caster's passes around Embree (numba), their only implementation.
 
+:func:`rays32` makes Embree's float32 origins and directions,
 :func:`static_hits` turns Embree's ray-hit arrays into :class:`hifi.caster.NearestHits`,
 :func:`unit_rows` normalises the directions and :func:`finish_hits` finishes the first segment
 of :func:`hifi.caster.tracing._first_segment` (normal toward the ray, hit point, misses NaN), one
@@ -72,6 +73,22 @@ def static_hits(tfar, geom_id, prim_id, ng, u, v, geom_object, face_lookup, geom
         normal[i, 2] = z / den
         ui, vi = u[i], v[i]
         edge[i] = min(ui, vi) < edge_lo or ui + vi > edge_hi
+
+
+@numba.njit(cache=True, nogil=True)
+def rays32(o, offset, d, o32, d32):  # pragma: no cover (compiled)
+    """Embree's float32 rays, one pass: ``o32 = float32(o - offset)`` (``o`` one row every ray
+    shares, or a row per ray), ``d32 = float32(d)``; the subtraction in float64, then rounded,
+    as numpy's ``np.subtract(o, offset).astype(np.float32)``."""
+    shared = o.shape[0] == 1
+    for i in range(d.shape[0]):
+        r = 0 if shared else i
+        o32[i, 0] = np.float32(o[r, 0] - offset[0])
+        o32[i, 1] = np.float32(o[r, 1] - offset[1])
+        o32[i, 2] = np.float32(o[r, 2] - offset[2])
+        d32[i, 0] = np.float32(d[i, 0])
+        d32[i, 1] = np.float32(d[i, 1])
+        d32[i, 2] = np.float32(d[i, 2])
 
 
 @numba.njit(cache=True, nogil=True)

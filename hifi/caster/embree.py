@@ -17,7 +17,6 @@ from ..world.motion import Pose, Track
 from ..world.scene import Scene
 from ._rows import row_dot, row_norm, rows_or_shared
 from .hits import EDGE_BARY, NearestHits, no_hits, secondary_ray_offset_m
-from .pool import CHUNK_RAYS
 from .ties import static_world_vertices
 
 #: Faces examined at once where a whole mesh is reduced to one number (the size term of the
@@ -94,7 +93,6 @@ class EmbreeBackend:
         self.scene = scene
         self._face_subset = face_subset
         self._groups: list[_Group] | None = None
-        self._centre_rows: np.ndarray | None = None
         #: Triangles handed to Embree by :meth:`build` (all of the scene's, or this subset's).
         self.n_triangles = 0
         # Margin of the swept-ball cull [m] against float32 rounding of rays cast in a body
@@ -184,8 +182,6 @@ class EmbreeBackend:
             if geom_obj:
                 groups.append(_Group(es, np.asarray(geom_obj, dtype=np.int32),
                                      *self._lookup(geom_faces), None, centre))
-                # The centre tiled over a chunk, so origins - centre runs on flat arrays.
-                self._centre_rows = np.tile(centre, CHUNK_RAYS)
         for obj in scene.objects:
             if not scene.is_moving(obj.name):
                 continue
@@ -301,18 +297,14 @@ class EmbreeBackend:
     def _cast_static(self, g: _Group, origins, directions, tfar32) -> NearestHits:
         """The static group, cast first: Embree's arrays go straight into fresh hit arrays."""
         n = origins.shape[0]
+        from .._cast_kernel import rays32, static_hits          # numba: loaded by the first cast
         o32 = np.empty((n, 3), dtype=np.float32)
-        one = rows_or_shared(origins)
-        if one.shape[0] == 1 < n:                   # one origin: one row subtracted, then copied
-            o32[:] = np.subtract(one[0], g.offset).astype(np.float32)
-        else:
-            rows = self._centre_rows
-            if rows.size < 3 * n:
-                rows = np.tile(g.offset, n)
-            # origins - centre on flat arrays (same bits as the broadcast subtraction).
-            np.subtract(one.reshape(-1), rows[:3 * n], out=o32.reshape(-1), casting="same_kind")
-        r = g.embree.run(o32, directions.astype(np.float32), dists=tfar32, output=1)
-        from .._cast_kernel import static_hits          # numba: loaded by the first cast
+        d32 = np.empty((n, 3), dtype=np.float32)
+        # origins - centre (one row every ray shares, or a row each) and the directions in
+        # float32, one compiled pass
+        rays32(rows_or_shared(origins), np.ascontiguousarray(g.offset, dtype=float),
+               np.ascontiguousarray(directions, dtype=float), o32, d32)
+        r = g.embree.run(o32, d32, dists=tfar32, output=1)
         out = NearestHits(np.empty(n), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
                           np.empty((n, 3)), np.empty(n, dtype=bool))
         lookup = (_NO_LOOKUP if g.face_lookup is None else

@@ -28,6 +28,15 @@ def _multiply_rows(v, s, out):
     return out
 
 
+def rays32(o, offset, d, o32, d32):
+    """:func:`hifi._cast_kernel.rays32` with numpy."""
+    if o.shape[0] == 1 < d.shape[0]:                # one origin: one row subtracted, then copied
+        o32[:] = np.subtract(o[0], offset).astype(np.float32)
+    else:
+        np.subtract(o, offset, out=o32, casting="same_kind")
+    d32[:] = d.astype(np.float32)
+
+
 def static_hits(tfar, geom_id, prim_id, ng, u, v, geom_object, face_lookup, geom_start, edge_lo, edge_hi,
                 distance, obj, face, normal, edge):
     """:func:`hifi._cast_kernel.static_hits` with numpy."""
