@@ -3,12 +3,10 @@
 A few passes over every ray are written once, as numba kernels, and nowhere else in the
 product: the caster's passes around Embree (:mod:`hifi._cast_kernel`: Embree's arrays into hits,
 the first segment's finish, the edge-tie rule, a depth camera's images), and the lidars' depth-edge
-flags, beam-footprint directions and edge probes (:mod:`sensors._lidar_kernel`), the
-divergent-beam receiver (:mod:`sensors._beam_kernel`) and the ToF camera's per-pixel pass
-(:mod:`sensors._tof_kernel`). They are geometry and bookkeeping, per
+flags, beam-footprint directions and edge probes (:mod:`sensors._lidar_kernel`) and the
+divergent-beam receiver (:mod:`sensors._beam_kernel`). They are geometry and bookkeeping, per
 ray and branchy, where numpy needs many passes over temporaries; the physics (lidar equation,
-detection, noise, intensity) stays in the vectorised functions of the sensor packages (the ToF
-pass repeats their operations, held to them bit for bit by ``tests/sensors/test_tof_kernel.py``). The
+detection, noise, intensity) stays in the vectorised functions of the sensor packages. The
 tests hold each kernel, bit for bit, to a numpy oracle of the same signature
 (``tests/oracles``).
 

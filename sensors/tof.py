@@ -11,9 +11,11 @@ from hifi.api.rng import stream
 from hifi.world.surfaces import RETROREFLECTOR
 from hifi.world.textures import HitTextures
 
-from hifi.run.dataset import (RANGE_COLUMNS, annotation_var, axis_coords, image_coords, range_columns,
-                              range_frame, range_layout, sensor_pose_vars, yaw_pitch)
+from hifi.run.dataset import (annotation_var, axis_coords, image_coords, range_frame, range_layout, sensor_pose_vars,
+                          yaw_pitch)
 from .depthmap import pinhole_directions
+from .noise import gaussian_range_noise
+from .radiometry import lambertian_return
 from .surfaces import retroreflector_reflectivity
 from .weather import weather_of
 
@@ -147,53 +149,35 @@ class ToFSR4000(Sensor):
             hits, throughput = sh.hits, sh.throughput
         else:
             hits, origins, dirs = self.cast(self._dirs, t, p["max_range_m"])
-        n = len(hits)
-        # The frame's deviates in one draw (the stream's order, as gaussian_range_noise draws
-        # them), the reflectance of every hit (textures sample per object), then the per-pixel
-        # passes fused in one compiled pass over chunks of pixels on the caster's threads
-        # (sensors._tof_kernel: the numpy functions' operations in their order, the same bits).
-        from ._tof_kernel import BACKFOLD, NO_WRAP, PHASE_WRAP, oren_nayar_terms, tof_pixels  # numba: first frame
-        z = stream(self.ctx.seed, self.name, k, "noise").standard_normal(n)
-        refl = np.ascontiguousarray(self._textures.reflectance(self._refl, hits, t), dtype=float)
+        rng = stream(self.ctx.seed, self.name, k, "noise")
+        measured = gaussian_range_noise(hits.distance, p["noise_sigma_m"], rng)
         if p["modulation_frequency_hz"] > 0:
-            wrap, wrap_m = PHASE_WRAP, SPEED_OF_LIGHT_M_S / (2.0 * p["modulation_frequency_hz"])
+            measured = phase_wrap(measured, p["modulation_frequency_hz"])
         elif p["backfolding"]:
-            wrap, wrap_m = BACKFOLD, float(p["max_range_m"])
-        else:
-            wrap, wrap_m = NO_WRAP, 0.0
-        measured, intensity, power, snr, reflectivity = (np.empty(n) for _ in range(5))
-        detected = np.empty(n, dtype=bool)
-        class_ids = np.empty(n, dtype=np.uint8)
-        columns = range_columns(n)
-        o = origins[:1] if origins.strides[0] == 0 else np.ascontiguousarray(origins)
-        self.run_chunks(tof_pixels, n, hits.distance, hits.point, hits.normal, hits.direction, hits.object_id,
-                        np.ascontiguousarray(o, dtype=float), np.ascontiguousarray(dirs, dtype=float), z, refl,
-                        self._mirror, *oren_nayar_terms(self._rough), self._class, float(p["noise_sigma_m"]),
-                        wrap, wrap_m,
-                        SR4000_REFERENCE_POWER_W, SR4000_NOISE_POWER_W, measured, detected, intensity, power, snr,
-                        reflectivity, class_ids, *(columns[name] for name in RANGE_COLUMNS))
-        if self._retro is not None or throughput is not None or self._extinction > 0.0:
-            # the rarer terms, in numpy on the whole frame, after the kernel's Lambertian return
-            oid = hits.object_id
-            if self._retro is not None:
-                retro, r_a, r_a30 = self._retro
-                on = retro[oid]
-                cos_i = hits.cos_incidence
-                retro_rho = np.where(on, retroreflector_reflectivity(np.where(on, r_a[oid], 1.0), cos_i,
-                                                                     np.where(on, r_a30[oid], np.nan)), 0.0)
-                intensity = intensity + retro_rho / hits.distance ** 2
-            if throughput is not None:
-                intensity = intensity * (throughput * throughput)
-            if self._extinction > 0.0:
-                intensity = intensity * np.exp(-2.0 * self._extinction * hits.distance)
-            power = SR4000_REFERENCE_POWER_W * intensity
-            snr = power / SR4000_NOISE_POWER_W
-            reflectivity = intensity * hits.distance ** 2
+            measured = backfold(measured, p["max_range_m"])
+        # a surface through the emitter (distance 0: a camera mounted on it) returns nothing
+        det = hits.hit & np.isfinite(measured) & (hits.distance > 0.0)
+        reported = origins + dirs * measured[:, None]
+        oid = hits.object_id
+        intensity = lambertian_return(self._textures.reflectance(self._refl, hits, t), hits.cos_incidence,
+                                      hits.distance, self._mirror[oid], roughness_rad=self._rough[oid])
+        if self._retro is not None:
+            retro, r_a, r_a30 = self._retro
+            on = retro[oid]
+            retro_rho = np.where(on, retroreflector_reflectivity(np.where(on, r_a[oid], 1.0), hits.cos_incidence,
+                                                                 np.where(on, r_a30[oid], np.nan)), 0.0)
+            intensity = intensity + retro_rho / hits.distance ** 2
+        if throughput is not None:
+            intensity = intensity * (throughput * throughput)
+        if self._extinction > 0.0:
+            intensity = intensity * np.exp(-2.0 * self._extinction * hits.distance)
+        power = SR4000_REFERENCE_POWER_W * intensity
         return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
-                           detected=detected, distance_noisy=measured, points_noisy=None, intensity=intensity,
+                           detected=det, distance_noisy=measured, points_noisy=reported, intensity=intensity,
                            intensity_long_name="amplitude relative to a white Lambertian target at normal "
                                                "incidence at 1 m",
-                           received_power=power, snr=snr, reflectivity=reflectivity, columns=columns,
-                           extra={"annotation": annotation_var(("row", "col"), class_ids.reshape(self._shape),
+                           received_power=power, snr=power / SR4000_NOISE_POWER_W,
+                           reflectivity=intensity * hits.distance ** 2,
+                           extra={"annotation": annotation_var(("row", "col"), self._class[oid].reshape(self._shape),
                                                                self.ctx.scene.class_names),
                                   **sensor_pose_vars(self.pose_at(t))})

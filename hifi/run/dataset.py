@@ -162,51 +162,33 @@ def direction_from_yaw_pitch(yaw, pitch):
     return np.stack([cp * np.cos(yaw), cp * np.sin(yaw), np.sin(pitch)], axis=-1)
 
 
-#: The per-ray variables of :func:`range_frame` that it masks or copies out of the hits, in the
-#: order of :func:`range_columns`.
-RANGE_COLUMNS = ("distance_noisy", "x", "y", "z", "x_noisy", "y_noisy", "z_noisy", "object_id")
-
-
-def range_columns(n: int) -> dict:
-    """Empty arrays of :data:`RANGE_COLUMNS` for n rays (float64, the object id int32), for a
-    sensor's compiled pass to fill in chunks of rays and :func:`range_frame` to take as
-    ``columns``."""
-    out = {name: np.empty(n) for name in RANGE_COLUMNS[:-1]}
-    out["object_id"] = np.empty(n, dtype=np.int32)
-    return out
-
-
 def range_frame(dims, shape, *, timestamp, yaw, pitch, hits, detected, distance_noisy,
                 points_noisy, intensity, extra=None, intensity_long_name=None, intensity_valid_max=None,
                 received_power=None, snr=None,
-                reflectivity=None, columns=None) -> dict:
+                reflectivity=None) -> dict:
     """The range-sensor variables of one frame, reshaped to ``shape`` over ``dims``.
 
     ``distance_noisy`` and ``points_noisy`` are set to NaN where not ``detected``.
     ``intensity_long_name`` replaces the generic long_name of ``intensity`` (say the sensor's
     scale). ``received_power``, ``snr`` and ``reflectivity`` (:data:`SIGNAL_VARIABLES`) are
-    written when given (all three or none). ``columns``: :func:`range_columns` already filled
-    from these arguments as this function fills them (noisy distance and point NaN where not
-    ``detected``, the hit point's columns, the object id as int32), e.g. by a compiled pass in
-    chunks on the caster's threads; taken as they are (``distance_noisy`` and
-    ``points_noisy`` are then not read).
+    written when given (all three or none).
     """
     signal = (received_power, snr, reflectivity)
     if any(v is None for v in signal) and any(v is not None for v in signal):
         raise ValueError("range_frame: give all of received_power, snr, reflectivity or none")
     detected = np.asarray(detected, dtype=bool)
-    if columns is None:
-        pts = np.asarray(points_noisy)
-        # column by column: contiguous at once (a masked (n, 3) copy, then each column copied
-        # again, took 2 ms of an HDL-64E frame); the same values
-        xn, yn, zn = (np.where(detected, pts[:, c], np.nan) for c in range(3))
-        columns = {"distance_noisy": np.where(detected, distance_noisy, np.nan),
-                   "x": hits.point[:, 0], "y": hits.point[:, 1], "z": hits.point[:, 2],
-                   "x_noisy": xn, "y_noisy": yn, "z_noisy": zn, "object_id": hits.object_id.astype(np.int32)}
+    dn = np.where(detected, distance_noisy, np.nan)
+    pts = np.asarray(points_noisy)
+    # column by column: contiguous at once (a masked (n, 3) copy, then each column copied again,
+    # took 2 ms of an HDL-64E frame); the same values
+    xn, yn, zn = (np.where(detected, pts[:, c], np.nan) for c in range(3))
     values = {
         "timestamp": np.broadcast_to(np.asarray(timestamp, dtype=float), detected.shape),
         "yaw": yaw, "pitch": pitch, "distance": hits.distance, "detected": detected,
-        **{name: columns[name] for name in RANGE_COLUMNS}, "intensity": intensity,
+        "distance_noisy": dn,
+        "x": hits.point[:, 0], "y": hits.point[:, 1], "z": hits.point[:, 2],
+        "x_noisy": xn, "y_noisy": yn, "z_noisy": zn,
+        "object_id": hits.object_id.astype(np.int32), "intensity": intensity,
     }
     if received_power is not None:
         values.update(received_power=received_power, snr=snr, reflectivity=reflectivity)
