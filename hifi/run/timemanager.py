@@ -4,17 +4,39 @@ Each model declares its event times (its rate, or :meth:`~hifi.api.model.Model.e
 events are ordered by (time, priority, registration order). Time is simulated, not wall clock:
 a slow model simply takes longer to compute, it never shifts another model's timestamps
 (VANE's run-time interface).
+
+With a :class:`~hifi.runtime.threads.ThreadBudget` of more than one thread, models step at the
+same time, conservatively (Chandy and Misra's parallel discrete-event simulation: a process
+runs ahead only as far as no message can reach it from behind). A model that subscribes to
+nothing on the bus reads only the scene and its own state, so its steps may run ahead of the
+others, in its own order, on the budget's threads, as far as the scene is settled: up to the
+next step of a model that changes the scene (:attr:`~hifi.api.model.Model.writes_scene`, a
+driven vehicle), whose own step waits for every step before it. A subscriber steps when its
+turn comes, after every delivery before it. Whatever ran ahead is committed in the serial
+order, (time, priority, registration, frame): the messages a step published (held back while
+it ran ahead), its frame to the writer, its delivery on the bus; so files and deliveries are
+those of a serial run, byte for byte, at any number of threads.
+
+References
+----------
+K. M. Chandy and J. Misra, "Distributed simulation: a case study in design and verification of
+distributed programs", IEEE Trans. Softw. Eng. SE-5(5), 440-452, 1979.
+R. E. Bryant, "Simulation of packet communication architecture computer systems", MIT
+LCS TR-188, 1977.
 """
 
 from __future__ import annotations
 
 import heapq
+import threading
+from collections import deque
 from typing import Callable
 
-from ..api.bus import MessageBus, SensorData
+from ..api.bus import MessageBus, SensorData, frozen_arrays
 from ..errors import ModelError
 from ..runtime.interrupt import check as check_interrupt
 from ..runtime.interrupt import note_time
+from ..runtime.threads import DONE, STEP
 
 #: Kinds of time-manager events; at equal times deliveries come before steps.
 _DELIVERY, _STEP = 0, 1
@@ -30,12 +52,20 @@ class TimeManager:
     duration_s : float
         Events at times ``t < duration_s`` run.
     bus : MessageBus
+    budget : hifi.runtime.threads.ThreadBudget, optional
+        Threads the steps share with the casts inside them; None or one thread: one step at a
+        time, in order.
+    subscribers : set of int, optional
+        Indices of the models that subscribed to the bus (default: the models whose bound
+        methods are subscribed; every model when a callback belongs to none).
     """
 
-    def __init__(self, models, duration_s: float, bus: MessageBus):
+    def __init__(self, models, duration_s: float, bus: MessageBus, *, budget=None, subscribers=None):
         self.models = list(models)
         self.duration_s = float(duration_s)
         self.bus = bus
+        self.budget = budget
+        self.subscribers = None if subscribers is None else set(subscribers)
         #: Simulated time of the last step this process started [s] (None before the first).
         self.last_started_s: float | None = None
 
@@ -85,6 +115,8 @@ class TimeManager:
         :attr:`last_started_s` noted on it as ``t_s``.
         """
         try:
+            if self.budget is not None and self.budget.n_threads > 1:
+                return _Concurrent(self, on_frame, keep, on_progress).run()
             return self._run(on_frame, keep, on_progress)
         except KeyboardInterrupt as exc:
             note_time(exc, self.last_started_s)
@@ -125,4 +157,171 @@ class TimeManager:
             t_next = model.event_time(k + 1)
             if t_next is not None and t_next < self.duration_s:
                 heapq.heappush(heap, (t_next, _STEP, model.priority, reg, k + 1, None))
+        return count
+
+    def bound_models(self) -> set[int]:
+        """Models that step only in their turn: subscribers to the bus and scene writers."""
+        if self.subscribers is not None:
+            subs = set(self.subscribers)
+        else:
+            subs = set()
+            for *_, callback in self.bus._subscribers:
+                owner = getattr(callback, "__self__", None)
+                regs = [i for i, m in enumerate(self.models) if m is owner]
+                if not regs:                      # a callback of no model: no one runs ahead
+                    return set(range(len(self.models)))
+                subs.update(regs)
+        return subs | {i for i, m in enumerate(self.models) if getattr(m, "writes_scene", False)}
+
+
+class _Concurrent:
+    """One concurrent run of a :class:`TimeManager` (see the module's notes).
+
+    The main thread walks the events in the serial order (the heap of :meth:`TimeManager._run`)
+    and commits each; meanwhile the steps of free models (:meth:`TimeManager.bound_models`
+    excluded) are started ahead on the budget's threads, each after its own model's previous
+    step, none past the next uncommitted scene writer's step, at most ``2 x threads`` started
+    and not yet committed (a bound on the frames held in memory). A bound model's step runs in
+    the main thread in its turn. The main thread, waiting, runs queued steps and chunks itself.
+    """
+
+    def __init__(self, tm: TimeManager, on_frame, keep, on_progress):
+        self.tm, self.on_frame, self.on_progress = tm, on_frame, on_progress
+        self.budget = tm.budget
+        self.window = 2 * self.budget.n_threads
+        events = tm.schedule()
+        self.kept = [keep is None or keep(reg, k) for (_, _, reg, k) in events]
+        bound = tm.bound_models()
+        writers = {i for i, m in enumerate(tm.models) if getattr(m, "writes_scene", False)}
+        #: Per free model, its kept steps not yet started: (position, k, t).
+        self.todo = {reg: deque() for reg in range(len(tm.models)) if reg not in bound}
+        self.writer_pos = []
+        for p, ((t, _, reg, k), kept) in enumerate(zip(events, self.kept)):
+            if not kept:
+                continue
+            if reg in writers:
+                self.writer_pos.append(p)
+            if reg in self.todo:
+                self.todo[reg].append((p, k, t))
+        self.cp = 0                 # position of the next step to commit
+        self.wi = 0                 # index of the first writer step not committed
+        self.ahead = 0              # steps started ahead and not committed
+        self.started = {}           # (reg, k) -> (task, outbox)
+        self.last = {}              # reg -> task of its latest started step
+        self.lock = threading.Lock()
+        self.keep = keep
+
+    # -- starting steps ahead -----------------------------------------------------------------
+    def _start(self, reg: int) -> None:
+        """Queue the next step of free model ``reg`` (under :attr:`lock`)."""
+        p, k, t = self.todo[reg].popleft()
+        model, bus, outbox = self.tm.models[reg], self.tm.bus, []
+
+        def step():
+            with bus.deferring(outbox):
+                frame = model.step(k, t)
+            if frame is not None:            # read-only now, as a serial run's bus makes it at once
+                frozen_arrays({n: v.data for n, v in frame.items()})
+            with self.lock:
+                if self.last.get(reg) is task:
+                    self.last[reg] = None    # the model's next step may start
+            self.fill()
+            return frame
+
+        task = self.budget.submit(step, STEP)
+        self.started[(reg, k)] = (task, outbox)
+        self.last[reg] = task
+        self.ahead += 1
+
+    def fill(self) -> None:
+        """Start every free step whose inputs are settled, earliest first, within the window."""
+        with self.lock:
+            if self.ahead >= self.window:
+                return
+            barrier = self.writer_pos[self.wi] if self.wi < len(self.writer_pos) else float("inf")
+            ready = []
+            for reg, q in self.todo.items():
+                if not q or q[0][0] > barrier:
+                    continue
+                last = self.last.get(reg)
+                if last is None or last.state == DONE:
+                    ready.append((q[0][0], reg))
+            for _, reg in sorted(ready):
+                if self.ahead >= self.window:
+                    break
+                self._start(reg)
+
+    def _result(self, reg: int, k: int):
+        """Frame of free step (reg, k), waited for (running queued work meanwhile), and what it
+        published."""
+        with self.lock:
+            if (reg, k) not in self.started:    # not started ahead (the window was full)
+                self._start(reg)
+            task, outbox = self.started.pop((reg, k))
+        budget = self.budget
+        while True:
+            self.fill()
+            seen = budget.completed
+            budget.wait([task], help_steps=True, until=lambda: budget.completed != seen)
+            if task.state == DONE:
+                break
+        with self.lock:
+            self.ahead -= 1
+        return budget.result(task), outbox
+
+    # -- the serial walk ------------------------------------------------------------------------
+    def run(self) -> int:
+        try:
+            return self._walk()
+        finally:
+            self.budget.cancel_queued(STEP)   # steps started ahead of a failure or a stop
+            self.budget.idle()
+
+    def _walk(self) -> int:
+        tm, bus = self.tm, self.tm.bus
+        heap = []
+        for reg, m in enumerate(tm.models):
+            t = m.event_time(0)
+            if t is not None and t < tm.duration_s:
+                heapq.heappush(heap, (t, _STEP, m.priority, reg, 0, None))
+        count = 0
+        while heap:
+            check_interrupt()
+            t, kind, _, reg, k, message = heapq.heappop(heap)
+            model = tm.models[reg]
+            if kind == _DELIVERY:
+                bus.publish(message)
+                continue
+            p = self.cp
+            if self.kept[p]:
+                tm.last_started_s = t
+                try:
+                    if reg in self.todo:
+                        frame, outbox = self._result(reg, k)
+                        for sent in outbox:            # published in its turn, as a serial run does
+                            bus.publish(sent)
+                    else:
+                        frame = model.step(k, t)
+                    t_pub = None if frame is None else float(model.available_at(k, t, frame))
+                except Exception as exc:
+                    check_interrupt()
+                    raise ModelError(f"model {model.name!r} ({model.model_name}) failed at "
+                                     f"t = {t:.6f} s, frame {k}: {type(exc).__name__}: {exc}") from exc
+                count += 1
+                if frame is not None:
+                    message = SensorData(model.name, max(t_pub, t), frame=k, frame_time_s=t,
+                                         data={n: v.data for n, v in frame.items()})
+                    if self.on_frame is not None:
+                        self.on_frame(reg, k, t, frame)
+                    heapq.heappush(heap, (message.time_s, _DELIVERY, model.priority, reg, k, message))
+            with self.lock:                          # committed: a writer's steps lift its barrier
+                self.cp = p + 1
+                while self.wi < len(self.writer_pos) and self.writer_pos[self.wi] <= p:
+                    self.wi += 1
+            if self.on_progress is not None:
+                self.on_progress(t)
+            t_next = model.event_time(k + 1)
+            if t_next is not None and t_next < tm.duration_s:
+                heapq.heappush(heap, (t_next, _STEP, model.priority, reg, k + 1, None))
+            self.fill()
         return count
