@@ -128,6 +128,11 @@ class MessageBus:
         self._local = threading.local()
 
     @property
+    def callbacks(self) -> list:
+        """The subscribed callbacks, in subscription order."""
+        return [callback for *_, callback in self._subscribers]
+
+    @property
     def subscriptions(self) -> int:
         """Subscriptions made so far (a model that added none in its ``setup`` reads nothing
         from the bus, so the time manager may step it ahead of the others)."""

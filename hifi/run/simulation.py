@@ -401,6 +401,7 @@ class Simulation:
                  open_results: bool, ignore_disk_space: bool = False, output_format=None, resume=False,
                  threads=None):
         sc = self.scenario
+        self.threads_used = None
         seed = sc.seed if seed is None else int(seed)
         duration = sc.duration_s if duration_s is None else float(duration_s)
         if duration <= 0:

@@ -165,7 +165,7 @@ class TimeManager:
             subs = set(self.subscribers)
         else:
             subs = set()
-            for *_, callback in self.bus._subscribers:
+            for callback in self.bus.callbacks:
                 owner = getattr(callback, "__self__", None)
                 regs = [i for i, m in enumerate(self.models) if m is owner]
                 if not regs:                      # a callback of no model: no one runs ahead

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from ..errors import ScenarioWarning
+
 _CONTROLLER = None
 
 
@@ -46,10 +48,11 @@ def single_threaded_blas():
 THREADS_ENV = "HIFI_THREADS"
 
 
-class ThreadsWarning(UserWarning):
+class ThreadsWarning(ScenarioWarning):
     """A run asked for more threads than the cores its process may run on (its CPU affinity):
     it runs with them all the same (a test of the thread count, a core shared on purpose), but
-    the threads take turns on the cores."""
+    the threads take turns on the cores. ``hifi run`` prints it as ``hifi: warning: ...``;
+    ``warnings.simplefilter("error", ThreadsWarning)`` makes it an error."""
 
 
 def affinity_threads() -> int:
