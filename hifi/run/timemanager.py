@@ -180,15 +180,23 @@ class _Concurrent:
     The main thread walks the events in the serial order (the heap of :meth:`TimeManager._run`)
     and commits each; meanwhile the steps of free models (:meth:`TimeManager.bound_models`
     excluded) are started ahead on the budget's threads, each after its own model's previous
-    step, none past the next uncommitted scene writer's step, at most ``2 x threads`` started
-    and not yet committed (a bound on the frames held in memory). A bound model's step runs in
+    step, none past the next uncommitted scene writer's step, at most ``8 x threads`` started
+    and not yet committed, within the memory of ``2 x threads`` steps of the costliest free
+    model (a bound on the frames held beyond a serial run's). A bound model's step runs in
     the main thread in its turn. The main thread, waiting, runs queued steps and chunks itself.
     """
 
     def __init__(self, tm: TimeManager, on_frame, keep, on_progress):
         self.tm, self.on_frame, self.on_progress = tm, on_frame, on_progress
         self.budget = tm.budget
-        self.window = 2 * self.budget.n_threads
+        n = self.budget.n_threads
+        #: Most steps started ahead and not committed (small steps, e.g. a 100 Hz pose sensor's,
+        #: must not fill the window while a long one holds the commit back: 2 x threads left
+        #: one of two threads idle 30 % of a crossing run, 8 x threads 10 %).
+        self.window = 8 * n
+        #: Their estimated memory (frame + working arrays, hifi.api.estimate), at most that of
+        #: 2 x threads steps of the costliest free model: beyond a serial run's one step.
+        self.cost = {}
         events = tm.schedule()
         self.kept = [keep is None or keep(reg, k) for (_, _, reg, k) in events]
         bound = tm.bound_models()
@@ -203,6 +211,11 @@ class _Concurrent:
                 self.writer_pos.append(p)
             if reg in self.todo:
                 self.todo[reg].append((p, k, t))
+        for reg in self.todo:
+            est = tm.models[reg].estimate(tm.duration_s)
+            self.cost[reg] = sum(est.var_bytes.values()) + est.working_bytes
+        self.max_bytes = 2 * n * max(self.cost.values(), default=0)
+        self.ahead_bytes = 0
         self.cp = 0                 # position of the next step to commit
         self.wi = 0                 # index of the first writer step not committed
         self.ahead = 0              # steps started ahead and not committed
@@ -229,9 +242,10 @@ class _Concurrent:
             return frame
 
         task = self.budget.submit(step, STEP)
-        self.started[(reg, k)] = (task, outbox)
+        self.started[(reg, k)] = (task, outbox, reg)
         self.last[reg] = task
         self.ahead += 1
+        self.ahead_bytes += self.cost[reg]
 
     def fill(self) -> None:
         """Start every free step whose inputs are settled, earliest first, within the window."""
@@ -249,6 +263,8 @@ class _Concurrent:
             for _, reg in sorted(ready):
                 if self.ahead >= self.window:
                     break
+                if self.ahead and self.ahead_bytes + self.cost[reg] > self.max_bytes:
+                    continue                      # a smaller step may still fit
                 self._start(reg)
 
     def _result(self, reg: int, k: int):
@@ -257,7 +273,7 @@ class _Concurrent:
         with self.lock:
             if (reg, k) not in self.started:    # not started ahead (the window was full)
                 self._start(reg)
-            task, outbox = self.started.pop((reg, k))
+            task, outbox, _ = self.started.pop((reg, k))
         budget = self.budget
         while True:
             self.fill()
@@ -267,6 +283,7 @@ class _Concurrent:
                 break
         with self.lock:
             self.ahead -= 1
+            self.ahead_bytes -= self.cost[reg]
         return budget.result(task), outbox
 
     # -- the serial walk ------------------------------------------------------------------------
