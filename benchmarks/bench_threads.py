@@ -15,7 +15,10 @@ Usage::
     python benchmarks/bench_threads.py --examples crossing --duration 4 --repeat 3
 
 Prints one markdown table per example: median and spread (min to max) of each phase on each
-core set, and the speed-up of the models phase and of the whole run (medians, 1 core / 2).
+core set, the CPU time of the models phase (every thread of the process: the writer's
+compression included), the 1-minute load average at the end of each run (other processes on
+the cores make every time longer: compare runs taken under the same load), and the speed-up of
+the models phase and of the whole run (medians, first core set / each other).
 """
 
 from __future__ import annotations
@@ -49,10 +52,12 @@ def child(scenario: str, duration: float, out: str) -> None:
 
     def timed(self, *args, **kwargs):
         marks["first_event"] = time.perf_counter() - _T0
+        cpu = time.process_time()
         try:
             return original(self, *args, **kwargs)
         finally:
             marks["last_event"] = time.perf_counter() - _T0
+            marks["models_cpu"] = time.process_time() - cpu
 
     timemanager.TimeManager.run = timed
     sim = hifi.load(scenario)
@@ -103,9 +108,9 @@ def bench(name: str, duration: float, repeat: int, core_sets) -> None:
                     shutil.rmtree(out)
         print(f"\n### {name} (`--duration {duration:g}`, {repeat} runs per core set after one warm-up; "
               f"every run's files identical)\n")
-        print("| cores | threads | to first event [s] | models phase [s] | after last event [s] | total [s] | "
-              "load avg (1 min) |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("| cores | threads | to first event [s] | models phase [s] | its CPU time [s] | after last event [s] | "
+              "total [s] | load avg (1 min) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         med = {}
         for cores, rs in results.items():
             first = [x["first_event"] for x in rs]
@@ -113,8 +118,9 @@ def bench(name: str, duration: float, repeat: int, core_sets) -> None:
             after = [x["end"] - x["last_event"] for x in rs]
             total = [x["end"] for x in rs]
             med[cores] = (statistics.median(models), statistics.median(total))
-            print(f"| `taskset -c {cores}` | {rs[0]['threads']} | {_fmt(first)} | {_fmt(models)} | {_fmt(after)} | "
-                  f"{_fmt(total)} | {_fmt([x['load'] for x in rs])} |")
+            print(f"| `taskset -c {cores}` | {rs[0]['threads']} | {_fmt(first)} | {_fmt(models)} | "
+                  f"{_fmt([x['models_cpu'] for x in rs])} | {_fmt(after)} | {_fmt(total)} | "
+                  f"{_fmt([x['load'] for x in rs])} |")
         base = med[core_sets[0]]
         for cores in core_sets[1:]:
             print(f"\nspeed-up `{cores}` vs `{core_sets[0]}` (medians): models phase "
