@@ -192,7 +192,7 @@ class _Concurrent:
         n = self.budget.n_threads
         #: Most steps started ahead and not committed (small steps, e.g. a 100 Hz pose sensor's,
         #: must not fill the window while a long one holds the commit back: 2 x threads left
-        #: one of two threads idle 30 % of a crossing run, 8 x threads 10 %).
+        #: one of two threads waiting 30 % of a crossing run, 8 x threads 11 %).
         self.window = 8 * n
         #: Their estimated memory (frame + working arrays, hifi.api.estimate), at most that of
         #: 2 x threads steps of the costliest free model: beyond a serial run's one step.
@@ -219,10 +219,9 @@ class _Concurrent:
         self.cp = 0                 # position of the next step to commit
         self.wi = 0                 # index of the first writer step not committed
         self.ahead = 0              # steps started ahead and not committed
-        self.started = {}           # (reg, k) -> (task, outbox)
+        self.started = {}           # (reg, k) -> (task, outbox, reg)
         self.last = {}              # reg -> task of its latest started step
         self.lock = threading.Lock()
-        self.keep = keep
 
     # -- starting steps ahead -----------------------------------------------------------------
     def _start(self, reg: int) -> None:
@@ -235,7 +234,7 @@ class _Concurrent:
                 frame = model.step(k, t)
             if frame is not None:            # read-only now, as a serial run's bus makes it at once
                 frozen_arrays({n: v.data for n, v in frame.items()})
-            with self.lock:
+            with self.lock:                  # taken after _start (which holds it) has set task
                 if self.last.get(reg) is task:
                     self.last[reg] = None    # the model's next step may start
             self.fill()
@@ -258,7 +257,8 @@ class _Concurrent:
                 if not q or q[0][0] > barrier:
                     continue
                 last = self.last.get(reg)
-                if last is None or last.state == DONE:
+                # after a failed step, none of the model's later steps (the run stops at it)
+                if last is None or (last.state == DONE and last.error is None):
                     ready.append((q[0][0], reg))
             for _, reg in sorted(ready):
                 if self.ahead >= self.window:
