@@ -41,6 +41,15 @@ from ..runtime.threads import DONE, STEP
 #: Kinds of time-manager events; at equal times deliveries come before steps.
 _DELIVERY, _STEP = 0, 1
 
+#: Rays per frame (:meth:`~hifi.api.model.Model.rays_per_frame`) below which a free model still
+#: steps in its turn rather than ahead on another thread. A small step is mostly Python holding
+#: the GIL (a SICK LMS511's 1,141 rays: 69 % of its step in scipy's rotations of the pose tree),
+#: so two of them at once take as long as one after the other, plus the hand-overs:
+#: examples/patrol.toml with every free model ahead ran 0.76x on two cores (models phase,
+#: benchmarks/bench_threads.py, load 3.6). The same bound as the caster's smallest chunk
+#: (:data:`hifi.caster.pool._MIN_RAYS_PER_TASK`).
+AHEAD_MIN_RAYS = 2048
+
 
 class TimeManager:
     """Runs models in event order until the end of the simulated interval.
@@ -179,11 +188,12 @@ class _Concurrent:
 
     The main thread walks the events in the serial order (the heap of :meth:`TimeManager._run`)
     and commits each; meanwhile the steps of free models (:meth:`TimeManager.bound_models`
-    excluded) are started ahead on the budget's threads, each after its own model's previous
-    step, none past the next uncommitted scene writer's step, at most ``8 x threads`` started
-    and not yet committed, within the memory of ``2 x threads`` steps of the costliest free
-    model (a bound on the frames held beyond a serial run's). A bound model's step runs in
-    the main thread in its turn. The main thread, waiting, runs queued steps and chunks itself.
+    excluded) that cast at least :data:`AHEAD_MIN_RAYS` rays a frame are started ahead on the
+    budget's threads, each after its own model's previous step, none past the next uncommitted
+    scene writer's step, at most ``8 x threads`` started and not yet committed, within the
+    memory of ``2 x threads`` steps of the costliest of them (a bound on the frames held beyond
+    a serial run's). Every other step runs in the main thread in its turn. The main thread,
+    waiting, runs queued steps and chunks itself.
     """
 
     def __init__(self, tm: TimeManager, on_frame, keep, on_progress):
@@ -201,8 +211,9 @@ class _Concurrent:
         self.kept = [keep is None or keep(reg, k) for (_, _, reg, k) in events]
         bound = tm.bound_models()
         writers = {i for i, m in enumerate(tm.models) if getattr(m, "writes_scene", False)}
-        #: Per free model, its kept steps not yet started: (position, k, t).
-        self.todo = {reg: deque() for reg in range(len(tm.models)) if reg not in bound}
+        #: Per free model that runs ahead, its kept steps not yet started: (position, k, t).
+        self.todo = {reg: deque() for reg, m in enumerate(tm.models)
+                     if reg not in bound and m.rays_per_frame() >= AHEAD_MIN_RAYS}
         self.writer_pos = []
         for p, ((t, _, reg, k), kept) in enumerate(zip(events, self.kept)):
             if not kept:
