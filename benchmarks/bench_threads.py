@@ -16,7 +16,8 @@ Usage::
 
 Prints one markdown table per example: median and spread (min to max) of each phase on each
 core set, the CPU time of the models phase (every thread of the process: the writer's
-compression included), the 1-minute load average at the end of each run (other processes on
+compression included) and the time its threads were runnable but waited for a core (Linux
+schedstat: what other processes took), the 1-minute load average at the end of each run (other processes on
 the cores make every time longer: compare runs taken under the same load), and the speed-up of
 the models phase and of the whole run (medians, first core set / each other).
 """
@@ -43,6 +44,19 @@ EXAMPLES = {"crossing": ROOT / "examples" / "crossing.toml", "patrol": ROOT / "e
 DEFAULT_DURATION = {"crossing": 2.0, "patrol": 8.0}
 
 
+def _run_delay_s() -> float:
+    """Time every thread of this process has spent runnable but waiting for a core [s]: the
+    second field of Linux's ``/proc/self/task/*/schedstat`` (what other processes on the cores
+    took from this one)."""
+    total = 0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):     # a thread that just ended; no schedstat
+            continue
+    return total * 1e-9
+
+
 def child(scenario: str, duration: float, out: str) -> None:
     """One run; prints its phases as JSON on the last line of stdout."""
     import hifi
@@ -52,12 +66,13 @@ def child(scenario: str, duration: float, out: str) -> None:
 
     def timed(self, *args, **kwargs):
         marks["first_event"] = time.perf_counter() - _T0
-        cpu = time.process_time()
+        cpu, delay = time.process_time(), _run_delay_s()
         try:
             return original(self, *args, **kwargs)
         finally:
             marks["last_event"] = time.perf_counter() - _T0
             marks["models_cpu"] = time.process_time() - cpu
+            marks["models_delay"] = _run_delay_s() - delay
 
     timemanager.TimeManager.run = timed
     sim = hifi.load(scenario)
@@ -108,9 +123,9 @@ def bench(name: str, duration: float, repeat: int, core_sets) -> None:
                     shutil.rmtree(out)
         print(f"\n### {name} (`--duration {duration:g}`, {repeat} runs per core set after one warm-up; "
               f"every run's files identical)\n")
-        print("| cores | threads | to first event [s] | models phase [s] | its CPU time [s] | after last event [s] | "
-              "total [s] | load avg (1 min) |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("| cores | threads | to first event [s] | models phase [s] | its CPU time [s] | "
+              "its threads waiting for a core [s] | after last event [s] | total [s] | load avg (1 min) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         med = {}
         for cores, rs in results.items():
             first = [x["first_event"] for x in rs]
@@ -119,7 +134,8 @@ def bench(name: str, duration: float, repeat: int, core_sets) -> None:
             total = [x["end"] for x in rs]
             med[cores] = (statistics.median(models), statistics.median(total))
             print(f"| `taskset -c {cores}` | {rs[0]['threads']} | {_fmt(first)} | {_fmt(models)} | "
-                  f"{_fmt([x['models_cpu'] for x in rs])} | {_fmt(after)} | {_fmt(total)} | "
+                  f"{_fmt([x['models_cpu'] for x in rs])} | {_fmt([x['models_delay'] for x in rs])} | "
+                  f"{_fmt(after)} | {_fmt(total)} | "
                   f"{_fmt([x['load'] for x in rs])} |")
         base = med[core_sets[0]]
         for cores in core_sets[1:]:
