@@ -13,6 +13,7 @@ Usage::
 
     python benchmarks/bench_threads.py                      # crossing (--duration 2) and patrol (8)
     python benchmarks/bench_threads.py --examples crossing --duration 4 --repeat 3
+    python benchmarks/bench_threads.py --examples crossing --cores threads=1 threads=2
 
 Prints one markdown table per example: median and spread (min to max) of each phase on each
 core set, the CPU time of the models phase (every thread of the process: the writer's
@@ -83,10 +84,17 @@ def child(scenario: str, duration: float, out: str) -> None:
     print(json.dumps(marks))
 
 
-def _run(cores: str, scenario: Path, duration: float, out: Path) -> dict:
-    cmd = ["taskset", "-c", cores, sys.executable, __file__, "--child", str(scenario), str(duration), str(out)]
+def _run(setting: str, scenario: Path, duration: float, out: Path) -> dict:
+    """One child run; ``setting`` is a taskset core list (``"0,1"``: the affinity sets the
+    threads) or ``"threads=N"`` (every core, ``HIFI_THREADS=N``)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("HIFI_THREADS", None)                  # the affinity sets the threads
+    env.pop("HIFI_THREADS", None)
+    if setting.startswith("threads="):
+        env["HIFI_THREADS"] = setting.partition("=")[2]
+        cores = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+    else:
+        cores = setting
+    cmd = ["taskset", "-c", cores, sys.executable, __file__, "--child", str(scenario), str(duration), str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"run on cores {cores} failed:\n{proc.stderr[-3000:]}")
@@ -113,7 +121,7 @@ def bench(name: str, duration: float, repeat: int, core_sets) -> None:
         reference = None
         for r in range(repeat):
             for cores in core_sets:
-                out = root / f"run-{cores.replace(',', '_')}-{r}"
+                out = root / f"run-{cores.replace(',', '_').replace('=', '')}-{r}"
                 results[cores].append(_run(cores, scenario, duration, out))
                 if reference is None:
                     reference = out
@@ -133,7 +141,8 @@ def bench(name: str, duration: float, repeat: int, core_sets) -> None:
             after = [x["end"] - x["last_event"] for x in rs]
             total = [x["end"] for x in rs]
             med[cores] = (statistics.median(models), statistics.median(total))
-            print(f"| `taskset -c {cores}` | {rs[0]['threads']} | {_fmt(first)} | {_fmt(models)} | "
+            label = f"`HIFI_THREADS={cores[8:]}`, every core" if cores.startswith("threads=") else f"`taskset -c {cores}`"
+            print(f"| {label} | {rs[0]['threads']} | {_fmt(first)} | {_fmt(models)} | "
                   f"{_fmt([x['models_cpu'] for x in rs])} | {_fmt([x['models_delay'] for x in rs])} | "
                   f"{_fmt(after)} | {_fmt(total)} | "
                   f"{_fmt([x['load'] for x in rs])} |")
@@ -154,7 +163,9 @@ def main(argv=None) -> int:
     ap.add_argument("--duration", type=float, default=None,
                     help="simulated span [s] of every example (default: crossing 2, patrol 8)")
     ap.add_argument("--repeat", type=int, default=3, help="measured runs per core set (default 3)")
-    ap.add_argument("--cores", nargs="+", default=["0", "0,1"], help="taskset core lists, the first the baseline")
+    ap.add_argument("--cores", nargs="+", default=["0", "0,1"],
+                    help="taskset core lists, the first the baseline; or threads=N: every core, HIFI_THREADS=N "
+                         "(under load, 1 and 2 threads then compete alike with the other processes)")
     args = ap.parse_args(argv)
     if shutil.which("taskset") is None:
         print("bench_threads: taskset (util-linux) not found", file=sys.stderr)
