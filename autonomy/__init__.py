@@ -11,7 +11,7 @@
 
 They are ``[[models]]`` entries of a scenario. hifi finds them, as every model and plot, through
 the entry-point groups ``hifi.models`` and ``hifi.plots`` declared in ``pyproject.toml``, and
-never imports this package by name. The body they drive, the kinematic bicycle of an
+never imports this package by name. The body they drive, the bicycle (kinematic or dynamic) of an
 ``[[objects]]`` entry with ``vehicle = { ... }`` (:mod:`hifi.world.vehicle`), is part of the scene
 and stays in hifi.
 

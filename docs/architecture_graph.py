@@ -46,6 +46,7 @@ USERS = ("tests", "validation", "benchmarks", "notebooks")
 # in hifi/__init__.py's docstring): (group id, title, modules). One group per room.
 CORE_GROUPS = (
     ("cli", "command line", ("cli",)),
+    ("gym", "hifi.gym: a scenario as a Gymnasium environment", ("gym",)),
     ("viz", "hifi.viz: plots and the replay page", ("viz",)),
     ("exporters", "hifi.exporters: file formats", ("exporters", "export")),
     ("analysis", "hifi.analysis: measures on outputs", ("analysis",)),

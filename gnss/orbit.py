@@ -156,8 +156,14 @@ def _toe_offset(nav: xr.Dataset) -> np.ndarray:
     return nav["system_time_offset_s"].values if "system_time_offset_s" in nav else np.zeros(nav.sizes["record"])
 
 
+#: Largest |t - toe| of a broadcast record RTKLIB 2.4.3 uses, per system [s] (``seleph`` and
+#: ``selgeph``, src/ephemeris.c: ``MAXDTOE`` + 1 s for GPS, ``MAXDTOE_GAL``, ``MAXDTOE_CMP`` + 1 s,
+#: ``MAXDTOE_GLO``); :func:`select_ephemeris`'s own rule is 2 h for all but GLONASS (30 min).
+RTKLIB_MAX_TOE_AGE_S = {"G": 7201.0, "E": 14400.0, "C": 21601.0, "R": 1800.0}
+
+
 def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
-                     max_age_s=EPHEMERIS_MAX_AGE_S) -> np.ndarray:
+                     max_age_s=EPHEMERIS_MAX_AGE_S, rule="nearest") -> np.ndarray:
     """Index of the healthy ephemeris record with toe nearest to ``t`` for each (prn, t).
 
     Parameters
@@ -171,6 +177,12 @@ def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
     max_age_s : float, keyword-only
         Largest allowed ``|t - toe|`` [s] (default 2 h; GLONASS records at most
         :data:`gnss.constants.GLONASS_EPHEMERIS_MAX_AGE_S`, 30 min).
+    rule : {"nearest", "rtklib"}, keyword-only
+        "nearest": the toe nearest ``t``, the earlier record on a tie. "rtklib": as RTKLIB
+        2.4.3's ``seleph``/``selgeph`` (src/ephemeris.c): the ages of
+        :data:`RTKLIB_MAX_TOE_AGE_S` instead of ``max_age_s``, the later record on a tie (its
+        ``t <= tmin`` over records sorted by transmission time), and Galileo only records whose
+        toe is strictly before ``t``.
 
     Returns
     -------
@@ -205,11 +217,21 @@ def select_ephemeris(nav: xr.Dataset, prn, t: gpstime.GpsTime, *,
     toe_sow = nav["toe_sow"].values + _toe_offset(nav)          # toe in GPST
     # GLONASS state vectors hold for GLONASS_EPHEMERIS_MAX_AGE_S around tb
     limit = np.where(_is_glonass(nav_prn), min(float(max_age_s), GLONASS_EPHEMERIS_MAX_AGE_S), float(max_age_s))
+    if rule == "rtklib":
+        for letter, age in RTKLIB_MAX_TOE_AGE_S.items():
+            lo = SYSTEM_KEY_OFFSET[letter]
+            limit = np.where((nav_prn >= lo) & (nav_prn < lo + 100), age, limit)
+    elif rule != "nearest":
+        raise ValueError(f"rule: got {rule!r}; allowed: 'nearest', 'rtklib'")
     for shift in (-1, 0):
         k = np.clip(pos + shift, 0, cand.size - 1)
         idx = cand[k]
-        dt = np.abs((week - toe_week[idx]).astype(float) * SECONDS_PER_WEEK + (sow - toe_sow[idx]))
-        ok = finite & (nav_prn[idx] == prn) & (dt <= limit[idx]) & (dt < best_dt)
+        signed = (week - toe_week[idx]).astype(float) * SECONDS_PER_WEEK + (sow - toe_sow[idx])
+        dt = np.abs(signed)
+        closer = (dt <= best_dt) if rule == "rtklib" else (dt < best_dt)
+        ok = finite & (nav_prn[idx] == prn) & (dt <= limit[idx]) & closer
+        if rule == "rtklib":
+            ok &= ~(_is_galileo(nav_prn[idx]) & (signed <= 0.0))
         best = np.where(ok, idx, best)
         best_dt = np.where(ok, dt, best_dt)
     return best
@@ -380,6 +402,10 @@ def sv_state_at(nav: xr.Dataset, prn, t: gpstime.GpsTime, *, record=None) -> SvS
 
 def _is_glonass(sat: np.ndarray) -> np.ndarray:
     return (sat >= SYSTEM_KEY_OFFSET["R"]) & (sat < SYSTEM_KEY_OFFSET["E"])
+
+
+def _is_galileo(sat: np.ndarray) -> np.ndarray:
+    return (sat >= SYSTEM_KEY_OFFSET["E"]) & (sat < SYSTEM_KEY_OFFSET["C"])
 
 
 def sv_states(nav: xr.Dataset, prns, t_gps) -> xr.Dataset:

@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from . import atmosphere, geometry, gpstime, orbit
-from .constants import SOLVER_MAX_ITERATIONS, SOLVER_TOLERANCE_M, SPEED_OF_LIGHT
+from .constants import SECONDS_PER_WEEK, SOLVER_MAX_ITERATIONS, SOLVER_TOLERANCE_M, SPEED_OF_LIGHT
 
 PSEUDORANGE_VARIABLES = ("pseudorange", "C1C", "C1", "C1W", "P1")
 """Variables tried, in this order, as the L1 pseudorange of an observation Dataset."""
@@ -29,6 +29,8 @@ TROPO_CORRECTIONS = ("saastamoinen_niell", "saastamoinen_cosz", "none")
 """Tropospheric corrections a receiver may apply (``tropo_model`` of :func:`solve`):
 Saastamoinen zenith delays mapped with Niell's functions, or with 1 / cos z as RTKLIB's
 ``tropmodel`` (which RTKLIB's ``pntpos`` evaluates at 70 % relative humidity)."""
+EPHEMERIS_SELECTIONS = ("nearest", "rtklib")
+"""Broadcast record choices of :func:`solve` (``ephemeris_selection``)."""
 WEIGHTINGS = ("elevation", "rtklib", "none")
 """Observation weights of :func:`solve` (:func:`observation_weights`)."""
 RTKLIB_CODE_ERROR_M = (0.3, 0.3)
@@ -56,7 +58,8 @@ def observation_weights(elevation_rad, weighting="elevation", *, rtklib_error_m=
     -------
     numpy.ndarray
         Weights, the shape of ``elevation_rad``. RTKLIB adds to that variance its ionosphere,
-        troposphere and ephemeris model variances; they are not part of this weighting.
+        troposphere and ephemeris model variances; they are not part of this weighting (they are
+        of :func:`solve`'s, :func:`rtklib_code_variance`).
     """
     _choice("weighting", weighting, WEIGHTINGS)
     s = np.sin(np.clip(np.asarray(elevation_rad, dtype=float), MIN_WEIGHT_ELEVATION_RAD, None))
@@ -66,6 +69,112 @@ def observation_weights(elevation_rad, weighting="elevation", *, rtklib_error_m=
         a, b = rtklib_error_m
         return (a ** 2 + b ** 2) / (a ** 2 + b ** 2 / s)
     return np.ones_like(s)
+
+
+#: RTKLIB 2.4.3's user range accuracy values of the URA indices 0..14 [m] (``ura_value`` of
+#: ``var_uraeph`` in src/ephemeris.c, IS-GPS-200 20.3.3.3.1.1): a GPS or BeiDou record's URA (m,
+#: as RINEX writes it) is raised to the first value at or above it (``uraindex``, src/rinex.c).
+RTKLIB_URA_M = (2.4, 3.4, 4.85, 6.85, 9.65, 13.65, 24.0, 48.0, 96.0, 192.0, 384.0, 768.0, 1536.0, 3072.0, 6144.0)
+#: RTKLIB 2.4.3 ``pntpos`` constants (src/pntpos.c, src/ephemeris.c): code bias sigma
+#: ``ERR_CBIAS`` [m], broadcast ionosphere sigma as a fraction of its delay ``ERR_BRDCI`` [1],
+#: Saastamoinen sigma ``ERR_SAAS`` [m], GLONASS ephemeris sigma ``ERREPH_GLO`` [m], Galileo
+#: "no accuracy prediction available" sigma ``STD_GAL_NAPA`` [m], and the error factors of GLONASS
+#: ``EFACT_GLO`` (1.5; other systems 1) [1].
+RTKLIB_CBIAS_SIGMA_M = 0.3
+RTKLIB_IONO_FRACTION = 0.5
+RTKLIB_SAAS_SIGMA_M = 0.3
+RTKLIB_GLONASS_EPHEMERIS_SIGMA_M = 5.0
+RTKLIB_GALILEO_NAPA_SIGMA_M = 500.0
+RTKLIB_GLONASS_ERROR_FACTOR = 1.5
+
+
+def rtklib_ephemeris_sigma_m(ura_m, system):
+    """Ephemeris sigma RTKLIB 2.4.3 assigns a broadcast record [m].
+
+    Parameters
+    ----------
+    ura_m : array_like
+        The record's accuracy as RINEX writes it (``sv_accuracy`` of :func:`gnss.read_nav`): GPS
+        and BeiDou URA, Galileo SISA [m]. Ignored for GLONASS.
+    system : array_like of str
+        System letter of each record ("G", "E", "C", "R"), broadcast with ``ura_m``.
+
+    Returns
+    -------
+    numpy.ndarray
+        sigma [m]: GPS, BeiDou: the URA raised to the next :data:`RTKLIB_URA_M` value (6144 m
+        above the table or for a negative/NaN URA); Galileo: the SISA floored to its index
+        steps (0.01 m to 0.5 m, 0.02 m to 1 m, 0.04 m to 2 m; from 2 to 6 m as RTKLIB
+        computes it, Notes; above 6 m, negative or NaN: :data:`RTKLIB_GALILEO_NAPA_SIGMA_M`);
+        GLONASS: :data:`RTKLIB_GLONASS_EPHEMERIS_SIGMA_M`.
+
+    Notes
+    -----
+    RTKLIB reads the RINEX value into an index (``uraindex`` and ``sisa_index``, src/rinex.c)
+    and turns it back into a variance (``var_uraeph``, src/ephemeris.c; Galileo OS SIS ICD
+    5.1.12); the round trip quantises it as above. Between 2 and 6 m RTKLIB's ``sisa_index``
+    computes ``((int)(value - 2.0) / 0.16) + 100``, truncating the metres before the division,
+    so a SISA of 3.12 m (the usual value) gives index 106 and 2.96 m, not 3.12 m; reproduced
+    here, since the ephemeris term dominates RTKLIB's weights.
+    """
+    ura = np.asarray(ura_m, dtype=float)
+    system = np.asarray(system).astype(str)
+    ura, system = np.broadcast_arrays(ura, system)
+    table = np.asarray(RTKLIB_URA_M)
+    u = np.where(np.isfinite(ura), ura, -1.0)
+    k = np.searchsorted(table, u, side="left")
+    gps = np.where((u < 0) | (k >= table.size), table[-1], table[np.minimum(k, table.size - 1)])
+    with np.errstate(invalid="ignore"):
+        steps = [(0.5, 0.0, 0.01), (1.0, 0.5, 0.02), (2.0, 1.0, 0.04)]
+        # above 2 m RTKLIB's sisa_index truncates before dividing, ((int)(value - 2.0) / 0.16):
+        # whole metres above 2 m become 6.25 index steps, truncated to 6 (3.12 m -> 2.96 m)
+        gal = np.where((u > 2.0) & (u <= 6.0), 2.0 + np.floor(np.floor(u - 2.0) / 0.16) * 0.16,
+                       RTKLIB_GALILEO_NAPA_SIGMA_M)
+        for top, base, step in reversed(steps):
+            inside = (u >= 0) & (u <= top)
+            gal = np.where(inside, base + np.floor((u - base) / step) * step, gal)
+    return np.where(system == "E", gal, np.where(system == "R", RTKLIB_GLONASS_EPHEMERIS_SIGMA_M, gps))
+
+
+def rtklib_code_variance(elevation_rad, system, *, iono_m, ephemeris_sigma_m,
+                         rtklib_error_m=RTKLIB_CODE_ERROR_M):
+    """Variance RTKLIB 2.4.3's ``pntpos`` gives a single-frequency code residual [m^2].
+
+    Parameters
+    ----------
+    elevation_rad : array_like
+        Elevation [rad] (floored at :data:`MIN_WEIGHT_ELEVATION_RAD`).
+    system : array_like of str
+        System letter per satellite ("G", "E", "C", "R").
+    iono_m : array_like, keyword-only
+        The broadcast ionospheric delay whose half is the ionosphere's sigma [m]: RTKLIB takes
+        the L1 Klobuchar delay times f_L1 / f (its variance scaled by (f_L1 / f)^2, ``rescode``),
+        not the delay at the code's frequency, (f_L1 / f)^2 times the L1 one.
+    ephemeris_sigma_m : array_like, keyword-only
+        :func:`rtklib_ephemeris_sigma_m` of the record used [m].
+    rtklib_error_m : tuple of float, keyword-only
+        (a, b) of the code part [m] (:data:`RTKLIB_CODE_ERROR_M`).
+
+    Returns
+    -------
+    numpy.ndarray
+        sigma^2 [m^2], the broadcast shape.
+
+    Notes
+    -----
+    ``rescode`` in src/pntpos.c sums ``varerr`` f^2 (a^2 + b^2 / sin el) (f = 1.5 for GLONASS,
+    else 1), the ephemeris variance, ``ERR_CBIAS``^2 (code bias), (``ERR_BRDCI`` I)^2 (Klobuchar
+    residual, 50 % of the delay) and (``ERR_SAAS`` / (sin el + 0.1))^2 (troposphere); its
+    ``valsol`` divides the residuals by these sigmas in its chi-square test. The
+    ephemeris term (5.76 m^2 for a URA of 2 m) dominates at high elevation, so RTKLIB weights
+    satellites more evenly than sin^2(el).
+    """
+    s = np.sin(np.clip(np.asarray(elevation_rad, dtype=float), MIN_WEIGHT_ELEVATION_RAD, None))
+    a, b = rtklib_error_m
+    fact = np.where(np.asarray(system).astype(str) == "R", RTKLIB_GLONASS_ERROR_FACTOR, 1.0)
+    return (fact ** 2 * (a ** 2 + b ** 2 / s) + np.asarray(ephemeris_sigma_m, dtype=float) ** 2
+            + RTKLIB_CBIAS_SIGMA_M ** 2 + (RTKLIB_IONO_FRACTION * np.asarray(iono_m, dtype=float)) ** 2
+            + (RTKLIB_SAAS_SIGMA_M / (s + 0.1)) ** 2)
 
 
 class AtmosphericCorrections(NamedTuple):
@@ -160,7 +269,9 @@ def position_error_budget(terms_m, used, elevation_rad, azimuth_rad, *, weightin
     elevation_rad, azimuth_rad : numpy.ndarray, shape (n_epoch, n_sv)
         Look angles at the true position [rad].
     weighting : {"elevation", "rtklib", "none"}, keyword-only
-        As :func:`solve` (:func:`observation_weights`).
+        :func:`observation_weights`: as :func:`solve` for "elevation" and "none"; "rtklib" here
+        is the code part of RTKLIB's variance only (:func:`solve` adds the ephemeris,
+        ionosphere and troposphere variances of :func:`rtklib_code_variance`).
     clock_index : array_like of int, shape (n_sv,), optional
         Receiver clock of each satellite's system, 0 .. n_clock - 1, as :func:`solve` with
         several ``constellations`` estimates one clock per system; default one clock for all.
@@ -391,6 +502,74 @@ def code_frequency_hz(nav: xr.Dataset, sv_names) -> np.ndarray:
     return f
 
 
+def first_record_tgd_s(nav: xr.Dataset, sat) -> np.ndarray:
+    """Group delay (``tgd`` of :func:`gnss.read_nav`) of each satellite's first record [s].
+
+    RTKLIB 2.4.3's ``gettgd`` (src/pntpos.c) takes the TGD/BGD of the first record of the
+    satellite in its sorted navigation data, not of the record it computes the orbit from; the
+    group delays of consecutive records differ by up to a few tenths of a nanosecond. NaN
+    where ``nav`` has no record of the satellite.
+
+    Parameters
+    ----------
+    nav : xarray.Dataset
+        Output of :func:`gnss.read_nav`.
+    sat : array_like of int
+        Satellite keys (``nav["sat"]``; the PRN for GPS).
+
+    Returns
+    -------
+    numpy.ndarray
+        Group delay [s], the shape of ``sat``.
+    """
+    keys = orbit._sat_keys(nav)
+    toe = nav["toe_week"].values.astype(float) * SECONDS_PER_WEEK + nav["toe_sow"].values
+    order = np.lexsort((toe, keys))
+    first = {}
+    for k in order[::-1]:
+        first[int(keys[k])] = float(nav["tgd"].values[k])
+    return np.array([first.get(int(x), np.nan) for x in np.asarray(sat).ravel()], dtype=float).reshape(np.shape(sat))
+
+
+#: BeiDou codes whose group delay RTKLIB 2.4.3 b34 takes from a D1/D2 record's TGD1 (B1I data
+#: component, RINEX 3.02+ C2I and its RINEX 3.01 name C1I); see :func:`rtklib_group_delay_applies`.
+RTKLIB_BEIDOU_TGD1_CODES = ("C2I", "C1I")
+
+
+def rtklib_group_delay_applies(system, code_used, iono_free=False) -> np.ndarray:
+    """Where RTKLIB 2.4.3's ``pntpos`` subtracts the broadcast group delay :func:`solve` would [1].
+
+    Parameters
+    ----------
+    system : array_like of str
+        System letter per satellite.
+    code_used : array_like of str
+        Code taken per epoch and satellite (:func:`solve`'s ``code_used``), broadcast with
+        ``system``.
+    iono_free : bool
+        The ionosphere-free combination (no exception then).
+
+    Returns
+    -------
+    numpy.ndarray of float
+        1 where the group delay is applied, 0 where RTKLIB applies none.
+
+    Notes
+    -----
+    RTKLIB's ``prange`` (src/pntpos.c) takes TGD1 only for BeiDou code ``L2I`` (B1I data,
+    :data:`RTKLIB_BEIDOU_TGD1_CODES`); for any other B1 code (``C2Q``, ``C2X``: B1I too) it
+    takes the B1C delays ``TGD_B1Cp`` (+ ``ISC_B1Cd``), which a D1/D2 record (the RINEX 3
+    BeiDou records :func:`gnss.read_nav` reads) does not carry: zero. A receiver logging B1I
+    as C2X (NYA100NOR) thus gets no group delay in RTKLIB, up to 4 m (13 ns) per satellite.
+    """
+    system = np.asarray(system).astype(str)
+    code = np.asarray(code_used).astype(str)
+    if iono_free:
+        return np.ones(np.broadcast_shapes(system.shape, code.shape))
+    bds_other = (system == "C") & ~np.isin(code, RTKLIB_BEIDOU_TGD1_CODES + ("pseudorange",))
+    return np.where(bds_other, 0.0, 1.0)
+
+
 def _first_present(obs, names, system):
     for name in names:
         if name in obs:
@@ -449,7 +628,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
           tropo_model="saastamoinen_niell", weighting="elevation", relative_humidity=0.5,
           initial_position_ecef=None, observable=None, true_position_ecef=None,
           constellations=("G",), iono_free=False, raim=True, raim_false_alarm_probability=RAIM_FALSE_ALARM_PROBABILITY,
-          raim_code_sigma_m=RAIM_CODE_SIGMA_M) -> xr.Dataset:
+          raim_code_sigma_m=RAIM_CODE_SIGMA_M, ephemeris_selection="nearest", max_gdop=None) -> xr.Dataset:
     """Single-point position and receiver clocks per epoch from code pseudoranges.
 
     Parameters
@@ -472,7 +651,8 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         Niell's functions or, as RTKLIB, with 1 / cos z (:data:`TROPO_CORRECTIONS`).
     weighting : {"elevation", "rtklib", "none"}, keyword-only
         "elevation": weights sin^2(elevation) (sigma proportional to 1 / sin e); "rtklib":
-        RTKLIB ``pntpos``'s code variance (:func:`observation_weights`).
+        1 / sigma^2 of RTKLIB 2.4.3 ``pntpos``'s whole error model (:func:`rtklib_code_variance`:
+        code, ephemeris accuracy of the record, code bias, ionosphere, troposphere) [1/m^2].
     initial_position_ecef : array_like, shape (3,), optional, keyword-only
         Start of the iteration [m]; the header ``approx_position_ecef`` if present, else the
         Earth's centre.
@@ -499,7 +679,20 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     raim_false_alarm_probability : float, keyword-only
         Probability of a false alarm of the test, 0..1 [1].
     raim_code_sigma_m : float, keyword-only
-        Zenith code sigma the test assumes [m] (:data:`RAIM_CODE_SIGMA_M`).
+        Zenith code sigma the test assumes [m] (:data:`RAIM_CODE_SIGMA_M`). Not used with
+        ``weighting="rtklib"``, whose weights are RTKLIB's own inverse variances [1/m^2].
+    ephemeris_selection : {"nearest", "rtklib"}, keyword-only
+        "nearest": per satellite the healthy record whose toe is nearest the reception time tag
+        (:func:`gnss.orbit.select_ephemeris`), its own group delay; "rtklib": as RTKLIB 2.4.3
+        (``satposs`` and ``seleph`` in src/ephemeris.c, ``gettgd`` and ``prange`` in
+        src/pntpos.c): :func:`gnss.orbit.select_ephemeris` with ``rule="rtklib"`` (RTKLIB's
+        ages, the later record on a tie, Galileo only records whose toe is before the time
+        tag), the group delay (TGD, BGD) of the satellite's first record in ``nav``, and none
+        for BeiDou codes other than B1I's C2I (:func:`rtklib_group_delay_applies`).
+    max_gdop : float, optional, keyword-only
+        Withhold the fix (NaN, ``gdop_withheld``) where the GDOP of the satellites used, with
+        one receiver clock for all systems, exceeds this [1]: RTKLIB's ``maxgdop`` test in
+        ``valsol`` (30 in its ``prcopt_default``). None (default): no limit.
 
     Returns
     -------
@@ -541,8 +734,11 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     _choice("iono_model", iono_model, IONO_CORRECTIONS)
     _choice("tropo_model", tropo_model, TROPO_CORRECTIONS)
     _choice("weighting", weighting, WEIGHTINGS)
+    _choice("ephemeris_selection", ephemeris_selection, EPHEMERIS_SELECTIONS)
     if not 0.0 < float(raim_false_alarm_probability) < 1.0:
         raise ValueError(f"raim_false_alarm_probability: got {raim_false_alarm_probability!r}; allowed: 0 < p < 1")
+    if max_gdop is not None and not float(max_gdop) > 0.0:
+        raise ValueError(f"max_gdop: got {max_gdop!r}; allowed: None or > 0")
     if not float(raim_code_sigma_m) > 0.0:
         raise ValueError(f"raim_code_sigma_m: got {raim_code_sigma_m!r}; allowed: > 0 [m]")
     systems = tuple(constellations)
@@ -619,11 +815,19 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     t_rx = gpstime.GpsTime(np.broadcast_to(gt.week[:, None], p.shape), np.broadcast_to(gt.sow[:, None], p.shape))
     p_safe = np.where(np.isfinite(p), p, 0.0)
     t_sv = gpstime.add_seconds(t_rx, -p_safe / c)
-    record = orbit.select_ephemeris(nav, np.broadcast_to(prn[None, :], p.shape), t_rx)
+    # RTKLIB's satposs also selects the record at the reception time tag (its teph)
+    record = orbit.select_ephemeris(nav, np.broadcast_to(prn[None, :], p.shape), t_rx,
+                                    rule="nearest" if ephemeris_selection == "nearest" else "rtklib")
     first = orbit.sv_state_at(nav, prn[None, :], t_sv, record=record)
     t_tx = gpstime.add_seconds(t_sv, -np.where(np.isfinite(first.clock_bias_s), first.clock_bias_s, 0.0))
     st = orbit.sv_state_at(nav, prn[None, :], t_tx, record=record)
-    sv_clock_m = c * (st.clock_bias_s - tgd_factor[None, :] * st.tgd_s)
+    if ephemeris_selection == "nearest":
+        tgd_s = st.tgd_s
+        tgd_scale = np.broadcast_to(tgd_factor[None, :], p.shape)
+    else:
+        tgd_s = first_record_tgd_s(nav, prn)[None, :]
+        tgd_scale = tgd_factor[None, :] * rtklib_group_delay_applies(sv_sys[None, :], code_used, iono_free)
+    sv_clock_m = c * (st.clock_bias_s - tgd_scale * tgd_s)
     valid = np.isfinite(p) & (record >= 0) & np.all(np.isfinite(st.position_ecef), axis=-1)
 
     if initial_position_ecef is not None:
@@ -632,6 +836,8 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
         x0 = np.asarray(obs["approx_position_ecef"].values, dtype=float)
     else:
         x0 = np.zeros(3)
+    if weighting == "rtklib":
+        eph_sigma = rtklib_ephemeris_sigma_m(nav["sv_accuracy"].values[np.maximum(record, 0)], sv_sys[None, :])
     n_clk = len(systems)
     onehot = (sv_sys[:, None] == np.array(systems)[None, :]).astype(float)      # (sv, system)
     doy = geometry.day_of_year(t)
@@ -658,7 +864,14 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
             corr = ac.iono_m * iono_scale + ac.tropo_m
             corr = np.where(near[:, None] & np.isfinite(corr), corr, 0.0)
             used = valid & (~near[:, None] | (el >= mask_rad)) & ~excluded
-            w = np.where(near[:, None], observation_weights(el, weighting), 1.0)
+            if weighting == "rtklib":
+                # RTKLIB scales the L1 Klobuchar variance by (f_L1 / f)^2, the delay's own factor
+                var = rtklib_code_variance(el, sv_sys[None, :],
+                                           iono_m=np.where(near[:, None], ac.iono_m * np.sqrt(iono_scale), 0.0),
+                                           ephemeris_sigma_m=eph_sigma)
+                w = np.where(near[:, None], 1.0 / var, 1.0)
+            else:
+                w = np.where(near[:, None], observation_weights(el, weighting), 1.0)
             w = np.where(used, w, 0.0)
             v = np.where(used, p_safe - (rho + bs @ onehot.T - sv_clock_m + corr), 0.0)
             g = np.concatenate([-los, np.broadcast_to(onehot, (n_epoch, n_sv, n_clk))], axis=-1)
@@ -689,7 +902,9 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
 
     excluded = np.zeros((n_epoch, n_sv), dtype=bool)
     s = least_squares(np.broadcast_to(x0, (n_epoch, 3)).copy(), np.zeros((n_epoch, n_clk)), excluded)
-    sigma2 = float(raim_code_sigma_m) ** 2
+    # "rtklib" weights are 1 / sigma^2 of RTKLIB's own error model [1/m^2]: its chi-square test
+    # (valsol) divides by those sigmas, not by raim_code_sigma_m
+    sigma2 = 1.0 if weighting == "rtklib" else float(raim_code_sigma_m) ** 2
     for _ in range(n_sv + 1):
         stat = np.sum(s["w"] * s["residual"] ** 2, axis=1) / sigma2
         testable = s["ok"] & (s["dof"] >= 1)
@@ -715,6 +930,12 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
     design_enu = np.concatenate([np.einsum("eij,ekj->eki", rot, -los), np.broadcast_to(onehot, (n_epoch, n_sv, n_clk))],
                                 axis=-1)
     dop = dops(design_enu, used)
+    gdop_withheld = np.zeros(n_epoch, dtype=bool)
+    if max_gdop is not None:
+        # RTKLIB's valsol: the GDOP of one clock for all systems, over the satellites used
+        single_clock = np.concatenate([design_enu[..., :3], np.ones((n_epoch, n_sv, 1))], axis=-1)
+        gdop_withheld = ok & ~withheld & ~(dops(single_clock, used)["gdop"] <= float(max_gdop))
+        withheld = withheld | gdop_withheld
     n_used = used.sum(axis=1)
     sys_used = s["sys_used"]
     x[~ok | withheld] = np.nan
@@ -743,6 +964,8 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
             "raim_status": ("epoch", status, {"units": "1", "long_name": "RAIM: " + "; ".join(
                 f"{k} {v}" for k, v in RAIM_STATUS.items())}),
             "raim_excluded": (("epoch", "sv"), excluded, {"units": "1", "long_name": "satellite excluded by RAIM"}),
+            "gdop_withheld": ("epoch", gdop_withheld, {"units": "1", "long_name": "fix withheld: single-clock GDOP "
+                                                                                 "above max_gdop"}),
         },
         coords={"epoch": ("epoch", t, {"long_name": "receiver time tag (GPST)"}),
                 "sv": ("sv", obs_g["sv"].values, {"long_name": "satellite identifier"}),
@@ -750,6 +973,7 @@ def solve(obs: xr.Dataset, nav: xr.Dataset, *, elevation_mask_deg=10.0, iono_mod
                 "system": ("system", np.array(systems), {"long_name": "satellite system of each receiver clock"})},
         attrs={"observable": name, "iono_free": int(bool(iono_free)), "elevation_mask_deg": float(elevation_mask_deg), "iono_model": iono_model,
                "tropo_model": tropo_model, "weighting": weighting,
+               "ephemeris_selection": ephemeris_selection,
                "dop_definition": "unweighted (G^T G)^-1 in local ENU", "raim": int(bool(raim)),
                "raim_false_alarm_probability": float(raim_false_alarm_probability),
                "raim_code_sigma_m": float(raim_code_sigma_m)},

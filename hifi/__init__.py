@@ -13,7 +13,8 @@ The modules live in rooms (subpackages), one idea each. From the top down, a roo
 the rooms and modules below it (the ``acyclic`` contract of ``pyproject.toml`` checks that no
 two import each other):
 
-- ``hifi.cli`` (the command line) and ``hifi.export`` (the exporters' functions under one name);
+- ``hifi.cli`` (the command line), ``hifi.export`` (the exporters' functions under one name)
+  and ``hifi.gym`` (a scenario as a Gymnasium environment, over :mod:`hifi.run.session`);
 - ``hifi.viz`` (plots, the replay page), ``hifi.exporters`` (file formats) and
   ``hifi.analysis`` (measures on outputs);
 - ``hifi.run``: scenario, simulation, time manager, output and datasets;
@@ -55,7 +56,7 @@ _LAZY = {
     "Param": "api.params",
     "available_models": "api.registry", "load_model": "api.registry", "register_model": "api.registry",
     "Material": "world.scene", "Scene": "world.scene",
-    "Simulation": "run.simulation",
+    "Simulation": "run.simulation", "LiveServer": "viz.live",
     "open_run": "run.reading", "open_sweep": "run.sweep", "run_sweep": "run.sweep",
     "TimeManager": "run.timemanager",
 }

@@ -46,6 +46,12 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true",
                    help="continue the unfinished run of --out (killed, interrupted, failed), keeping the frames "
                         "it wrote; starts the run when there is none (writes Zarr)")
+    r.add_argument("--live", nargs="?", const="", default=None, metavar="[HOST:]PORT",
+                   help="publish the run while it goes on to a Foxglove WebSocket server (open ws://HOST:PORT in "
+                        "Foxglove; docs/live.md); HOST defaults to 127.0.0.1, PORT to 8765 (0: any free port); "
+                        "needs pip install foxglove-sdk")
+    r.add_argument("--live-wait", default=None, metavar="S",
+                   help="with --live: hold the start of the run until a client subscribes, at most S seconds")
     i = sub.add_parser("info", help="validate a scenario and summarise it")
     i.add_argument("scenario", type=Path)
     pl = sub.add_parser("plot", help="PNG quick look of a dataset")
@@ -410,6 +416,7 @@ def _run(args) -> int:
     partition = args.partition or (DEFAULT_MPI_PARTITION if _launcher_size() > 1 else None)
     from .runtime.safety import check_not_input
     check_not_input(args.out, [args.scenario])    # also under mpirun: every rank refuses alike
+    live = _live_options(args, partition)
     if _is_sweep(args.scenario):
         if args.partition is not None:
             raise ValueError(f"--partition {args.partition}: {args.scenario} is a sweep ([sweep]), whose variants "
@@ -418,6 +425,21 @@ def _run(args) -> int:
         return _run_sweep(args, seed, duration, start)
     if partition is not None:
         return _run_partitioned(args, partition, seed, duration, start)
+    if live is None:
+        sim = _run_serial(args, seed, duration)
+    else:                         # listening first: a port in use is reported before a long scene build
+        from .viz.live import LiveServer
+        with LiveServer(live[0], wait_s=live[1], key="--live") as server:
+            print(f"hifi: live view on {server.url} (Foxglove: Open connection, Foxglove WebSocket)",
+                  file=sys.stderr, flush=True)
+            sim = _run_serial(args, seed, duration, server)
+    _summary(args.out, sim.scenario.duration_s if duration is None else duration, start,
+             threads=getattr(sim, "threads_used", None))
+    return 0
+
+
+def _run_serial(args, seed, duration, live=None):
+    """``hifi run`` in this process alone (no MPI, no sweep); returns the simulation."""
     import hifi
     sim = hifi.load(args.scenario)
     if not args.resume:
@@ -425,10 +447,34 @@ def _run(args) -> int:
         check_output_dir(args.out, args.overwrite)
     sim.run_to_files(args.out, seed=seed, duration_s=duration, overwrite=args.overwrite,
                      progress=False if args.no_progress else None, ignore_disk_space=args.ignore_disk_space,
-                     output_format=args.output_format, resume=args.resume)
-    _summary(args.out, sim.scenario.duration_s if duration is None else duration, start,
-             threads=getattr(sim, "threads_used", None))
-    return 0
+                     output_format=args.output_format, resume=args.resume, live=live)
+    return sim
+
+
+def _live_options(args, partition) -> tuple | None:
+    """``--live`` and ``--live-wait`` checked before anything is loaded: ``(address, wait_s)``,
+    or None without ``--live`` (``--live`` alone: :data:`hifi.viz.live.DEFAULT_PORT`)."""
+    if args.live is None:
+        if args.live_wait is not None:
+            raise ValueError(f"--live-wait {args.live_wait}: holds a live run; give --live [HOST:]PORT too")
+        return None
+    from .viz.live import DEFAULT_PORT, parse_address
+    address = args.live or DEFAULT_PORT
+    parse_address(address, "--live")
+    if partition is not None:
+        raise ValueError(f"--live {address}: a live view publishes the frames of one process; not with "
+                         f"--partition or under mpirun")
+    if _is_sweep(args.scenario):
+        raise ValueError(f"--live {address}: {args.scenario} is a sweep ([sweep]); a live view shows one run")
+    wait = 0.0
+    if args.live_wait is not None:
+        try:
+            wait = float(args.live_wait)
+        except ValueError:
+            wait = -1.0
+        if not (wait >= 0 and wait != float("inf")):
+            raise ValueError(f"--live-wait {args.live_wait}: expected a number of seconds >= 0")
+    return address, wait
 
 
 def _is_sweep(path: Path) -> bool:

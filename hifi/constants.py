@@ -98,3 +98,10 @@ WGS84_M = 0.00344978650684
 #: Standard acceleration of gravity g_n [m s^-2], used only to convert data-sheet values given in
 #: g, mg or ug (3rd CGPM, 1901; BIPM, The International System of Units, 9th ed., 2019).
 STANDARD_GRAVITY_M_S2 = 9.80665
+
+#: Boltzmann constant [J/K], exact since the 2019 SI redefinition (CODATA 2018): the thermal
+#: noise power k T B of a radar receiver (:mod:`sensors.radar`).
+BOLTZMANN_J_K = 1.380649e-23
+#: Reference noise temperature T0 of a receiver's noise figure [K] (IEEE Std 145 / Friis'
+#: definition of the noise factor, 290 K).
+NOISE_REFERENCE_TEMPERATURE_K = 290.0

@@ -44,7 +44,11 @@ from hifi.api.rng import stream
 
 from .lidar import (
     CLEAR_VISIBILITY_M,
+    EDGE_TIMING,
+    RECEIVER_TAIL_S,
     SNR_THRESHOLD,
+    TAIL_SOURCE,
+    TIMING_SOURCE,
     PulseBatch,
     PulsedLidar,
     common_params,
@@ -180,7 +184,9 @@ def _ouster_params() -> dict:
                                         "noise_power_w fitted, only the ratio matters)")
     footprint_params(p, divergence_rad=None, aperture_radius_m=0.005,
                       source="OS1 data sheet: 0.18 deg FWHM for 128 beams, 0.13 deg for 64 and 16, x 1.699 "
-                             "for the 1/e^2 width; none: by the metadata's beam count")
+                             "for the 1/e^2 width; none: by the metadata's beam count",
+                      receiver_tail_s=RECEIVER_TAIL_S, tail_source=TAIL_SOURCE,
+        edge_timing=EDGE_TIMING, timing_source=TIMING_SOURCE)
     p["return_mode"] = Param("str", default="strongest", choices=("first", "last", "strongest", "average"),
                              doc="echo reported at edges and with n_subrays > 1 (Ouster single-return profiles: "
                                  "the strongest)")

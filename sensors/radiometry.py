@@ -213,10 +213,60 @@ def lidar_received_power(peak_power_w, reflectivity, cos_incidence, distance_m, 
             * cos_i * geometric * np.exp(-2.0 * float(extinction_per_m) * r) * np.asarray(overlap, dtype=float))
 
 
-#: Full scale of the HDL-64E S2 focal-distance compensation [m]: the manufacturer's formula
-#: divides the focal distance in cm by 13100 and the raw distance count (2 mm) by 65535, both
-#: about 131 m, the largest distance the 16-bit count holds.
+#: Full scale of the HDL-64E S2 focal-distance compensation [m]: Velodyne's formula divides
+#: the focal distance in cm by 13100 and the raw distance count (2 mm) by 65535, both about
+#: 131 m, the largest distance the 16-bit count holds (HDL-64E S3 manual, 63-HDL64ES3 rev. G,
+#: Appendix F "Intensity Compensation vs Distance", as cited in VeloView's
+#: ``vtkVelodyneHDLReader.cxx``, which divides the focal distance in metres by 131.0).
 FOCAL_FULL_SCALE_M = 131.0
+
+
+def velodyne_raw_intensity_scale(distance_m, focal_distance_m, *, full_overlap_m, extinction_per_m=0.0):
+    """Raw intensity byte of an HDL-64E S2 laser relative to its value at the laser's focal distance.
+
+    Parameters
+    ----------
+    distance_m : array_like
+        Range of the echo [m], NaN where no hit.
+    focal_distance_m : array_like
+        The laser's calibration ``focal_distance`` [m] (broadcast).
+    full_overlap_m : float
+        Range of full transmitter/receiver overlap [m] (:func:`overlap_factor`).
+    extinction_per_m : array_like
+        Atmospheric extinction coefficient [1/m] (two-way transmission ``exp(-2 alpha R)``).
+
+    Returns
+    -------
+    ndarray
+        ``g(R) / g(R_ref)`` with ``g(R) = O(R) exp(-2 alpha R) / R^2`` and
+        ``R_ref = max(F, full_overlap_m)``; 1 where ``R_ref`` is 0 (no focal distance and no
+        overlap range to refer to), NaN where ``distance_m`` is NaN.
+
+    Notes
+    -----
+    The HDL-64E S2 reports an uncompensated intensity byte; its host software (Velodyne's
+    DSR/VeloView, ros-drivers) adds the per-laser distance compensation
+    (:func:`velodyne_focal_compensation`), which is zero at the laser's focal distance. The
+    byte follows the received power of the lidar equation (:func:`lidar_received_power`:
+    ``1/R^2``, overlap, two-way extinction). Its scale is taken from the one distance the
+    calibration names: at its focal distance ("maximum intensity distance", HDL-64E S3 manual,
+    table of the db.xml calibration parameters), where the compensation adds nothing, the
+    laser's byte equals the calibrated reflectivity code (:func:`reported_intensity`). That
+    reference is a modelling choice: no Velodyne document states the raw byte's absolute scale.
+    Inside the full-overlap range the overlap's ``R^2`` ramp cancels ``1/R^2``, so the byte is
+    flat there and every focal distance inside it gives the same reference.
+    """
+    r = np.asarray(distance_m, dtype=float)
+    r_ref = np.maximum(np.asarray(focal_distance_m, dtype=float), float(full_overlap_m))
+    alpha = np.asarray(extinction_per_m, dtype=float)
+
+    def g(x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return overlap_factor(x, full_overlap_m) * np.exp(-2.0 * alpha * x) / x ** 2
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(r_ref > 0.0, g(r) / g(np.where(r_ref > 0.0, r_ref, 1.0)), 1.0)
+    return np.where(np.isnan(r), np.nan, scale)
 
 
 def velodyne_focal_compensation(intensity, raw_distance_m, focal_distance_m, focal_slope, *, min_code=0.0,
@@ -226,7 +276,7 @@ def velodyne_focal_compensation(intensity, raw_distance_m, focal_distance_m, foc
     Parameters
     ----------
     intensity : array_like
-        Intensity code before the compensation, NaN where no hit.
+        Raw intensity byte before the compensation, NaN where no hit.
     raw_distance_m : array_like
         Distance the sensor measured, before its per-laser ``dist_correction`` is added [m].
     focal_distance_m, focal_slope : array_like
@@ -247,20 +297,25 @@ def velodyne_focal_compensation(intensity, raw_distance_m, focal_distance_m, foc
 
     Notes
     -----
-    The HDL-64E S2 reports an intensity byte whose fall with range is compensated per laser by
-    the focal distance ``F`` and slope ``s`` of its calibration (the manufacturer's db.xml,
-    ``focalDistance_`` in cm and ``focalSlope_``). ros-drivers/velodyne applies it in
-    ``velodyne_pointcloud/src/lib/rawdata.cc`` (``RawData::unpack``):
-    ``focal_offset = 256 (1 - focal_distance / 13100)^2``,
-    ``intensity += focal_slope |focal_offset - 256 (1 - raw / 65535)^2|`` with ``raw`` the
-    distance count before ``dist_correction``, then the clip to ``min_intensity`` and
-    ``max_intensity``. 13100 is the focal distance's full scale in the db.xml's cm; ros-drivers'
-    ``gen_calibration.py`` converts ``focalDistance_`` from cm to m, so the driver divides metres
-    by 13100 and its focal offset is about 256 for every laser (a focal distance near 0). Here
-    the focal distance is divided by the same 131 m in its own unit, as the manufacturer's
-    formula does in cm: the compensation is zero at the laser's focal distance and grows on
-    either side. ``focal_full_scale_m = 13100`` reproduces the driver. The result is not
-    rounded: ros-drivers reports it as a float.
+    Velodyne's formula (HDL-64E S3 manual rev. G, Appendix F, "Intensity Compensation vs
+    Distance"; the HDL-64E S2.1 calibration in ``sensors/data`` carries the same per-laser
+    ``focal_distance`` and ``focal_slope``) is
+    ``focalOffset = 256 (1 - focalDistance / 13100)^2``,
+    ``I += focalSlope |focalOffset - 256 (1 - distance / 65535)^2|`` with ``focalDistance`` in
+    cm (the db.xml's unit) and ``distance`` the packet's raw 16-bit count (2 mm on the HDL-64E)
+    before ``dist_correction``: both terms are fractions of about 131 m, and the compensation is
+    zero at the focal distance and grows on either side. Here the focal distance is in m and
+    is divided by 131 m, as VeloView does (``vtkVelodyneHDLReader.cxx``,
+    ``focalDistance / 131.0``).
+
+    ros-drivers/velodyne (``velodyne_pointcloud/src/lib/rawdata.cc``, ``RawData::unpack``)
+    uses the same expression with the raw count before ``dist_correction``, then clips to the
+    laser's ``min_intensity`` and ``max_intensity``, which is what this function does; but its
+    ``gen_calibration.py`` converts ``focalDistance_`` from cm to m and the driver still divides
+    by 13100, so its focal offset is about 256 for every laser (ros-drivers/velodyne issue
+    #499, open): ``focal_full_scale_m = 13100`` reproduces the driver. VeloView instead
+    rescales the byte by ``(I - min) / (max - min) 255`` before adding the compensation and
+    clips the sum to 1..255. The result is not rounded: ros-drivers reports it as a float.
     """
     i = np.asarray(intensity, dtype=float)
     n = np.asarray(raw_distance_m, dtype=float) / distance_lsb_m
@@ -302,7 +357,10 @@ def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max
     and corrected per laser by the factory's intensity calibration (HDL-64E S2 manual, "Dual Two
     Point Calibration", intensity byte 0..255; HDL-32E and VLP-16 manuals: 0..100 diffuse
     reflectors, 101..255 retroreflectors), linear in reflectivity (``exponent`` 1, the
-    default). Incidence is not compensated. Reported intensity on a uniform road falls with
+    default). Incidence is not compensated. The HDL-64E S2's range compensation is done by its
+    host software from per-laser calibration fields instead; ``hdl64e_s2`` with
+    ``intensity_compensation`` models that path (:func:`velodyne_raw_intensity_scale`,
+    :func:`velodyne_focal_compensation`). Reported intensity on a uniform road falls with
     range with a log-log slope of -0.2 to -0.7 in published figures for real Velodyne recordings where a
     Lambertian road (cos(i) = h / R) would give -1: roads are rough, and a rough surface's
     backscatter falls more slowly than cos(i) toward grazing incidence

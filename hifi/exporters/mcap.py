@@ -19,6 +19,7 @@ Topics (``NAME`` a sensor, ``BODY`` an object or sensor; names made ROS-legal by
 topic                        type                            from
 ============================ =============================== ==========================================
 ``/NAME/points``             ``sensor_msgs/msg/PointCloud2`` every range sensor (lidar, ToF, LADAR, grid)
+``/NAME/detections``         ``sensor_msgs/msg/PointCloud2`` radars (detection lists: :func:`_radar_clouds`)
 ``/NAME/image_raw``          ``sensor_msgs/msg/Image``       ``ccd_camera`` (``image``), ``depthmap`` (``depth``, 32FC1)
 ``/NAME/camera_info``        ``sensor_msgs/msg/CameraInfo``  the same cameras
 ``/NAME/imu``                ``sensor_msgs/msg/Imu``         datasets with ``angular_rate`` and ``specific_force``
@@ -377,7 +378,10 @@ def _sources(bag: _Bag, datasets: dict, motion: _Motion, epoch: Epoch) -> list:
     sources, skipped, optical = [], [], []
     for name, ds in datasets.items():
         f = frames[name]
-        if is_range_dataset(ds):
+        if "radial_velocity" in ds.variables and "detection" in ds["radial_velocity"].dims:
+            bag.add_topic(f"/{f}/detections", "sensor_msgs/msg/PointCloud2")
+            sources.append(_radar_clouds(ds, f, to_ns))
+        elif is_range_dataset(ds):
             bag.add_topic(f"/{f}/points", "sensor_msgs/msg/PointCloud2")
             sources.append(_clouds(ds, name, f, motion, to_ns))
         elif _camera_kind(ds):
@@ -512,6 +516,41 @@ def _clouds(ds, name: str, frame: str, motion: _Motion, to_ns):
             "header": _header(ns, frame), "height": 1, "width": len(cloud), "fields": fields,
             "is_bigendian": False, "point_step": POINT_STEP, "row_step": POINT_STEP * len(cloud),
             "data": cloud.tobytes(), "is_dense": True}
+
+
+#: Radar PointCloud2 layout (:func:`_radar_clouds`): (name, numpy dtype, offset [byte]).
+RADAR_CLOUD_FIELDS = (("x", "<f4", 0), ("y", "<f4", 4), ("z", "<f4", 8), ("radial_velocity", "<f4", 12),
+                      ("rcs", "<f4", 16), ("snr", "<f4", 20), ("object_id", "<i4", 24), ("ghost", "<u1", 28))
+RADAR_POINT_STEP = 32
+RADAR_CLOUD_DTYPE = np.dtype({"names": [f[0] for f in RADAR_CLOUD_FIELDS],
+                              "formats": [f[1] for f in RADAR_CLOUD_FIELDS],
+                              "offsets": [f[2] for f in RADAR_CLOUD_FIELDS], "itemsize": RADAR_POINT_STEP})
+
+
+def _radar_clouds(ds, frame: str, to_ns):
+    """One PointCloud2 per radar frame: the detections in the sensor's frame (x forward, y left,
+    z up; z 0 where the radar measures no elevation) with ``radial_velocity`` [m/s, positive
+    away], ``rcs`` [dBsm], ``snr`` [dB] (float32), ``object_id`` (int32, ground truth) and
+    ``ghost`` (uint8), stamped at the frame time."""
+    fields = [{"name": n, "offset": off, "datatype": _ros2msgs.POINT_FIELD_TYPES[np.dtype(dt).name], "count": 1}
+              for n, dt, off in RADAR_CLOUD_FIELDS]
+    times = _frame_times(ds)
+    for f in range(n_frames(ds)):
+        fr = ds.isel(frame=f) if "frame" in ds.dims else ds
+        n = int(fr["n_detections"])
+        d = fr.isel(detection=slice(0, n))
+        rng, az = (np.asarray(d[v].values, dtype=float) for v in ("range", "azimuth"))
+        el = np.nan_to_num(np.asarray(d["elevation"].values, dtype=float))
+        cloud = np.zeros(n, dtype=RADAR_CLOUD_DTYPE)
+        cloud["x"], cloud["y"], cloud["z"] = rng * np.cos(el) * np.cos(az), rng * np.cos(el) * np.sin(az), rng * np.sin(el)
+        for v in ("radial_velocity", "rcs", "snr", "object_id"):
+            cloud[v] = d[v].values
+        cloud["ghost"] = d["ghost"].values.astype(np.uint8)
+        ns = int(to_ns(times[f]))
+        yield ns, f"/{frame}/detections", {
+            "header": _header(ns, frame), "height": 1, "width": n, "fields": fields, "is_bigendian": False,
+            "point_step": RADAR_POINT_STEP, "row_step": RADAR_POINT_STEP * n, "data": cloud.tobytes(),
+            "is_dense": True}
 
 
 def _camera_kind(ds) -> str | None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from ..run.dataset import POINTS_NOISY, POINTS_TRUE, SENSOR_POSE
 from ._common import (
@@ -98,6 +99,8 @@ def write_pcd(ds, path: Path) -> list[Path]:
     Point Cloud Library, "The PCD (Point Cloud Data) file format", v0.7,
     https://pointclouds.org/documentation/tutorials/pcd_file_format.html
     """
+    if is_radar_dataset(ds):
+        return write_radar_pcd(ds, path)
     require(ds, "PCD", POINTS_NOISY + POINTS_TRUE + ("intensity", "detected"))
     ds = strongest_return(ds)
     arrs = frame_first(ds, list(POINTS_NOISY + POINTS_TRUE) + ["intensity", "detected"])
@@ -151,6 +154,91 @@ def write_pcd(ds, path: Path) -> list[Path]:
             f"WIDTH {width}\nHEIGHT {height}\n"
             f"VIEWPOINT {viewpoint}\n"
             f"POINTS {width * height}\n"
+            "DATA binary\n"
+        )
+        with open(p, "wb") as fh:
+            fh.write(header.encode("ascii"))
+            fh.write(rec.tobytes())
+    return paths
+
+
+#: The fields of a nuScenes radar PCD (nuscenes-devkit ``RadarPointCloud.from_file``; the
+#: ARS408's cluster and quality fields): name, PCD SIZE, PCD TYPE.
+NUSCENES_RADAR_FIELDS = (("x", 4, "F"), ("y", 4, "F"), ("z", 4, "F"), ("dyn_prop", 1, "I"), ("id", 2, "I"),
+                         ("rcs", 4, "F"), ("vx", 4, "F"), ("vy", 4, "F"), ("vx_comp", 4, "F"), ("vy_comp", 4, "F"),
+                         ("is_quality_valid", 1, "I"), ("ambig_state", 1, "I"), ("x_rms", 1, "I"), ("y_rms", 1, "I"),
+                         ("invalid_state", 1, "I"), ("pdh0", 1, "I"), ("vx_rms", 1, "I"), ("vy_rms", 1, "I"))
+
+
+def is_radar_dataset(ds) -> bool:
+    """A radar detection list (dimension ``detection``, ``radial_velocity``: docs/radar.md)."""
+    return "radial_velocity" in ds.variables and "detection" in ds["radial_velocity"].dims
+
+
+def write_radar_pcd(ds, path: Path) -> list[Path]:
+    """A radar's detections as nuScenes radar PCD files, one per frame.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A radar dataset (``range``, ``azimuth``, ``elevation``, ``radial_velocity``, ``rcs``,
+        ``n_detections``, ``sensor_velocity``, ``sensor_orientation``).
+    path : pathlib.Path
+        Output file; with more than one frame, ``<stem>_<frame:06d>.pcd`` beside it.
+
+    Returns
+    -------
+    list of pathlib.Path
+
+    Notes
+    -----
+    The layout nuScenes' radar sweeps have and the nuscenes-devkit reads
+    (``RadarPointCloud.from_file``): ``DATA binary``, ``HEIGHT 1``, the 18 fields of
+    :data:`NUSCENES_RADAR_FIELDS`, points in the sensor frame (x forward, y left, ``z`` 0 where
+    the radar measures no elevation). ``vx``, ``vy``: the radial velocity along the line of
+    sight (positive away); ``vx_comp``, ``vy_comp``: the same with the sensor's own velocity
+    along the line of sight added (ego-motion compensated, as nuScenes'). ``rcs`` [dBsm];
+    ``id`` the detection's index; ``dyn_prop`` 1 (stationary) where the compensated speed is
+    below the velocity resolution, 0 (moving) otherwise; the quality fields as an ARS408
+    reports a valid, unambiguous cluster (``is_quality_valid`` 1, ``ambig_state`` 3,
+    ``invalid_state`` 0, ``pdh0`` 1, rms codes 0).
+    """
+    require(ds, "PCD", ("range", "azimuth", "elevation", "radial_velocity", "rcs", "n_detections"))
+    paths = frame_paths(path, ds.sizes.get("frame", 1), ".pcd")
+    dtype = np.dtype([(n, f"<{'f' if t == 'F' else 'u'}{s}") for n, s, t in NUSCENES_RADAR_FIELDS])
+    dv = float(ds.attrs.get("velocity_resolution_m_s", 0.0))
+    for f, p in enumerate(paths):
+        fr = ds.isel(frame=f) if "frame" in ds.dims else ds
+        n = int(fr["n_detections"])
+        d = fr.isel(detection=slice(0, n))
+        rng, az, vr = (np.asarray(d[v].values, dtype=float) for v in ("range", "azimuth", "radial_velocity"))
+        el = np.nan_to_num(np.asarray(d["elevation"].values, dtype=float))
+        u = np.stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)], axis=1)
+        comp = vr.copy()
+        if "sensor_velocity" in fr.variables and "sensor_orientation" in fr.variables:
+            v_s = Rotation.from_quat(np.asarray(fr["sensor_orientation"].values, float)).apply(
+                np.asarray(fr["sensor_velocity"].values, float), inverse=True)
+            comp = vr + u @ v_s
+        rec = np.zeros(n, dtype=dtype)
+        rec["x"], rec["y"], rec["z"] = (rng[:, None] * u).T
+        rec["id"] = np.arange(n)
+        rec["rcs"] = np.asarray(d["rcs"].values, dtype=float)
+        rec["vx"], rec["vy"] = vr * np.cos(az), vr * np.sin(az)
+        rec["vx_comp"], rec["vy_comp"] = comp * np.cos(az), comp * np.sin(az)
+        rec["dyn_prop"] = np.where(np.abs(comp) < dv, 1, 0)
+        rec["is_quality_valid"], rec["ambig_state"], rec["pdh0"] = 1, 3, 1
+        names = [n_ for n_, _, _ in NUSCENES_RADAR_FIELDS]
+        header = (
+            "# .PCD v0.7 - Point Cloud Data file format\n"
+            f"# hifi export: sensor_name {ds.attrs.get('sensor_name', '')}, frame {f}, nuScenes radar layout\n"
+            "VERSION 0.7\n"
+            f"FIELDS {' '.join(names)}\n"
+            f"SIZE {' '.join(str(s) for _, s, _ in NUSCENES_RADAR_FIELDS)}\n"
+            f"TYPE {' '.join(t for _, _, t in NUSCENES_RADAR_FIELDS)}\n"
+            f"COUNT {' '.join('1' for _ in names)}\n"
+            f"WIDTH {n}\nHEIGHT 1\n"
+            "VIEWPOINT 0 0 0 1 0 0 0\n"
+            f"POINTS {n}\n"
             "DATA binary\n"
         )
         with open(p, "wb") as fh:

@@ -91,7 +91,9 @@ def scenario_reference() -> str:
                  "them (or a vehicle) cannot use `--partition time`.\n\n" + param_table(scenario.MODEL_KEYS) + "\n")
     from ..world.vehicle import VEHICLE_PARAMS
     parts.append("## `vehicle = { ... }` of an `[[objects]]` entry\n\nA body driven by `drive` commands "
-                 "(`hifi.world.vehicle`): a kinematic bicycle integrated at `rate_hz`; `vehicle = {}` is a car.\n\n"
+                 "(`hifi.world.vehicle`): a kinematic or dynamic bicycle behind actuator limits (jerk, steering "
+                 "rate), integrated at `rate_hz`; `vehicle = {}` is a car, `vehicle = { preset = \"robot\" }` a "
+                 "small robot (see `docs/closed_loop.md`).\n\n"
                  + param_table(VEHICLE_PARAMS) + "\n")
     parts.append("## `[output]`\n\n" + param_table(scenario.OUTPUT_PARAMS) + "\n")
     parts.append("## `[weather]`\n\nOptional; absent: clear air. Extinction in every lidar's signal chain "

@@ -471,7 +471,7 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
                       value=fixed["interpolation"])
     vehicle = None
     if spec["vehicle"] is not None:
-        from ..world.vehicle import VEHICLE_PARAMS
+        from ..world.vehicle import VEHICLE_PARAMS, resolve_vehicle
         if track is not None or parent is not None:
             raise v.error("a vehicle is driven by commands: give it no track and no parent", key=f"{key}.vehicle",
                           value=spec["vehicle"])
@@ -481,7 +481,8 @@ def _object(v: Validator, i: int, raw: Any, materials: dict, names: dict, base_d
         if not isinstance(spec["vehicle"], dict):
             raise v.error("expected a table { wheelbase_m, ... } ({} for the defaults)", key=f"{key}.vehicle",
                           value=spec["vehicle"])
-        vehicle = check_params(spec["vehicle"], VEHICLE_PARAMS, v.error, f"{key}.vehicle")
+        vehicle = resolve_vehicle(check_params(spec["vehicle"], VEHICLE_PARAMS, v.error, f"{key}.vehicle"),
+                                  v.error, f"{key}.vehicle")
     names[name] = key
     loaded = parts = None
     if mesh_path is not None:

@@ -179,11 +179,12 @@ def build_scene(sc: _scenario.Scenario) -> Scene:
                 raise _scenario.located(sc, ScenarioError(exc.reason, key=f"objects[{spec.index}].{exc.key}",
                                                           value=exc.value)) from None
         if spec.vehicle is not None:
-            from ..world.vehicle import VehicleTrack
+            from ..world.vehicle import DYNAMIC_SPEED_BOUND, VehicleTrack
+            bound = spec.vehicle["max_speed_m_s"] * (DYNAMIC_SPEED_BOUND if spec.vehicle["model"] == "dynamic" else 1.0)
             local = VehicleTrack(spec.position_m, np.radians(spec.rpy_deg[2]), spec.vehicle["wheelbase_m"],
-                                 reach_m=spec.vehicle["max_speed_m_s"] * sc.duration_s,
+                                 reach_m=bound * sc.duration_s,
                                  max_accel_m_s2=spec.vehicle["max_accel_m_s2"],
-                                 max_speed_m_s=spec.vehicle["max_speed_m_s"])
+                                 max_speed_m_s=spec.vehicle["max_speed_m_s"], speed_bound_m_s=bound)
         elif spec.track is not None:
             local = Track([f["t_s"] for f in spec.track], [f["position_m"] for f in spec.track],
                           [f["rpy_deg"] for f in spec.track], interpolation=spec.interpolation)
@@ -293,7 +294,8 @@ class Simulation:
     def run(self, out=None, *, seed: int | None = None, duration_s: float | None = None,
             overwrite: bool = False, progress: bool | None = None, caster: RayCaster | None = None,
             keep=None, write: bool = True, partition=None, ignore_disk_space: bool = False,
-            output_format: str | None = None, resume: bool = False, threads: int | None = None) -> dict[str, Any]:
+            output_format: str | None = None, resume: bool = False, live=None,
+            threads: int | None = None) -> dict[str, Any]:
         """Run every model over the simulated interval; return the results as datasets.
 
         Parameters
@@ -344,6 +346,11 @@ class Simulation:
             Continue the unfinished run of ``out`` (:mod:`hifi.run.resume`; implies Zarr):
             the frames it wrote are kept, the others computed. Without one, the run starts;
             when ``out`` is already that finished run, nothing is computed.
+        live : hifi.viz.live.LiveServer, optional
+            Publish every frame while the run goes on to this Foxglove WebSocket server
+            (docs/live.md; ``hifi.LiveServer("127.0.0.1:8765")``), which the run leaves open
+            (one server for many runs or steps): any object with its ``begin``, ``frame`` and
+            ``end``. The datasets and files are the same with and without it.
         threads : int, optional
             Threads the run computes on, >= 1 (docs/performance.md): model steps at the same
             time and the casts inside them share them; the results do not depend on it. Default
@@ -360,7 +367,8 @@ class Simulation:
         hifi.ScenarioError
             Before anything is allocated or written: the estimated peak memory exceeds the
             memory available, or the estimated output the free disk space (unless
-            ``ignore_disk_space``); ``resume`` of a directory of another run.
+            ``ignore_disk_space``); ``resume`` of a directory of another run; ``live`` with
+            a partitioned run, or not a live view.
         hifi.OutputError
             A file or directory could not be written (disk full, no permission, a netCDF
             error); the message names it as ``out/...``. A netCDF run leaves nothing behind; a
@@ -373,12 +381,12 @@ class Simulation:
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
                              caster=caster, keep=keep, write=write, partition=partition, open_results=True,
                              ignore_disk_space=ignore_disk_space, output_format=output_format, resume=resume,
-                             threads=threads)
+                             live=live, threads=threads)
 
     def run_to_files(self, out, *, seed: int | None = None, duration_s: float | None = None,
                      overwrite: bool = False, progress: bool | None = None,
                      ignore_disk_space: bool = False, output_format: str | None = None,
-                     resume: bool = False, threads: int | None = None) -> dict[str, Path]:
+                     resume: bool = False, live=None, threads: int | None = None) -> dict[str, Path]:
         """:meth:`run` into the directory ``out``, returning the path of each model's file
         (``<out>/<sensor>.nc`` or ``.zarr``) instead of opened datasets: no xarray import, what
         ``hifi run`` calls. Parameters, errors and files as :meth:`run`."""
@@ -387,7 +395,7 @@ class Simulation:
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
                              caster=None, keep=None, write=True, partition=None, open_results=False,
                              ignore_disk_space=ignore_disk_space, output_format=output_format, resume=resume,
-                             threads=threads)
+                             live=live, threads=threads)
 
     def check_disk(self, out, duration_s: float | None = None, *, ignore_disk_space: bool = False) -> None:
         """Refuse (:class:`hifi.ScenarioError`) a run into ``out`` whose estimated output, before
@@ -399,7 +407,7 @@ class Simulation:
 
     def _execute(self, out, *, seed, duration_s, overwrite, progress, caster, keep, write, partition,
                  open_results: bool, ignore_disk_space: bool = False, output_format=None, resume=False,
-                 threads=None):
+                 live=None, threads=None):
         sc = self.scenario
         self.threads_used = None
         seed = sc.seed if seed is None else int(seed)
@@ -423,6 +431,13 @@ class Simulation:
         kernels.warn_retired_env()
         if out_dir is not None and shared is None and partial is None:
             check_output_dir(out, overwrite)
+        if live is not None:                                           # before any file
+            if partition is not None:
+                raise ScenarioError("a live view publishes the frames of one process; a partitioned (MPI) "
+                                    "run has them on many", key="live", value=live)
+            if not all(callable(getattr(live, name, None)) for name in ("begin", "frame", "end")):
+                raise ScenarioError("expected a live view, hifi.LiveServer(\"[HOST:]PORT\")", key="live",
+                                    value=live)
         owner = shared is None or partition.owner
         tmp_root = None
         keep_partial = False
@@ -445,7 +460,7 @@ class Simulation:
                 written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition,
                                          shown, fmt=fmt, owner=owner,
                                          resumed=partial is not None or getattr(partition, "resumed", False),
-                                         threads=threads)
+                                         live=live, threads=threads)
             except MemoryError:
                 raise _out_of_memory(sc, None, None, f"running (estimated peak {_fmt(est.peak_bytes)})") from None
             except ModelError as exc:         # the time manager's wrap of a model's MemoryError
@@ -494,6 +509,34 @@ class Simulation:
             return {p.stem: p for p in names}
         return {p.stem: open_output(p) for p in names}
 
+    def dataset_attrs(self, model: Model, seed: int) -> dict:
+        """The global attributes of ``model``'s dataset in a run with ``seed``."""
+        sc = self.scenario
+        return base_attrs(model.name, model.model_name, seed, sc.text, start_utc=sc.start_utc,
+                          origin_lat_deg=sc.origin["lat_deg"], origin_lon_deg=sc.origin["lon_deg"],
+                          origin_height_m=sc.origin["height_m"], rate_hz=model.rate_hz, **model.attrs())
+
+    def session(self, out=None, *, observe=None, seed: int | None = None, duration_s: float | None = None,
+                overwrite: bool = False, output_format: str | None = None, name: str = "session", live=None):
+        """A run that advances when asked: a :class:`hifi.run.session.Session` (a context manager).
+
+        ::
+
+            with sim.session("out/drive", observe=["front"]) as s:
+                while not s.finished:
+                    obs = s.step(0.1)                    # frames published in the last 0.1 s
+                    s.command("robot", speed_m_s=1.0, steer_deg=my_controller(obs))
+
+        Parameters are those of :meth:`run` (``out=None``: no files); ``observe`` names the
+        models whose frames each step returns (default: all that write a dataset), ``name``
+        the session's own model, the sender of its commands, and ``live`` a
+        :class:`hifi.LiveServer` that shows the run in Foxglove as it is stepped. A simulation
+        runs one session.
+        """
+        from .session import Session
+        return Session(self, out, observe=observe, seed=seed, duration_s=duration_s, overwrite=overwrite,
+                       output_format=output_format, name=name, live=live)
+
     def _object_coords(self) -> dict:
         """``object_name`` / ``object_class`` of every object, written into every file."""
         from .dataset import object_coords
@@ -501,7 +544,8 @@ class Simulation:
         return object_coords(self.scene.object_names, [self.scene.class_names[c] for c in classes])
 
     def _run_into(self, directory: Path | None, seed, duration, progress, caster, keep, write,
-                  partition=None, shown=None, *, fmt="netcdf", owner=True, resumed=False, threads=None):
+                  partition=None, shown=None, *, fmt="netcdf", owner=True, resumed=False, live=None,
+                  threads=None):
         sc = self.scenario
         bus = MessageBus()
         budget = None
@@ -543,9 +587,7 @@ class Simulation:
                     if not m.writes_dataset or not write:
                         continue
                     path = directory / (f"{m.name}.zarr" if fmt == "zarr" else f"{m.name}.nc")
-                    attrs = base_attrs(m.name, m.model_name, seed, sc.text, start_utc=sc.start_utc,
-                                       origin_lat_deg=sc.origin["lat_deg"], origin_lon_deg=sc.origin["lon_deg"],
-                                       origin_height_m=sc.origin["height_m"], rate_hz=m.rate_hz, **m.attrs())
+                    attrs = self.dataset_attrs(m, seed)
                     coords = {**m.coords(), **self._object_coords()}
                     with _writing(shown(path), directory):
                         if fmt == "zarr":
@@ -572,6 +614,8 @@ class Simulation:
             def on_frame(i, k, t, frame):
                 if partition is None or partition.frame(i, k, t, frame):
                     write_frame(i, k, t, frame)
+                if live is not None:             # after the writer: it reads the frame, never changes it
+                    live.frame(models[i], k, t, frame)
 
             def on_progress(t):
                 if partition is None:
@@ -579,6 +623,8 @@ class Simulation:
                 else:
                     partition.event(t)
 
+            if live is not None:
+                live.begin(self.scene, models, sc.start_utc)           # may wait for a client (wait_s)
             # One budget of threads for the steps and the casts inside them; a facet-partitioned
             # caster's casts are collectives, which every rank must call in the same order: one
             # step at a time there.
@@ -588,6 +634,8 @@ class Simulation:
             with single_threaded_blas(), steady_heap(), warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Gimbal lock detected", category=UserWarning)
                 tm.run(on_frame=on_frame, keep=keep, on_progress=on_progress)
+            if live is not None:
+                live.end()
             # Writing phase: the frames still buffered now.
             pending = {i: w.pending_frames for i, w in writers.items()}
             report.expect_writes(sum(pending.values()))

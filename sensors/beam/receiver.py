@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["EchoReport", "bundle_echoes", "compact_segments", "dominant", "segment_report"]
+__all__ = ["EchoReport", "bundle_echoes", "compact_segments", "dominant", "report_from_groups", "segment_report"]
 
 class EchoReport(NamedTuple):
     """What the receiver reports per pulse and return slot (:func:`process_returns`).
@@ -170,10 +170,38 @@ def bundle_echoes(range_m, energy, *, resolution_m, mode):
     order = np.argsort(np.where(has, r, np.inf), axis=1, kind="stable")
     rs = np.take_along_axis(np.where(has, r, np.inf), order, axis=1)
     es = np.take_along_axis(np.where(has, e, 0.0), order, axis=1)
-    ok = np.isfinite(rs)
     new = np.zeros((p, n), dtype=bool)
     with np.errstate(invalid="ignore"):                            # inf - inf past the last return
         new[:, 1:] = (rs[:, 1:] - rs[:, :-1]) > resolution_m
+    return report_from_groups(rs, es, order, new, mode=mode)
+
+
+def report_from_groups(rs, es, order, new, *, mode, amplitude=None) -> EchoReport:
+    """What the receiver reports of sub-ray returns sorted by range and grouped into echoes.
+
+    Parameters
+    ----------
+    rs, es : (p, n) float
+        Each pulse's sub-ray ranges [m] in ascending order (inf past the last return) and their
+        energies (0 where none).
+    order : (p, n) int
+        Column of each sorted return in the caller's sub-ray order.
+    new : (p, n) bool
+        Where a sorted return starts a new echo (column 0 always does).
+    mode : {"first", "last", "strongest", "dual", "strongest_last"}
+        As :func:`sensors.beam.process_returns`.
+    amplitude : (p, n) float, optional
+        Per sorted return, the amplitude ``strongest`` compares; an echo's is the largest of its
+        members'. None: an echo's energy, the sum of its members'.
+
+    Returns
+    -------
+    EchoReport
+        An echo's energy is the sum of its returns' and its range their energy-weighted mean
+        (the pulse's nearest return plus the weighted mean offset).
+    """
+    p, n = rs.shape
+    ok = np.isfinite(rs)
     label = np.where(ok, np.cumsum(new, axis=1), n)                # n: no return
     key = (np.arange(p)[:, None] * (n + 1) + label).ravel()
     ref = np.where(ok[:, 0], rs[:, 0], 0.0)
@@ -186,7 +214,13 @@ def bundle_echoes(range_m, energy, *, resolution_m, mode):
     any_det = detected.any(axis=1)
     first = np.where(any_det, 0, -1)
     last = np.where(any_det, n - 1 - np.argmax(detected[:, ::-1], axis=1), -1)
-    masked = np.where(detected, seg_e, -np.inf)
+    if amplitude is None:
+        seg_a = seg_e
+    else:
+        seg_a = np.zeros(p * (n + 1))
+        np.maximum.at(seg_a, key, np.where(ok, amplitude, 0.0).ravel())
+        seg_a = seg_a.reshape(p, n + 1)[:, :n]
+    masked = np.where(detected, seg_a, -np.inf)
     strongest = np.where(any_det, np.argmax(masked, axis=1), -1)
     if mode == "strongest_last":
         masked[np.arange(p), np.maximum(strongest, 0)] = -np.inf

@@ -19,13 +19,16 @@ EDGE_DEPTH_M = 0.05
 
 
 def footprint_params(params, *, divergence_rad, divergence_v_rad=None, aperture_radius_m=0.005,
-                      source="", dual=False):
+                      source="", dual=False, receiver_tail_s=0.0, tail_source="none", edge_timing="centroid",
+                      timing_source="the divergent-beam receiver's estimator"):
     """A model's beam-footprint defaults (data sheet) and the edge-point parameters.
 
     Updates ``params`` (a PARAMS dict of :func:`common_params`) in place and returns it:
     ``divergence_rad`` (horizontal), ``divergence_v_rad`` (vertical, None: circular),
-    ``aperture_radius_m``, ``edge_subrays`` and, for the rotating lidars, ``return_mode``
-    with ``"dual"``.
+    ``aperture_radius_m``, ``edge_subrays``, ``receiver_tail_s`` and ``edge_timing`` (the
+    receiver's impulse response and time estimator, :mod:`sensors.lidar.impulse`;
+    ``tail_source`` and ``timing_source`` say where their defaults come from)
+    and, for the rotating lidars, ``return_mode`` with ``"dual"``.
     """
     params["divergence_rad"] = Param("float", default=divergence_rad, minimum=0.0, maximum=0.5,
                                      doc=f"full beam divergence (horizontal) at the 1/e^2 points [rad] ({source})")
@@ -36,6 +39,15 @@ def footprint_params(params, *, divergence_rad, divergence_v_rad=None, aperture_
     params["edge_subrays"] = Param("int", default=7, minimum=0, maximum=100,
                                    doc="sub-rays of the beam footprint cast for pulses at depth edges "
                                        "(n_subrays = 1); 0: pencil beams everywhere")
+    params["receiver_tail_s"] = Param(
+        "float", default=receiver_tail_s, minimum=0.0, maximum=1e-6,
+        doc=f"time constant of the exponential tail of the receiver's impulse response (APD + TIA) "
+            f"[s]; edge footprints group their echoes by the filtered waveform (sensors.lidar.impulse); 0: echoes "
+            f"merge within c * pulse_width_s / 2 ({tail_source})")
+    params["edge_timing"] = Param(
+        "str", default=edge_timing, choices=("centroid", "peak"),
+        doc=f"receiver_tail_s > 0: time of an edge return, the centroid of its filtered signal or its maximum "
+            f"({timing_source})")
     if dual:
         params["return_mode"] = Param(
             "str", default="strongest", choices=("first", "last", "strongest", "average", "dual"),

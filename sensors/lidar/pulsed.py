@@ -24,6 +24,7 @@ from ..radiometry import extinction_from_visibility, lambertian_return, lidar_re
 from ..surfaces import front_reflectivity, retroreflector_reflectivity
 from ..weather import Particles, fog_echo_table, particle_window, precipitation, sample_particles, weather_of
 from .footprint import depth_edge_pulses, probe_leaves
+from .impulse import receiver_echoes
 from .signal import FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, ChainParams, Halo, lidar_signal_chain
 
 
@@ -350,13 +351,17 @@ class PulsedLidar(Sensor):
         ray; pulses at a depth edge (:func:`depth_edge_pulses` over the scan ``grid``, rings
         in ``ring_order``) cast ``edge_subrays`` - 1 more sub-rays of the same footprint (the
         pencil ray is sub-ray 0 of :func:`sensors.beam.subray_pattern`); their returns are
-        grouped into echoes at the pulse's range resolution (:func:`sensors.beam.bundle_echoes`;
-        ``average`` mode: the waveform receiver :func:`sensors.beam.beam_echoes`) and
-        ``return_mode`` picks the echo. That pulse's hit
+        grouped into echoes by the receiver's filtered waveform where ``receiver_tail_s`` > 0
+        (:func:`sensors.lidar.impulse.receiver_echoes`: the pulse convolved with the receiver's
+        impulse response, timed by ``edge_timing``; each sub-ray's share of the pulse at its
+        lidar-equation power, :meth:`_edge_power`), else at the pulse's range resolution
+        (:func:`sensors.beam.bundle_echoes`; ``average`` mode: the waveform receiver
+        :func:`sensors.beam.beam_echoes`), and ``return_mode`` picks the echo. That pulse's hit
         becomes the hit of the echo's dominant sub-ray (surface, normal, object, point) with
         the echo's range as ``distance``, so the measurement chain sees a pencil hit and
-        echoes are None: an edge pulse reports one of the two surfaces (or, for steps below the
-        0.75 m range resolution, a range between them), never the pencil's choice by default.
+        echoes are None: an edge pulse reports one of the two surfaces or, where the receiver
+        merges their echoes, a range between them (a mixed pixel), never the pencil's choice by
+        default.
         Its power is that of the dominant surface (the partial coverage of the spot is not
         applied). ``edge_subrays`` = 0 is the pencil beam everywhere.
         """
@@ -427,6 +432,11 @@ class PulsedLidar(Sensor):
             report = beam_echoes(both.distance.reshape(edge.size, k), energy, bin_width_s=p["bin_width_s"],
                                  pulse_width_s=p["pulse_width_s"], mode="average", detection_threshold=0.0,
                                  cutoff_m=p["cutoff_m"]).report
+        elif p.get("receiver_tail_s", 0.0) > 0.0:
+            report = receiver_echoes(both.distance.reshape(edge.size, k), self._edge_power(both, energy),
+                                     mode=self._beam_mode(), pulse_width_s=p["pulse_width_s"],
+                                     tail_s=p["receiver_tail_s"], timing=p["edge_timing"],
+                                     threshold_w=self._chain.snr_threshold * self._chain.noise_power_w)
         else:
             report = bundle_echoes(both.distance.reshape(edge.size, k), energy, mode=self._beam_mode(),
                                    resolution_m=SPEED_OF_LIGHT_M_S * p["pulse_width_s"] / 2.0)
@@ -449,6 +459,22 @@ class PulsedLidar(Sensor):
                 tp_slot[edge[ok]] = tp_both[pick]
                 echoes.append(FrontEcho(axis_echo.front, tp_slot))
         return out, echoes
+
+    def _edge_power(self, both, energy):
+        """Peak received power [W] of each edge sub-ray's share of its pulse, (edges, k): the
+        lidar equation (:func:`sensors.radiometry.lidar_received_power`) of its apparent
+        reflectivity ``energy R^2`` with the run's extinction and the overlap, as the signal
+        chain computes a pencil's (:func:`sensors.lidar.signal.lidar_signal_chain` Note 1)."""
+        c = self._chain
+        d = both.distance.reshape(energy.shape)
+        alpha = (extinction_from_visibility(c.visibility_m, c.wavelength_m) if self._extinction is None
+                 else float(self._extinction))
+        with np.errstate(invalid="ignore"):
+            pw = lidar_received_power(c.peak_power_w, energy * d * d, 1.0, d,
+                                      receiver_area_m2=np.pi * c.receiver_aperture_m ** 2 / 4.0,
+                                      system_efficiency=c.optical_efficiency, extinction_per_m=alpha,
+                                      overlap=overlap_factor(d, c.full_overlap_m))
+        return np.where(np.isfinite(d) & (energy > 0), pw, 0.0)
 
     def _cast_divergent(self, directions, times, origins_sensor, n, m):
         """The divergent beam of every pulse, ``n`` sub-rays (see :meth:`_cast_beams`):

@@ -13,6 +13,7 @@ from hifi.api.params import Param
 from .. import calibration as cal
 from .firing import AZIMUTH_STEP_RTOL, FIRING_MODES, azimuth_step_deg, cycles_per_rotation, firing_fractions
 from .footprint import footprint_params
+from .impulse import EDGE_TIMING, RECEIVER_TAIL_S, TAIL_SOURCE, TIMING_SOURCE
 from .pulsed import PulseBatch, PulsedLidar
 from .signal import FocalCompensation, common_params
 
@@ -291,16 +292,21 @@ class HDL64E_S2(RotatingLidar):
         noise_source="fit to published HDL-64E recordings: per-shot sigma ~7 mm median on a road at 7-40 m, "
                      "ring-to-ring offsets 2.5-4 cm",
         intensity_full_scale=255.0, intensity_max=255, intensity_source="HDL-64E S2 manual: intensity byte 0..255"),
-        divergence_rad=0.002, source="assumed 2 mrad: the HDL-64E S2 documents give no figure", dual=True)
+        divergence_rad=0.002, source="assumed 2 mrad: the HDL-64E S2 documents give no figure", dual=True,
+        receiver_tail_s=RECEIVER_TAIL_S, tail_source=TAIL_SOURCE,
+        edge_timing=EDGE_TIMING, timing_source=TIMING_SOURCE)
     PARAMS["intensity_compensation"] = Param(
         "bool", default=False,
-        doc="add the sensor's per-laser intensity distance compensation, as ros-drivers' rawdata.cc applies it: "
-            "focal_slope x |256 (1 - focal_distance / 131 m)^2 - 256 (1 - raw / 65535)^2| codes (raw: the distance "
-            "in 2 mm counts before dist_correction), clipped to min_intensity..max_intensity; per-laser values "
-            "from calibration_file, or from 64e_s2.1-sztaki.yaml (ros-drivers) for the built-in table; a "
-            "calibration_file without focal_distance and focal_slope: none. Off by default: on top of hifi's "
-            "range-compensated intensity it makes a road's intensity rise with range (log-log slope +0.22 at "
-            "5-40 m, validation/hdl64e_intensity.py; a KITTI road: -0.2)")
+        doc="report the HDL-64E S2's own intensity: the raw byte, which is not range-compensated in the sensor "
+            "(hifi's calibrated code x the received power relative to the laser's focal_distance: 1/R^2, overlap, "
+            "extinction), plus the host software's per-laser distance compensation "
+            "focal_slope x |256 (1 - focal_distance / 131 m)^2 - 256 (1 - raw / 65535)^2| codes (Velodyne HDL-64E "
+            "S3 manual, Appendix F; raw: the distance in 2 mm counts before dist_correction), clipped to "
+            "min_intensity..max_intensity as ros-drivers' rawdata.cc does; per-laser values from "
+            "calibration_file, or from 64e_s2.1-sztaki.yaml (ros-drivers) for the built-in table; a "
+            "calibration_file without focal_distance and focal_slope: none. Road intensity log-log slope 5-40 m: "
+            "-0.21 on, -0.56 off, a KITTI road -0.2 (validation/hdl64e_intensity.py). Off by default: the "
+            "range-compensated calibrated reflectivity code")
     intensity_calibration_yaml = cal.SZTAKI_64E_S21_YAML
 
 
@@ -338,7 +344,9 @@ class HDL32E(RotatingLidar):
         intensity_full_scale=100.0, intensity_max=255,
         intensity_source="HDL-32E / VLP-16 manuals: 0..100 diffuse, 101..255 retroreflective"),
         divergence_rad=0.003, divergence_v_rad=0.0015,
-        source="3.0 x 1.5 mrad, Velodyne's VLP-16 / VLS-128 manuals; assumed the same for the HDL-32E", dual=True)
+        source="3.0 x 1.5 mrad, Velodyne's VLP-16 / VLS-128 manuals; assumed the same for the HDL-32E", dual=True,
+        receiver_tail_s=RECEIVER_TAIL_S, tail_source=TAIL_SOURCE,
+        edge_timing=EDGE_TIMING, timing_source=TIMING_SOURCE)
 
 
 class VLP16(RotatingLidar):
@@ -367,4 +375,6 @@ class VLP16(RotatingLidar):
                      "typical accuracy",
         intensity_full_scale=100.0, intensity_max=255,
         intensity_source="VLP-16 manual: 0..100 diffuse, 101..255 retroreflective"),
-        divergence_rad=0.003, divergence_v_rad=0.0015, source="VLP-16 user's manual: 3.0 x 1.5 mrad", dual=True)
+        divergence_rad=0.003, divergence_v_rad=0.0015, source="VLP-16 user's manual: 3.0 x 1.5 mrad", dual=True,
+        receiver_tail_s=RECEIVER_TAIL_S, tail_source=TAIL_SOURCE,
+        edge_timing=EDGE_TIMING, timing_source=TIMING_SOURCE)

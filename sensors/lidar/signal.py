@@ -14,7 +14,7 @@ from hifi.api.params import Param
 from ..detection import detected as detect, detection_probability
 from ..noise import snr_range_sigma
 from ..radiometry import extinction_from_visibility, lidar_received_power, overlap_factor, reported_intensity, \
-    velodyne_focal_compensation
+    velodyne_focal_compensation, velodyne_raw_intensity_scale
 from ..surfaces import (HALO_LEVEL_DB, HALO_PITCH_RAD, HALO_SLOPE, HALO_SOURCE_MIN_REFLECTIVITY,
                         halo_echoes)
 
@@ -310,7 +310,9 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
         With ``front`` or ``halo``: two uniform draws per pulse, the detection of the front's
         echo and of the halo's.
     focal : FocalCompensation, optional
-        The HDL-64E S2's per-laser intensity distance compensation of each ray; None: none.
+        The HDL-64E S2's per-laser intensity distance compensation of each ray: the raw byte
+        (received power relative to the laser's focal distance) plus the compensation; None:
+        the range-compensated reflectivity code.
 
     Notes
     -----
@@ -325,10 +327,14 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
     3. Range: ``d + b_laser + sigma z`` with ``sigma = noise_sigma_m`` when set (BlenSor Eq. 2),
        else :func:`sensors.noise.snr_range_sigma`; then rounded to ``range_resolution_m``
        on a grid that starts ``range_offset_m`` before the ray's origin.
-    4. Intensity: :func:`sensors.radiometry.reported_intensity` of the apparent reflectivity;
-       with ``focal``, then the sensor's distance compensation
-       (:func:`sensors.radiometry.velodyne_focal_compensation`) at the reported range less the
-       laser's ``dist_correction`` (the raw distance the sensor compensates with).
+    4. Intensity: :func:`sensors.radiometry.reported_intensity` of the apparent reflectivity (a
+       range-compensated, calibrated reflectivity code). With ``focal`` (the HDL-64E S2, whose
+       byte is not range-compensated in the sensor): the raw byte is that code scaled by the
+       received power relative to the laser's focal distance
+       (:func:`sensors.radiometry.velodyne_raw_intensity_scale`, at the reported range), and
+       the host's distance compensation
+       (:func:`sensors.radiometry.velodyne_focal_compensation`) is added at the reported range
+       less the laser's ``dist_correction`` (the raw distance count it is defined on).
     5. Weather: the fog's echo (``fog``) and the particles' (``particles``, the one ``mode``
        prefers per pulse, :func:`_best_particle_echo`) are each detected with
        ``Phi(SNR - snr_threshold)`` against their own draws, and the reported echo is the one
@@ -461,10 +467,15 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
             apparent = np.where(atmos, np.pi * p_a * r_a ** 2 / area_eff, apparent)
             det = det | atmos
         r_atm = np.where(atmos, r_a, np.nan)
-    intensity = reported_intensity(apparent, snr, gain, intensity_rng, full_scale=c.intensity_full_scale,
-                                   max_code=c.intensity_max, exponent=c.intensity_exponent)
-    if focal is not None:
-        intensity = velodyne_focal_compensation(intensity, d_noisy - focal.dist_correction_m, focal.focal_distance_m,
+    if focal is None:
+        intensity = reported_intensity(apparent, snr, gain, intensity_rng, full_scale=c.intensity_full_scale,
+                                       max_code=c.intensity_max, exponent=c.intensity_exponent)
+    else:
+        raw_scale = velodyne_raw_intensity_scale(d_noisy, focal.focal_distance_m, full_overlap_m=c.full_overlap_m,
+                                                 extinction_per_m=alpha)
+        raw = reported_intensity(apparent * raw_scale, snr, gain, intensity_rng, full_scale=c.intensity_full_scale,
+                                 max_code=c.intensity_max, exponent=c.intensity_exponent)
+        intensity = velodyne_focal_compensation(raw, d_noisy - focal.dist_correction_m, focal.focal_distance_m,
                                                 focal.focal_slope, min_code=focal.min_intensity,
                                                 max_code=focal.max_intensity)
     if echo is not None and atmos is not None:

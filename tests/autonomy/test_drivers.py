@@ -46,9 +46,11 @@ def test_lidar_on_the_vehicle_is_deterministic_and_sees_the_road():
     b = hifi.Simulation.from_dict(d).run(out=None)
     for v in a["lidar"].data_vars:
         assert a["lidar"][v].values.tobytes() == b["lidar"][v].values.tobytes(), v
-    # the sensor rides on the car: its position at the last frame is the car's plus the mount
+    # the sensor rides on the car: its position at the last frame (0.9 s) is the car's, which
+    # has driven J t^3 / 6 = 2.5 * 0.88^3 / 6 = 0.284 m from rest by then (the car preset's jerk
+    # limit, from its first step after the command, at 0.02 s; analytic)
     last = a["lidar"].isel(frame=-1)
-    assert float(last.sensor_position.values[0]) > 0.3
+    assert float(last.sensor_position.values[0]) == pytest.approx(2.5 * 0.88 ** 3 / 6.0, abs=1e-3)
 
 
 def test_scenario_errors_name_the_key():
@@ -78,7 +80,9 @@ def test_driver_on_gps_fixes_shows_the_navigation_error_in_the_path():
     # 0759, examples/data) instead of the truth: it still gets to the waypoint within its
     # tolerance plus the fix error, and its perceived position differs from the true one by the
     # receiver's error (about a metre open-sky: validation/gnss.md), so the path driven differs
-    # from the truth-driven one.
+    # from the truth-driven one. Tolerance 3 m: pure pursuit on a heading from 1 Hz fixes weaves
+    # (about +-60 deg of steering), and the car's steering-rate limit (30.6 deg/s) lags it more,
+    # so its passes by the waypoint are about 2.4 m off (seed 2).
     nav = REPO_ROOT / "examples" / "data" / "07590920.05n"
 
     def run(navigation):
@@ -90,21 +94,20 @@ def test_driver_on_gps_fixes_shows_the_navigation_error_in_the_path():
                           "position_m": [0, 0, 1.9], "params": {"nav_file": str(nav)}}],
              "models": [{"name": "driver", "model": "waypoint_driver",
                          "params": {"body": "car", "waypoints_m": [[25.0, 5.0]], "speed_m_s": 3.0,
-                                    "navigation": navigation, "tolerance_m": 2.0}}]}
+                                    "navigation": navigation, "tolerance_m": 3.0}}]}
         return hifi.Simulation.from_dict(d).run(out=None)["driver"]
     gps, truth = run("gps"), run("truth")
     err = np.hypot(*(gps.position_perceived.values - gps.position_true.values).T)
     err = err[np.isfinite(err)]
     assert 0.05 < np.sqrt(np.mean(err ** 2)) < 5.0
     assert int(gps.waypoint.values[-1]) == 1
-    assert np.hypot(*(gps.position_true.values[-1] - [25.0, 5.0])) < 2.0 + 5.0
+    assert np.hypot(*(gps.position_true.values[-1] - [25.0, 5.0])) < 3.0 + 5.0
     assert not np.allclose(gps.position_true.values, truth.position_true.values, atol=0.05)
 
 
-def _ins_scene(duration, *, preset, gnss=True, navigation="nav", ins_params=None):
+def _ins_scene(duration, *, preset, gnss=True, navigation="nav", ins_params=None, vehicle=None):
     nav = REPO_ROOT / "examples" / "data" / "07590920.05n"
-    # The IMU on the rear axle (the vehicle's origin): the vehicle's steering changes at its
-    # steps, so a point off the axle would see its velocity jump there (hifi.world.vehicle).
+    # The IMU on the rear axle (the vehicle's origin).
     sensors = [{"name": "imu", "model": "imu", "rate_hz": 100.0, "parent": "car", "position_m": [0.0, 0.0, 0.0],
                 "params": {"preset": preset}}]
     params = {"imu": "imu", **(ins_params or {})}
@@ -115,7 +118,7 @@ def _ins_scene(duration, *, preset, gnss=True, navigation="nav", ins_params=None
     return {"simulation": {"duration_s": duration, "seed": 2, "start_utc": "2005-04-02T00:10:00Z",
                            "origin": {"lat_deg": 35.1608750388, "lon_deg": 139.6138372528, "height_m": 70.153}},
             "objects": [{"name": "ground", "mesh": "plane", "size_m": [400, 400]},
-                        {"name": "car", "mesh": "car", "vehicle": {}}],
+                        {"name": "car", "mesh": "car", "vehicle": vehicle or {}}],
             "sensors": sensors,
             "models": [{"name": "nav", "model": "ins", "params": params},
                        {"name": "driver", "model": "waypoint_driver",
@@ -128,12 +131,15 @@ def test_ins_mechanisation_follows_an_ideal_imu_through_a_turn():
     # strapdown integration of autonomy.ins reproduces the driven path from the imu model's
     # readings (gravity, Earth rate and Coriolis as the imu model puts them in): within 5 cm
     # and 0.1 deg after 10 s through a turn (an independent integrator of the same physics;
-    # exact but for rounding, since the vehicle's motion is piecewise constant in steering and
-    # acceleration between IMU samples).
+    # exact but for rounding with the vehicle's actuator limits off, since then its steering and
+    # acceleration are constant between IMU samples; with the limits on, the yaw rate ramps
+    # within a sample and the mechanisation's first-order yaw integration lags by about
+    # h r / 2 = 0.2 deg at 0.8 rad/s).
     zero = {"initial_position_sigma_m": 0.0, "initial_velocity_sigma_m_s": 0.0, "initial_attitude_sigma_deg": 0.0,
             "nonholonomic_sigma_m_s": 0.0}
     out = hifi.Simulation.from_dict(_ins_scene(10.0, preset="ideal", gnss=False, navigation="truth",
-                                               ins_params=zero)).run(out=None)
+                                               ins_params=zero, vehicle={"max_jerk_m_s3": 0.0,
+                                                                         "max_steer_rate_deg_s": 0.0})).run(out=None)
     ins = out["nav"]
     err = np.linalg.norm(ins.position.values - ins.position_true.values, axis=1)
     assert np.nanmax(err) < 0.05, np.nanmax(err)

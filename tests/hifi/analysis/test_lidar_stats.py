@@ -340,3 +340,52 @@ def test_isolated_misses_by_range_and_range_matched():
     assert sim.fraction > 1.25 * real.fraction                  # more far road, more misses overall
     s, rr = ls.range_matched_miss_fractions(sim, real)
     assert rr == pytest.approx(real.fraction, rel=0.01) and s == pytest.approx(rr, rel=0.05)
+
+
+def _two_walls(near_m=10.0, far_m=15.0, n_ring=9, n_col=60, rough_far_m=0.0, seed=1):
+    """Rings 1 deg apart (-4..4 deg) and columns 0.2 deg apart looking along +x at two walls,
+    x = near_m left of the edge (columns < n_col / 2) and x = far_m right of it: two planes, so
+    both sides are clean; ``rough_far_m`` adds that much Gaussian range scatter to the far wall
+    (leaves)."""
+    rng = np.random.default_rng(seed)
+    el = np.radians(np.linspace(-4, 4, n_ring))[:, None]
+    az = np.radians(0.2 * (np.arange(n_col) - n_col // 2))[None, :]
+    u = np.stack(np.broadcast_arrays(np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)), axis=-1)
+    x = np.where(np.arange(n_col)[None, :] < n_col // 2, near_m, far_m)
+    r = x / u[..., 0]
+    far = np.arange(n_col)[None, :] >= n_col // 2
+    r = r + np.where(far, rough_far_m * rng.standard_normal(r.shape), 0.0)
+    return u, r
+
+
+def test_clean_edge_points_counts_an_isolated_mixed_pixel():
+    u, r = _two_walls()
+    det = np.ones(r.shape, dtype=bool)
+    c0 = ls.clean_edge_points(u * r[..., None], det)
+    # every ring crosses the edge once: 9 clean edges of 5 m gap (bin 2-8 m), nothing floating
+    np.testing.assert_array_equal(c0.n_edges, [0, 9, 0])
+    np.testing.assert_array_equal(c0.n_floating, [0, 0, 0])
+    # a mixed pixel in ring 4 at the first far column, 40 % of the way to the far wall
+    r1 = r.copy()
+    r1[4, 30] = r[4, 29] + 0.4 * (r[4, 30] - r[4, 29])
+    c1 = ls.clean_edge_points(u * r1[..., None], det)
+    np.testing.assert_array_equal(c1.n_floating, [0, 1, 0])
+    np.testing.assert_allclose(c1.position, [0.4], atol=0.01)       # the far wall's range varies by mm
+    # the same range in ring 5 too: a structure both rings see (supported), not counted
+    r2 = r1.copy()
+    r2[5, 30] = r1[4, 30]
+    np.testing.assert_array_equal(ls.clean_edge_points(u * r2[..., None], det).n_floating, [0, 0, 0])
+    # two neighbouring floating returns at one range (a post two columns wide): not counted
+    r3 = r.copy()
+    r3[4, 30:32] = 12.0
+    r3[4, 32] = r[4, 32]
+    c3 = ls.clean_edge_points(u * r3[..., None], det)
+    assert c3.n_floating.sum() == 0 and c3.n_supported.sum() == 2
+
+
+def test_clean_edge_points_skips_rough_sides():
+    # 15 cm range scatter on the far wall (a crown of leaves scatters by decimetres): the RMS of a
+    # 5-point run about its plane is 15 cm x sqrt(2 / 5) = 9 cm expected, far above 3 cm
+    u, r = _two_walls(rough_far_m=0.15)
+    c = ls.clean_edge_points(u * r[..., None], np.ones(r.shape, dtype=bool))
+    assert c.n_edges_all >= 9 and c.n_edges.sum() == 0          # 9 rings' edges, plus breaks in the scatter
