@@ -194,50 +194,69 @@ class _Concurrent:
     memory of ``2 x threads`` steps of the costliest of them (a bound on the frames held beyond
     a serial run's). Every other step runs in the main thread in its turn. The main thread,
     waiting, runs queued steps and chunks itself.
+
+    Steps are compared by their key in the serial order, ``(time, priority, registration,
+    frame)``. A model that runs ahead must know its event times beforehand (its
+    :meth:`~hifi.api.model.Model.event_time` does not depend on the run, as a rate's); a bound
+    model's may be written as the run goes (a stepping session's controller).
     """
 
     def __init__(self, tm: TimeManager, on_frame, keep, on_progress):
-        self.tm, self.on_frame, self.on_progress = tm, on_frame, on_progress
+        self.tm, self.on_frame, self.on_progress, self.keep = tm, on_frame, on_progress, keep
         self.budget = tm.budget
         n = self.budget.n_threads
         #: Most steps started ahead and not committed (small steps, e.g. a 100 Hz pose sensor's,
         #: must not fill the window while a long one holds the commit back: 2 x threads left
         #: one of two threads waiting 30 % of a crossing run, 8 x threads 11 %).
         self.window = 8 * n
-        #: Their estimated memory (frame + working arrays, hifi.api.estimate), at most that of
-        #: 2 x threads steps of the costliest free model: beyond a serial run's one step.
-        self.cost = {}
-        events = tm.schedule()
-        self.kept = [keep is None or keep(reg, k) for (_, _, reg, k) in events]
         bound = tm.bound_models()
-        writers = {i for i, m in enumerate(tm.models) if getattr(m, "writes_scene", False)}
-        #: Per free model that runs ahead, its kept steps not yet started: (position, k, t).
-        self.todo = {reg: deque() for reg, m in enumerate(tm.models)
-                     if reg not in bound and m.rays_per_frame() >= AHEAD_MIN_RAYS}
-        self.writer_pos = []
-        for p, ((t, _, reg, k), kept) in enumerate(zip(events, self.kept)):
-            if not kept:
-                continue
-            if reg in writers:
-                self.writer_pos.append(p)
-            if reg in self.todo:
-                self.todo[reg].append((p, k, t))
-        for reg in self.todo:
+        #: Models whose steps change the scene: each of their steps is a barrier.
+        self.writers = {i: 0 for i, m in enumerate(tm.models) if getattr(m, "writes_scene", False)}
+        free = [reg for reg, m in enumerate(tm.models)
+                if reg not in bound and m.rays_per_frame() >= AHEAD_MIN_RAYS]
+        #: Per model that runs ahead, its next kept step not yet started: (k, t), or None.
+        self.head = {reg: self._kept_from(reg, 0) for reg in free}
+        #: Their estimated memory per step (frame + working arrays, hifi.api.estimate), at most
+        #: that of 2 x threads steps of the costliest of them: beyond a serial run's one step.
+        self.cost = {}
+        for reg in free:
             est = tm.models[reg].estimate(tm.duration_s)
             self.cost[reg] = sum(est.var_bytes.values()) + est.working_bytes
         self.max_bytes = 2 * n * max(self.cost.values(), default=0)
         self.ahead_bytes = 0
-        self.cp = 0                 # position of the next step to commit
-        self.wi = 0                 # index of the first writer step not committed
         self.ahead = 0              # steps started ahead and not committed
-        self.started = {}           # (reg, k) -> (task, outbox, reg)
+        self.started = {}           # (reg, k) -> (task, outbox)
         self.last = {}              # reg -> task of its latest started step
         self.lock = threading.Lock()
+
+    def _kept_from(self, reg: int, k: int):
+        """``(k, t)`` of model ``reg``'s first step from ``k`` on that this process runs, or None."""
+        m = self.tm.models[reg]
+        while True:
+            t = m.event_time(k)
+            if t is None or t >= self.tm.duration_s:
+                return None
+            if self.keep is None or self.keep(reg, k):
+                return k, t
+            k += 1
+
+    def _key(self, reg: int, k: int, t: float) -> tuple:
+        return (t, self.tm.models[reg].priority, reg, k)
+
+    def _barrier(self) -> tuple:
+        """Key of the earliest scene writer's step not yet committed (under :attr:`lock`)."""
+        keys = [(float("inf"),)]
+        for reg, k in self.writers.items():
+            t = self.tm.models[reg].event_time(k)
+            if t is not None and t < self.tm.duration_s:
+                keys.append(self._key(reg, k, t))
+        return min(keys)
 
     # -- starting steps ahead -----------------------------------------------------------------
     def _start(self, reg: int) -> None:
         """Queue the next step of free model ``reg`` (under :attr:`lock`)."""
-        p, k, t = self.todo[reg].popleft()
+        k, t = self.head[reg]
+        self.head[reg] = self._kept_from(reg, k + 1)
         model, bus, outbox = self.tm.models[reg], self.tm.bus, []
 
         def step():
@@ -252,7 +271,7 @@ class _Concurrent:
             return frame
 
         task = self.budget.submit(step, STEP)
-        self.started[(reg, k)] = (task, outbox, reg)
+        self.started[(reg, k)] = (task, outbox)
         self.last[reg] = task
         self.ahead += 1
         self.ahead_bytes += self.cost[reg]
@@ -262,15 +281,18 @@ class _Concurrent:
         with self.lock:
             if self.ahead >= self.window:
                 return
-            barrier = self.writer_pos[self.wi] if self.wi < len(self.writer_pos) else float("inf")
+            barrier = self._barrier()
             ready = []
-            for reg, q in self.todo.items():
-                if not q or q[0][0] > barrier:
+            for reg, head in self.head.items():
+                if head is None:
+                    continue
+                key = self._key(reg, *head)
+                if key > barrier:
                     continue
                 last = self.last.get(reg)
                 # after a failed step, none of the model's later steps (the run stops at it)
                 if last is None or (last.state == DONE and last.error is None):
-                    ready.append((q[0][0], reg))
+                    ready.append((key, reg))
             for _, reg in sorted(ready):
                 if self.ahead >= self.window:
                     break
@@ -284,7 +306,7 @@ class _Concurrent:
         with self.lock:
             if (reg, k) not in self.started:    # not started ahead (the window was full)
                 self._start(reg)
-            task, outbox, _ = self.started.pop((reg, k))
+            task, outbox = self.started.pop((reg, k))
         budget = self.budget
         while True:
             self.fill()
@@ -320,11 +342,10 @@ class _Concurrent:
             if kind == _DELIVERY:
                 bus.publish(message)
                 continue
-            p = self.cp
-            if self.kept[p]:
+            if self.keep is None or self.keep(reg, k):
                 tm.last_started_s = t
                 try:
-                    if reg in self.todo:
+                    if reg in self.head:
                         frame, outbox = self._result(reg, k)
                         for sent in outbox:            # published in its turn, as a serial run does
                             bus.publish(sent)
@@ -342,10 +363,9 @@ class _Concurrent:
                     if self.on_frame is not None:
                         self.on_frame(reg, k, t, frame)
                     heapq.heappush(heap, (message.time_s, _DELIVERY, model.priority, reg, k, message))
-            with self.lock:                          # committed: a writer's steps lift its barrier
-                self.cp = p + 1
-                while self.wi < len(self.writer_pos) and self.writer_pos[self.wi] <= p:
-                    self.wi += 1
+            if reg in self.writers:
+                with self.lock:                      # committed: the writer's barrier moves on
+                    self.writers[reg] = k + 1
             if self.on_progress is not None:
                 self.on_progress(t)
             t_next = model.event_time(k + 1)
