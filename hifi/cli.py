@@ -433,7 +433,8 @@ def _run(args) -> int:
             print(f"hifi: live view on {server.url} (Foxglove: Open connection, Foxglove WebSocket)",
                   file=sys.stderr, flush=True)
             sim = _run_serial(args, seed, duration, server)
-    _summary(args.out, sim.scenario.duration_s if duration is None else duration, start)
+    _summary(args.out, sim.scenario.duration_s if duration is None else duration, start,
+             threads=getattr(sim, "threads_used", None))
     return 0
 
 
@@ -533,8 +534,9 @@ def _human_bytes(n: int) -> str:
             return f"{n:.1f} {unit}"
 
 
-def _summary(out_dir: Path, duration_s: float, start: float, datasets=None) -> None:
-    """What a finished run prints on stdout: the simulated span, the wall time, then every file
+def _summary(out_dir: Path, duration_s: float, start: float, datasets=None, threads=None) -> None:
+    """What a finished run prints on stdout: the simulated span, the wall time and the threads
+    (``threads``: the run's ``(count, where it came from)``, when known), then every file
     and Zarr store of ``out_dir`` with its size on disk (a store's: every file in it) and, for
     a dataset, its dimensions (a netCDF file's read with netCDF4, in the file's order; a
     store's from its metadata), and the total. ``datasets`` (an MPI run's opened results) are
@@ -562,7 +564,8 @@ def _summary(out_dir: Path, duration_s: float, start: float, datasets=None) -> N
              for p in entries]
     names = [str(p) for p in entries]
     width = max([len(n) for n in names] + [len("total")])
-    print(f"simulated 0 to {duration_s:g} s in {wall:.1f} s wall time")
+    on = "" if threads is None else f" on {threads[0]} thread{'' if threads[0] == 1 else 's'} ({threads[1]})"
+    print(f"simulated 0 to {duration_s:g} s in {wall:.1f} s wall time{on}")
     for name, size, path in zip(names, sizes, entries):
         extra = dims.get(path)
         print(f"{name:<{width}}  {size:>12} bytes" + (f"  {extra}" if extra else ""))

@@ -320,22 +320,20 @@ def _check_group_size(group_size: int, size: int) -> None:
                                                                   if size % d == 0))
 
 
-def _threads_per_rank(comm) -> int | None:
-    """The caster's threads on each rank: the machine's cores shared by the ranks on it, at
-    most the cores the rank may run on (:func:`hifi.caster.pool.default_threads`), unless
-    ``HIFI_THREADS`` says. Sixteen ranks on sixteen cores each casting on sixteen threads
-    would run 256 threads on 16 cores."""
+def _threads_per_rank(comm) -> int:
+    """The threads of each rank when neither ``HIFI_THREADS`` nor ``[simulation] threads``
+    says (:func:`hifi.runtime.threads.resolve_threads`): the machine's cores shared by the ranks
+    on it, at most the cores the rank may run on (its CPU affinity). Sixteen ranks on sixteen
+    cores each casting on sixteen threads would run 256 threads on 16 cores."""
     import os
 
     from mpi4py import MPI
 
-    from hifi.caster.pool import THREADS_ENV, default_threads
-    if os.environ.get(THREADS_ENV, "").strip():
-        return None                                       # default_threads reads it
+    from hifi.runtime.threads import affinity_threads
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
     local = node.Get_size()
     node.Free()
-    return max(1, min(default_threads(), (os.cpu_count() or 1) // local))
+    return max(1, min(affinity_threads(), (os.cpu_count() or 1) // local))
 
 
 def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duration_s=None, overwrite=False,
@@ -373,7 +371,10 @@ def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duratio
             return sim.run(out, seed=seed, duration_s=duration_s, resume=True, progress=False) if root else None
         if size // group_size > 1:
             _agree(comm, lambda: _refuse_closed_loop(sim, scenario))
-        threads = _threads_per_rank(comm)
+        from hifi.runtime.threads import resolve_threads
+        share = _threads_per_rank(comm)
+        threads, _ = _agree(comm, lambda: resolve_threads(None, sim.scenario.threads, where=sim.scenario.source,
+                                                          default=share))
         if group_size > 1:
             group_comm = comm if group_size == size else comm.Split(comm.Get_rank() // group_size, comm.Get_rank())
             caster = _agree(comm, lambda: FacetCaster(sim.scene, group_comm, stop_comm=comm,

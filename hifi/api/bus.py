@@ -29,6 +29,8 @@ vehicle applies the last command it has received at its next step).
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -123,6 +125,34 @@ class MessageBus:
         self._subscribers: list[tuple[type, str | None, str | None, Callable[[Message], None]]] = []
         #: Messages published so far.
         self.published = 0
+        self._local = threading.local()
+
+    @property
+    def callbacks(self) -> list:
+        """The subscribed callbacks, in subscription order."""
+        return [callback for *_, callback in self._subscribers]
+
+    @property
+    def subscriptions(self) -> int:
+        """Subscriptions made so far (a model that added none in its ``setup`` reads nothing
+        from the bus, so the time manager may step it ahead of the others)."""
+        return len(self._subscribers)
+
+    @contextmanager
+    def deferring(self, outbox: list):
+        """Inside, :meth:`publish` from this thread appends to ``outbox`` instead of delivering.
+
+        The time manager steps a model that reads nothing from the bus ahead of time on a
+        worker thread, and publishes what the step published (``outbox``, in order) when the
+        step's turn comes in time order, so subscribers see the messages in the order, and
+        with the state around them, of a serial run.
+        """
+        previous = getattr(self._local, "outbox", None)
+        self._local.outbox = outbox
+        try:
+            yield outbox
+        finally:
+            self._local.outbox = previous
 
     def subscribe(self, callback: Callable[[Message], None], message_type: type = Message,
                   sender: str | None = None, target: str | None = None) -> None:
@@ -153,6 +183,10 @@ class MessageBus:
         """Deliver ``message`` to every matching subscriber, in subscription order."""
         if not isinstance(message, Message):
             raise TypeError(f"only Message instances are published, got {type(message).__name__}")
+        outbox = getattr(self._local, "outbox", None)
+        if outbox is not None:
+            outbox.append(message)
+            return
         self.published += 1
         for message_type, sender, target, callback in list(self._subscribers):
             if not isinstance(message, message_type):

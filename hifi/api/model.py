@@ -103,6 +103,10 @@ class Model:
     priority: ClassVar[int] = 0
     #: Whether the model writes a dataset.
     writes_dataset: ClassVar[bool] = True
+    #: Whether :meth:`step` changes the scene others read (a driven body's track:
+    #: :class:`hifi.world.vehicle.Vehicle`). The time manager then runs no other step across
+    #: this model's steps (each other step sees the scene a serial run shows it).
+    writes_scene: ClassVar[bool] = False
     #: Parameters that set the size of a frame, each with how to shrink it ("lower" or
     #: "raise"); a run that cannot fit in memory names the first one the scenario gives.
     SIZE_PARAMS: ClassVar[dict[str, str]] = {}

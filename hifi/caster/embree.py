@@ -8,6 +8,7 @@ so a partitioned backend (:mod:`mpi.caster`) can replace it.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,6 +94,9 @@ class EmbreeBackend:
         self.scene = scene
         self._face_subset = face_subset
         self._groups: list[_Group] | None = None
+        # Model steps cast from several threads at once (hifi.run.timemanager): the first casts
+        # build the BVHs and tables once, under this lock, not once per thread.
+        self._build_lock = threading.Lock()
         #: Triangles handed to Embree by :meth:`build` (all of the scene's, or this subset's).
         self.n_triangles = 0
         # Margin of the swept-ball cull [m] against float32 rounding of rays cast in a body
@@ -156,6 +160,12 @@ class EmbreeBackend:
         """Build every BVH now (otherwise done on the first :meth:`nearest`)."""
         if self._groups is not None:
             return self
+        with self._build_lock:
+            if self._groups is None:
+                self._build()
+        return self
+
+    def _build(self) -> None:
         scene = self.scene
         groups: list[_Group] = []
         self.n_triangles = 0
@@ -195,7 +205,6 @@ class EmbreeBackend:
                                  *self._lookup([sel]), obj.name, np.zeros(3),
                                  float(np.max(row_norm(verts[faces.ravel()])))))
         self._groups = groups
-        return self
 
     def _frame_tables(self) -> None:
         """Per object id (and -1 last): static or moving, and the size term of its offset [m].
@@ -243,7 +252,9 @@ class EmbreeBackend:
         """
         self.build()
         if self._size_m is None:
-            self._frame_tables()
+            with self._build_lock:
+                if self._size_m is None:
+                    self._frame_tables()
         points = np.asarray(points_scene, dtype=float).reshape(-1, 3)
         k = np.asarray(object_id, dtype=np.int64)
         static = self._static_object[k]

@@ -37,13 +37,17 @@ class RayCaster:
         Bound on mirror reflections per ray (default 8); a ray still on a mirror after that many
         reflections reports no hit.
     n_threads : int, optional
-        Threads casting in parallel; default: every core (``os.cpu_count()``).
+        Threads casting in parallel; default: ``budget``'s, else :func:`hifi.caster.pool.default_threads`
+        (``HIFI_THREADS``, else the cores this process may run on).
     face_subset : callable, optional
         ``face_subset(object_index, n_faces) -> indices`` of the faces the default backend
         holds; default all faces.
     backend : NearestHitBackend, optional
         Cast through this backend instead (e.g. :class:`mpi.caster.FacetBackend`); not with
         ``face_subset``.
+    budget : hifi.runtime.threads.ThreadBudget, optional
+        Threads shared with the rest of a run (the time manager's concurrent model steps):
+        the chunks of a cast run on them, not on a pool of the caster's own.
 
     Notes
     -----
@@ -58,13 +62,13 @@ class RayCaster:
 
     def __init__(self, scene: Scene, *, max_bounces: int = MAX_MIRROR_BOUNCES,
                  n_threads: int | None = None, face_subset=None,
-                 backend: NearestHitBackend | None = None):
+                 backend: NearestHitBackend | None = None, budget=None):
         if backend is not None and face_subset is not None:
             raise ValueError("face_subset is for the default backend; got both face_subset and "
                              f"backend={backend!r}")
         self.scene = scene
         self.max_bounces = int(max_bounces)
-        self.threads = ChunkPool(n_threads)
+        self.threads = ChunkPool(n_threads, budget=budget)
         self.n_threads = self.threads.n_threads
         shared = [o.name for o in scene.objects if o.share is not None]
         if backend is None and shared:

@@ -1,15 +1,18 @@
 """The caster's thread pool: :class:`ChunkPool` runs a function over contiguous chunks of
-the rays on a :class:`~concurrent.futures.ThreadPoolExecutor` (Embree and numpy release the
-GIL), with the chunk size :data:`CHUNK_RAYS`. It knows nothing of rays or scenes; the facade
-owns one, and the sensor models reuse it for their own array work, so it stands alone.
+the rays on the threads of a :class:`~hifi.runtime.threads.ThreadBudget` (Embree and numpy
+release the GIL), with the chunk size :data:`CHUNK_RAYS`. It knows nothing of rays or scenes;
+the facade owns one, and the sensor models reuse it for their own array work, so it stands
+alone. A run hands every caster one budget (:class:`hifi.Simulation`), shared with the time
+manager's concurrent model steps, so the chunks of a step are not a second pool of threads.
 """
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
+
+from ..runtime.threads import CHUNK, THREADS_ENV, ThreadBudget, affinity_threads, threads_from_env
+
+__all__ = ["CHUNK_RAYS", "THREADS_ENV", "ChunkPool", "default_threads"]
 
 #: Rays per thread task below which threading costs more than it saves.
 _MIN_RAYS_PER_TASK = 2048
@@ -17,10 +20,6 @@ _MIN_RAYS_PER_TASK = 2048
 #: Most rays in one chunk of work handed to a thread. Smaller chunks balance the threads
 #: better but pay numpy's per-call overhead more often (16 k to 128 k measured within noise).
 CHUNK_RAYS = 65536
-
-#: Environment variable setting the caster's threads per process (an integer >= 1); without
-#: it, every core this process may run on.
-THREADS_ENV = "HIFI_THREADS"
 
 
 def default_threads() -> int:
@@ -32,32 +31,40 @@ def default_threads() -> int:
     ValueError
         :data:`THREADS_ENV` is set to something other than an integer >= 1.
     """
-    text = os.environ.get(THREADS_ENV, "").strip()
-    if text:
-        if not text.isdigit() or int(text) < 1:
-            raise ValueError(f"{THREADS_ENV} = {text!r}: expected an integer >= 1 (threads per process)")
-        return int(text)
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
+    env = threads_from_env()
+    return env if env is not None else affinity_threads()
 
 
 class ChunkPool:
-    """Runs ``fn(start, stop)`` over contiguous chunks of ``range(n)`` on a thread pool.
+    """Runs ``fn(start, stop)`` over contiguous chunks of ``range(n)`` on a thread budget.
 
     Each thread gets the same number of chunks of at most ``CHUNK_RAYS`` rays; fewer than
     ``_MIN_RAYS_PER_TASK`` rays per thread run in the calling thread. Embree and numpy release
-    the GIL, so the chunks run in parallel.
+    the GIL, so the chunks run in parallel. The chunks depend on ``n_threads`` only, never on
+    how many threads are idle, so the bits of a result do not depend on what else runs.
 
     Parameters
     ----------
     n_threads : int, optional
-        Threads; default :func:`default_threads`.
+        Threads; default :func:`default_threads` (or the budget's).
+    budget : hifi.runtime.threads.ThreadBudget, optional
+        Threads shared with the rest of the run (the time manager's model steps); default a
+        budget of this pool's own, started on first use.
     """
 
-    def __init__(self, n_threads: int | None = None):
+    def __init__(self, n_threads: int | None = None, *, budget: ThreadBudget | None = None):
+        if budget is not None:
+            n_threads = n_threads or budget.n_threads
         self.n_threads = int(n_threads or default_threads())
-        self._pool: ThreadPoolExecutor | None = None
+        self._budget = budget
+        self._own = budget is None
+
+    @property
+    def budget(self) -> ThreadBudget:
+        """The :class:`~hifi.runtime.threads.ThreadBudget` the chunks run on."""
+        if self._budget is None:
+            self._budget = ThreadBudget(self.n_threads)
+        return self._budget
 
     def map(self, fn, n: int) -> list:
         """``[fn(a, b) for each chunk a:b of range(n)]``, in order."""
@@ -66,21 +73,22 @@ class ChunkPool:
         bounds = np.linspace(0, n, n_chunks + 1).astype(int)
         if tasks <= 1:
             return [fn(bounds[i], bounds[i + 1]) for i in range(n_chunks)]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="hifi-cast")
-        return list(self._pool.map(lambda i: fn(bounds[i], bounds[i + 1]), range(n_chunks)))
+        return self.run([lambda i=i: fn(bounds[i], bounds[i + 1]) for i in range(n_chunks)])
 
     def run(self, fns) -> list:
-        """``[fn() for fn in fns]`` on the pool's threads at once (tasks that release the GIL:
-        numpy's random fills, compiled kernels), results in order."""
+        """``[fn() for fn in fns]`` on the budget's threads at once (tasks that release the GIL:
+        numpy's random fills, compiled kernels), results in order; the calling thread runs
+        those no other thread has taken."""
         if self.n_threads <= 1 or len(fns) <= 1:
             return [fn() for fn in fns]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="hifi-cast")
-        return [f.result() for f in [self._pool.submit(fn) for fn in fns]]
+        budget = self.budget
+        tasks = [budget.submit(fn, CHUNK) for fn in fns]
+        budget.wait(tasks)
+        return [budget.result(t) for t in tasks]
 
     def close(self) -> None:
-        """Shut the thread pool down (a later :meth:`map` starts a new one)."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        """Stop the threads of this pool's own budget (a later :meth:`map` starts a new one);
+        a shared budget is its owner's to close."""
+        if self._own and self._budget is not None:
+            self._budget.close()
+            self._budget = None

@@ -36,6 +36,10 @@ SIMULATION_PARAMS = {
                        doc="ISO 8601 UTC epoch of t = 0, e.g. \"2024-05-01T12:00:00Z\""),
     "seed": Param("int", default=0, minimum=0, doc="seed of every random stream"),
     "origin": Param("any", default=None, doc="{ lat_deg, lon_deg, height_m } of the scene frame origin"),
+    "threads": Param("int", default=None, minimum=1,
+                     doc="threads the run computes on (model steps at once and the casts inside them; results "
+                         "do not depend on it); default the cores this process may run on (its CPU affinity); "
+                         "HIFI_THREADS overrides it; more than the affinity allows warns (docs/performance.md)"),
 }
 ORIGIN_PARAMS = {
     "lat_deg": Param("float", minimum=-90.0, maximum=90.0, doc="geodetic latitude [deg]"),
@@ -228,6 +232,8 @@ class Scenario:
     #: The ``[sweep]`` table (:class:`hifi.run.sweep_table.Sweep`), or None: a plain scenario. The
     #: scenario itself is the sweep's base, its values as written.
     sweep: Any = None
+    #: ``[simulation] threads``, or None (:func:`hifi.runtime.threads.resolve_threads`).
+    threads: int | None = None
 
 
 def _path_str(parts) -> str:
@@ -339,7 +345,8 @@ def validate(data: dict, *, base_dir, source: str = "<dict>", text: str | None =
         text = "# scenario built in code (JSON form)\n# " + json.dumps(data, default=str)
     return Scenario(source, base_dir, text, sim["duration_s"], start_utc, sim["seed"], origin,
                     materials, objects, sensors, out["motion_rate_hz"], raw=data, weather=weather, models=models,
-                    part_materials=scene_files.derived, part_warnings=part_warnings, sweep=sweep)
+                    part_materials=scene_files.derived, part_warnings=part_warnings, sweep=sweep,
+                    threads=sim["threads"])
 
 
 def _material(v: Validator, name: str, table: Any) -> Material:

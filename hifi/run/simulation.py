@@ -37,7 +37,7 @@ from .zarr_output import ZarrFrameWriter, finish_store, model_chunk_frames, writ
 from ..runtime.progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRESS_DELAY_S: kept importable here)
 from ..runtime.safety import umask
 from ..world.scene import Scene
-from ..runtime.threads import single_threaded_blas
+from ..runtime.threads import ThreadBudget, resolve_threads, single_threaded_blas
 from .timemanager import TimeManager
 
 #: A netCDF error while the file system holding the output has less free space than this is
@@ -117,9 +117,9 @@ class MotionRecorder(Model):
             for name, p, q in zip(self.names, pos, quat):
                 self.ctx.bus.publish(PoseMessage(self.name, t, body=name, position_m=tuple(p),
                                                  quaternion_xyzw=tuple(q)))
-        with warnings.catch_warnings():      # gimbal lock at pitch +-90 deg is expected, not an error
-            warnings.simplefilter("ignore", UserWarning)
-            rpy = np.array([p.rotation.as_euler("xyz", degrees=True) for p in poses]).reshape(-1, 3)
+        # gimbal lock at pitch +-90 deg is expected, not an error: scipy's warning of it is
+        # filtered for the whole run (_run_into; a filter set here would not be thread-safe)
+        rpy = np.array([p.rotation.as_euler("xyz", degrees=True) for p in poses]).reshape(-1, 3)
         vel, omega = self._velocities(t)
         out = {
             "time": Var((), np.float64(t), "s", "time since simulation start"),
@@ -294,7 +294,8 @@ class Simulation:
     def run(self, out=None, *, seed: int | None = None, duration_s: float | None = None,
             overwrite: bool = False, progress: bool | None = None, caster: RayCaster | None = None,
             keep=None, write: bool = True, partition=None, ignore_disk_space: bool = False,
-            output_format: str | None = None, resume: bool = False, live=None) -> dict[str, Any]:
+            output_format: str | None = None, resume: bool = False, live=None,
+            threads: int | None = None) -> dict[str, Any]:
         """Run every model over the simulated interval; return the results as datasets.
 
         Parameters
@@ -350,6 +351,11 @@ class Simulation:
             (docs/live.md; ``hifi.LiveServer("127.0.0.1:8765")``), which the run leaves open
             (one server for many runs or steps): any object with its ``begin``, ``frame`` and
             ``end``. The datasets and files are the same with and without it.
+        threads : int, optional
+            Threads the run computes on, >= 1 (docs/performance.md): model steps at the same
+            time and the casts inside them share them; the results do not depend on it. Default
+            ``HIFI_THREADS``, else ``[simulation] threads``, else the cores this process may run
+            on (its CPU affinity). Ignored with ``caster`` (its own threads stand).
 
         Returns
         -------
@@ -375,12 +381,12 @@ class Simulation:
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
                              caster=caster, keep=keep, write=write, partition=partition, open_results=True,
                              ignore_disk_space=ignore_disk_space, output_format=output_format, resume=resume,
-                             live=live)
+                             live=live, threads=threads)
 
     def run_to_files(self, out, *, seed: int | None = None, duration_s: float | None = None,
                      overwrite: bool = False, progress: bool | None = None,
                      ignore_disk_space: bool = False, output_format: str | None = None,
-                     resume: bool = False, live=None) -> dict[str, Path]:
+                     resume: bool = False, live=None, threads: int | None = None) -> dict[str, Path]:
         """:meth:`run` into the directory ``out``, returning the path of each model's file
         (``<out>/<sensor>.nc`` or ``.zarr``) instead of opened datasets: no xarray import, what
         ``hifi run`` calls. Parameters, errors and files as :meth:`run`."""
@@ -389,7 +395,7 @@ class Simulation:
         return self._execute(out, seed=seed, duration_s=duration_s, overwrite=overwrite, progress=progress,
                              caster=None, keep=None, write=True, partition=None, open_results=False,
                              ignore_disk_space=ignore_disk_space, output_format=output_format, resume=resume,
-                             live=live)
+                             live=live, threads=threads)
 
     def check_disk(self, out, duration_s: float | None = None, *, ignore_disk_space: bool = False) -> None:
         """Refuse (:class:`hifi.ScenarioError`) a run into ``out`` whose estimated output, before
@@ -401,8 +407,9 @@ class Simulation:
 
     def _execute(self, out, *, seed, duration_s, overwrite, progress, caster, keep, write, partition,
                  open_results: bool, ignore_disk_space: bool = False, output_format=None, resume=False,
-                 live=None):
+                 live=None, threads=None):
         sc = self.scenario
+        self.threads_used = None
         seed = sc.seed if seed is None else int(seed)
         duration = sc.duration_s if duration_s is None else float(duration_s)
         if duration <= 0:
@@ -453,7 +460,7 @@ class Simulation:
                 written = self._run_into(tmp_root, seed, duration, progress, caster, keep, write, partition,
                                          shown, fmt=fmt, owner=owner,
                                          resumed=partial is not None or getattr(partition, "resumed", False),
-                                         live=live)
+                                         live=live, threads=threads)
             except MemoryError:
                 raise _out_of_memory(sc, None, None, f"running (estimated peak {_fmt(est.peak_bytes)})") from None
             except ModelError as exc:         # the time manager's wrap of a model's MemoryError
@@ -537,10 +544,19 @@ class Simulation:
         return object_coords(self.scene.object_names, [self.scene.class_names[c] for c in classes])
 
     def _run_into(self, directory: Path | None, seed, duration, progress, caster, keep, write,
-                  partition=None, shown=None, *, fmt="netcdf", owner=True, resumed=False, live=None):
+                  partition=None, shown=None, *, fmt="netcdf", owner=True, resumed=False, live=None,
+                  threads=None):
         sc = self.scenario
         bus = MessageBus()
-        caster = caster or RayCaster(self.scene)
+        budget = None
+        if caster is None:
+            n, source = resolve_threads(threads, sc.threads, where=sc.source)
+            budget = ThreadBudget(n)
+            caster = RayCaster(self.scene, budget=budget)
+        else:
+            n, source = caster.n_threads, "caster"
+        #: Threads of the last run and where the number came from (the run summary prints them).
+        self.threads_used = (n, source)
         writers: dict[int, Any] = {}
         paths: dict[str, Path] = {}
         report = Progress(duration, progress)
@@ -551,8 +567,12 @@ class Simulation:
                              weather=dict(sc.weather))
             motion = MotionRecorder(self.scene, sc.motion_rate_hz)
             models = [*self.models, *self.extra_models, motion]
-            for m in models:
+            subscribers = set()
+            for i, m in enumerate(models):
+                before = bus.subscriptions
                 m.setup(ctx)
+                if bus.subscriptions != before:
+                    subscribers.add(i)
             # Frames a stopped run already wrote: read by every rank before any rank writes.
             written = {i: set(written_frames(directory / f"{m.name}.zarr").tolist())
                        for i, m in enumerate(models) if m.writes_dataset} if resumed and write else {}
@@ -605,9 +625,14 @@ class Simulation:
 
             if live is not None:
                 live.begin(self.scene, models, sc.start_utc)           # may wait for a client (wait_s)
-            tm = TimeManager(models, duration, bus)
+            # One budget of threads for the steps and the casts inside them; a facet-partitioned
+            # caster's casts are collectives, which every rank must call in the same order: one
+            # step at a time there.
+            shared = None if caster.collective_nearest else getattr(caster.threads, "budget", None)
+            tm = TimeManager(models, duration, bus, budget=shared, subscribers=subscribers)
             # no BLAS threads spinning against the caster's; the frames' pages kept between frames
-            with single_threaded_blas(), steady_heap():
+            with single_threaded_blas(), steady_heap(), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Gimbal lock detected", category=UserWarning)
                 tm.run(on_frame=on_frame, keep=keep, on_progress=on_progress)
             if live is not None:
                 live.end()
@@ -638,6 +663,8 @@ class Simulation:
                 for w in writers.values():
                     w.discard()
             caster.close()
+            if budget is not None:
+                budget.close()
         return paths
 
 

@@ -661,6 +661,8 @@ class Vehicle(Model):
     priority: ClassVar[int] = -1
     #: A closed-loop model: its output depends on earlier frames (no time partition).
     closed_loop: ClassVar[bool] = True
+    #: Its steps extend the body's track, which every cast and pose query reads.
+    writes_scene: ClassVar[bool] = True
     default_rate_hz: ClassVar[float] = 50.0
     PARAMS: ClassVar[dict] = VEHICLE_PARAMS
 
