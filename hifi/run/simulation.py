@@ -38,7 +38,7 @@ from ..runtime.progress import PROGRESS_DELAY_S, Progress  # noqa: F401  (PROGRE
 from ..runtime.safety import umask
 from ..world.scene import Scene
 from ..runtime.threads import ThreadBudget, resolve_threads, single_threaded_blas
-from .timemanager import TimeManager
+from .timemanager import TimeManager, set_up
 
 #: A netCDF error while the file system holding the output has less free space than this is
 #: reported with the free space (a frame block of :data:`hifi.api.estimate.BUFFER_MAX_BYTES` may not
@@ -567,12 +567,7 @@ class Simulation:
                              weather=dict(sc.weather))
             motion = MotionRecorder(self.scene, sc.motion_rate_hz)
             models = [*self.models, *self.extra_models, motion]
-            subscribers = set()
-            for i, m in enumerate(models):
-                before = bus.subscriptions
-                m.setup(ctx)
-                if bus.subscriptions != before:
-                    subscribers.add(i)
+            subscribers = set_up(models, ctx)
             # Frames a stopped run already wrote: read by every rank before any rank writes.
             written = {i: set(written_frames(directory / f"{m.name}.zarr").tolist())
                        for i, m in enumerate(models) if m.writes_dataset} if resumed and write else {}

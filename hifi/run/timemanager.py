@@ -51,6 +51,19 @@ _DELIVERY, _STEP = 0, 1
 AHEAD_MIN_RAYS = 2048
 
 
+def set_up(models, ctx) -> set[int]:
+    """Run every model's :meth:`~hifi.api.model.Model.setup` in registration order; return the
+    indices of those that subscribed to the bus there (they step in their turn, waiting for
+    the messages they read; the others may step ahead, :class:`TimeManager`)."""
+    subscribers = set()
+    for i, m in enumerate(models):
+        before = ctx.bus.subscriptions
+        m.setup(ctx)
+        if ctx.bus.subscriptions != before:
+            subscribers.add(i)
+    return subscribers
+
+
 class TimeManager:
     """Runs models in event order until the end of the simulated interval.
 
@@ -131,12 +144,18 @@ class TimeManager:
             note_time(exc, self.last_started_s)
             raise
 
-    def _run(self, on_frame, keep, on_progress) -> int:
+    def first_events(self) -> list:
+        """The heap of every model's first step: ``(time, kind, priority, registration, frame,
+        message)`` entries, the order both the serial and the concurrent walks pop them in."""
         heap = []
         for reg, m in enumerate(self.models):
             t = m.event_time(0)
             if t is not None and t < self.duration_s:
                 heapq.heappush(heap, (t, _STEP, m.priority, reg, 0, None))
+        return heap
+
+    def _run(self, on_frame, keep, on_progress) -> int:
+        heap = self.first_events()
         count = 0
         while heap:
             check_interrupt()                 # a stop signal whose exception was swallowed
@@ -330,11 +349,7 @@ class _Concurrent:
 
     def _walk(self) -> int:
         tm, bus = self.tm, self.tm.bus
-        heap = []
-        for reg, m in enumerate(tm.models):
-            t = m.event_time(0)
-            if t is not None and t < tm.duration_s:
-                heapq.heappush(heap, (t, _STEP, m.priority, reg, 0, None))
+        heap = tm.first_events()
         count = 0
         while heap:
             check_interrupt()

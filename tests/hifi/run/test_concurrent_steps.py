@@ -18,7 +18,7 @@ from hifi.api.model import Model, Var
 from hifi.caster.pool import ChunkPool
 from hifi.errors import ModelError
 from hifi.run import timemanager
-from hifi.run.timemanager import TimeManager
+from hifi.run.timemanager import TimeManager, set_up
 from hifi.runtime.threads import ThreadBudget
 
 
@@ -116,12 +116,7 @@ def _run(n_threads, *, with_writer=True, chunks=False, duration_s=0.6):
         pass
     ctx = Ctx()
     ctx.bus = bus
-    subscribers = set()
-    for i, m in enumerate(models):
-        before = bus.subscriptions
-        m.setup(ctx)
-        if bus.subscriptions != before:
-            subscribers.add(i)
+    subscribers = set_up(models, ctx)
 
     def on_frame(i, k, t, frame):
         frames.append((models[i].name, k, t, {n: v.data.item() for n, v in frame.items()}))
