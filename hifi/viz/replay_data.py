@@ -36,7 +36,7 @@ TIME_MERGE_S = 1e-6
 class RunDatasets(NamedTuple):
     """The datasets of a run directory, by what the page does with them."""
 
-    range_sensors: dict     #: name -> dataset with reported points (x_noisy, y_noisy, z_noisy)
+    range_sensors: dict     #: name -> dataset with reported points (:func:`point_names`)
     cameras: dict           #: name -> ``ccd_camera``-like dataset (``image`` over row, col, channel)
     depth_maps: dict        #: name -> dataset with ``depth`` over (frame, row, col)
     gps: dict               #: name -> GPS receiver dataset (azimuth, elevation over frame, sv)
@@ -70,7 +70,7 @@ def open_run(run_dir) -> RunDatasets:
             out = out._replace(motion=ds)
         elif "frame" not in ds.dims:
             out.not_shown.append(name)
-        elif {"x_noisy", "y_noisy", "z_noisy"} <= set(ds.data_vars):
+        elif point_names(ds) is not None:
             out.range_sensors[name] = ds
         elif "image" in ds and {"row", "col"} <= set(ds["image"].dims):
             out.cameras[name] = ds
@@ -221,21 +221,37 @@ class FramePoints(NamedTuple):
     intensity: np.ndarray    #: (n,) the sensor's intensity, its own scale
 
 
+def point_names(ds):
+    """The variables of a dataset's reported points in the scene frame, or None: a range
+    sensor's ``x_noisy``, ``y_noisy``, ``z_noisy``, or a radar's detections ``x``, ``y``, ``z``
+    (over ``frame`` and ``detection``; NaN past the frame's last detection)."""
+    names = set(ds.data_vars)
+    if {"x_noisy", "y_noisy", "z_noisy"} <= names:
+        return "x_noisy", "y_noisy", "z_noisy"
+    if {"x", "y", "z"} <= names and "detection" in ds.dims:
+        return "x", "y", "z"
+    return None
+
+
 def detected_count(ds, j: int) -> int:
     f = ds.isel(frame=j)
     if "detected" in f:
         return int(np.count_nonzero(np.asarray(f["detected"].values)))
-    return int(np.count_nonzero(np.isfinite(np.asarray(f["x_noisy"].values))))
+    return int(np.count_nonzero(np.isfinite(np.asarray(f[point_names(ds)[0]].values))))
 
 
 def frame_points(ds, j: int, fraction: float, rng) -> FramePoints:
+    """A share ``fraction`` of frame ``j``'s reported points (:func:`point_names`), with their
+    object ids and intensities (a radar's: its detections' RCS [dBsm])."""
     import xarray as xr
     f = ds.isel(frame=j)
-    ref = f["x_noisy"]
-    parts = [f["x_noisy"], f["y_noisy"], f["z_noisy"],
+    xs, ys, zs = point_names(ds)
+    ref = f[xs]
+    brightness = "intensity" if "intensity" in f else "rcs" if "rcs" in f else None
+    parts = [f[xs], f[ys], f[zs],
              f["detected"] if "detected" in f else xr.ones_like(ref, dtype=bool),
              f["object_id"] if "object_id" in f else xr.full_like(ref, -1, dtype=np.int32),
-             f["intensity"] if "intensity" in f else xr.full_like(ref, np.nan)]
+             f[brightness] if brightness else xr.full_like(ref, np.nan)]
     parts = [p.transpose(*ref.dims, ...) for p in xr.broadcast(*parts)]
     x, y, z, det, oid, inten = (np.asarray(p.values).ravel() for p in parts)
     keep = np.flatnonzero(det.astype(bool) & np.isfinite(x) & np.isfinite(y) & np.isfinite(z))

@@ -95,6 +95,11 @@ def _seed(datasets) -> int:
     return 0
 
 
+def _brightness_label(ds) -> str:
+    """What the "intensity" colouring of a range sensor shows: its intensity, or a radar's RCS."""
+    return "RCS [dBsm]" if "intensity" not in ds and "rcs" in ds else "intensity"
+
+
 def _b64(a, dtype) -> str:
     return base64.b64encode(np.ascontiguousarray(a, dtype=dtype).tobytes()).decode("ascii")
 
@@ -329,7 +334,8 @@ def _add_points(page: _Page, go, run: RunDatasets, points, held, heights) -> lis
                 "intensity": _b64(_levels(p.intensity, lo, hi), np.uint8),
                 "height": _b64(_levels(p.xyz[:, 2], z_lo, z_hi), np.uint8)}
         own = dict(colorscale="Cividis", cmin=0, cmax=255,
-                   colorbar=dict(colorbar, title=dict(text=f"intensity of {name}<br>(its 1-99 % range)"),
+                   colorbar=dict(colorbar, title=dict(text=f"{_brightness_label(run.range_sensors[name])} of {name}"
+                                                            f"<br>(its 1-99 % range)"),
                                  tickvals=[0, 128, 255],
                                  ticktext=[f"{lo:.3g}", f"{(lo + hi) / 2:.3g}", f"{hi:.3g}"]))
         modes = {m: dict(shared.get(m, own), showscale=(s == 0)) for m in COLOR_MODES}

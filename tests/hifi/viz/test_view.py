@@ -140,6 +140,30 @@ def test_store_points_are_the_reported_returns(run_dir):
     assert heights.min() >= 0 and heights.max() <= 255 and heights.size == codes.size
 
 
+def test_radar_detections_are_drawn_as_its_points(tmp_path):
+    """A radar's detections (x, y, z in the scene frame over ``detection``, NaN past the
+    frame's last) are a range sensor's points on the page, its RCS the "intensity" colouring."""
+    import xarray as xr
+    d = {"simulation": {"duration_s": 0.1, "seed": 2},
+         "materials": {"road": {"reflectivity": 0.2, "class": "road"}, "paint": {"reflectivity": 0.5, "class": "car"}},
+         "objects": [{"name": "ground", "mesh": "plane", "size_m": [200, 40], "material": "road"},
+                     {"name": "lead", "mesh": "car", "material": "paint", "position_m": [30, 0, 0]}],
+         "sensors": [{"name": "radar", "model": "radar_ars408", "position_m": [0, 0, 0.5],
+                      "params": {"preset": "ars408_far"}}]}
+    out = tmp_path / "run"
+    hifi.Simulation.from_dict(d).run(out=out, progress=False)
+    replay = view.build_replay(out)
+    with xr.open_dataset(out / "radar.nc") as ds:
+        f = ds.isel(frame=0)
+        ok = np.isfinite(f["x"].values)
+        expect = np.stack([f[v].values[ok] for v in "xyz"], axis=1)
+    assert expect.shape[0] >= 1                   # the car ahead is detected
+    p = replay.store["points"]["radar/0"]
+    got = np.stack([np.frombuffer(base64.b64decode(p[c]), "<f4") for c in "xyz"], axis=1)
+    np.testing.assert_allclose(np.sort(got, axis=0), np.sort(expect, axis=0), atol=1e-4)
+    assert "RCS [dBsm] of radar" in json.dumps(replay.store)          # the colouring the dropdown offers
+
+
 def test_large_runs_are_subsampled_with_a_note(run_dir):
     replay = view.build_replay(run_dir, max_points=500, max_frames=2)
     assert replay.n_points <= 500
