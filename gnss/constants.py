@@ -106,3 +106,7 @@ SOLVER_TOLERANCE_M = 1e-4
 """Least-squares iterations stop when every epoch's state update is below this [m]."""
 SOLVER_MAX_ITERATIONS = 12
 """Fixed bound on least-squares iterations."""
+
+MIN_WEIGHT_ELEVATION_RAD = float(np.radians(1.0))
+"""Elevations below this are weighted as this [rad] by the solver's elevation weights (only
+matters with a mask below 1 deg)."""
