@@ -404,7 +404,8 @@ def _run_partitioned(args, partition: str, seed, duration, start: float) -> int:
         if duration is None:
             from .run.scenario import load
             duration = load(args.scenario).duration_s
-        _summary(args.out, duration, start, results)
+        _summary(args.out, duration, start, results, threads=getattr(results, "threads", None),
+                 ranks=getattr(results, "ranks", None))
     return 0
 
 
@@ -534,9 +535,10 @@ def _human_bytes(n: int) -> str:
             return f"{n:.1f} {unit}"
 
 
-def _summary(out_dir: Path, duration_s: float, start: float, datasets=None, threads=None) -> None:
+def _summary(out_dir: Path, duration_s: float, start: float, datasets=None, threads=None, ranks=None) -> None:
     """What a finished run prints on stdout: the simulated span, the wall time and the threads
-    (``threads``: the run's ``(count, where it came from)``, when known), then every file
+    (``threads``: the run's ``(count, where it came from)``, when known; under MPI each rank's,
+    with ``ranks`` the job's ranks), then every file
     and Zarr store of ``out_dir`` with its size on disk (a store's: every file in it) and, for
     a dataset, its dimensions (a netCDF file's read with netCDF4, in the file's order; a
     store's from its metadata), and the total. ``datasets`` (an MPI run's opened results) are
@@ -565,6 +567,8 @@ def _summary(out_dir: Path, duration_s: float, start: float, datasets=None, thre
     names = [str(p) for p in entries]
     width = max([len(n) for n in names] + [len("total")])
     on = "" if threads is None else f" on {threads[0]} thread{'' if threads[0] == 1 else 's'} ({threads[1]})"
+    if threads is not None and ranks is not None:
+        on = f" on {ranks} ranks x {threads[0]} thread{'' if threads[0] == 1 else 's'} each ({threads[1]})"
     print(f"simulated 0 to {duration_s:g} s in {wall:.1f} s wall time{on}")
     for name, size, path in zip(names, sizes, entries):
         extra = dims.get(path)

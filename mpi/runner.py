@@ -320,6 +320,17 @@ def _check_group_size(group_size: int, size: int) -> None:
                                                                   if size % d == 0))
 
 
+class PartitionResults(dict):
+    """Rank 0's written datasets (name to :class:`xarray.Dataset`) and how the run was shared,
+    for the run summary: ``ranks`` (the job's ranks) and ``threads`` (each rank's threads and
+    where the number came from, as :func:`hifi.runtime.threads.resolve_threads` says)."""
+
+    def __init__(self, datasets, *, ranks: int, threads: tuple[int, str]):
+        super().__init__(datasets)
+        self.ranks = ranks
+        self.threads = threads
+
+
 def _threads_per_rank(comm) -> int:
     """The threads of each rank when neither ``HIFI_THREADS`` nor ``[simulation] threads``
     says (:func:`hifi.runtime.threads.resolve_threads`): the machine's cores shared by the ranks
@@ -353,8 +364,9 @@ def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duratio
 
     Returns
     -------
-    dict of str to xarray.Dataset or None
-        Rank 0: the written datasets; other ranks: None.
+    PartitionResults or None
+        Rank 0: the written datasets (a dict, with the ranks and each rank's threads); other
+        ranks: None.
     """
     from .caster import FacetCaster
 
@@ -373,8 +385,8 @@ def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duratio
             _agree(comm, lambda: _refuse_closed_loop(sim, scenario))
         from hifi.runtime.threads import resolve_threads
         share = _threads_per_rank(comm)
-        threads, _ = _agree(comm, lambda: resolve_threads(None, sim.scenario.threads, where=sim.scenario.source,
-                                                          default=share))
+        threads, source = _agree(comm, lambda: resolve_threads(None, sim.scenario.threads,
+                                                               where=sim.scenario.source, default=share))
         if group_size > 1:
             group_comm = comm if group_size == size else comm.Split(comm.Get_rank() // group_size, comm.Get_rank())
             caster = _agree(comm, lambda: FacetCaster(sim.scene, group_comm, stop_comm=comm,
@@ -395,7 +407,7 @@ def run_partitioned(scenario, *, group_size: int | None, out, seed=None, duratio
         if made and made[0].exists() and getattr(exc, "kept_in", None) is None:
             exc.kept_in = made[0]              # stopped before the run: its directory is kept all the same
         end_interrupted(comm, exc)
-    return results if root else None
+    return PartitionResults(results, ranks=size, threads=(threads, source)) if root else None
 
 
 def run_facets(scenario, **kwargs):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 import pytest
 
 from hifi.cli import main
@@ -213,6 +215,9 @@ def test_partitioned_run_is_byte_identical(serial_run, tmp_path, mode, n):
     assert r.returncode == 0, r.stderr
     # Rank 0 alone reports the stores, once each (every rank wrote its own frames into them).
     assert r.stdout.count("lidar.zarr") == 1 and r.stdout.count("motion.zarr") == 1
+    # The summary says how the run was shared: the ranks and each rank's threads, by default the
+    # node's cores shared by its ranks (mpi.runner._threads_per_rank).
+    assert re.search(rf" on {n} ranks x \d+ threads? each \(MPI rank share\)$", r.stdout.splitlines()[0])
     _assert_identical(serial, out)
 
 
