@@ -49,9 +49,12 @@ def _check_summary(stdout: str, out: Path, duration_s: float) -> None:
     """The summary lists every file and Zarr store of ``out`` once with its size on disk (a
     store's: the sum of its files), and their total."""
     lines = stdout.strip().splitlines()
-    # a serial run says its threads and where the number came from (docs/performance.md)
+    # a run says its threads and where the number came from, an MPI run its ranks and each
+    # rank's threads (docs/performance.md)
     assert re.fullmatch(rf"simulated 0 to {duration_s:g} s in \d+\.\d s wall time"
-                        rf"( on \d+ threads? \((CPU affinity|HIFI_THREADS|\[simulation\] threads)\))?", lines[0]), stdout
+                        rf"( on \d+ threads? \((CPU affinity|HIFI_THREADS|\[simulation\] threads)\)"
+                        rf"| on \d+ ranks x \d+ threads? each \((MPI rank share|HIFI_THREADS|\[simulation\] threads)\))?",
+                        lines[0]), stdout
     files = sorted(p for p in out.iterdir() if p.is_file())
     stores = sorted(p for p in out.iterdir() if p.suffix == ".zarr")
     names = {p.name for p in files + stores}
