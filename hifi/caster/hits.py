@@ -26,6 +26,9 @@ EDGE_BARY = 2.0**-16
 class Hits:
     """Result of casting n rays. Misses are NaN / -1, never exceptions.
 
+    A cast given ``out`` (:meth:`~hifi.caster.RayCaster.cast`) returns it, with None for each
+    field the caller left out there.
+
     Attributes
     ----------
     distance : (n,) float64
@@ -75,7 +78,8 @@ class Hits:
         return c
 
     def __len__(self) -> int:
-        return self.distance.shape[0]
+        # the rays of the first field a cast's ``out`` kept (it keeps one at least)
+        return next(x for x in (getattr(self, f) for f in self.__dataclass_fields__) if x is not None).shape[0]
 
 
 @dataclass(frozen=True)
