@@ -207,6 +207,13 @@ class NearestHitBackend(Protocol):
         True: :meth:`nearest` runs its own threads (and may hold the GIL while it casts), so
         :class:`RayCaster` passes all rays of a cast step in one call instead of splitting them
         over its :class:`ChunkPool` (the benchmarks' ``Open3DBackend``). Absent: False.
+
+    A backend may also have ``nearest_unit(origins, directions_in, directions, times,
+    max_distance, *, normals=True)``: :meth:`nearest` along the rows of ``directions_in``
+    normalised (``d / sqrt((x^2 + y^2) + z^2)``), written into ``directions``, for the first
+    segment of a trace (:meth:`EmbreeBackend.nearest_unit` does it in its pass over the rays),
+    with ``normals`` False free to leave the normals NaN (the trace's caller reads none);
+    without it the tracer normalises them first.
     """
 
     collective: bool

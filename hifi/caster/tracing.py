@@ -104,9 +104,18 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     d = direction
     d_in = directions_in[a:b]
     from .._cast_kernel import finish_hits, unit_rows          # numba: loaded by the first cast
-    unit_rows(np.ascontiguousarray(d_in), d)
-    seg, obj_g, face_g, nrm_g, _ = _settled(backend, settle, o, d, _slice(times, a, b),
-                                            _slice(max_range, a, b))
+    t, limit = _slice(times, a, b), _slice(max_range, a, b)
+    unit_cast = getattr(backend, "nearest_unit", None)
+    if unit_cast is None:
+        unit_rows(np.ascontiguousarray(d_in), d)
+        hits = backend.nearest(o, d, t, limit)
+    else:                                      # normalised in the backend's pass over the rays
+        # no normals where nothing reads them: no normal output, no ray followed off a surface
+        hits = unit_cast(o, np.ascontiguousarray(d_in), d, t, limit,
+                         normals=out[2] is not None or mirror_object is not None)
+    if settle is not None:
+        settle(o, d, t, hits)
+    seg, obj_g, face_g, nrm_g, _ = hits
     dist, pt, nrm, obj, face = distance, point, normal, object_id, face_index
     if finish_hits(rows_or_shared(o), d, seg, obj_g, face_g, np.ascontiguousarray(nrm_g), dist, pt, nrm,
                    obj, face) == 0 or mirror_object is None:

@@ -17,14 +17,16 @@ from hifi.world.scene import Material, Scene
 _DTYPES = {"object_id": np.int32, "face_index": np.int32, "bounces": np.int8}
 
 
-def _scene(glass: bool) -> Scene:
-    """Ground, house, a 45-degree mirror, a moving car; with ``glass`` a pane in front of the house."""
+def _scene(glass: bool, mirror: bool = True) -> Scene:
+    """Ground, house, a 45-degree mirror (or, without ``mirror``, a diffuse plate there), a moving
+    car; with ``glass`` a pane in front of the house."""
     scene = Scene()
     scene.add_material(Material("mirror", 0.1, mirror=1.0))
     scene.add_material(Material("white", 0.8))
     scene.add_object("ground", meshes.plane([200, 200]), "white")
     scene.add_object("house", meshes.box([10, 6, 8]), "white", Pose.from_position_rpy([20, -14, 4], [0, 0, 10]))
-    scene.add_object("mirror", meshes.plane([4, 4]), "mirror", Pose.from_position_rpy([-6, 0, 2], [0, 90, -45]))
+    scene.add_object("mirror", meshes.plane([4, 4]), "mirror" if mirror else "white",
+                     Pose.from_position_rpy([-6, 0, 2], [0, 90, -45]))
     scene.add_object("car", meshes.car(), local=Track([0.0, 0.1], [[-10, 5, 0], [-8, 6, 0]],
                                                       [[0, 0, 0], [0, 0, 30]]))
     if glass:
@@ -46,15 +48,16 @@ def _out(n: int, keep) -> Hits:
     return Hits(**arrays)
 
 
-@pytest.mark.parametrize("glass", [False, True])
+@pytest.mark.parametrize("glass, mirror", [(False, True), (True, True), (False, False)])
 @pytest.mark.parametrize("keep", [("distance", "point", "object_id"),
                                   ("normal", "direction", "face_index", "bounces")])
-def test_cast_into_out_has_the_bytes_of_a_fresh_cast(glass, keep):
+def test_cast_into_out_has_the_bytes_of_a_fresh_cast(glass, mirror, keep):
     """Regression: each output given in ``out`` holds the bytes of a cast into fresh arrays (rays
-    through the mirror, onto the moving car and, with ``glass``, through the pane); the fields
-    left out stay None, and ``out`` is what the cast returns. Twice into the same arrays: the
-    second cast overwrites the first (bounce counts reset)."""
-    scene = _scene(glass)
+    through the mirror, onto the moving car and, with ``glass``, through the pane; without a
+    mirror or a pane and without normals in ``out`` the static hits' normals are not computed);
+    the fields left out stay None, and ``out`` is what the cast returns. Twice into the same
+    arrays: the second cast overwrites the first (bounce counts reset)."""
+    scene = _scene(glass, mirror)
     rng = np.random.default_rng(11)
     n = 20_000
     dirs = rng.normal(size=(n, 3))
@@ -62,7 +65,8 @@ def test_cast_into_out_has_the_bytes_of_a_fresh_cast(glass, keep):
     origins = np.broadcast_to(np.array([0.3, -0.2, 1.7]), (n, 3))
     caster = RayCaster(scene, n_threads=2)
     ref = caster.cast(origins, dirs, 0.05, 100.0)
-    assert (ref.bounces > 0).sum() > 50 and (ref.object_id == 3).sum() > 20
+    assert (ref.bounces > 0).sum() > (50 if mirror else -1) and (ref.object_id == 3).sum() > 20
+    assert np.isnan(ref.distance).sum() > 50 and (ref.object_id == 1).sum() > 50
     out = _out(n, keep)
     caster.cast(origins, -dirs, 0.05, 100.0, out=out)             # other rays first, then these
     got = caster.cast(origins, dirs, 0.05, 100.0, out=out)
