@@ -141,3 +141,45 @@ def test_cast_out_with_no_array_raises():
     caster = RayCaster(_scene(False), n_threads=1)
     with pytest.raises(ValueError, match="every field is None"):
         caster.cast(np.zeros((3, 3)), np.tile([1.0, 0, 0], (3, 1)), out=Hits(*[None] * 7))
+
+
+@pytest.mark.parametrize("with_normal", [True, False])
+def test_static_hits_and_unit_rays32_have_the_oracles_bytes(with_normal):
+    """hifi._cast_kernel.static_hits (with and without normals) and unit_rays32 against their
+    numpy oracles (tests/oracles/cast_kernel.py) on made-up Embree arrays: misses, hits on an
+    edge, a face lookup; rays of any length from one shared origin and from a row each
+    (regression: same bytes)."""
+    import hifi._cast_kernel as ck
+    from tests.oracles import cast_kernel as oracle
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    tfar = rng.uniform(0.1, 80.0, n).astype(np.float32)
+    geom_id = rng.integers(-1, 3, n).astype(np.int32)
+    prim_id = rng.integers(0, 40, n).astype(np.int32)
+    ng = rng.normal(size=(n, 3)).astype(np.float32)
+    u = rng.uniform(0, 1, n).astype(np.float32)
+    v = (rng.uniform(0, 1, n) * (1 - u)).astype(np.float32)
+    u[::7] = 1e-7                                     # on an edge
+    geom_object = np.array([4, 0, 2], dtype=np.int32)
+    lookup = (rng.permutation(120).astype(np.int32), np.array([0, 40, 80], dtype=np.int64))
+    bary = (np.float32(2.0**-16), np.float32(1 - 2.0**-16))
+    outs = []
+    for fn in (ck.static_hits, oracle.static_hits):
+        out = (np.empty(n), np.empty(n, np.int32), np.empty(n, np.int32), np.empty((n, 3)), np.empty(n, bool))
+        fn(tfar, geom_id, prim_id, ng, u, v, geom_object, *lookup, *bary, with_normal, *out)
+        outs.append(out)
+    for a, b in zip(*outs):
+        assert a.tobytes() == b.tobytes()
+    assert np.isnan(outs[0][3]).all() != with_normal and outs[0][4].any()
+
+    d_in = rng.normal(size=(n, 3)) * rng.uniform(0.1, 10.0, (n, 1))
+    offset = np.array([3.0, -2.0, 0.5])
+    for o in (np.array([[0.3, 0.2, 1.7]]), rng.normal(size=(n, 3)) * 50):
+        outs = []
+        for fn in (ck.unit_rays32, oracle.unit_rays32):
+            out = (np.empty((n, 3)), np.empty((n, 3), np.float32), np.empty((n, 3), np.float32))
+            fn(o, offset, d_in, out[0], out[1], out[2])
+            outs.append(out)
+        for a, b in zip(*outs):
+            assert a.tobytes() == b.tobytes()
