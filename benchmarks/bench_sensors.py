@@ -85,10 +85,10 @@ class _Recorder:
     def total_rays(self) -> int:
         return sum(len(c[0]) for c in self.casts)
 
-    def cast(self, origins, directions, times=0.0, max_range_m=np.inf):
+    def cast(self, origins, directions, times=0.0, max_range_m=np.inf, **out):
         if self.armed:
             self.casts.append((np.asarray(origins, float), np.asarray(directions, float), max_range_m))
-        return self.caster.cast(origins, directions, times, max_range_m)
+        return self.caster.cast(origins, directions, times, max_range_m, **out)
 
     def close(self):
         self.caster.close()

@@ -1,6 +1,7 @@
 """Compiled kernels of the caster's passes around Embree (numba), their only implementation.
 
-:func:`rays32` makes Embree's float32 origins and directions,
+:func:`rays32` makes Embree's float32 origins and directions (:func:`unit_rays32` with the
+directions normalised in the same pass, for the first segment of a trace),
 :func:`static_hits` turns Embree's ray-hit arrays into :class:`hifi.caster.NearestHits`,
 :func:`unit_rows` normalises the directions and :func:`finish_hits` finishes the first segment
 of :func:`hifi.caster.tracing._first_segment` (normal toward the ray, hit point, misses NaN), one
@@ -25,7 +26,7 @@ import numpy as np
 
 @numba.njit(cache=True, nogil=True)
 def static_hits(tfar, geom_id, prim_id, ng, u, v, geom_object, face_lookup, geom_start, edge_lo, edge_hi,
-                distance, obj, face, normal, edge):  # pragma: no cover (compiled)
+                with_normal, distance, obj, face, normal, edge):  # pragma: no cover (compiled)
     """Nearest hits of the static group from Embree's arrays.
 
     Parameters
@@ -44,6 +45,9 @@ def static_hits(tfar, geom_id, prim_id, ng, u, v, geom_object, face_lookup, geom
         length 0: primID is the face index.
     edge_lo, edge_hi : float32
         ``_EDGE_BARY`` and ``1 - _EDGE_BARY`` as float32.
+    with_normal : bool
+        False: the normal is NaN on every row (a trace whose caller reads no normals and
+        follows no ray off a surface skips the square root and three divisions of each hit).
     distance, obj, face, normal, edge : out
         float64 distance (inf on a miss), int32 object and face (-1), unit float64 normal
         (NaN), bool on a triangle's edge (False on a miss).
@@ -52,25 +56,27 @@ def static_hits(tfar, geom_id, prim_id, ng, u, v, geom_object, face_lookup, geom
     lookup = face_lookup.shape[0] > 0
     for i in range(n):
         g = geom_id[i]
+        if g < 0 or not with_normal:
+            normal[i, 0] = np.nan
+            normal[i, 1] = np.nan
+            normal[i, 2] = np.nan
         if g < 0:
             distance[i] = np.inf
             obj[i] = -1
             face[i] = -1
-            normal[i, 0] = np.nan
-            normal[i, 1] = np.nan
-            normal[i, 2] = np.nan
             edge[i] = False
             continue
         obj[i] = geom_object[g]
         face[i] = face_lookup[geom_start[g] + prim_id[i]] if lookup else prim_id[i]
         distance[i] = np.float64(tfar[i])
-        x = np.float64(ng[i, 0])
-        y = np.float64(ng[i, 1])
-        z = np.float64(ng[i, 2])
-        den = math.sqrt((x * x + y * y) + z * z)
-        normal[i, 0] = x / den
-        normal[i, 1] = y / den
-        normal[i, 2] = z / den
+        if with_normal:
+            x = np.float64(ng[i, 0])
+            y = np.float64(ng[i, 1])
+            z = np.float64(ng[i, 2])
+            den = math.sqrt((x * x + y * y) + z * z)
+            normal[i, 0] = x / den
+            normal[i, 1] = y / den
+            normal[i, 2] = z / den
         ui, vi = u[i], v[i]
         edge[i] = min(ui, vi) < edge_lo or ui + vi > edge_hi
 
@@ -89,6 +95,30 @@ def rays32(o, offset, d, o32, d32):  # pragma: no cover (compiled)
         d32[i, 0] = np.float32(d[i, 0])
         d32[i, 1] = np.float32(d[i, 1])
         d32[i, 2] = np.float32(d[i, 2])
+
+
+@numba.njit(cache=True, nogil=True)
+def unit_rays32(o, offset, d_in, d, o32, d32):  # pragma: no cover (compiled)
+    """:func:`unit_rows` and :func:`rays32` in one pass over the rays of a first segment:
+    ``d = d_in / |d_in|`` (float64, the norm ``sqrt((x^2 + y^2) + z^2)``), ``d32 = float32(d)``,
+    ``o32 = float32(o - offset)`` (``o`` one row every ray shares, or a row per ray)."""
+    shared = o.shape[0] == 1
+    for i in range(d_in.shape[0]):
+        r = 0 if shared else i
+        o32[i, 0] = np.float32(o[r, 0] - offset[0])
+        o32[i, 1] = np.float32(o[r, 1] - offset[1])
+        o32[i, 2] = np.float32(o[r, 2] - offset[2])
+        x, y, z = d_in[i, 0], d_in[i, 1], d_in[i, 2]
+        s = math.sqrt((x * x + y * y) + z * z)
+        ux = x / s
+        uy = y / s
+        uz = z / s
+        d[i, 0] = ux
+        d[i, 1] = uy
+        d[i, 2] = uz
+        d32[i, 0] = np.float32(ux)
+        d32[i, 1] = np.float32(uy)
+        d32[i, 2] = np.float32(uz)
 
 
 @numba.njit(cache=True, nogil=True)

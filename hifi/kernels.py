@@ -1,8 +1,8 @@
 """The compiled kernels (numba): what they are and what they cost a process.
 
 A few passes over every ray are written once, as numba kernels, and nowhere else in the
-product: the caster's passes around Embree (:mod:`hifi._cast_kernel`: Embree's arrays into hits,
-the first segment's finish, the edge-tie rule, a depth camera's images), and the lidars' depth-edge
+product: the caster's passes around Embree (:mod:`hifi._cast_kernel`: Embree's float32 rays, with the
+first segment's directions normalised in the same pass, Embree's arrays into hits, the first segment's finish, the edge-tie rule, a depth camera's images), and the lidars' depth-edge
 flags, beam-footprint directions and edge probes (:mod:`sensors._lidar_kernel`) and the
 divergent-beam receiver (:mod:`sensors._beam_kernel`). They are geometry and bookkeeping, per
 ray and branchy, where numpy needs many passes over temporaries; the physics (lidar equation,

@@ -6,6 +6,7 @@ import numpy as np
 
 from hifi.api.model import Sensor, Var
 from hifi.api.params import Param
+from hifi.caster import Hits
 
 from hifi.run.dataset import RANGE_VARIABLES, annotation_var, axis_coords, image_coords, sensor_pose_vars
 
@@ -95,7 +96,10 @@ class DepthMap(Sensor):
                 "sensor_orientation": ((4,), np.dtype(np.float64))}
 
     def setup_bytes(self):
-        return 32 * self.rays_per_frame()          # directions (rows, cols, 3) and cos_axis, float64
+        # directions (rows, cols, 3) and cos_axis, float64. The cast's distance and point, kept
+        # from frame to frame (_cast_out), are counted in WORKING_BYTES_PER_RAY, calibrated when
+        # every frame allocated them afresh with normals and directions (48 B a pixel more).
+        return 32 * self.rays_per_frame()
 
     def setup(self, ctx):
         super().setup(ctx)
@@ -103,6 +107,18 @@ class DepthMap(Sensor):
         self._dirs, self._cos = pinhole_directions(p["resolution_x"], p["resolution_y"],
                                                    np.radians(p["fov_x_deg"]))
         self._class = ctx.scene.object_table("class_id")
+        self._hit_rows = None
+
+    def _cast_out(self):
+        """The cast's output arrays (:meth:`hifi.caster.RayCaster.cast`'s ``out``): distance and
+        point kept from frame to frame (the images copy them to float32, so no frame hands them
+        on, and a frame of 2000 x 2000 pixels does not fault in 128 MB afresh), the object ids
+        fresh (the dataset keeps them); no normals, directions, faces or bounce counts, which
+        the images do not use."""
+        n = self.rays_per_frame()
+        if self._hit_rows is None:
+            self._hit_rows = (np.empty(n), np.empty((n, 3)))
+        return Hits(*self._hit_rows, None, None, np.empty(n, dtype=np.int32), None, None)
 
     def _image_kernel(self, hits):
         """The images of :meth:`step` in the compiled kernel :func:`hifi._cast_kernel.range_image`
@@ -127,7 +143,7 @@ class DepthMap(Sensor):
 
     def step(self, k, t):
         shape = self._dirs.shape[:2]
-        hits, _, _ = self.cast(self._dirs.reshape(-1, 3), t, self.params["max_range_m"])
+        hits, _, _ = self.cast(self._dirs.reshape(-1, 3), t, self.params["max_range_m"], out=self._cast_out())
         scene = self.ctx.scene
         dims = ("row", "col")
         distance, depth, x, y, z, class_ids = self._image_kernel(hits)

@@ -268,7 +268,7 @@ class Sensor(Model):
         else:
             threads.map(lambda a, b: kernel(a, b, *args), n)
 
-    def cast(self, directions_sensor, times_s, max_range_m, origins_sensor=None):
+    def cast(self, directions_sensor, times_s, max_range_m, origins_sensor=None, *, out=None):
         """Cast rays given in the sensor frame, each from where the sensor was at its time.
 
         Parameters
@@ -281,6 +281,9 @@ class Sensor(Model):
             Maximum path length [m].
         origins_sensor : (n, 3) float, optional
             Ray origins in the sensor frame [m] (default: the sensor origin).
+        out : hifi.caster.Hits, optional
+            Arrays for the hits, None for an output the model does not read
+            (:meth:`hifi.caster.RayCaster.cast`'s ``out``); default fresh arrays.
 
         Returns
         -------
@@ -290,7 +293,10 @@ class Sensor(Model):
             point when every ray leaves the sensor origin at one pose).
         """
         origins, dirs, times = self._scene_rays(directions_sensor, times_s, origins_sensor)
-        hits = self.ctx.caster.cast(origins, dirs, times, max_range_m)
+        if out is None:
+            hits = self.ctx.caster.cast(origins, dirs, times, max_range_m)
+        else:
+            hits = self.ctx.caster.cast(origins, dirs, times, max_range_m, out=out)
         return hits, origins, dirs
 
     def cast_surfaces(self, directions_sensor, times_s, max_range_m, origins_sensor=None):

@@ -305,16 +305,22 @@ class EmbreeBackend:
         closest = rel - directions * along[:, None]
         return np.nonzero(row_dot(closest, closest) <= radius * radius)[0]
 
-    def _cast_static(self, g: _Group, origins, directions, tfar32) -> NearestHits:
-        """The static group, cast first: Embree's arrays go straight into fresh hit arrays."""
+    def _cast_static(self, g: _Group, origins, directions, tfar32, directions_in=None,
+                     normals: bool = True) -> NearestHits:
+        """The static group, cast first: Embree's arrays go straight into fresh hit arrays
+        (``directions_in``: normalised into ``directions`` first; ``normals`` False: NaN
+        normals; :meth:`nearest_unit`)."""
         n = origins.shape[0]
-        from .._cast_kernel import rays32, static_hits          # numba: loaded by the first cast
+        from .._cast_kernel import rays32, static_hits, unit_rays32   # numba: loaded by the first cast
         o32 = np.empty((n, 3), dtype=np.float32)
         d32 = np.empty((n, 3), dtype=np.float32)
         # origins - centre (one row every ray shares, or a row each) and the directions in
-        # float32, one compiled pass
-        rays32(rows_or_shared(origins), np.ascontiguousarray(g.offset, dtype=float),
-               np.ascontiguousarray(directions, dtype=float), o32, d32)
+        # float32, one compiled pass (normalising them in it too for nearest_unit)
+        offset = np.ascontiguousarray(g.offset, dtype=float)
+        if directions_in is None:
+            rays32(rows_or_shared(origins), offset, np.ascontiguousarray(directions, dtype=float), o32, d32)
+        else:
+            unit_rays32(rows_or_shared(origins), offset, directions_in, directions, o32, d32)
         r = g.embree.run(o32, d32, dists=tfar32, output=1)
         out = NearestHits(np.empty(n), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
                           np.empty((n, 3)), np.empty(n, dtype=bool))
@@ -322,19 +328,36 @@ class EmbreeBackend:
                   (np.ascontiguousarray(g.face_lookup, dtype=np.int32),
                    np.ascontiguousarray(g.geom_start, dtype=np.int64)))
         static_hits(r["tfar"], r["geomID"], r["primID"], r["Ng"], r["u"], r["v"], g.geom_object, *lookup,
-                    np.float32(EDGE_BARY), np.float32(1.0 - EDGE_BARY), *out)
+                    np.float32(EDGE_BARY), np.float32(1.0 - EDGE_BARY), normals, *out)
         return out
 
     def nearest(self, origins, directions, times, max_distance) -> NearestHits:
         """Nearest facet along each ray (see :meth:`NearestHitBackend.nearest`)."""
+        return self._nearest(origins, directions, times, max_distance, None, True)
+
+    def nearest_unit(self, origins, directions_in, directions, times, max_distance, *,
+                     normals: bool = True) -> NearestHits:
+        """:meth:`nearest` along the rows of ``directions_in`` (n, 3) normalised, which are
+        written into ``directions`` (n, 3) float64, C-contiguous) in the compiled pass that makes
+        Embree's float32 rays (:func:`hifi._cast_kernel.unit_rays32`): the first segment of a
+        trace reads the rays once instead of twice (see :class:`NearestHitBackend`).
+        ``normals`` False: the static objects' hits get NaN normals, not computed (a trace
+        whose caller reads none and follows no ray off a surface)."""
+        return self._nearest(origins, directions, times, max_distance, directions_in, normals)
+
+    def _nearest(self, origins, directions, times, max_distance, directions_in, normals) -> NearestHits:
         self.build()
         n = origins.shape[0]
+        groups = self._groups
+        static = bool(groups) and groups[0].body is None        # the static group is always first
+        if directions_in is not None and (n == 0 or not static):
+            from .._cast_kernel import unit_rows                  # no static pass to do it in
+            unit_rows(directions_in, directions)
         if n == 0:
             return no_hits(0)
         tfar32 = _limit32(max_distance, n)
-        groups = self._groups
-        if groups and groups[0].body is None:       # the static group is always first
-            hits = self._cast_static(groups[0], origins, directions, tfar32)
+        if static:
+            hits = self._cast_static(groups[0], origins, directions, tfar32, directions_in, normals)
             groups = groups[1:]
         else:
             hits = no_hits(n)

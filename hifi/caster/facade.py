@@ -181,7 +181,7 @@ class RayCaster:
                             settle=self._settle, map_chunks=self._map_chunks())
         return hits.distance, hits.object_id, hits.face_index, hits.normal
 
-    def cast(self, origins, directions, times=0.0, max_range_m=np.inf) -> Hits:
+    def cast(self, origins, directions, times=0.0, max_range_m=np.inf, *, out: Hits | None = None) -> Hits:
         """Cast rays and follow them through mirrors to the first diffuse surface.
 
         Parameters
@@ -194,10 +194,14 @@ class RayCaster:
             Emission time of each ray [s].
         max_range_m : float or (n,) array_like
             Maximum total path length [m]; a surface beyond it is a miss.
+        out : Hits, optional
+            Arrays to write the result into, a field None where the caller needs no such output
+            (:func:`trace`'s ``out``); default fresh arrays.
 
         Returns
         -------
         Hits
+            ``out`` itself when given.
 
         Notes
         -----
@@ -206,11 +210,11 @@ class RayCaster:
         reflections off water (:meth:`cast_surfaces`, whose ``hits`` this is).
         """
         if self._surfaces is not None:
-            return self.cast_surfaces(origins, directions, times, max_range_m).hits
+            return self.cast_surfaces(origins, directions, times, max_range_m, out=out).hits
         self.build()
         return trace(self.backend, origins, directions, times, max_range_m,
                      mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
-                     map_chunks=self._map_chunks())
+                     map_chunks=self._map_chunks(), out=out)
 
     @property
     def has_surfaces(self) -> bool:
@@ -218,14 +222,15 @@ class RayCaster:
         front surface and a throughput below 1."""
         return self._surfaces is not None
 
-    def cast_surfaces(self, origins, directions, times=0.0, max_range_m=np.inf) -> SurfaceHits:
+    def cast_surfaces(self, origins, directions, times=0.0, max_range_m=np.inf, *,
+                      out: Hits | None = None) -> SurfaceHits:
         """Cast rays through mirrors, glass panes and water reflections, keeping the first glass
         or water surface of every path and the path's throughput.
 
         Parameters
         ----------
-        origins, directions, times, max_range_m
-            As :meth:`cast`.
+        origins, directions, times, max_range_m, out
+            As :meth:`cast` (``out`` for ``hits``).
 
         Returns
         -------
@@ -242,7 +247,8 @@ class RayCaster:
         if self._surfaces is None:
             hits = trace(self.backend, origins, directions, times, max_range_m,
                          mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
-                         map_chunks=self._map_chunks())
+                         map_chunks=self._map_chunks(), out=out)
             return SurfaceHits(hits, no_front(len(hits)), np.ones(len(hits)))
         return trace_surfaces(self.backend, origins, directions, times, max_range_m, surfaces=self._surfaces,
-                              max_bounces=self.max_bounces, settle=self._settle, map_chunks=self._map_chunks())
+                              max_bounces=self.max_bounces, settle=self._settle, map_chunks=self._map_chunks(),
+                              out=out)

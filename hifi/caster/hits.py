@@ -26,6 +26,9 @@ EDGE_BARY = 2.0**-16
 class Hits:
     """Result of casting n rays. Misses are NaN / -1, never exceptions.
 
+    A cast given ``out`` (:meth:`~hifi.caster.RayCaster.cast`) returns it, with None for each
+    field the caller left out there.
+
     Attributes
     ----------
     distance : (n,) float64
@@ -75,7 +78,8 @@ class Hits:
         return c
 
     def __len__(self) -> int:
-        return self.distance.shape[0]
+        # the rays of the first field a cast's ``out`` kept (it keeps one at least)
+        return next(x for x in (getattr(self, f) for f in self.__dataclass_fields__) if x is not None).shape[0]
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,13 @@ class NearestHitBackend(Protocol):
         True: :meth:`nearest` runs its own threads (and may hold the GIL while it casts), so
         :class:`RayCaster` passes all rays of a cast step in one call instead of splitting them
         over its :class:`ChunkPool` (the benchmarks' ``Open3DBackend``). Absent: False.
+
+    A backend may also have ``nearest_unit(origins, directions_in, directions, times,
+    max_distance, *, normals=True)``: :meth:`nearest` along the rows of ``directions_in``
+    normalised (``d / sqrt((x^2 + y^2) + z^2)``), written into ``directions``, for the first
+    segment of a trace (:meth:`EmbreeBackend.nearest_unit` does it in its pass over the rays),
+    with ``normals`` False free to leave the normals NaN (the trace's caller reads none);
+    without it the tracer normalises them first.
     """
 
     collective: bool

@@ -8,6 +8,8 @@ manager's concurrent model steps, so the chunks of a step are not a second pool 
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..runtime.threads import CHUNK, THREADS_ENV, ThreadBudget, affinity_threads, threads_from_env
@@ -20,6 +22,10 @@ _MIN_RAYS_PER_TASK = 2048
 #: Most rays in one chunk of work handed to a thread. Smaller chunks balance the threads
 #: better but pay numpy's per-call overhead more often (16 k to 128 k measured within noise).
 CHUNK_RAYS = 65536
+
+#: Ray counts whose chunk bounds :meth:`ChunkPool.map` keeps (a sensor casts a few sizes per frame:
+#: its primary rays, edge probes, footprints).
+_BOUNDS_CACHED = 64
 
 
 def default_threads() -> int:
@@ -38,8 +44,8 @@ def default_threads() -> int:
 class ChunkPool:
     """Runs ``fn(start, stop)`` over contiguous chunks of ``range(n)`` on a thread budget.
 
-    Each thread gets the same number of chunks of at most ``CHUNK_RAYS`` rays; fewer than
-    ``_MIN_RAYS_PER_TASK`` rays per thread run in the calling thread. Embree and numpy release
+    The rays are cut into chunks of at most ``CHUNK_RAYS`` rays, as many per thread; fewer
+    than ``_MIN_RAYS_PER_TASK`` rays per thread run in the calling thread. Embree and numpy release
     the GIL, so the chunks run in parallel. The chunks depend on ``n_threads`` only, never on
     how many threads are idle, so the bits of a result do not depend on what else runs.
 
@@ -58,6 +64,7 @@ class ChunkPool:
         self.n_threads = int(n_threads or default_threads())
         self._budget = budget
         self._own = budget is None
+        self._bounds_cache: dict = {}
 
     @property
     def budget(self) -> ThreadBudget:
@@ -67,13 +74,42 @@ class ChunkPool:
         return self._budget
 
     def map(self, fn, n: int) -> list:
-        """``[fn(a, b) for each chunk a:b of range(n)]``, in order."""
+        """``[fn(a, b) for each chunk a:b of range(n)]``, in order.
+
+        One task per thread, each pulling the next chunk until none is left, so a call hands
+        work to a waiting thread once per thread rather than once per chunk (on loaded cores a
+        hand-over costs 0.05 to several ms); which thread runs a chunk does not change it.
+        """
+        bounds = self._bounds(n)
+        n_chunks = len(bounds) - 1
         tasks = min(self.n_threads, max(1, n // _MIN_RAYS_PER_TASK))
-        n_chunks = tasks * max(1, -(-n // (tasks * CHUNK_RAYS)))
-        bounds = np.linspace(0, n, n_chunks + 1).astype(int)
-        if tasks <= 1:
+        if tasks <= 1 or self.n_threads <= 1:
             return [fn(bounds[i], bounds[i + 1]) for i in range(n_chunks)]
-        return self.run([lambda i=i: fn(bounds[i], bounds[i + 1]) for i in range(n_chunks)])
+        results = [None] * n_chunks
+        chunks = itertools.count()            # next() on it is atomic under the GIL
+
+        def pull():
+            for i in chunks:
+                if i >= n_chunks:
+                    return
+                results[i] = fn(bounds[i], bounds[i + 1])
+
+        self.run([pull] * min(tasks, n_chunks))
+        return results
+
+    def _bounds(self, n: int) -> list:
+        """The chunk bounds of ``range(n)`` (Python ints), cached per ``n``: ``tasks`` threads
+        times ``ceil(n / (tasks * CHUNK_RAYS))`` chunks of nearly equal size, as
+        ``np.linspace(0, n, n_chunks + 1)`` cuts them."""
+        bounds = self._bounds_cache.get(n)
+        if bounds is None:
+            tasks = min(self.n_threads, max(1, n // _MIN_RAYS_PER_TASK))
+            n_chunks = tasks * max(1, -(-n // (tasks * CHUNK_RAYS)))
+            bounds = np.linspace(0, n, n_chunks + 1).astype(int).tolist()
+            if len(self._bounds_cache) >= _BOUNDS_CACHED:
+                self._bounds_cache.clear()        # one call, atomic: threads may map at once
+            self._bounds_cache[n] = bounds
+        return bounds
 
     def run(self, fns) -> list:
         """``[fn() for fn in fns]`` on the budget's threads at once (tasks that release the GIL:

@@ -98,20 +98,77 @@ def _first_segment(backend, settle, a, b, origins, directions_in, times, max_ran
     and returned as ``(index, segment, point, normal, direction, object id)`` for the bounce
     loop (None if there are none).
     """
-    distance, point, normal, direction, object_id, face_index = out
+    distance, point, normal, direction, object_id, face_index = (
+        _rows_of(x, a, b, shape) for x, shape in zip(out, _FIELD_SHAPES))
     o = origins[a:b]
-    d = direction[a:b]
+    d = direction
     d_in = directions_in[a:b]
     from .._cast_kernel import finish_hits, unit_rows          # numba: loaded by the first cast
-    unit_rows(np.ascontiguousarray(d_in), d)
-    seg, obj_g, face_g, nrm_g, _ = _settled(backend, settle, o, d, _slice(times, a, b),
-                                            _slice(max_range, a, b))
-    dist, pt, nrm = distance[a:b], point[a:b], normal[a:b]
-    obj, face = object_id[a:b], face_index[a:b]
+    t, limit = _slice(times, a, b), _slice(max_range, a, b)
+    unit_cast = getattr(backend, "nearest_unit", None)
+    if unit_cast is None:
+        unit_rows(np.ascontiguousarray(d_in), d)
+        hits = backend.nearest(o, d, t, limit)
+    else:                                      # normalised in the backend's pass over the rays
+        # no normals where nothing reads them: no normal output, no ray followed off a surface
+        hits = unit_cast(o, np.ascontiguousarray(d_in), d, t, limit,
+                         normals=out[2] is not None or mirror_object is not None)
+    if settle is not None:
+        settle(o, d, t, hits)
+    seg, obj_g, face_g, nrm_g, _ = hits
+    dist, pt, nrm, obj, face = distance, point, normal, object_id, face_index
     if finish_hits(rows_or_shared(o), d, seg, obj_g, face_g, np.ascontiguousarray(nrm_g), dist, pt, nrm,
                    obj, face) == 0 or mirror_object is None:
         return None
     return _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d)
+
+
+#: Row shape and dtype of the first segment's outputs (distance, point, normal, direction,
+#: object id, face index): what a chunk's scratch rows are for an output the caller left out.
+_FIELD_SHAPES = (((), np.float64), ((3,), np.float64), ((3,), np.float64), ((3,), np.float64),
+                 ((), np.int32), ((), np.int32))
+
+
+def _rows_of(x, a, b, shape):
+    """Rows ``a:b`` of output ``x``, or, where the caller asked for no such output (None),
+    rows of a scratch array of this chunk (heap memory the next chunk reuses; the mirror
+    loop still reads the rays it follows from them)."""
+    if x is not None:
+        return x[a:b]
+    row, dtype = shape
+    return np.empty((b - a, *row), dtype=dtype)
+
+
+_HITS_DTYPES = (np.float64, np.float64, np.float64, np.float64, np.int32, np.int32, np.int8)
+
+
+def _outputs(n: int, out: Hits | None) -> Hits:
+    """The arrays a trace of ``n`` rays writes: ``out``'s (its None fields left out), or fresh.
+
+    Raises
+    ------
+    ValueError
+        An array of ``out`` is not C-contiguous and writeable with the shape and dtype of its
+        field for ``n`` rays, or ``out`` holds no array.
+    """
+    if out is None:
+        return Hits(np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)),
+                    np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32), np.zeros(n, dtype=np.int8))
+    if all(getattr(out, name) is None for name in Hits.__dataclass_fields__):
+        raise ValueError("out: every field is None; give the array of one output at least")
+    for name, dtype in zip(Hits.__dataclass_fields__, _HITS_DTYPES):
+        x = getattr(out, name)
+        if x is None:
+            continue
+        shape = (n, 3) if name in ("point", "normal", "direction") else (n,)
+        if not (isinstance(x, np.ndarray) and x.shape == shape and x.dtype == dtype
+                and x.flags.c_contiguous and x.flags.writeable):
+            got = (f"{type(x).__name__} {getattr(x, 'shape', '')} {getattr(x, 'dtype', '')}").strip()
+            raise ValueError(f"out.{name}: expected a writeable C-contiguous {np.dtype(dtype)} array of shape "
+                             f"{shape} or None, got {got}")
+    if out.bounces is not None:
+        out.bounces.fill(0)
+    return out
 
 
 def _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d):
@@ -131,9 +188,11 @@ def _mirror_state(a, mirror_object, obj, face, dist, pt, nrm, d):
     return state
 
 
-def _trace_first(backend, origins, directions, times, max_range_m, mirror_object, settle, map_chunks):
+def _trace_first(backend, origins, directions, times, max_range_m, mirror_object, settle, map_chunks,
+                 out=None):
     """The outputs of a trace and its first segment: ``(hits, states, times, max_range)``,
-    ``hits`` finished for every ray that ends on its first surface, ``states`` the
+    ``hits`` finished for every ray that ends on its first surface (in ``out``'s arrays, see
+    :func:`trace`), ``states`` the
     :func:`_mirror_state` of each chunk that has rays on a surface ``mirror_object`` flags
     (those left out), ``times`` and ``max_range`` as the loops take them."""
     origins = np.asarray(origins, dtype=float).reshape(-1, 3)
@@ -146,24 +205,17 @@ def _trace_first(backend, origins, directions, times, max_range_m, mirror_object
     max_range = np.asarray(max_range_m, dtype=float)
     max_range = float(max_range) if max_range.ndim == 0 else np.broadcast_to(max_range, (n,))
 
-    distance = np.empty(n)
-    point = np.empty((n, 3))
-    normal = np.empty((n, 3))
-    out_dir = np.empty((n, 3))
-    object_id = np.empty(n, dtype=np.int32)
-    face_index = np.empty(n, dtype=np.int32)
-    bounces = np.zeros(n, dtype=np.int8)
-    hits = Hits(distance, point, normal, out_dir, object_id, face_index, bounces)
+    hits = _outputs(n, out)
     if n == 0:
         return hits, [], times, max_range
     backend.build()
     times = _one_time(times)
     mirrors = mirror_object if np.any(mirror_object) else None
-    out = (distance, point, normal, out_dir, object_id, face_index)
+    arrays = (hits.distance, hits.point, hits.normal, hits.direction, hits.object_id, hits.face_index)
 
     def first(a, b):
         return _first_segment(backend, settle, a, b, origins, directions_in, times, max_range,
-                              out, mirrors)
+                              arrays, mirrors)
 
     if backend.collective or map_chunks is None:
         states = [first(0, n)]
@@ -174,7 +226,7 @@ def _trace_first(backend, origins, directions, times, max_range_m, mirror_object
 
 def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_m=np.inf, *,
           mirror_object: np.ndarray, max_bounces: int = MAX_MIRROR_BOUNCES,
-          settle=None, map_chunks=None) -> Hits:
+          settle=None, map_chunks=None, out: Hits | None = None) -> Hits:
     """Cast rays and follow them through mirrors to the first diffuse surface.
 
     Parameters
@@ -198,6 +250,13 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
         Edge-tie rule (see :func:`nearest_step`).
     map_chunks : callable, optional
         Thread splitter (:meth:`ChunkPool.map`) for a backend that is not collective.
+    out : Hits, optional
+        The arrays to write the result into (C-contiguous, the dtypes and shapes of
+        :class:`Hits` for n rays), returned as the result; a field that is None there is not
+        stored, and stays None in the result. A caller that reads a few outputs of a large cast
+        (a depth map: distance, point, object) passes those, reusing its arrays from frame to
+        frame, instead of faulting in fresh (n, 3) arrays it never reads. Default: fresh arrays
+        for every field.
 
     Returns
     -------
@@ -218,7 +277,7 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
     flight (< 1 us at 300 m).
     """
     hits, states, times, max_range = _trace_first(backend, origins, directions, times, max_range_m,
-                                                  mirror_object, settle, map_chunks)
+                                                  mirror_object, settle, map_chunks, out)
     if not states or max_bounces == 0:
         return hits
     n = len(hits)
@@ -241,7 +300,8 @@ def trace(backend: NearestHitBackend, origins, directions, times=0.0, max_range_
         final = hit & ~is_mirror
         fi = active[final]
         _store((distance, point, normal, out_dir, object_id, face_index), fi, final, total, p, nrm, d, obj, face)
-        bounces[fi] = bounce
+        if bounces is not None:
+            bounces[fi] = bounce
         if bounce == max_bounces or not np.any(is_mirror):
             break
         m = is_mirror
@@ -275,14 +335,15 @@ class SurfaceTable(NamedTuple):
 
 def trace_surfaces(backend: NearestHitBackend, origins, directions, times=0.0, max_range_m=np.inf, *,
                    surfaces: SurfaceTable, max_bounces: int = MAX_MIRROR_BOUNCES,
-                   max_crossings: int = MAX_PANE_CROSSINGS, settle=None, map_chunks=None) -> SurfaceHits:
+                   max_crossings: int = MAX_PANE_CROSSINGS, settle=None, map_chunks=None,
+                   out: Hits | None = None) -> SurfaceHits:
     """Cast rays and follow them through mirrors, through glass panes and along the
     reflection off water surfaces to the first surface that stops them.
 
     Parameters
     ----------
-    backend, origins, directions, times, max_range_m, settle, map_chunks
-        As :func:`trace`.
+    backend, origins, directions, times, max_range_m, settle, map_chunks, out
+        As :func:`trace` (``out`` for ``hits``).
     surfaces : SurfaceTable
         Per object id (and -1 last): its kind (a perfect mirror is ``MIRROR``), refractive
         index and internal transmittance.
@@ -316,7 +377,7 @@ def trace_surfaces(backend: NearestHitBackend, origins, directions, times=0.0, m
     """
     follow = surfaces.follow()
     hits, states, times, max_range = _trace_first(backend, origins, directions, times, max_range_m, follow,
-                                                  settle, map_chunks)
+                                                  settle, map_chunks, out)
     n = len(hits)
     throughput = np.ones(n)
     if not states:
@@ -371,7 +432,8 @@ def trace_surfaces(backend: NearestHitBackend, origins, directions, times=0.0, m
         final = hit & ~goes_on
         fi = active[final]
         _store((distance, point, normal, out_dir, object_id, face_index), fi, final, total, p, nrm, d, obj, face)
-        bounces[fi] = n_reflect[final]
+        if bounces is not None:
+            bounces[fi] = n_reflect[final]
         throughput[fi] = tp[final]
         if not np.any(goes_on):
             break
@@ -388,7 +450,8 @@ def _store(out, fi, final, *segment) -> None:
     (``total, p, nrm, d, obj, face``) where ``final``. Shared by the mirror loop and the
     glass/water loop."""
     for array, values in zip(out, segment):
-        array[fi] = values[final]
+        if array is not None:                    # an output the caller left out
+            array[fi] = values[final]
 
 
 def _leave(backend, start, going, nrm, left, times, remaining, settle, map_chunks):

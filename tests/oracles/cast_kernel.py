@@ -38,7 +38,7 @@ def rays32(o, offset, d, o32, d32):
 
 
 def static_hits(tfar, geom_id, prim_id, ng, u, v, geom_object, face_lookup, geom_start, edge_lo, edge_hi,
-                distance, obj, face, normal, edge):
+                with_normal, distance, obj, face, normal, edge):
     """:func:`hifi._cast_kernel.static_hits` with numpy."""
     n = tfar.shape[0]
     gid = geom_id
@@ -57,9 +57,17 @@ def static_hits(tfar, geom_id, prim_id, ng, u, v, geom_object, face_lookup, geom
     denom = row_norm(ng)
     np.copyto(denom, np.nan, where=miss)            # misses: NaN normal, no 0/0 warning
     _divide_rows(ng, denom, out=normal)
+    if not with_normal:
+        normal.fill(np.nan)
     edge[:] = (np.minimum(u, v) < edge_lo) | (u + v > edge_hi)
     edge[miss] = False
     assert n == distance.shape[0]
+
+
+def unit_rays32(o, offset, d_in, d, o32, d32):
+    """:func:`hifi._cast_kernel.unit_rays32` with numpy: :func:`unit_rows`, then :func:`rays32`."""
+    unit_rows(d_in, d)
+    rays32(o, offset, d, o32, d32)
 
 
 def unit_rows(d_in, out):
