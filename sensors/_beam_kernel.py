@@ -42,8 +42,9 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
     half = (taps.shape[0] - 1) // 2
     size2 = taps.shape[0] - half - 1
     cap = 64
-    imp = np.zeros(cap + 2 * half)
-    wf = np.zeros(cap)
+    pad = 4                                       # samples per block (below); the tail block's
+    imp = np.zeros(cap + 2 * half + pad)          # extra samples read zeros and are not used
+    wf = np.zeros(cap + pad)
     lab = np.zeros(cap, dtype=np.int64)
     rank = np.zeros(cap, dtype=np.int64)
     nz = np.zeros(2 * n + 2, dtype=np.int64)      # positions of the non-zero impulses
@@ -74,8 +75,8 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
         n_out = b_max - b_min + 3
         if n_out > cap:
             cap = 2 * n_out
-            imp = np.zeros(cap + 2 * half)
-            wf = np.zeros(cap)
+            imp = np.zeros(cap + 2 * half + pad)
+            wf = np.zeros(cap + pad)
             lab = np.zeros(cap, dtype=np.int64)
             rank = np.zeros(cap, dtype=np.int64)
         # imp is all zeros here (the non-zero entries of the last pulse were reset); this
@@ -87,11 +88,6 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
         for j in range(n):
             if has[k, j]:
                 imp[b0[k, j] + 1 - origin] += c_hi[k, j]
-        # scipy's NI_Correlate1D sums: o = x[i] w[0], then o += (x[i-d] + x[i+d]) w[-d] for
-        # d = half .. 1 (symmetric branch). A pair of zero impulses adds (0 + 0) w = +0.0 (the
-        # taps of a Gaussian are > 0), which changes no sum here (every impulse is >= 0, so no
-        # sum is -0.0): only the d at which a non-zero impulse (NaN included) lies are visited,
-        # in the same descending order, with the same expression.
         m = 0
         for i in range(half + 1, half + n_out + 1):
             if imp[i] != 0.0:
@@ -101,48 +97,47 @@ def segments_kernel(b_i, b0, c_lo, c_hi, has, need, taps, symmetric, seg, whole)
                     nz = grown
                 nz[m] = i
                 m += 1
-        lo = 0          # first non-zero impulse at >= i - half
-        mid = 0         # first at >= i
-        hi = -1         # last at <= i + half
-        for q in range(n_out):
-            i = q + half
-            if symmetric:
+        if symmetric:
+            # scipy's NI_Correlate1D sums: o = x[i] w[0], then o += (x[i-d] + x[i+d]) w[-d] for
+            # d = half .. 1 (symmetric branch). A pair of zero impulses adds (0 + 0) w = +0.0,
+            # which changes no sum here (every impulse is >= 0 or NaN, so no sum is -0.0): each
+            # sample's sum starts at the largest d that can reach a non-zero impulse, in the
+            # same descending order, with the same expression. Four samples at a time, each its
+            # own sum (independent chains of additions the processor overlaps; each sum's
+            # operations and order are unchanged). Sample 0 decides no segment start (below)
+            # and is not computed.
+            lo = 0          # first non-zero impulse at >= (block's first sample) - half
+            hi = -1         # last non-zero impulse at <= (block's last sample) + half
+            for q in range(1, n_out, pad):
+                i = q + half
                 while lo < m and nz[lo] < i - half:
                     lo += 1
-                while mid < m and nz[mid] < i:
-                    mid += 1
-                ex = mid + 1 if mid < m and nz[mid] == i else mid     # first at > i
-                while hi + 1 < m and nz[hi + 1] <= i + half:
+                while hi + 1 < m and nz[hi + 1] <= i + pad - 1 + half:
                     hi += 1
-                acc = imp[i] * taps[half]
-                if hi - lo + 1 > half // 2:
-                    # Many non-zero impulses around i (a wide spot of many sub-rays): every d,
-                    # skipping the zero pairs, is cheaper than the merge below; same terms.
-                    for d in range(half, 0, -1):
-                        a = imp[i - d]
-                        c = imp[i + d]
-                        if a != 0.0 or c != 0.0:
-                            acc += (a + c) * taps[half - d]
-                    wf[q] = acc
-                    continue
-                left = lo
-                right = hi
-                while True:
-                    d_left = i - nz[left] if left < mid else 0
-                    d_right = nz[right] - i if right >= ex else 0
-                    d = max(d_left, d_right)
-                    if d == 0:
-                        break
-                    acc += (imp[i - d] + imp[i + d]) * taps[half - d]
-                    if d_left == d:
-                        left += 1
-                    if d_right == d:
-                        right -= 1
-            else:
+                top = 0
+                if lo <= hi:
+                    top = min(half, max(i + pad - 1 - nz[lo], nz[hi] - i))
+                acc0 = imp[i] * taps[half]
+                acc1 = imp[i + 1] * taps[half]
+                acc2 = imp[i + 2] * taps[half]
+                acc3 = imp[i + 3] * taps[half]
+                for d in range(top, 0, -1):
+                    w = taps[half - d]
+                    acc0 += (imp[i - d] + imp[i + d]) * w
+                    acc1 += (imp[i + 1 - d] + imp[i + 1 + d]) * w
+                    acc2 += (imp[i + 2 - d] + imp[i + 2 + d]) * w
+                    acc3 += (imp[i + 3 - d] + imp[i + 3 + d]) * w
+                wf[q] = acc0
+                wf[q + 1] = acc1
+                wf[q + 2] = acc2
+                wf[q + 3] = acc3
+        else:
+            for q in range(1, n_out):
+                i = q + half
                 acc = imp[i + size2] * taps[half + size2]
                 for jj in range(-half, size2):
                     acc += imp[i + jj] * taps[half + jj]
-            wf[q] = acc
+                wf[q] = acc
         for t in range(m):
             imp[nz[t]] = 0.0
         count = 0
