@@ -15,6 +15,7 @@ import numpy as np
 
 #: Samples of the waveform computed together (:func:`_pulse_segments`).
 _BLOCK = 4
+_U1, _U2, _U3 = np.uint64(1), np.uint64(2), np.uint64(3)
 #: Return modes of :func:`report_kernel`.
 REPORT_MODES = {"first": 0, "last": 1, "strongest": 2, "dual": 3, "strongest_last": 4, "average": 5}
 
@@ -102,16 +103,21 @@ def _pulse_segments(b_i, b0, c_lo, c_hi, has, b_min, b_max, need, taps, symmetri
             top = 0
             if lo <= hi:
                 top = min(half, max(i + _BLOCK - 1 - nz[lo], nz[hi] - i))
-            acc0 = imp[i] * taps[half]
-            acc1 = imp[i + 1] * taps[half]
-            acc2 = imp[i + 2] * taps[half]
-            acc3 = imp[i + 3] * taps[half]
+            # unsigned indices (all >= 0 here): numba then adds no negative-index wraparound,
+            # so the four adjacent loads on either side are plain loads
+            ui = np.uint64(i)
+            acc0 = imp[ui] * taps[half]
+            acc1 = imp[ui + _U1] * taps[half]
+            acc2 = imp[ui + _U2] * taps[half]
+            acc3 = imp[ui + _U3] * taps[half]
             for d in range(top, 0, -1):
                 w = taps[half - d]
-                acc0 += (imp[i - d] + imp[i + d]) * w
-                acc1 += (imp[i + 1 - d] + imp[i + 1 + d]) * w
-                acc2 += (imp[i + 2 - d] + imp[i + 2 + d]) * w
-                acc3 += (imp[i + 3 - d] + imp[i + 3 + d]) * w
+                a = np.uint64(i - d)
+                c = np.uint64(i + d)
+                acc0 += (imp[a] + imp[c]) * w
+                acc1 += (imp[a + _U1] + imp[c + _U1]) * w
+                acc2 += (imp[a + _U2] + imp[c + _U2]) * w
+                acc3 += (imp[a + _U3] + imp[c + _U3]) * w
             wf[q] = acc0
             wf[q + 1] = acc1
             wf[q + 2] = acc2

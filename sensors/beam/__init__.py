@@ -205,6 +205,8 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
 #: Fewest pulses that :func:`echo_report` splits between two threads (below, the hand-over to a
 #: thread costs about what it saves).
 _MIN_PULSES_THREADED = 64
+#: Parts of equal work :func:`echo_report` cuts the pulses into on threads.
+_THREAD_PARTS = 2
 
 
 def echo_report(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_threshold, cutoff_m,
@@ -260,12 +262,14 @@ def echo_report(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     if threads is None or getattr(threads, "n_threads", 1) < 2 or p < _MIN_PULSES_THREADED:
         echoes_kernel(*args, 0, p, whole, *out)
     else:
-        # two parts of equal work: the work of a pulse grows with the spread of its returns,
-        # which varies along a sweep (near ground at grazing incidence, far walls face on)
+        # parts of equal work: the work of a pulse grows with the spread of its returns, which
+        # varies along a sweep (near ground at grazing incidence, far walls face on)
         total = np.cumsum(cost)
-        mid = int(np.clip(np.searchsorted(total, total[-1] / 2.0), 1, p - 1))
-        threads.run([lambda: echoes_kernel(*args, 0, mid, whole, *out),
-                     lambda: echoes_kernel(*args, mid, p, whole, *out)])
+        parts = _THREAD_PARTS
+        cuts = np.searchsorted(total, total[-1] * np.arange(1, parts) / parts)
+        bounds = [0, *np.clip(cuts, 0, p).tolist(), p]
+        threads.run([lambda a=a, b=b: echoes_kernel(*args, a, b, whole, *out)
+                     for a, b in zip(bounds[:-1], bounds[1:]) if b > a])
     rows = np.flatnonzero(whole)
     if rows.size:
         e = np.nan_to_num(en)
