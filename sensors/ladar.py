@@ -194,14 +194,16 @@ class SickLMS291(Sensor):
         noisy = reported + p["noise_sigma_m"] * rand.standard_normal(reported.shape)
         detected = np.isfinite(reported)
         # Beam axis = sub-ray 0 of every pulse: the truth and the line the reported point is on.
-        ax = np.arange(n_steps) * n_sub
-        axis_o, axis_d = origins[ax], dirs[ax]
+        ax = slice(None, None, n_sub)          # strided views: no index array, one copy each below
         m = self.n_returns
-        rep = lambda a: np.repeat(a, m, axis=0)  # noqa: E731
+        if m == 1:
+            rep = np.ascontiguousarray
+        else:
+            rep = lambda a: np.repeat(a, m, axis=0)  # noqa: E731
         axis_hits = Hits(rep(hits.distance[ax]), rep(hits.point[ax]), rep(hits.normal[ax]),
                          rep(hits.direction[ax]), rep(hits.object_id[ax]), rep(hits.face_index[ax]),
                          rep(hits.bounces[ax]))
-        pts = rep(axis_o) + rep(axis_d) * noisy.reshape(-1)[:, None]
+        pts = rep(origins[ax]) + rep(dirs[ax]) * noisy.reshape(-1)[:, None]
         sub_obj = oid.reshape(n_steps, n_sub)
         ret_obj = np.where(dominant >= 0, np.take_along_axis(sub_obj, np.maximum(dominant, 0), axis=1), -1)
         dims, shape = ("step", "return"), (n_steps, m)

@@ -202,11 +202,16 @@ def beam_echoes(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     return BeamEchoes(out, gate, window.start_bin)
 
 
-#: Fewest pulses that :func:`echo_report` splits between two threads (below, the hand-over to a
-#: thread costs about what it saves).
-_MIN_PULSES_THREADED = 64
-#: Parts of equal work :func:`echo_report` cuts the pulses into on threads.
-_THREAD_PARTS = 2
+#: Least work (:func:`sensors._beam_kernel.window_kernel`'s cost units, 2.4 to 3.7 ns each on
+#: the development machine) that :func:`echo_report` shares with other threads: about 1 ms.
+#: Below, handing a part to a waiting thread and waking the caller again cost about what they
+#: save on a busy machine (a ``sick_lms291`` sweep of 19 sub-rays, 0.27 ms of work: 2.35 ms a
+#: step on one thread against 2.48 to 2.54 ms on two, load average 3).
+_MIN_COST_THREADED = 400_000.0
+#: Parts of equal work :func:`echo_report` cuts the pulses into on threads: more than the two
+#: threads, so that the caller, which runs queued parts while it waits, takes over the parts of
+#: a thread that starts late.
+_THREAD_PARTS = 4
 
 
 def echo_report(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_threshold, cutoff_m,
@@ -221,9 +226,9 @@ def echo_report(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     bin_width_s, pulse_width_s, mode, detection_threshold, cutoff_m, budget_bytes
         As :func:`beam_echoes` (the budget bounds the pulses that need a whole waveform).
     threads : hifi.caster.ChunkPool, optional
-        The pulses cut into two parts of about equal work (by the spread of each pulse's
-        returns), one on each of two threads; each writes its own rows, so the result does
-        not depend on it.
+        Where the work is large (:data:`_MIN_COST_THREADED`, about 1 ms), the pulses are cut
+        into parts of about equal work (by the spread of each pulse's returns) that run on
+        these threads; each writes its own rows, so the result does not depend on it.
 
     Returns
     -------
@@ -259,12 +264,12 @@ def echo_report(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     whole = np.zeros(p, dtype=bool)
     args = (arrival, en, rng, start_bin, n_bins, float(bin_width_s), taps, symmetric, REPORT_MODES[mode],
             float(detection_threshold), float(cutoff_m))
-    if threads is None or getattr(threads, "n_threads", 1) < 2 or p < _MIN_PULSES_THREADED:
+    total = np.cumsum(cost)
+    if threads is None or getattr(threads, "n_threads", 1) < 2 or p < 2 or total[-1] < _MIN_COST_THREADED:
         echoes_kernel(*args, 0, p, whole, *out)
     else:
         # parts of equal work: the work of a pulse grows with the spread of its returns, which
         # varies along a sweep (near ground at grazing incidence, far walls face on)
-        total = np.cumsum(cost)
         parts = _THREAD_PARTS
         cuts = np.searchsorted(total, total[-1] * np.arange(1, parts) / parts)
         bounds = [0, *np.clip(cuts, 0, p).tolist(), p]
