@@ -28,7 +28,7 @@ def _scratch(n_samples, half):  # pragma: no cover (compiled)
             np.zeros(n_samples, dtype=np.int64), np.zeros(n_samples, dtype=np.int64))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _bin_span(b_i, has):  # pragma: no cover (compiled)
     """Earliest and latest bin of a pulse's returns, (-1, -1) for none."""
     b_min = np.int64(-1)
@@ -45,7 +45,7 @@ def _bin_span(b_i, has):  # pragma: no cover (compiled)
     return b_min, b_max
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _pulse_segments(b_i, b0, c_lo, c_hi, has, b_min, b_max, need, taps, symmetric,
                     imp, wf, lab, rank, nz, seg):  # pragma: no cover (compiled)
     """Segments of one pulse's returns (rows of :func:`segments_kernel`'s arrays; ``b_min``,
@@ -265,7 +265,7 @@ def _numpy_sum(a, n):  # pragma: no cover (compiled)
     return vals[0]
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _pulse_report(seg, e, rng, mode, threshold, cutoff_m, n_seg, seg_e, seg_ed, masked, we, wd,
                   out_r, out_e, out_dom, out_members):  # pragma: no cover (compiled)
     """One pulse of :func:`report_kernel` (rows of its arrays; work arrays ``seg_e``,
