@@ -13,7 +13,8 @@ The sub-rays of a pulse (count, pattern, directions) are in :mod:`sensors.beam.s
 pulse, the sampled waveform, the echo windows and the waveform's segments in
 :mod:`sensors.beam.waveform`, and what the receiver reports from the segments in
 :mod:`sensors.beam.receiver`. This module holds the pipelines that join them
-(:func:`process_returns`, :func:`beam_echoes`) and re-exports every name of the three.
+(:func:`process_returns`, :func:`beam_echoes`, :func:`echo_report`) and re-exports every name
+of the three.
 """
 
 from __future__ import annotations
