@@ -138,6 +138,7 @@ class SickLMS291(Sensor):
         self.scan = np.radians(-p["fov_deg"] / 2.0 + np.arange(n_steps) * p["angular_step_deg"])
         self.n_sub = self._n_sub()
         self.uv, self.weights = subray_pattern(self.n_sub)
+        self._sub_weights = np.tile(self.weights, n_steps)          # the weight of every sub-ray of a sweep
         self._axis = direction_from_yaw_pitch(self.scan, np.zeros_like(self.scan))
         off, d = subray_directions(self._axis, self.uv, p["divergence_rad"], p["aperture_radius_m"])
         self._offsets = off.reshape(-1, 3)
@@ -175,7 +176,7 @@ class SickLMS291(Sensor):
         times = np.repeat(t + self._dt, n_sub)
         hits, origins, dirs = self.cast(self._dirs, times, p["max_range_m"], self._offsets)
         oid = hits.object_id
-        energy = (np.repeat(self.weights[None, :], n_steps, axis=0).ravel()
+        energy = (self._sub_weights
                   * lambertian_return(self._textures.reflectance(self._refl, hits, times), hits.cos_incidence,
                                       hits.distance, self._mirror[oid], roughness_rad=self._rough[oid]))
         if self._extinction > 0.0:
@@ -186,20 +187,23 @@ class SickLMS291(Sensor):
         rng_sub = hits.distance.reshape(n_steps, n_sub)
         echoes = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
                              mode=p["return_mode"], detection_threshold=p["detection_threshold"],
-                             cutoff_m=p["cutoff_m"], gate_bins=self.n_bins if p["store_waveform"] else 0)
+                             cutoff_m=p["cutoff_m"], gate_bins=self.n_bins if p["store_waveform"] else 0,
+                             threads=self.threads)
         reported, ret_energy, dominant, _ = echoes.report
         rand = stream(self.ctx.seed, self.name, k, "noise")
         noisy = reported + p["noise_sigma_m"] * rand.standard_normal(reported.shape)
         detected = np.isfinite(reported)
         # Beam axis = sub-ray 0 of every pulse: the truth and the line the reported point is on.
-        ax = np.arange(n_steps) * n_sub
-        axis_o, axis_d = origins[ax], dirs[ax]
+        ax = slice(None, None, n_sub)          # strided views: no index array, one copy each below
         m = self.n_returns
-        rep = lambda a: np.repeat(a, m, axis=0)  # noqa: E731
+        if m == 1:
+            rep = np.ascontiguousarray
+        else:
+            rep = lambda a: np.repeat(a, m, axis=0)  # noqa: E731
         axis_hits = Hits(rep(hits.distance[ax]), rep(hits.point[ax]), rep(hits.normal[ax]),
                          rep(hits.direction[ax]), rep(hits.object_id[ax]), rep(hits.face_index[ax]),
                          rep(hits.bounces[ax]))
-        pts = rep(axis_o) + rep(axis_d) * noisy.reshape(-1)[:, None]
+        pts = rep(origins[ax]) + rep(dirs[ax]) * noisy.reshape(-1)[:, None]
         sub_obj = oid.reshape(n_steps, n_sub)
         ret_obj = np.where(dominant >= 0, np.take_along_axis(sub_obj, np.maximum(dominant, 0), axis=1), -1)
         dims, shape = ("step", "return"), (n_steps, m)

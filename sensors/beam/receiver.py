@@ -59,71 +59,35 @@ def segment_report(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_
     pulse's nearest return plus the energy-weighted mean offset); segments of at least
     ``detection_threshold`` are detected; ``first``, ``last``, ``strongest`` pick one of them,
     ``dual`` first and last, ``strongest_last`` the strongest and the last (the second
-    strongest where they coincide), in the compiled kernel
-    :func:`sensors._beam_kernel.report_kernel`; ``average`` in :func:`_average_report`.
+    strongest where they coincide); ``average`` the energy-weighted mean range of the returns
+    within ``cutoff_m`` behind the first detected segment's centroid. Every mode in the
+    compiled kernel :func:`sensors._beam_kernel.report_kernel`, held to the numpy oracle of
+    ``tests/oracles/beam.py`` bit for bit.
     """
     seg_i = np.asarray(seg_i, dtype=np.int64)
     if seg_i.size == 0:
         return _empty_report(seg_i.shape, mode)
-    if mode == "average":
-        return _average_report(seg_i, energy, range_m, detection_threshold=detection_threshold, cutoff_m=cutoff_m)
     from .._beam_kernel import REPORT_MODES, report_kernel  # numba, only where a divergent beam runs
     e = np.nan_to_num(np.asarray(energy, dtype=float))
     rng = np.asarray(range_m, dtype=float)
     p, n = seg_i.shape
     n_seg = max(int(seg_i.max()) + 1, 1)
     if n_seg > n:
+        # Renumber each pulse's occupied segments 0, 1, ... in time order (segments without a
+        # return are never reported): the per-pulse segment arrays then stay within n.
         seg_i = compact_segments(seg_i)
         n_seg = max(int(seg_i.max()) + 1, 1)
-    m = 2 if mode in ("dual", "strongest_last") else 1
-    out = EchoReport(np.empty((p, m)), np.empty((p, m)), np.empty((p, m), dtype=np.int64),
-                     np.empty((p, m, n), dtype=bool))
-    report_kernel(seg_i, np.ascontiguousarray(e), np.ascontiguousarray(rng), REPORT_MODES[mode],
-                  float(detection_threshold), n_seg, *out)
+    out = _report_arrays(p, n, mode)
+    report_kernel(np.ascontiguousarray(seg_i), np.ascontiguousarray(e), np.ascontiguousarray(rng), REPORT_MODES[mode],
+                  float(detection_threshold), float(cutoff_m), n_seg, *out)
     return out
 
 
-def _average_report(seg_i, energy, range_m, *, detection_threshold, cutoff_m):
-    """The ``average`` mode of :func:`segment_report` (numpy): the energy-weighted mean range of
-    the returns within ``cutoff_m`` behind the first detected segment's centroid.
-
-    Parameters and result as :func:`segment_report`. Segments are summed per pulse with
-    ``np.bincount``; a centroid is a reference (the pulse's nearest return) plus the weighted
-    mean offset: exact for one sub-ray, and well conditioned (offsets of centimetres, not
-    ranges of tens of metres).
-    """
-    e = np.nan_to_num(np.asarray(energy, dtype=float))
-    rng = np.asarray(range_m, dtype=float)
-    p, n = seg_i.shape
-    n_seg = max(int(seg_i.max()) + 1, 1)
-    if n_seg > n:
-        # Renumber each pulse's occupied segments 0, 1, ... in time order (segments without a
-        # return are never reported): the (p, n_seg) arrays below then stay within (p, n).
-        seg_i = compact_segments(seg_i)
-        n_seg = max(int(seg_i.max()) + 1, 1)
-    has = seg_i >= 0
-    key = np.arange(p)[:, None] * n_seg + seg_i
-    ref = np.min(np.where(has, rng, np.inf), axis=1)      # nearest return of each pulse
-    ref = np.where(np.isfinite(ref), ref, 0.0)
-    dev = np.where(has, rng - ref[:, None], 0.0)
-    seg_e = np.bincount(key[has], weights=e[has], minlength=p * n_seg).reshape(p, n_seg)
-    seg_ed = np.bincount(key[has], weights=(e * dev)[has], minlength=p * n_seg).reshape(p, n_seg)
-    detected = seg_e >= detection_threshold
-    detected &= seg_e > 0
-    any_det = detected.any(axis=1)
-    first = np.where(any_det, np.argmax(detected, axis=1), -1)
-    # the first detected segment's centroid
-    with np.errstate(invalid="ignore", divide="ignore"):
-        seg_r = ref[:, None] + seg_ed / seg_e
-    r_first = np.where(first >= 0, np.take_along_axis(seg_r, np.maximum(first, 0)[:, None], axis=1)[:, 0], np.nan)
-    near = has & (rng <= r_first[:, None] + cutoff_m) & np.isfinite(r_first)[:, None] & any_det[:, None]
-    we = np.where(near, e, 0.0)
-    tot = we.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(tot > 0, ref + (we * dev).sum(axis=1) / tot, np.nan)
-    r = np.where(any_det, r, np.nan)
-    en = np.where(any_det, tot, np.nan)
-    return EchoReport(r[:, None], en[:, None], dominant(we, any_det)[:, None], near[:, None, :])
+def _report_arrays(p, n, mode) -> "EchoReport":
+    """Uninitialised report arrays of ``p`` pulses of ``n`` sub-rays, the mode's slots."""
+    m = 2 if mode in ("dual", "strongest_last") else 1
+    return EchoReport(np.empty((p, m)), np.empty((p, m)), np.empty((p, m), dtype=np.int64),
+                      np.empty((p, m, n), dtype=bool))
 
 
 def _empty_report(shape, mode) -> "EchoReport":

@@ -10,6 +10,7 @@ joins them, :func:`sensors.beam.beam_echoes`, and every name here are importable
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -274,10 +275,20 @@ def convolution_taps(bin_width_s, pulse_width_s):
     reversed weights) and whether scipy's ``NI_Correlate1D`` takes its symmetric branch (every
     pair of taps equal within ``DBL_EPSILON``, its test), which fixes the order of the sums.
     """
+    taps, symmetric = _taps(float(bin_width_s), float(pulse_width_s))
+    return taps.copy(), symmetric
+
+
+@lru_cache(maxsize=16)
+def _taps(bin_width_s: float, pulse_width_s: float):
+    """:func:`convolution_taps`, kept per (bin, pulse) width: a sensor asks for the same taps
+    every frame, and the erf of :func:`pulse_kernel` costs more than its receiver's other
+    bookkeeping per frame. Read-only; callers get a copy."""
     taps = pulse_kernel(bin_width_s, pulse_width_s)[::-1].copy()
     half = (len(taps) - 1) // 2
     eps = np.finfo(float).eps
     symmetric = bool(np.all(np.abs(taps[half + 1:] - taps[:half][::-1]) <= eps))
+    taps.flags.writeable = False
     return taps, symmetric
 
 

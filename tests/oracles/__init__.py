@@ -4,7 +4,7 @@ The product has one implementation of each pass that runs per ray: a numba kerne
 (:mod:`hifi.kernels`). The tests keep a numpy version of each, written for clarity with whole
 arrays, with the kernel's signature and outputs (:mod:`tests.oracles.cast_kernel`,
 :mod:`tests.oracles.lidar_kernel`; :mod:`tests.oracles.beam` for the divergent-beam
-receiver's two functions). :func:`numpy_kernels` puts them in the kernels' places, so a test
+receiver's three functions). :func:`numpy_kernels` puts them in the kernels' places, so a test
 can run a whole frame both ways and compare every variable's bytes: a change to a kernel that
 is not also a deliberate change to its oracle fails there.
 """
@@ -24,7 +24,7 @@ KERNELS = {
 }
 #: The divergent-beam receiver's functions the beam oracle replaces (module attribute lookups
 #: at call time: beam_echoes calls them through the module).
-BEAM_FUNCTIONS = ("echo_segments", "segment_report")
+BEAM_FUNCTIONS = ("echo_segments", "segment_report", "echo_report")
 
 
 @contextmanager

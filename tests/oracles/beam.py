@@ -2,9 +2,10 @@
 report written with numpy, whole arrays at a time.
 
 :func:`echo_segments` finds the segments of each pulse's returns by synthesising the samples
-around them; :func:`segment_report` reports them in every mode. The product runs the compiled
-kernels of :mod:`sensors._beam_kernel` for both (and :func:`sensors.beam.segment_report`'s own
-numpy for ``average``); ``tests/sensors/test_beam_segments.py`` holds them to these bit for bit.
+around them; :func:`segment_report` reports them in every mode; :func:`echo_report` joins them
+from the sub-rays' ranges and energies. The product runs the compiled kernels of
+:mod:`sensors._beam_kernel` for the three; ``tests/sensors/test_beam_segments.py`` holds them
+to these bit for bit.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from sensors.beam import (_BYTES_PER_SUBRAY, WAVEFORM_BUDGET_BYTES, EchoReport, _arrival_parts, _compact_segments,
-                          _convolution_taps, _dominant, return_waveform, sampled_waveform, waveform_segments,
-                          window_chunks)
+                          _convolution_taps, _dominant, echo_window, return_waveform, round_trip_s, sampled_waveform,
+                          waveform_segments, window_chunks)
 
 
 def echo_segments(arrival_s, energy, n_bins, *, bin_width_s, pulse_width_s,
@@ -182,3 +183,35 @@ def segment_report(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_
     return EchoReport(*(np.stack([q[k] for q in parts], axis=1) for k in range(4)))
 
 
+
+
+def echo_report(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_threshold, cutoff_m,
+                budget_bytes=WAVEFORM_BUDGET_BYTES, threads=None):
+    """What the receiver reports of each pulse, without a waveform (numpy; the reference of
+    :func:`sensors.beam.echo_report`): round-trip times, each pulse's :func:`echo_window`, and
+    in row chunks of half the budget :func:`echo_segments` and :func:`segment_report` above.
+    ``threads`` is accepted and not used (the result does not depend on it).
+
+    Returns
+    -------
+    (EchoReport, start_bin)
+    """
+    rng = np.asarray(range_m, dtype=float)
+    en = np.asarray(energy, dtype=float)
+    p, n = rng.shape
+    arrival = round_trip_s(rng)
+    window = echo_window(arrival, bin_width_s=bin_width_s, pulse_width_s=pulse_width_s)
+    m = 2 if mode in ("dual", "strongest_last") else 1
+    out = EchoReport(np.full((p, m), np.nan), np.full((p, m), np.nan), np.full((p, m), -1, dtype=np.int64),
+                     np.zeros((p, m, n), dtype=bool))
+    size = max(1, (int(budget_bytes) // 2) // (_BYTES_PER_SUBRAY * max(n, 1)))
+    for lo in range(0, p, size):
+        rows = slice(lo, min(lo + size, p))
+        local = arrival[rows] - window.start_bin[rows, None] * bin_width_s
+        seg = echo_segments(local, en[rows], window.n_bins[rows], bin_width_s=bin_width_s,
+                            pulse_width_s=pulse_width_s, budget_bytes=int(budget_bytes) // 2)
+        report = segment_report(seg, en[rows], rng[rows], mode=mode, detection_threshold=detection_threshold,
+                                cutoff_m=cutoff_m)
+        for whole, part in zip(out, report):
+            whole[rows] = part
+    return out, window.start_bin

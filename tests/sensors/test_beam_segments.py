@@ -157,3 +157,73 @@ def test_segment_report_of_no_pulses_or_no_subrays_detects_nothing(mode):
                              detection_threshold=0.0, cutoff_m=3.0)
         assert rep.range_m.shape == (p, m) and rep.members.shape == (p, m, n)
         assert np.isnan(rep.range_m).all() and (rep.dominant == -1).all() and not rep.members.any()
+
+
+@pytest.mark.parametrize("mode", ["first", "last", "strongest", "dual", "strongest_last", "average"])
+@pytest.mark.parametrize("n", [7, 19, 200])
+def test_echo_report_equals_the_numpy_reference_bit_for_bit(mode, n, monkeypatch):
+    # Reference: the oracle's echo_report (round_trip_s, echo_window, then the numpy
+    # echo_segments and segment_report in row chunks: the receiver before 2026-11-28). n = 19
+    # and 200: the average mode's row sums take numpy's eight-way and halving branches.
+    import sensors.beam as beam
+    from hifi.caster import ChunkPool
+    r, e = _pulses(10 + n, p=240 if n > 100 else 500, n=n)
+    kw = dict(bin_width_s=BIN_S, pulse_width_s=PULSE_S, mode=mode, detection_threshold=1e-6, cutoff_m=3.0)
+    want, want_start = oracle.echo_report(r, e, **kw)
+    got, got_start = beam.echo_report(r, e, **kw)
+    assert got_start.tobytes() == want_start.tobytes()
+    for name, a, b in zip(("range_m", "energy", "dominant", "members"), want, got):
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        assert a.tobytes() == b.tobytes(), name
+    # in parts on two threads (any work shared), and with a window too short for some pulses
+    # (the whole-waveform fallback): the same bytes
+    monkeypatch.setattr(beam, "_MIN_COST_THREADED", 0.0)
+    pool = ChunkPool(2)
+    try:
+        threaded, _ = beam.echo_report(r, e, threads=pool, **kw)
+    finally:
+        pool.close()
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(want, threaded))
+
+
+def test_echo_report_takes_the_whole_waveform_where_the_window_is_too_short(monkeypatch):
+    # The window kernel's lengths cut below what the samples need for every third pulse: those
+    # pulses take the numpy whole-waveform path; reference: the oracle's echo_segments and
+    # segment_report on the same short windows.
+    import sensors.beam as beam
+    import sensors._beam_kernel as kernel
+    r, e = _pulses(4)
+    kw = dict(mode="dual", detection_threshold=0.0, cutoff_m=3.0)
+    arrival = round_trip_s(r)
+    win = echo_window(arrival, bin_width_s=BIN_S, pulse_width_s=PULSE_S)
+    half = (len(pulse_kernel(BIN_S, PULSE_S)) - 1) // 2
+    n_bins = win.n_bins.copy()
+    n_bins[::3] = np.minimum(n_bins[::3], 2 * half + 8)
+    local = arrival - win.start_bin[:, None] * BIN_S
+    seg = oracle.echo_segments(local, e, n_bins, bin_width_s=BIN_S, pulse_width_s=PULSE_S)
+    want = oracle.segment_report(seg, e, r, **kw)
+    window = kernel.window_kernel
+
+    def short(range_m, c, dt, half, arrival, start_bin, lengths, cost):
+        window(range_m, c, dt, half, arrival, start_bin, lengths, cost)
+        lengths[:] = n_bins
+
+    calls = []
+    waveform = beam.return_waveform
+    monkeypatch.setattr(kernel, "window_kernel", short)
+    monkeypatch.setattr(beam, "return_waveform", lambda *a, **k: calls.append(len(a[0])) or waveform(*a, **k))
+    got, _ = beam.echo_report(r, e, bin_width_s=BIN_S, pulse_width_s=PULSE_S, **kw)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(want, got))
+    assert sum(calls) > 20                     # many pulses took the whole waveform
+
+
+def test_numpy_sum_is_numpys_row_sum():
+    # Independent reference: numpy's own add.reduce over rows, for every branch of its pairwise
+    # sum (below 8, up to 128, halving above) and magnitudes that make the order show.
+    from sensors._beam_kernel import _numpy_sum
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 5, 8, 9, 19, 64, 127, 128, 129, 200, 257, 1000, 4099):
+        a = rng.standard_normal((4, n)) * 10.0 ** rng.integers(-8, 9, (4, n))
+        want = a.sum(axis=1)
+        got = np.array([0.0 + _numpy_sum(np.ascontiguousarray(row), n) for row in a])
+        assert got.tobytes() == want.tobytes(), n

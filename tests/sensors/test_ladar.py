@@ -195,3 +195,25 @@ def test_stored_waveform_holds_the_return_energy():
     assert float(ds.waveform.sum()) == pytest.approx(expected, rel=1e-6)
     peak_t = float(ds.bin[int(np.argmax(ds.waveform.values))])
     assert peak_t == pytest.approx(2 * 12.0 / 299792458.0, abs=0.5e-9)   # echo at 2 R / c
+
+
+@pytest.mark.parametrize("mode", ["average", "dual"])
+def test_frames_equal_the_numpy_receiver_bit_for_bit(mode):
+    # Reference: the same frames with the receiver's numpy oracles in place of its compiled
+    # kernels (tests.oracles.numpy_kernels): every variable's bytes. A block before a wall and a
+    # floor below: spots on one surface, across the block's edges and along the floor.
+    from tests.oracles import numpy_kernels
+    floor = {"name": "floor", "mesh": "plane", "size_m": [60, 60], "material": "w", "position_m": [0, 0, -1.5]}
+    objects = [WALL, floor, {"name": "block", "mesh": "box", "size_m": [1, 3, 3], "material": "w",
+                             "position_m": [9.5, -1.5, 0]}]
+    d = _scene(objects, {"n_subrays": 19, "fov_deg": 120.0, "angular_step_deg": 0.25, "return_mode": mode},
+               sensor={"rpy_deg": [0, 4, 0]})
+    fast = hifi.Simulation.from_dict(d).run()["ladar"]
+    with numpy_kernels():
+        ref = hifi.Simulation.from_dict(d).run()["ladar"]
+    for var in ref.data_vars:
+        assert fast[var].values.tobytes() == ref[var].values.tobytes(), var
+    reported = fast.distance_noisy.values[0]                       # (step, return), no noise
+    assert np.isfinite(reported).sum() > 100
+    if mode == "dual":                                              # pulses with two echoes
+        assert np.sum(reported[:, 1] - reported[:, 0] > 0.5) >= 2
