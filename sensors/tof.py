@@ -14,7 +14,7 @@ from hifi.world.textures import HitTextures
 from hifi.run.dataset import (annotation_var, axis_coords, image_coords, range_frame, range_layout, sensor_pose_vars,
                           yaw_pitch)
 from .depthmap import pinhole_directions
-from .noise import gaussian_range_noise
+from .noise import noisy_range
 from .radiometry import lambertian_return
 from .surfaces import retroreflector_reflectivity
 from .weather import weather_of
@@ -143,24 +143,56 @@ class ToFSR4000(Sensor):
 
     def step(self, k, t):
         p = self.params
+        n = self._dirs.shape[0]
+        # The frame's noise deviates, one draw of n from its stream (the numbers of a draw here),
+        # made on another of the caster's threads while this one casts.
+        deviates = self.beside(lambda: stream(self.ctx.seed, self.name, k, "noise").standard_normal(n))
         throughput = None
         if self._surfaces:
             sh, origins, dirs = self.cast_surfaces(self._dirs, t, p["max_range_m"])
             hits, throughput = sh.hits, sh.throughput
         else:
             hits, origins, dirs = self.cast(self._dirs, t, p["max_range_m"])
-        rng = stream(self.ctx.seed, self.name, k, "noise")
-        measured = gaussian_range_noise(hits.distance, p["noise_sigma_m"], rng)
-        if p["modulation_frequency_hz"] > 0:
-            measured = phase_wrap(measured, p["modulation_frequency_hz"])
-        elif p["backfolding"]:
-            measured = backfold(measured, p["max_range_m"])
+        z = deviates()
+        oid = hits.object_id
+        measured = self._measured(hits.distance, z)
         # a surface through the emitter (distance 0: a camera mounted on it) returns nothing
         det = hits.hit & np.isfinite(measured) & (hits.distance > 0.0)
-        reported = origins + dirs * measured[:, None]
+        # the reported point on the pixel's ray, column by column (numpy's broadcast over an
+        # inner axis of 3 is several times slower; the same values)
+        reported = np.empty((3, n))
+        for c in range(3):
+            np.add(origins[:, c], dirs[:, c] * measured, out=reported[c])
+        intensity = self._intensity(hits, self._textures.reflectance(self._refl, hits, t), throughput)
+        power = SR4000_REFERENCE_POWER_W * intensity
+        return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
+                           detected=det, distance_noisy=measured, points_noisy=reported.T, intensity=intensity,
+                           intensity_long_name="amplitude relative to a white Lambertian target at normal "
+                                               "incidence at 1 m",
+                           received_power=power, snr=power / SR4000_NOISE_POWER_W,
+                           reflectivity=intensity * hits.distance ** 2,
+                           extra={"annotation": annotation_var(("row", "col"), self._class[oid].reshape(self._shape),
+                                                               self.ctx.scene.class_names),
+                                  **sensor_pose_vars(self.pose_at(t))})
+
+    def _measured(self, distance_m, deviates):
+        """The reported distance [m] of pixels at ``distance_m``: the noise of ``deviates`` (one
+        standard normal deviate per pixel), then the phase wrap or BlenSor's backfolding."""
+        p = self.params
+        measured = noisy_range(distance_m, p["noise_sigma_m"], deviates)
+        if p["modulation_frequency_hz"] > 0:
+            return phase_wrap(measured, p["modulation_frequency_hz"])
+        if p["backfolding"]:
+            return backfold(measured, p["max_range_m"])
+        return measured
+
+    def _intensity(self, hits, reflectance, throughput):
+        """The amplitude of pixels' ``hits`` relative to a white Lambertian target at normal
+        incidence at 1 m: Oren-Nayar return, retroreflectors, glass and water (``throughput``,
+        one way; None: none), weather; NaN where nothing is hit."""
         oid = hits.object_id
-        intensity = lambertian_return(self._textures.reflectance(self._refl, hits, t), hits.cos_incidence,
-                                      hits.distance, self._mirror[oid], roughness_rad=self._rough[oid])
+        intensity = lambertian_return(reflectance, hits.cos_incidence, hits.distance, self._mirror[oid],
+                                      roughness_rad=self._rough[oid])
         if self._retro is not None:
             retro, r_a, r_a30 = self._retro
             on = retro[oid]
@@ -171,13 +203,4 @@ class ToFSR4000(Sensor):
             intensity = intensity * (throughput * throughput)
         if self._extinction > 0.0:
             intensity = intensity * np.exp(-2.0 * self._extinction * hits.distance)
-        power = SR4000_REFERENCE_POWER_W * intensity
-        return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
-                           detected=det, distance_noisy=measured, points_noisy=reported, intensity=intensity,
-                           intensity_long_name="amplitude relative to a white Lambertian target at normal "
-                                               "incidence at 1 m",
-                           received_power=power, snr=power / SR4000_NOISE_POWER_W,
-                           reflectivity=intensity * hits.distance ** 2,
-                           extra={"annotation": annotation_var(("row", "col"), self._class[oid].reshape(self._shape),
-                                                               self.ctx.scene.class_names),
-                                  **sensor_pose_vars(self.pose_at(t))})
+        return intensity
