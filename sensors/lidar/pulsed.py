@@ -436,7 +436,8 @@ class PulsedLidar(Sensor):
             report = receiver_echoes(both.distance.reshape(edge.size, k), self._edge_power(both, energy),
                                      mode=self._beam_mode(), pulse_width_s=p["pulse_width_s"],
                                      tail_s=p["receiver_tail_s"], timing=p["edge_timing"],
-                                     threshold_w=self._chain.snr_threshold * self._chain.noise_power_w)
+                                     threshold_w=self._chain.snr_threshold * self._chain.noise_power_w,
+                                     threads=self.threads)
         else:
             report = bundle_echoes(both.distance.reshape(edge.size, k), energy, mode=self._beam_mode(),
                                    resolution_m=SPEED_OF_LIGHT_M_S * p["pulse_width_s"] / 2.0)
