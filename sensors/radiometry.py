@@ -324,7 +324,7 @@ def velodyne_focal_compensation(intensity, raw_distance_m, focal_distance_m, foc
     return np.clip(i + added, min_code, max_code)
 
 
-def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max_code, exponent=1.0):
+def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max_code, exponent=1.0, deviates=None):
     """Intensity as a sensor reports it: range-compensated, per-laser gain, noisy, integer.
 
     Parameters
@@ -337,13 +337,16 @@ def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max
     gain : array_like
         Per-laser gain (broadcast), 1 = nominal.
     rng : numpy.random.Generator
-        One normal deviate is drawn per element.
+        One normal deviate is drawn per element (None with ``deviates``).
     full_scale : float
         Code reported for a white (rho = 1) Lambertian target at normal incidence.
     max_code : int
         Largest code (255 for a byte).
     exponent : float
         Response exponent gamma: code = gain * full_scale * rho_app ** gamma.
+    deviates : array_like, optional
+        The standard normal deviates ``z``, one per element, drawn beforehand (the draw from
+        ``rng`` made elsewhere); None: drawn from ``rng``.
 
     Returns
     -------
@@ -373,7 +376,7 @@ def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max
     """
     rho = np.asarray(apparent_reflectivity, dtype=float)
     s = np.asarray(snr, dtype=float)
-    z = rng.standard_normal(rho.shape)
+    z = rng.standard_normal(rho.shape) if deviates is None else np.asarray(deviates, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         noisy = np.maximum(rho * (1.0 + np.where(s > 0, z / s, 0.0)), 0.0)
     code = np.asarray(gain, dtype=float) * full_scale * noisy ** float(exponent)

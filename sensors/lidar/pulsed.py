@@ -25,7 +25,7 @@ from ..surfaces import front_reflectivity, retroreflector_reflectivity
 from ..weather import Particles, fog_echo_table, particle_window, precipitation, sample_particles, weather_of
 from .footprint import depth_edge_pulses, probe_leaves
 from .impulse import receiver_echoes
-from .signal import FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, ChainParams, Halo, lidar_signal_chain
+from .signal import FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, ChainParams, Halo, chain_draws, lidar_signal_chain
 
 
 #: Position (beam radii) of the probe sub-ray that tests whether the footprint of a pulse
@@ -507,14 +507,27 @@ class PulsedLidar(Sensor):
             echoes.append((echo.range_m[:, j], rho_echo, echo.energy[:, j]) + front_axis)
         return [axis_hits] * m, np.ascontiguousarray(origins[axis]), np.ascontiguousarray(dirs[axis]), echoes
 
-    def _measure_returns(self, k, t, hits, batch: PulseBatch, echoes):
+    def _start_draws(self, k, n_pulses):
+        """The signal chain's random numbers of frame ``k``'s ``n_pulses`` pulses
+        (:func:`sensors.lidar.signal.chain_draws` of its noise, detection and intensity streams),
+        drawn on another of the caster's threads while this one casts
+        (:meth:`hifi.api.model.Sensor.beside`): a function that waits for them. The same
+        numbers as drawn in :func:`lidar_signal_chain`."""
+        seed, name = self.ctx.seed, self.name
+        return self.beside(lambda: chain_draws(n_pulses, stream(seed, name, k, "noise"),
+                                               stream(seed, name, k, "detection"),
+                                               stream(seed, name, k, "intensity")))
+
+    def _measure_returns(self, k, t, hits, batch: PulseBatch, echoes, draws=None):
         """:meth:`_measure` per return slot (``hits`` and ``echoes``: one per slot) of the pulses
-        of ``batch``; two slots are stacked on a trailing ``return`` dim."""
+        of ``batch``; two slots are stacked on a trailing ``return`` dim. ``draws``: what
+        :meth:`_start_draws` returned for the frame (None: the chain draws its numbers)."""
         dims = batch.dims
         mode = self.params["return_mode"]
         modes = ("strongest", "last") if mode == "dual" else (mode if mode in ("first", "last") else "strongest",)
         particles = self._particles(k, int(np.prod(batch.shape)))        # the same drops for both slots
-        frames = [self._measure(k, t, h, batch, e, mode=m, particles=particles)
+        chain = None if draws is None else draws()                      # the same numbers for both slots
+        frames = [self._measure(k, t, h, batch, e, mode=m, particles=particles, draws=chain)
                   for h, e, m in zip(hits, echoes, modes)]
         if self.params["return_mode"] != "dual":
             return frames[0]
@@ -542,14 +555,15 @@ class PulsedLidar(Sensor):
         of ``shape`` (laser last); None: the model reports no such compensation."""
         return None
 
-    def _measure(self, k, t, hits, batch: PulseBatch, echo=None, mode="strongest", particles=None):
+    def _measure(self, k, t, hits, batch: PulseBatch, echo=None, mode="strongest", particles=None, draws=None):
         """The signal chain after the cast (:func:`lidar_signal_chain`) of the pulses of
         ``batch`` (:class:`PulseBatch`), then the dataset.
 
         In weather, pulses whose reported echo is the fog's or a particle's (``atmosphere``) get
         ``object_id`` -2, their true range and point at that echo on the emitted ray (no normal,
         no face, annotation 0). Both return slots of a dual return see the same fog and the
-        same particles.
+        same particles. ``draws``: the frame's :class:`sensors.lidar.signal.ChainDraws` (None:
+        the chain draws them from the frame's streams).
         """
         origins, dirs, bias, shape = batch.origins, batch.directions, batch.bias, batch.shape
         oid = hits.object_id
@@ -575,10 +589,11 @@ class PulsedLidar(Sensor):
             p = self.params
             halo = Halo(dirs, p["halo_level_db"], p["halo_pitch_rad"], p["halo_slope"], self._half_div)
         gain = np.tile(self._laser_gain(n_lasers), int(np.prod(shape[:-1])))
-        sig = lidar_signal_chain(measured, rho, apparent, self._chain, bias_m=bias, gain=gain,
-                                 noise_rng=stream(self.ctx.seed, self.name, k, "noise"),
-                                 detection_rng=stream(self.ctx.seed, self.name, k, "detection"),
-                                 intensity_rng=stream(self.ctx.seed, self.name, k, "intensity"),
+        own = draws is None
+        sig = lidar_signal_chain(measured, rho, apparent, self._chain, bias_m=bias, gain=gain, draws=draws,
+                                 noise_rng=stream(self.ctx.seed, self.name, k, "noise") if own else None,
+                                 detection_rng=stream(self.ctx.seed, self.name, k, "detection") if own else None,
+                                 intensity_rng=stream(self.ctx.seed, self.name, k, "intensity") if own else None,
                                  range_offset_m=self.range_offset_m,
                                  extinction_per_m=self._extinction, fog=self._fog,
                                  fog_rng=None if self._fog is None else stream(self.ctx.seed, self.name, k, "fog"),

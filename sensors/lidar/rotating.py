@@ -226,12 +226,13 @@ class RotatingLidar(PulsedLidar):
                 "return_mode": self.params["return_mode"]}
 
     def step(self, k, t):
-        times = t + self._dt.ravel()
         shape = (self.n_steps, self.calib.n_lasers)
+        draws = self._start_draws(k, shape[0] * shape[1])
+        times = t + self._dt.ravel()
         hits, origins, dirs, echoes = self._cast_beams(self._dirs, times, self._origins, grid=shape,
                                                        ring_order=np.argsort(self.calib.elevation_rad))
         batch = PulseBatch(origins, dirs, self._bias, ("step", "laser"), shape, times, self._yaw, self._pitch)
-        return self._measure_returns(k, t, hits, batch, echoes)
+        return self._measure_returns(k, t, hits, batch, echoes, draws)
 
 
 #: Velodyne defaults shared by the three models (sources in each string).
