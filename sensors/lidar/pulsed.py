@@ -25,7 +25,8 @@ from ..surfaces import front_reflectivity, retroreflector_reflectivity
 from ..weather import Particles, fog_echo_table, particle_window, precipitation, sample_particles, weather_of
 from .footprint import depth_edge_pulses, probe_leaves
 from .impulse import receiver_echoes
-from .signal import FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, ChainParams, Halo, chain_draws, lidar_signal_chain
+from .signal import (FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, ChainDraws, ChainParams, FocalCompensation, Halo,
+                     SignalChain, chain_draws, lidar_signal_chain)
 
 
 #: Position (beam radii) of the probe sub-ray that tests whether the footprint of a pulse
@@ -567,12 +568,14 @@ class PulsedLidar(Sensor):
         """
         origins, dirs, bias, shape = batch.origins, batch.directions, batch.bias, batch.shape
         oid = hits.object_id
-        n_lasers = shape[-1]
         front_echo = None
         if isinstance(echo, FrontEcho):
             front_echo, echo = echo, None
         elif echo is not None and len(echo) == 4:
             front_echo, echo = echo[3], echo[:3]
+        if front_echo is None and not (self._has_surfaces or self._has_retro) and self._fog is None \
+                and particles is None:
+            return self._measure_in_parts(k, t, hits, batch, echo, mode, draws)
         if echo is None:
             measured = hits.distance
             tp = None if front_echo is None else front_echo.throughput
@@ -588,7 +591,7 @@ class PulsedLidar(Sensor):
         if self._has_surfaces or self._has_retro:
             p = self.params
             halo = Halo(dirs, p["halo_level_db"], p["halo_pitch_rad"], p["halo_slope"], self._half_div)
-        gain = np.tile(self._laser_gain(n_lasers), int(np.prod(shape[:-1])))
+        gain = self._pulse_gain(shape)
         own = draws is None
         sig = lidar_signal_chain(measured, rho, apparent, self._chain, bias_m=bias, gain=gain, draws=draws,
                                  noise_rng=stream(self.ctx.seed, self.name, k, "noise") if own else None,
@@ -617,6 +620,59 @@ class PulsedLidar(Sensor):
             oid = hits.object_id
         reported = origins + dirs * sig.distance_noisy[:, None]          # on the emitted ray: mirror ghosts
         return self._frame(t, hits, batch, sig, reported)
+
+    def _pulse_gain(self, shape):
+        """Each pulse's laser gain (:meth:`_laser_gain`) over a pulse grid of ``shape`` (laser
+        last), (n,); kept for the next frame (the same every frame)."""
+        cache = getattr(self, "_pulse_gain_cache", None)
+        if cache is None or cache[0] != tuple(shape):
+            cache = (tuple(shape), np.tile(self._laser_gain(shape[-1]), int(np.prod(shape[:-1]))))
+            self._pulse_gain_cache = cache
+        return cache[1]
+
+    def _measure_in_parts(self, k, t, hits, batch: PulseBatch, echo, mode, draws):
+        """:meth:`_measure` where nothing couples the pulses (no glass, water, retroreflector,
+        fog or precipitation in the run): the signal chain and the reported points over parts of
+        the pulses at once on the caster's threads (:meth:`hifi.api.model.Sensor.run_chunks`;
+        numpy releases the GIL inside its loops), then the dataset. Every quantity is the
+        pulse's own, computed element by element as in one piece, and the random numbers are
+        the frame's draws (:func:`sensors.lidar.signal.chain_draws`) sliced, so the bits are
+        those of one piece whatever the parts."""
+        shape = batch.shape
+        n = int(np.prod(shape))
+        if draws is None:
+            seed, name = self.ctx.seed, self.name
+            draws = chain_draws(n, stream(seed, name, k, "noise"), stream(seed, name, k, "detection"),
+                                stream(seed, name, k, "intensity"))
+        gain = self._pulse_gain(shape)
+        focal = self._focal_compensation(shape)
+        offset = self.range_offset_m
+        # a textured part's reflectance is looked up for all hits at once (its texels by object)
+        refl = self._reflectance(hits, batch.times) if echo is None and self._textures else None
+        power, snr, apparent, d_noisy, intensity = (np.empty(n) for _ in range(5))
+        det = np.empty(n, dtype=bool)
+        reported = np.empty((3, n))              # x, y, z rows: the columns of the (n, 3) points
+
+        def part(a, b):
+            if echo is None:
+                h = Hits(*(getattr(hits, f)[a:b] for f in Hits.__dataclass_fields__))
+                r = self._reflectance(h, batch.times[a:b]) if refl is None else refl[a:b]
+                measured = h.distance
+                rho, app = self._threshold_reflectivity(h.object_id, None, r), self._return_reflectivity(h, None, r)
+            else:
+                measured, rho, energy = (np.asarray(x)[a:b] for x in echo)
+                app = np.where(np.isfinite(measured), np.nan_to_num(energy) * measured ** 2, np.nan)
+            sig = lidar_signal_chain(
+                measured, rho, app, self._chain, bias_m=batch.bias[a:b], gain=gain[a:b],
+                draws=ChainDraws(draws.noise[a:b], draws.detection[:, a:b], draws.intensity[a:b]),
+                range_offset_m=offset[a:b] if np.ndim(offset) else offset, extinction_per_m=self._extinction,
+                mode=mode, focal=None if focal is None else FocalCompensation(*(f[a:b] for f in focal)))
+            power[a:b], snr[a:b], apparent[a:b], det[a:b], d_noisy[a:b], intensity[a:b] = sig[:6]
+            for c in range(3):                   # on the emitted ray
+                np.add(batch.origins[a:b, c], batch.directions[a:b, c] * sig.distance_noisy, out=reported[c, a:b])
+
+        self.run_chunks(part, n)
+        return self._frame(t, hits, batch, SignalChain(power, snr, apparent, det, d_noisy, intensity), reported.T)
 
     @staticmethod
     def _surface_hits(hits, front, sig, origins, dirs, front_brighter):
@@ -661,7 +717,7 @@ class PulsedLidar(Sensor):
                            distance_noisy=sig.distance_noisy, points_noisy=reported, intensity=sig.intensity,
                            intensity_long_name=self.intensity_long_name, intensity_valid_max=p["intensity_max"],
                            received_power=sig.received_power,
-                           snr=sig.snr, reflectivity=sig.reflectivity, extra=extra)
+                           snr=sig.snr, reflectivity=sig.reflectivity, extra=extra, threads=self.threads)
 
     def _axis_coords(self):
         return axis_coords()
