@@ -15,7 +15,7 @@ from hifi.run.dataset import (annotation_var, axis_coords, image_coords, range_f
                           yaw_pitch)
 from .depthmap import pinhole_directions
 from .noise import noisy_range
-from .radiometry import lambertian_return
+from .radiometry import lambertian_return, oren_nayar_coefficients
 from .surfaces import retroreflector_reflectivity
 from .weather import weather_of
 
@@ -122,6 +122,8 @@ class ToFSR4000(Sensor):
         self._textures = HitTextures(ctx.scene)      # textured scene-file parts: reflectance per hit
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
+        # Oren-Nayar's A and B per object, gathered per pixel: the bits of computing them per pixel
+        self._oren_nayar = oren_nayar_coefficients(self._rough)
         self._class = ctx.scene.object_table("class_id")
         # Weather (sensors.weather): two-way extinction at the SR4000's 850 nm on the amplitude;
         # no clear-air term (indoor ranges), so clear weather is 0.
@@ -191,8 +193,9 @@ class ToFSR4000(Sensor):
         incidence at 1 m: Oren-Nayar return, retroreflectors, glass and water (``throughput``,
         one way; None: none), weather; NaN where nothing is hit."""
         oid = hits.object_id
+        a, b = self._oren_nayar
         intensity = lambertian_return(reflectance, hits.cos_incidence, hits.distance, self._mirror[oid],
-                                      roughness_rad=self._rough[oid])
+                                      coefficients=(a[oid], b[oid]))
         if self._retro is not None:
             retro, r_a, r_a30 = self._retro
             on = retro[oid]

@@ -20,7 +20,8 @@ from hifi.api.rng import stream
 from hifi.world.textures import HitTextures
 
 from ..beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
-from ..radiometry import extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor
+from ..radiometry import (extinction_from_visibility, lambertian_return, lidar_received_power,
+                          oren_nayar_coefficients, overlap_factor)
 from ..surfaces import front_reflectivity, retroreflector_reflectivity
 from ..weather import Particles, fog_echo_table, particle_window, precipitation, sample_particles, weather_of
 from .footprint import depth_edge_pulses, probe_leaves
@@ -141,6 +142,10 @@ class PulsedLidar(Sensor):
         self._textures = HitTextures(scene)      # textured scene-file parts: reflectance per hit
         self._mirror = scene.object_table("mirror")
         self._rough = scene.object_table("roughness_rad")
+        # per object, gathered per hit (the bits of computing them per hit): Oren-Nayar's A and B,
+        # and the reflectivity of the detection threshold rho (1 - mirror) of untextured parts
+        self._oren_nayar = oren_nayar_coefficients(self._rough)
+        self._rho_diffuse = self._refl * (1.0 - self._mirror)
         self._class = scene.object_table("class_id")
         self._class_names = list(scene.class_names)
         self._chain = ChainParams.from_params(self.params)
@@ -227,12 +232,18 @@ class PulsedLidar(Sensor):
         oid = hits.object_id
         measured = hits.distance
         out = lambertian_return(self._refl[oid] if refl is None else refl, hits.cos_incidence, measured, self._mirror[oid],
-                                roughness_rad=self._rough[oid], reference_distance_m=1.0) * measured ** 2
+                                coefficients=self._coefficients(oid), reference_distance_m=1.0) * measured ** 2
         if self._has_retro:
             out = out + self._retro_term(oid, hits.cos_incidence)
         if throughput is not None:
             out = out * (throughput * throughput)
         return out
+
+    def _coefficients(self, oid):
+        """Oren-Nayar's ``(A, B)`` of the surfaces ``oid`` hit
+        (:func:`sensors.radiometry.oren_nayar_coefficients`, from the per-object table)."""
+        a, b = self._oren_nayar
+        return a[oid], b[oid]
 
     def _retro_term(self, oid, cos_incidence):
         """A retroreflector's return as an apparent reflectivity, 0 for the other surfaces."""
@@ -246,7 +257,7 @@ class PulsedLidar(Sensor):
         two-way throughput as :meth:`_return_reflectivity`; NaN where nothing is hit."""
         oid = hits.object_id
         out = lambertian_return(self._refl[oid] if refl is None else refl, hits.cos_incidence, hits.distance, self._mirror[oid],
-                                roughness_rad=self._rough[oid])
+                                coefficients=self._coefficients(oid))
         if self._has_retro:
             out = out + self._retro_term(oid, hits.cos_incidence) / hits.distance ** 2
         if throughput is not None:
@@ -256,7 +267,7 @@ class PulsedLidar(Sensor):
     def _threshold_reflectivity(self, oid, throughput=None, refl=None):
         """The reflectivity of BlenSor's detection threshold (Eq. 1): ``rho (1 - mirror)``, plus
         a retroreflector's return at normal incidence, times the two-way throughput."""
-        rho = (self._refl[oid] if refl is None else refl) * (1.0 - self._mirror[oid])
+        rho = self._rho_diffuse[oid] if refl is None or not self._textures else refl * (1.0 - self._mirror[oid])
         if self._has_retro:
             rho = rho + self._retro_term(oid, 1.0)
         if throughput is not None:
