@@ -176,6 +176,20 @@ def _response_table(pulse_width_s: float, tail_s: float):
     return g
 
 
+def sum_last_axis(x):
+    """``np.sum(x, axis=-1)``, the same bits: numpy sums fewer than 8 elements one after the
+    other (from -0.0), which column-by-column additions repeat about 4 times faster than its
+    reduction over a short inner axis (an HDL-64E's 7 sub-rays: (1000, 64, 7) in 0.53 ms
+    against 2.0); 8 or more: numpy's pairwise sum itself."""
+    n = x.shape[-1]
+    if n >= 8 or n == 0:
+        return np.sum(x, axis=-1)
+    s = x[..., 0].copy()
+    for j in range(1, n):
+        s += x[..., j]
+    return s
+
+
 def _terms(g, dt, power, ok):
     """``power g(dt)`` where ``ok``, else 0, broadcast together: each echo's share of the
     filtered signal (``np.where(ok, power * g(dt), 0.0)``, the same bits, built in ``g``'s own
@@ -237,16 +251,17 @@ def _peak_ranges(rs, ps, members_sorted, *, pulse_width_s, tail_s):
     u = np.linspace(0.0, 1.0, _PEAK_GRID)
     grid = (t0 + t_pk)[:, None] + (t1 - t0)[:, None] * u[None, :]                      # (q, G)
     g = _response_table(float(pulse_width_s), float(tail_s))
-    y = np.sum(_terms(g, grid[:, :, None] - ts[:, None, :], ps[:, None, :], ok[:, None, :]), axis=2)
-    i = np.clip(np.argmax(y, axis=1), 1, _PEAK_GRID - 2)
+    y = sum_last_axis(_terms(g, grid[:, :, None] - ts[:, None, :], ps[:, None, :], ok[:, None, :]))
+    best = np.argmax(y, axis=1)
+    i = np.clip(best, 1, _PEAK_GRID - 2)
     rows = np.arange(y.shape[0])
     a, b, c = y[rows, i - 1], y[rows, i], y[rows, i + 1]
     den = a - 2.0 * b + c
     with np.errstate(invalid="ignore", divide="ignore"):
         shift = np.where(den < 0, 0.5 * (a - c) / den, 0.0)
-    at_edge = (np.argmax(y, axis=1) == 0) | (np.argmax(y, axis=1) == _PEAK_GRID - 1)
+    at_edge = (best == 0) | (best == _PEAK_GRID - 1)
     step = (t1 - t0) / (_PEAK_GRID - 1)
-    t = np.where(at_edge, grid[rows, np.argmax(y, axis=1)], grid[rows, i] + np.clip(shift, -1, 1) * step)
+    t = np.where(at_edge, grid[rows, best], grid[rows, i] + np.clip(shift, -1, 1) * step)
     return 0.5 * SPEED_OF_LIGHT_M_S * (t - t_pk)
 
 
@@ -277,7 +292,7 @@ def _dips_between(rs, ps, ts, peak, t_pk, g, dip_min_m):
     t0, t1 = ts[q, k] + t_pk, ts[q, k + 1] + t_pk
     grid = t0[:, None] + (t1 - t0)[:, None] * u[None, :]                             # (m, G)
     ok = np.isfinite(rs[q])
-    y = np.sum(_terms(g, grid[:, :, None] - ts[q][:, None, :], ps[q][:, None, :], ok[:, None, :]), axis=2)
+    y = sum_last_axis(_terms(g, grid[:, :, None] - ts[q][:, None, :], ps[q][:, None, :], ok[:, None, :]))
     ends = np.minimum(peak[q, k], peak[q, k + 1])
     out[q, k] = np.min(y, axis=1) < ends * (1.0 - _DIP_RTOL)
     return out
@@ -378,9 +393,9 @@ def receiver_echoes(range_m, power_w, *, mode, pulse_width_s, tail_s, threshold_
         pair = okq[:, :, None] & okq[:, None, :]
         before = np.tril(np.ones((n, n), dtype=bool), -1)[None]
         # the signal of the echoes before k (sorted order; ties count as before) when k arrives
-        at_arrival = np.sum(_terms(g, dt, pq[:, None, :], pair & before), axis=2)
+        at_arrival = sum_last_axis(_terms(g, dt, pq[:, None, :], pair & before))
         new[q, 1:] = apart[q] & (at_arrival[:, 1:] < threshold_w)
-        peak[q] = np.sum(_terms(g, dt + t_pk, pq[:, None, :], pair), axis=2)
+        peak[q] = sum_last_axis(_terms(g, dt + t_pk, pq[:, None, :], pair))
         if timing == "peak":
             new[q, 1:] |= apart[q] & _dips_between(rs[q], pq, tq, peak[q], t_pk, g,
                                                    SPEED_OF_LIGHT_M_S * pulse_sigma_s(pulse_width_s))

@@ -25,7 +25,7 @@ from ..radiometry import (extinction_from_visibility, lambertian_return, lidar_r
 from ..surfaces import front_reflectivity, retroreflector_reflectivity
 from ..weather import Particles, fog_echo_table, particle_window, precipitation, sample_particles, weather_of
 from .footprint import depth_edge_pulses, probe_leaves
-from .impulse import receiver_echoes
+from .impulse import receiver_echoes, sum_last_axis
 from .signal import (FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, ChainDraws, ChainParams, FocalCompensation, Halo,
                      SignalChain, chain_draws, lidar_signal_chain)
 
@@ -33,18 +33,6 @@ from .signal import (FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, ChainDraws, ChainPa
 #: Position (beam radii) of the probe sub-ray that tests whether the footprint of a pulse
 #: flagged across rings reaches the edge: the bottom (bit 1) or top (bit 2) of the spot.
 _PROBE_UV = {1: np.array([[0.0, -0.9]]), 2: np.array([[0.0, 0.9]])}
-
-
-def _row_sums(x):
-    """``np.sum(x, axis=1)``, the same bits: numpy sums fewer than 8 elements one after the other
-    (from -0.0), which column-by-column additions repeat faster than its reduction over a short
-    axis; 8 or more: numpy's pairwise sum itself."""
-    if x.shape[1] >= 8 or x.shape[1] == 0:
-        return np.sum(x, axis=1)
-    s = x[:, 0].copy()
-    for j in range(1, x.shape[1]):
-        s += x[:, j]
-    return s
 
 
 @dataclass(frozen=True, eq=False)
@@ -515,7 +503,7 @@ class PulsedLidar(Sensor):
         w_rho = weight * np.nan_to_num(rho_sub)
         echoes = []
         for j in range(m):
-            rho_echo = _row_sums(np.where(echo.members[:, j, :], w_rho, 0.0))
+            rho_echo = sum_last_axis(np.where(echo.members[:, j, :], w_rho, 0.0))
             echoes.append((echo.range_m[:, j], rho_echo, echo.energy[:, j]) + front_axis)
         return [axis_hits] * m, np.ascontiguousarray(origins[axis]), np.ascontiguousarray(dirs[axis]), echoes
 
