@@ -127,8 +127,8 @@ class RotatingLidar(PulsedLidar):
         return range_layout((self._n_steps(), self._n_lasers()) + dual, annotation=True, signal=True)
 
     def setup_bytes(self):
-        # per pulse: time, direction, origin, yaw, pitch, bias, and the sub-rays kept
-        return (80 + self._subray_bytes()) * self._n_steps() * self._n_lasers()
+        # per pulse: time, direction, origin, yaw, pitch, bias, laser gain, and the sub-rays kept
+        return (88 + self._subray_bytes()) * self._n_steps() * self._n_lasers()
 
     @classmethod
     def _params(cls, **kw):
