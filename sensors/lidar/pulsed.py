@@ -330,7 +330,7 @@ class PulsedLidar(Sensor):
         v = p.get("divergence_v_rad")
         return p["divergence_rad"], (p["divergence_rad"] if v is None else v)
 
-    def _cast_beams(self, directions, times, origins_sensor=None, grid=None, ring_order=None):
+    def _cast_beams(self, directions, times, origins_sensor=None, grid=None, ring_order=None, start_beside=None):
         """Cast every pulse: pencil rays with footprints at edges, or with ``n_subrays`` > 1 a
         divergent beam.
 
@@ -364,13 +364,22 @@ class PulsedLidar(Sensor):
         default.
         Its power is that of the dominant surface (the partial coverage of the spot is not
         applied). ``edge_subrays`` = 0 is the pencil beam everywhere.
+
+        ``start_beside``: called where work for another thread (the frame's draws,
+        :meth:`_start_draws`) best overlaps this one's: once the pulses' axes are cast when the
+        depth edges are worked out next (on this thread alone), else before the cast.
         """
         p = self.params
         n = p["n_subrays"]
         m = 2 if p["return_mode"] == "dual" else 1
+        edges = n == 1 and p["edge_subrays"] > 1 and grid is not None
+        if start_beside is not None and not edges:
+            start_beside()
         if n > 1:
             return self._cast_divergent(directions, times, origins_sensor, n, m)
         hits, origins, dirs, tp, front = self._cast_axis(directions, times, p["max_range_m"], origins_sensor)
+        if start_beside is not None and edges:
+            start_beside()
         axis_echo = None if front is None else FrontEcho(front, tp)
         if p["edge_subrays"] <= 1 or grid is None:
             return [hits] * m, origins, dirs, [axis_echo] * m

@@ -227,12 +227,16 @@ class RotatingLidar(PulsedLidar):
 
     def step(self, k, t):
         shape = (self.n_steps, self.calib.n_lasers)
-        draws = self._start_draws(k, shape[0] * shape[1])
         times = t + self._dt.ravel()
+        draws = []                                # the chain's draws, started beside this thread's work
+
+        def start_draws():
+            draws.append(self._start_draws(k, shape[0] * shape[1]))
         hits, origins, dirs, echoes = self._cast_beams(self._dirs, times, self._origins, grid=shape,
-                                                       ring_order=np.argsort(self.calib.elevation_rad))
+                                                       ring_order=np.argsort(self.calib.elevation_rad),
+                                                       start_beside=start_draws)
         batch = PulseBatch(origins, dirs, self._bias, ("step", "laser"), shape, times, self._yaw, self._pitch)
-        return self._measure_returns(k, t, hits, batch, echoes, draws)
+        return self._measure_returns(k, t, hits, batch, echoes, draws[0] if draws else None)
 
 
 #: Velodyne defaults shared by the three models (sources in each string).
