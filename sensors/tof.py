@@ -146,18 +146,20 @@ class ToFSR4000(Sensor):
     def step(self, k, t):
         p = self.params
         n = self._dirs.shape[0]
-        # The frame's noise deviates, one draw of n from its stream (the numbers of a draw here),
-        # made on another of the caster's threads while this one casts.
-        deviates = self.beside(lambda: stream(self.ctx.seed, self.name, k, "noise").standard_normal(n))
         throughput = None
         if self._surfaces:
             sh, origins, dirs = self.cast_surfaces(self._dirs, t, p["max_range_m"])
             hits, throughput = sh.hits, sh.throughput
         else:
             hits, origins, dirs = self.cast(self._dirs, t, p["max_range_m"])
-        z = deviates()
+        # The frame's noise deviates, one draw of n from its stream (the numbers of a draw here),
+        # made on another of the caster's threads while this one works out the amplitude (while
+        # both cast, it would hold one of them up).
+        deviates = self.beside(lambda: stream(self.ctx.seed, self.name, k, "noise").standard_normal(n))
         oid = hits.object_id
-        measured = self._measured(hits.distance, z)
+        intensity = self._intensity(hits, self._textures.reflectance(self._refl, hits, t), throughput)
+        power = SR4000_REFERENCE_POWER_W * intensity
+        measured = self._measured(hits.distance, deviates())
         # a surface through the emitter (distance 0: a camera mounted on it) returns nothing
         det = hits.hit & np.isfinite(measured) & (hits.distance > 0.0)
         # the reported point on the pixel's ray, column by column (numpy's broadcast over an
@@ -165,8 +167,6 @@ class ToFSR4000(Sensor):
         reported = np.empty((3, n))
         for c in range(3):
             np.add(origins[:, c], dirs[:, c] * measured, out=reported[c])
-        intensity = self._intensity(hits, self._textures.reflectance(self._refl, hits, t), throughput)
-        power = SR4000_REFERENCE_POWER_W * intensity
         return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
                            detected=det, distance_noisy=measured, points_noisy=reported.T, intensity=intensity,
                            intensity_long_name="amplitude relative to a white Lambertian target at normal "
