@@ -299,7 +299,7 @@ def _dips_between(rs, ps, ts, peak, t_pk, g, dip_min_m):
     return out
 
 
-#: Fewest pulses in a part of :func:`receiver_echoes` handed to a thread: each costs about 5 us
+#: Fewest pulses in a part of :func:`receiver_echoes` handed to a thread: each costs about 4 us
 #: (an HDL-64E's 7 sub-rays, ``timing = "peak"``), so a part takes a millisecond or more, far
 #: longer than handing it over.
 _MIN_PULSES_PER_THREAD = 256
