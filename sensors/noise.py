@@ -25,8 +25,33 @@ def gaussian_range_noise(distance_m, sigma_m, rng: np.random.Generator, *, bias_
         ``sigma_m`` is, so the random stream does not depend on the parameter values.
     """
     d = np.asarray(distance_m, dtype=float)
-    z = rng.standard_normal(d.shape)
-    return d + np.asarray(bias_m, dtype=float) + float(sigma_m) * z
+    return noisy_range(d, sigma_m, rng.standard_normal(d.shape), bias_m=bias_m)
+
+
+def noisy_range(distance_m, sigma_m, deviates, *, bias_m=0.0):
+    """:func:`gaussian_range_noise` with its standard normal deviates drawn beforehand.
+
+    Parameters
+    ----------
+    distance_m : array_like
+        True ranges [m]; NaN stays NaN.
+    sigma_m : float
+        Standard deviation of the per-measurement noise [m].
+    deviates : array_like
+        Standard normal deviates ``z``, one per element of ``distance_m``: the draw
+        :func:`gaussian_range_noise` makes, made elsewhere (on another thread while the frame
+        casts) or sliced for a chunk of the elements.
+    bias_m : array_like
+        As :func:`gaussian_range_noise` [m].
+
+    Returns
+    -------
+    ndarray
+        ``d + bias + sigma z`` [m], element by element (a chunk of the elements gives the same
+        bits as the whole).
+    """
+    d = np.asarray(distance_m, dtype=float)
+    return d + np.asarray(bias_m, dtype=float) + float(sigma_m) * np.asarray(deviates, dtype=float)
 
 
 def orthonormal_basis(directions):

@@ -5,7 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 
-def oren_nayar_backscatter(cos_incidence, roughness_rad=0.0):
+def oren_nayar_coefficients(roughness_rad):
+    """Oren-Nayar's ``A`` and ``B`` of :func:`oren_nayar_backscatter` for a roughness [rad].
+
+    ``A = 1 - 0.5 s^2 / (s^2 + 0.33)``, ``B = 0.45 s^2 / (s^2 + 0.09)``, ``s = roughness_rad``,
+    element by element: a model computes them once per surface (its table of roughness per
+    object) and gathers them per hit, the same bits as computing them per hit.
+    """
+    s2 = np.asarray(roughness_rad, dtype=float) ** 2
+    return 1.0 - 0.5 * s2 / (s2 + 0.33), 0.45 * s2 / (s2 + 0.09)
+
+
+def oren_nayar_backscatter(cos_incidence, roughness_rad=0.0, *, coefficients=None):
     """Diffuse backscatter of a rough surface toward a monostatic sensor, in place of cos(i).
 
     Parameters
@@ -15,6 +26,9 @@ def oren_nayar_backscatter(cos_incidence, roughness_rad=0.0):
     roughness_rad : array_like
         Oren-Nayar roughness sigma: standard deviation of the facet slope angle [rad]; 0 is a
         Lambertian surface.
+    coefficients : tuple of two array_like, optional
+        ``(A, B)`` of :func:`oren_nayar_coefficients` of the roughness, computed beforehand (a
+        surface's, gathered per hit); ``roughness_rad`` is then not used.
 
     Returns
     -------
@@ -45,14 +59,12 @@ def oren_nayar_backscatter(cos_incidence, roughness_rad=0.0):
       pp. 239-246.
     """
     cos_i = np.clip(np.asarray(cos_incidence, dtype=float), 0.0, 1.0)
-    s2 = np.asarray(roughness_rad, dtype=float) ** 2
-    a = 1.0 - 0.5 * s2 / (s2 + 0.33)
-    b = 0.45 * s2 / (s2 + 0.09)
+    a, b = oren_nayar_coefficients(roughness_rad) if coefficients is None else coefficients
     return np.where(cos_i > 0.0, a * cos_i + b * (1.0 - cos_i * cos_i), 0.0)
 
 
 def lambertian_return(reflectivity, cos_incidence, distance_m, mirror=0.0, *, roughness_rad=0.0,
-                      reference_distance_m=1.0):
+                      reference_distance_m=1.0, coefficients=None):
     """Relative received power of a pencil beam from a diffuse (Lambertian or rough) surface.
 
     Parameters
@@ -71,6 +83,9 @@ def lambertian_return(reflectivity, cos_incidence, distance_m, mirror=0.0, *, ro
         Lambertian.
     reference_distance_m : float
         Distance at which a normal-incidence white Lambertian target gives 1 [m].
+    coefficients : tuple of two array_like, optional
+        Oren-Nayar's ``(A, B)`` of the roughness (:func:`oren_nayar_coefficients`), computed
+        beforehand; ``roughness_rad`` is then not used.
 
     Returns
     -------
@@ -90,7 +105,7 @@ def lambertian_return(reflectivity, cos_incidence, distance_m, mirror=0.0, *, ro
     is neglected (< 2 % at 100 m in clear air at 905 nm).
     """
     rho = np.asarray(reflectivity, dtype=float)
-    f = oren_nayar_backscatter(cos_incidence, roughness_rad)
+    f = oren_nayar_backscatter(cos_incidence, roughness_rad, coefficients=coefficients)
     r = np.asarray(distance_m, dtype=float)
     r = np.where(r > 0.0, r, np.nan)
     return (1.0 - np.asarray(mirror, dtype=float)) * rho * f * (reference_distance_m / r) ** 2
@@ -324,7 +339,7 @@ def velodyne_focal_compensation(intensity, raw_distance_m, focal_distance_m, foc
     return np.clip(i + added, min_code, max_code)
 
 
-def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max_code, exponent=1.0):
+def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max_code, exponent=1.0, deviates=None):
     """Intensity as a sensor reports it: range-compensated, per-laser gain, noisy, integer.
 
     Parameters
@@ -337,13 +352,16 @@ def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max
     gain : array_like
         Per-laser gain (broadcast), 1 = nominal.
     rng : numpy.random.Generator
-        One normal deviate is drawn per element.
+        One normal deviate is drawn per element (None with ``deviates``).
     full_scale : float
         Code reported for a white (rho = 1) Lambertian target at normal incidence.
     max_code : int
         Largest code (255 for a byte).
     exponent : float
         Response exponent gamma: code = gain * full_scale * rho_app ** gamma.
+    deviates : array_like, optional
+        The standard normal deviates ``z``, one per element, drawn beforehand (the draw from
+        ``rng`` made elsewhere); None: drawn from ``rng``.
 
     Returns
     -------
@@ -373,7 +391,7 @@ def reported_intensity(apparent_reflectivity, snr, gain, rng, *, full_scale, max
     """
     rho = np.asarray(apparent_reflectivity, dtype=float)
     s = np.asarray(snr, dtype=float)
-    z = rng.standard_normal(rho.shape)
+    z = rng.standard_normal(rho.shape) if deviates is None else np.asarray(deviates, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         noisy = np.maximum(rho * (1.0 + np.where(s > 0, z / s, 0.0)), 0.0)
     code = np.asarray(gain, dtype=float) * full_scale * noisy ** float(exponent)

@@ -14,8 +14,8 @@ from hifi.world.textures import HitTextures
 from hifi.run.dataset import (annotation_var, axis_coords, image_coords, range_frame, range_layout, sensor_pose_vars,
                           yaw_pitch)
 from .depthmap import pinhole_directions
-from .noise import gaussian_range_noise
-from .radiometry import lambertian_return
+from .noise import noisy_range
+from .radiometry import lambertian_return, oren_nayar_coefficients
 from .surfaces import retroreflector_reflectivity
 from .weather import weather_of
 
@@ -122,6 +122,8 @@ class ToFSR4000(Sensor):
         self._textures = HitTextures(ctx.scene)      # textured scene-file parts: reflectance per hit
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
+        # Oren-Nayar's A and B per object, gathered per pixel: the bits of computing them per pixel
+        self._oren_nayar = oren_nayar_coefficients(self._rough)
         self._class = ctx.scene.object_table("class_id")
         # Weather (sensors.weather): two-way extinction at the SR4000's 850 nm on the amplitude;
         # no clear-air term (indoor ranges), so clear weather is 0.
@@ -143,24 +145,57 @@ class ToFSR4000(Sensor):
 
     def step(self, k, t):
         p = self.params
+        n = self._dirs.shape[0]
         throughput = None
         if self._surfaces:
             sh, origins, dirs = self.cast_surfaces(self._dirs, t, p["max_range_m"])
             hits, throughput = sh.hits, sh.throughput
         else:
             hits, origins, dirs = self.cast(self._dirs, t, p["max_range_m"])
-        rng = stream(self.ctx.seed, self.name, k, "noise")
-        measured = gaussian_range_noise(hits.distance, p["noise_sigma_m"], rng)
-        if p["modulation_frequency_hz"] > 0:
-            measured = phase_wrap(measured, p["modulation_frequency_hz"])
-        elif p["backfolding"]:
-            measured = backfold(measured, p["max_range_m"])
+        # The frame's noise deviates, one draw of n from its stream (the numbers of a draw here),
+        # made on another of the caster's threads while this one works out the amplitude (while
+        # both cast, it would hold one of them up).
+        deviates = self.beside(lambda: stream(self.ctx.seed, self.name, k, "noise").standard_normal(n))
+        oid = hits.object_id
+        intensity = self._intensity(hits, self._textures.reflectance(self._refl, hits, t), throughput)
+        power = SR4000_REFERENCE_POWER_W * intensity
+        measured = self._measured(hits.distance, deviates())
         # a surface through the emitter (distance 0: a camera mounted on it) returns nothing
         det = hits.hit & np.isfinite(measured) & (hits.distance > 0.0)
-        reported = origins + dirs * measured[:, None]
+        # the reported point on the pixel's ray, column by column (numpy's broadcast over an
+        # inner axis of 3 is several times slower; the same values)
+        reported = np.empty((3, n))
+        for c in range(3):
+            np.add(origins[:, c], dirs[:, c] * measured, out=reported[c])
+        return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
+                           detected=det, distance_noisy=measured, points_noisy=reported.T, intensity=intensity,
+                           intensity_long_name="amplitude relative to a white Lambertian target at normal "
+                                               "incidence at 1 m",
+                           received_power=power, snr=power / SR4000_NOISE_POWER_W,
+                           reflectivity=intensity * hits.distance ** 2,
+                           extra={"annotation": annotation_var(("row", "col"), self._class[oid].reshape(self._shape),
+                                                               self.ctx.scene.class_names),
+                                  **sensor_pose_vars(self.pose_at(t))})
+
+    def _measured(self, distance_m, deviates):
+        """The reported distance [m] of pixels at ``distance_m``: the noise of ``deviates`` (one
+        standard normal deviate per pixel), then the phase wrap or BlenSor's backfolding."""
+        p = self.params
+        measured = noisy_range(distance_m, p["noise_sigma_m"], deviates)
+        if p["modulation_frequency_hz"] > 0:
+            return phase_wrap(measured, p["modulation_frequency_hz"])
+        if p["backfolding"]:
+            return backfold(measured, p["max_range_m"])
+        return measured
+
+    def _intensity(self, hits, reflectance, throughput):
+        """The amplitude of pixels' ``hits`` relative to a white Lambertian target at normal
+        incidence at 1 m: Oren-Nayar return, retroreflectors, glass and water (``throughput``,
+        one way; None: none), weather; NaN where nothing is hit."""
         oid = hits.object_id
-        intensity = lambertian_return(self._textures.reflectance(self._refl, hits, t), hits.cos_incidence,
-                                      hits.distance, self._mirror[oid], roughness_rad=self._rough[oid])
+        a, b = self._oren_nayar
+        intensity = lambertian_return(reflectance, hits.cos_incidence, hits.distance, self._mirror[oid],
+                                      coefficients=(a[oid], b[oid]))
         if self._retro is not None:
             retro, r_a, r_a30 = self._retro
             on = retro[oid]
@@ -171,13 +206,4 @@ class ToFSR4000(Sensor):
             intensity = intensity * (throughput * throughput)
         if self._extinction > 0.0:
             intensity = intensity * np.exp(-2.0 * self._extinction * hits.distance)
-        power = SR4000_REFERENCE_POWER_W * intensity
-        return range_frame(("row", "col"), self._shape, timestamp=t, yaw=self._yaw, pitch=self._pitch, hits=hits,
-                           detected=det, distance_noisy=measured, points_noisy=reported, intensity=intensity,
-                           intensity_long_name="amplitude relative to a white Lambertian target at normal "
-                                               "incidence at 1 m",
-                           received_power=power, snr=power / SR4000_NOISE_POWER_W,
-                           reflectivity=intensity * hits.distance ** 2,
-                           extra={"annotation": annotation_var(("row", "col"), self._class[oid].reshape(self._shape),
-                                                               self.ctx.scene.class_names),
-                                  **sensor_pose_vars(self.pose_at(t))})
+        return intensity

@@ -268,6 +268,27 @@ class Sensor(Model):
         else:
             threads.map(lambda a, b: kernel(a, b, *args), n)
 
+    def beside(self, fn):
+        """Start ``fn()`` on one of :attr:`threads` while the caller goes on; returns a function
+        that waits for it and returns its value (or raises its exception).
+
+        For work that releases the GIL and needs nothing the caller is about to compute: a
+        frame's random draw (numpy's ``Generator`` fills its arrays without the GIL) beside the
+        frame's cast. The value is that of ``fn()`` wherever it runs, so the numbers do not
+        depend on the threads. Without threads, or with one, ``fn`` runs at once.
+        """
+        threads = self.threads
+        if threads is None or threads.n_threads <= 1:
+            value = fn()
+            return lambda: value
+        budget = threads.budget
+        task = budget.submit(fn)
+
+        def result():
+            budget.wait([task])
+            return budget.result(task)
+        return result
+
     def cast(self, directions_sensor, times_s, max_range_m, origins_sensor=None, *, out=None):
         """Cast rays given in the sensor frame, each from where the sensor was at its time.
 

@@ -45,8 +45,8 @@ class LineLidar(PulsedLidar):
         return range_layout((self._n_steps(), len(self.layers_deg)) + dual, annotation=True, signal=True)
 
     def setup_bytes(self):
-        # per pulse: direction, yaw, pitch, time, bias, and the sub-rays kept
-        return (56 + self._subray_bytes()) * self._n_steps() * len(self.layers_deg)
+        # per pulse: direction, yaw, pitch, time, bias, laser gain, and the sub-rays kept
+        return (64 + self._subray_bytes()) * self._n_steps() * len(self.layers_deg)
 
     def attrs(self):
         return {"return_mode": self.params["return_mode"]}

@@ -20,29 +20,19 @@ from hifi.api.rng import stream
 from hifi.world.textures import HitTextures
 
 from ..beam import beam_echoes, bundle_echoes, footprint_directions, subray_pattern
-from ..radiometry import extinction_from_visibility, lambertian_return, lidar_received_power, overlap_factor
+from ..radiometry import (extinction_from_visibility, lambertian_return, lidar_received_power,
+                          oren_nayar_coefficients, overlap_factor)
 from ..surfaces import front_reflectivity, retroreflector_reflectivity
 from ..weather import Particles, fog_echo_table, particle_window, precipitation, sample_particles, weather_of
 from .footprint import depth_edge_pulses, probe_leaves
-from .impulse import receiver_echoes
-from .signal import FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, ChainParams, Halo, lidar_signal_chain
+from .impulse import receiver_echoes, sum_last_axis
+from .signal import (FOG_BLIND_MIN_M, FRONT_ECHO, HALO_ECHO, ChainDraws, ChainParams, FocalCompensation, Halo,
+                     SignalChain, chain_draws, lidar_signal_chain)
 
 
 #: Position (beam radii) of the probe sub-ray that tests whether the footprint of a pulse
 #: flagged across rings reaches the edge: the bottom (bit 1) or top (bit 2) of the spot.
 _PROBE_UV = {1: np.array([[0.0, -0.9]]), 2: np.array([[0.0, 0.9]])}
-
-
-def _row_sums(x):
-    """``np.sum(x, axis=1)``, the same bits: numpy sums fewer than 8 elements one after the other
-    (from -0.0), which column-by-column additions repeat faster than its reduction over a short
-    axis; 8 or more: numpy's pairwise sum itself."""
-    if x.shape[1] >= 8 or x.shape[1] == 0:
-        return np.sum(x, axis=1)
-    s = x[:, 0].copy()
-    for j in range(1, x.shape[1]):
-        s += x[:, j]
-    return s
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,6 +130,10 @@ class PulsedLidar(Sensor):
         self._textures = HitTextures(scene)      # textured scene-file parts: reflectance per hit
         self._mirror = scene.object_table("mirror")
         self._rough = scene.object_table("roughness_rad")
+        # per object, gathered per hit (the bits of computing them per hit): Oren-Nayar's A and B,
+        # and the reflectivity of the detection threshold rho (1 - mirror) of untextured parts
+        self._oren_nayar = oren_nayar_coefficients(self._rough)
+        self._rho_diffuse = self._refl * (1.0 - self._mirror)
         self._class = scene.object_table("class_id")
         self._class_names = list(scene.class_names)
         self._chain = ChainParams.from_params(self.params)
@@ -226,12 +220,18 @@ class PulsedLidar(Sensor):
         oid = hits.object_id
         measured = hits.distance
         out = lambertian_return(self._refl[oid] if refl is None else refl, hits.cos_incidence, measured, self._mirror[oid],
-                                roughness_rad=self._rough[oid], reference_distance_m=1.0) * measured ** 2
+                                coefficients=self._coefficients(oid), reference_distance_m=1.0) * measured ** 2
         if self._has_retro:
             out = out + self._retro_term(oid, hits.cos_incidence)
         if throughput is not None:
             out = out * (throughput * throughput)
         return out
+
+    def _coefficients(self, oid):
+        """Oren-Nayar's ``(A, B)`` of the surfaces ``oid`` hit
+        (:func:`sensors.radiometry.oren_nayar_coefficients`, from the per-object table)."""
+        a, b = self._oren_nayar
+        return a[oid], b[oid]
 
     def _retro_term(self, oid, cos_incidence):
         """A retroreflector's return as an apparent reflectivity, 0 for the other surfaces."""
@@ -245,7 +245,7 @@ class PulsedLidar(Sensor):
         two-way throughput as :meth:`_return_reflectivity`; NaN where nothing is hit."""
         oid = hits.object_id
         out = lambertian_return(self._refl[oid] if refl is None else refl, hits.cos_incidence, hits.distance, self._mirror[oid],
-                                roughness_rad=self._rough[oid])
+                                coefficients=self._coefficients(oid))
         if self._has_retro:
             out = out + self._retro_term(oid, hits.cos_incidence) / hits.distance ** 2
         if throughput is not None:
@@ -255,7 +255,7 @@ class PulsedLidar(Sensor):
     def _threshold_reflectivity(self, oid, throughput=None, refl=None):
         """The reflectivity of BlenSor's detection threshold (Eq. 1): ``rho (1 - mirror)``, plus
         a retroreflector's return at normal incidence, times the two-way throughput."""
-        rho = (self._refl[oid] if refl is None else refl) * (1.0 - self._mirror[oid])
+        rho = self._rho_diffuse[oid] if refl is None or not self._textures else refl * (1.0 - self._mirror[oid])
         if self._has_retro:
             rho = rho + self._retro_term(oid, 1.0)
         if throughput is not None:
@@ -330,7 +330,7 @@ class PulsedLidar(Sensor):
         v = p.get("divergence_v_rad")
         return p["divergence_rad"], (p["divergence_rad"] if v is None else v)
 
-    def _cast_beams(self, directions, times, origins_sensor=None, grid=None, ring_order=None):
+    def _cast_beams(self, directions, times, origins_sensor=None, grid=None, ring_order=None, start_beside=None):
         """Cast every pulse: pencil rays with footprints at edges, or with ``n_subrays`` > 1 a
         divergent beam.
 
@@ -364,13 +364,22 @@ class PulsedLidar(Sensor):
         default.
         Its power is that of the dominant surface (the partial coverage of the spot is not
         applied). ``edge_subrays`` = 0 is the pencil beam everywhere.
+
+        ``start_beside``: called where work for another thread (the frame's draws,
+        :meth:`_start_draws`) best overlaps this one's: once the pulses' axes are cast when the
+        depth edges are worked out next (on this thread alone), else before the cast.
         """
         p = self.params
         n = p["n_subrays"]
         m = 2 if p["return_mode"] == "dual" else 1
+        edges = n == 1 and p["edge_subrays"] > 1 and grid is not None
+        if start_beside is not None and not edges:
+            start_beside()
         if n > 1:
             return self._cast_divergent(directions, times, origins_sensor, n, m)
         hits, origins, dirs, tp, front = self._cast_axis(directions, times, p["max_range_m"], origins_sensor)
+        if start_beside is not None and edges:
+            start_beside()
         axis_echo = None if front is None else FrontEcho(front, tp)
         if p["edge_subrays"] <= 1 or grid is None:
             return [hits] * m, origins, dirs, [axis_echo] * m
@@ -436,7 +445,8 @@ class PulsedLidar(Sensor):
             report = receiver_echoes(both.distance.reshape(edge.size, k), self._edge_power(both, energy),
                                      mode=self._beam_mode(), pulse_width_s=p["pulse_width_s"],
                                      tail_s=p["receiver_tail_s"], timing=p["edge_timing"],
-                                     threshold_w=self._chain.snr_threshold * self._chain.noise_power_w)
+                                     threshold_w=self._chain.snr_threshold * self._chain.noise_power_w,
+                                     threads=self.threads)
         else:
             report = bundle_echoes(both.distance.reshape(edge.size, k), energy, mode=self._beam_mode(),
                                    resolution_m=SPEED_OF_LIGHT_M_S * p["pulse_width_s"] / 2.0)
@@ -502,18 +512,31 @@ class PulsedLidar(Sensor):
         w_rho = weight * np.nan_to_num(rho_sub)
         echoes = []
         for j in range(m):
-            rho_echo = _row_sums(np.where(echo.members[:, j, :], w_rho, 0.0))
+            rho_echo = sum_last_axis(np.where(echo.members[:, j, :], w_rho, 0.0))
             echoes.append((echo.range_m[:, j], rho_echo, echo.energy[:, j]) + front_axis)
         return [axis_hits] * m, np.ascontiguousarray(origins[axis]), np.ascontiguousarray(dirs[axis]), echoes
 
-    def _measure_returns(self, k, t, hits, batch: PulseBatch, echoes):
+    def _start_draws(self, k, n_pulses):
+        """The signal chain's random numbers of frame ``k``'s ``n_pulses`` pulses
+        (:func:`sensors.lidar.signal.chain_draws` of its noise, detection and intensity streams),
+        drawn on another of the caster's threads while this one casts
+        (:meth:`hifi.api.model.Sensor.beside`): a function that waits for them. The same
+        numbers as drawn in :func:`lidar_signal_chain`."""
+        seed, name = self.ctx.seed, self.name
+        return self.beside(lambda: chain_draws(n_pulses, stream(seed, name, k, "noise"),
+                                               stream(seed, name, k, "detection"),
+                                               stream(seed, name, k, "intensity")))
+
+    def _measure_returns(self, k, t, hits, batch: PulseBatch, echoes, draws=None):
         """:meth:`_measure` per return slot (``hits`` and ``echoes``: one per slot) of the pulses
-        of ``batch``; two slots are stacked on a trailing ``return`` dim."""
+        of ``batch``; two slots are stacked on a trailing ``return`` dim. ``draws``: what
+        :meth:`_start_draws` returned for the frame (None: the chain draws its numbers)."""
         dims = batch.dims
         mode = self.params["return_mode"]
         modes = ("strongest", "last") if mode == "dual" else (mode if mode in ("first", "last") else "strongest",)
         particles = self._particles(k, int(np.prod(batch.shape)))        # the same drops for both slots
-        frames = [self._measure(k, t, h, batch, e, mode=m, particles=particles)
+        chain = None if draws is None else draws()                      # the same numbers for both slots
+        frames = [self._measure(k, t, h, batch, e, mode=m, particles=particles, draws=chain)
                   for h, e, m in zip(hits, echoes, modes)]
         if self.params["return_mode"] != "dual":
             return frames[0]
@@ -541,23 +564,26 @@ class PulsedLidar(Sensor):
         of ``shape`` (laser last); None: the model reports no such compensation."""
         return None
 
-    def _measure(self, k, t, hits, batch: PulseBatch, echo=None, mode="strongest", particles=None):
+    def _measure(self, k, t, hits, batch: PulseBatch, echo=None, mode="strongest", particles=None, draws=None):
         """The signal chain after the cast (:func:`lidar_signal_chain`) of the pulses of
         ``batch`` (:class:`PulseBatch`), then the dataset.
 
         In weather, pulses whose reported echo is the fog's or a particle's (``atmosphere``) get
         ``object_id`` -2, their true range and point at that echo on the emitted ray (no normal,
         no face, annotation 0). Both return slots of a dual return see the same fog and the
-        same particles.
+        same particles. ``draws``: the frame's :class:`sensors.lidar.signal.ChainDraws` (None:
+        the chain draws them from the frame's streams).
         """
         origins, dirs, bias, shape = batch.origins, batch.directions, batch.bias, batch.shape
         oid = hits.object_id
-        n_lasers = shape[-1]
         front_echo = None
         if isinstance(echo, FrontEcho):
             front_echo, echo = echo, None
         elif echo is not None and len(echo) == 4:
             front_echo, echo = echo[3], echo[:3]
+        if front_echo is None and not (self._has_surfaces or self._has_retro) and self._fog is None \
+                and particles is None:
+            return self._measure_in_parts(k, t, hits, batch, echo, mode, draws)
         if echo is None:
             measured = hits.distance
             tp = None if front_echo is None else front_echo.throughput
@@ -573,11 +599,12 @@ class PulsedLidar(Sensor):
         if self._has_surfaces or self._has_retro:
             p = self.params
             halo = Halo(dirs, p["halo_level_db"], p["halo_pitch_rad"], p["halo_slope"], self._half_div)
-        gain = np.tile(self._laser_gain(n_lasers), int(np.prod(shape[:-1])))
-        sig = lidar_signal_chain(measured, rho, apparent, self._chain, bias_m=bias, gain=gain,
-                                 noise_rng=stream(self.ctx.seed, self.name, k, "noise"),
-                                 detection_rng=stream(self.ctx.seed, self.name, k, "detection"),
-                                 intensity_rng=stream(self.ctx.seed, self.name, k, "intensity"),
+        gain = self._pulse_gain(shape)
+        own = draws is None
+        sig = lidar_signal_chain(measured, rho, apparent, self._chain, bias_m=bias, gain=gain, draws=draws,
+                                 noise_rng=stream(self.ctx.seed, self.name, k, "noise") if own else None,
+                                 detection_rng=stream(self.ctx.seed, self.name, k, "detection") if own else None,
+                                 intensity_rng=stream(self.ctx.seed, self.name, k, "intensity") if own else None,
                                  range_offset_m=self.range_offset_m,
                                  extinction_per_m=self._extinction, fog=self._fog,
                                  fog_rng=None if self._fog is None else stream(self.ctx.seed, self.name, k, "fog"),
@@ -601,6 +628,59 @@ class PulsedLidar(Sensor):
             oid = hits.object_id
         reported = origins + dirs * sig.distance_noisy[:, None]          # on the emitted ray: mirror ghosts
         return self._frame(t, hits, batch, sig, reported)
+
+    def _pulse_gain(self, shape):
+        """Each pulse's laser gain (:meth:`_laser_gain`) over a pulse grid of ``shape`` (laser
+        last), (n,); kept for the next frame (the same every frame)."""
+        cache = getattr(self, "_pulse_gain_cache", None)
+        if cache is None or cache[0] != tuple(shape):
+            cache = (tuple(shape), np.tile(self._laser_gain(shape[-1]), int(np.prod(shape[:-1]))))
+            self._pulse_gain_cache = cache
+        return cache[1]
+
+    def _measure_in_parts(self, k, t, hits, batch: PulseBatch, echo, mode, draws):
+        """:meth:`_measure` where nothing couples the pulses (no glass, water, retroreflector,
+        fog or precipitation in the run): the signal chain and the reported points over parts of
+        the pulses at once on the caster's threads (:meth:`hifi.api.model.Sensor.run_chunks`;
+        numpy releases the GIL inside its loops), then the dataset. Every quantity is the
+        pulse's own, computed element by element as in one piece, and the random numbers are
+        the frame's draws (:func:`sensors.lidar.signal.chain_draws`) sliced, so the bits are
+        those of one piece whatever the parts."""
+        shape = batch.shape
+        n = int(np.prod(shape))
+        if draws is None:
+            seed, name = self.ctx.seed, self.name
+            draws = chain_draws(n, stream(seed, name, k, "noise"), stream(seed, name, k, "detection"),
+                                stream(seed, name, k, "intensity"))
+        gain = self._pulse_gain(shape)
+        focal = self._focal_compensation(shape)
+        offset = self.range_offset_m
+        # a textured part's reflectance is looked up for all hits at once (its texels by object)
+        refl = self._reflectance(hits, batch.times) if echo is None and self._textures else None
+        power, snr, apparent, d_noisy, intensity = (np.empty(n) for _ in range(5))
+        det = np.empty(n, dtype=bool)
+        reported = np.empty((3, n))              # x, y, z rows: the columns of the (n, 3) points
+
+        def part(a, b):
+            if echo is None:
+                h = Hits(*(getattr(hits, f)[a:b] for f in Hits.__dataclass_fields__))
+                r = self._reflectance(h, batch.times[a:b]) if refl is None else refl[a:b]
+                measured = h.distance
+                rho, app = self._threshold_reflectivity(h.object_id, None, r), self._return_reflectivity(h, None, r)
+            else:
+                measured, rho, energy = (np.asarray(x)[a:b] for x in echo)
+                app = np.where(np.isfinite(measured), np.nan_to_num(energy) * measured ** 2, np.nan)
+            sig = lidar_signal_chain(
+                measured, rho, app, self._chain, bias_m=batch.bias[a:b], gain=gain[a:b],
+                draws=ChainDraws(draws.noise[a:b], draws.detection[:, a:b], draws.intensity[a:b]),
+                range_offset_m=offset[a:b] if np.ndim(offset) else offset, extinction_per_m=self._extinction,
+                mode=mode, focal=None if focal is None else FocalCompensation(*(f[a:b] for f in focal)))
+            power[a:b], snr[a:b], apparent[a:b], det[a:b], d_noisy[a:b], intensity[a:b] = sig[:6]
+            for c in range(3):                   # on the emitted ray
+                np.add(batch.origins[a:b, c], batch.directions[a:b, c] * sig.distance_noisy, out=reported[c, a:b])
+
+        self.run_chunks(part, n)
+        return self._frame(t, hits, batch, SignalChain(power, snr, apparent, det, d_noisy, intensity), reported.T)
 
     @staticmethod
     def _surface_hits(hits, front, sig, origins, dirs, front_brighter):
@@ -645,7 +725,7 @@ class PulsedLidar(Sensor):
                            distance_noisy=sig.distance_noisy, points_noisy=reported, intensity=sig.intensity,
                            intensity_long_name=self.intensity_long_name, intensity_valid_max=p["intensity_max"],
                            received_power=sig.received_power,
-                           snr=sig.snr, reflectivity=sig.reflectivity, extra=extra)
+                           snr=sig.snr, reflectivity=sig.reflectivity, extra=extra, threads=self.threads)
 
     def _axis_coords(self):
         return axis_coords()

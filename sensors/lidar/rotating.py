@@ -127,8 +127,8 @@ class RotatingLidar(PulsedLidar):
         return range_layout((self._n_steps(), self._n_lasers()) + dual, annotation=True, signal=True)
 
     def setup_bytes(self):
-        # per pulse: time, direction, origin, yaw, pitch, bias, and the sub-rays kept
-        return (80 + self._subray_bytes()) * self._n_steps() * self._n_lasers()
+        # per pulse: time, direction, origin, yaw, pitch, bias, laser gain, and the sub-rays kept
+        return (88 + self._subray_bytes()) * self._n_steps() * self._n_lasers()
 
     @classmethod
     def _params(cls, **kw):
@@ -226,12 +226,17 @@ class RotatingLidar(PulsedLidar):
                 "return_mode": self.params["return_mode"]}
 
     def step(self, k, t):
-        times = t + self._dt.ravel()
         shape = (self.n_steps, self.calib.n_lasers)
+        times = t + self._dt.ravel()
+        draws = []                                # the chain's draws, started beside this thread's work
+
+        def start_draws():
+            draws.append(self._start_draws(k, shape[0] * shape[1]))
         hits, origins, dirs, echoes = self._cast_beams(self._dirs, times, self._origins, grid=shape,
-                                                       ring_order=np.argsort(self.calib.elevation_rad))
+                                                       ring_order=np.argsort(self.calib.elevation_rad),
+                                                       start_beside=start_draws)
         batch = PulseBatch(origins, dirs, self._bias, ("step", "laser"), shape, times, self._yaw, self._pitch)
-        return self._measure_returns(k, t, hits, batch, echoes)
+        return self._measure_returns(k, t, hits, batch, echoes, draws[0] if draws else None)
 
 
 #: Velodyne defaults shared by the three models (sources in each string).

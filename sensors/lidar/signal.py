@@ -257,10 +257,27 @@ class ChainParams(NamedTuple):
         return cls(**{name: params[name] for name in cls._fields})
 
 
-def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *, bias_m, gain, noise_rng,
-                       detection_rng, intensity_rng, range_offset_m=0.0, extinction_per_m=None, fog=None,
+class ChainDraws(NamedTuple):
+    """The random numbers :func:`lidar_signal_chain` draws for its pulses in every weather
+    (:func:`chain_draws`): drawn beforehand, on another thread while the frame casts, they are
+    the same numbers."""
+
+    noise: np.ndarray       #: (n,) standard normal deviates of the range noise (``noise_rng``)
+    detection: np.ndarray   #: (2, n) uniform [0, 1): detection and drop-out (``detection_rng``)
+    intensity: np.ndarray   #: (n,) standard normal deviates of the intensity (``intensity_rng``)
+
+
+def chain_draws(n: int, noise_rng, detection_rng, intensity_rng) -> ChainDraws:
+    """The :class:`ChainDraws` of ``n`` pulses from the three (distinct) streams of
+    :func:`lidar_signal_chain`, each drawn as the chain draws it."""
+    return ChainDraws(noise_rng.standard_normal((n,)), detection_rng.random((2, n)),
+                      intensity_rng.standard_normal((n,)))
+
+
+def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *, bias_m, gain, noise_rng=None,
+                       detection_rng=None, intensity_rng=None, range_offset_m=0.0, extinction_per_m=None, fog=None,
                        fog_rng=None, particles=None, mode="strongest", front=None, halo=None,
-                       surface_rng=None, focal=None) -> SignalChain:
+                       surface_rng=None, focal=None, draws=None) -> SignalChain:
     """Measurement chain of a pulsed lidar after the cast: power, SNR, detection, noise, intensity.
 
     Parameters
@@ -278,7 +295,7 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
         Per-laser range bias [m] and intensity gain of each ray.
     noise_rng, detection_rng, intensity_rng : numpy.random.Generator
         Independent streams; ``noise_rng`` gives the range noise first (one normal deviate per
-        ray), as BlenSor Eq. 2 did before this chain existed.
+        ray), as BlenSor Eq. 2 did before this chain existed. Not needed with ``draws``.
     extinction_per_m : float, optional
         Two-way path extinction [1/m] (weather, :meth:`sensors.weather.Weather.extinction`);
         None: the clear air of ``visibility_m``.
@@ -313,6 +330,9 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
         The HDL-64E S2's per-laser intensity distance compensation of each ray: the raw byte
         (received power relative to the laser's focal distance) plus the compensation; None:
         the range-compensated reflectivity code.
+    draws : ChainDraws, optional
+        The three streams' numbers drawn beforehand (:func:`chain_draws` of the same streams,
+        ``n`` pulses); None: drawn here.
 
     Notes
     -----
@@ -365,7 +385,7 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
                                  overlap=overlap_factor(d, c.full_overlap_m))
     power = np.where(hit, power, np.nan)
     snr = power / c.noise_power_w
-    z = noise_rng.standard_normal(d.shape)
+    z = noise_rng.standard_normal(d.shape) if draws is None else draws.noise
     if c.noise_sigma_m is not None:
         sigma = float(c.noise_sigma_m)
     else:
@@ -374,7 +394,7 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
     d_noisy = _on_range_grid(d + np.asarray(bias_m, dtype=float) + sigma * z, c, range_offset_m)
     with np.errstate(invalid="ignore"):
         in_range = hit & (d >= c.min_range_m) & (d <= c.max_range_m)
-    u = detection_rng.random((2,) + d.shape)
+    u = detection_rng.random((2,) + d.shape) if draws is None else draws.detection
     if c.detection_model == "snr":
         p_d = detection_probability(snr, c.snr_threshold)
         det = in_range & (u[0] < p_d) & (u[1] >= c.dropout_probability)
@@ -469,12 +489,14 @@ def lidar_signal_chain(distance_m, reflectivity, apparent_reflectivity, chain, *
         r_atm = np.where(atmos, r_a, np.nan)
     if focal is None:
         intensity = reported_intensity(apparent, snr, gain, intensity_rng, full_scale=c.intensity_full_scale,
-                                       max_code=c.intensity_max, exponent=c.intensity_exponent)
+                                       max_code=c.intensity_max, exponent=c.intensity_exponent,
+                                       deviates=None if draws is None else draws.intensity)
     else:
         raw_scale = velodyne_raw_intensity_scale(d_noisy, focal.focal_distance_m, full_overlap_m=c.full_overlap_m,
                                                  extinction_per_m=alpha)
         raw = reported_intensity(apparent * raw_scale, snr, gain, intensity_rng, full_scale=c.intensity_full_scale,
-                                 max_code=c.intensity_max, exponent=c.intensity_exponent)
+                                 max_code=c.intensity_max, exponent=c.intensity_exponent,
+                                 deviates=None if draws is None else draws.intensity)
         intensity = velodyne_focal_compensation(raw, d_noisy - focal.dist_correction_m, focal.focal_distance_m,
                                                 focal.focal_slope, min_code=focal.min_intensity,
                                                 max_code=focal.max_intensity)
