@@ -29,6 +29,16 @@ LMS291_REFERENCE_POWER_W = 75.0 * 0.5 * (np.pi * 0.03 ** 2 / 4.0) / np.pi
 LMS291_THRESHOLD_SNR = 4.75
 
 
+def _shared_value(table):
+    """The value every object's entry of ``table`` (an object table, the entry of id -1 last)
+    holds, bit for bit; None if they differ or there is no object."""
+    objects = np.ascontiguousarray(table[:-1], dtype=np.float64)
+    bits = objects.view(np.uint64)
+    if objects.size and np.all(bits == bits[0]):
+        return objects[0]
+    return None
+
+
 class SickLMS291(Sensor):
     """SICK LMS291 line scanner whose every pulse is a diverging Gaussian beam of N sub-rays.
 
@@ -154,6 +164,13 @@ class SickLMS291(Sensor):
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
+        # A mirror fraction or roughness that every object shares (a scene without mirrors, one
+        # roughness) goes to lambertian_return as that one number instead of a gather per
+        # sub-ray: the same operations on the same values, so the same bits. The entry of a
+        # miss (-1, last) is left out: a miss's energy is set to 0 whatever it is.
+        self._mirror_all = _shared_value(self._mirror)
+        self._rough_all = _shared_value(self._rough)
+        self._row0 = np.arange(n_steps)[:, None] * self.n_sub     # first sub-ray of each pulse
         # Weather (sensors.weather): two-way extinction of fog, rain and snow on every sub-ray
         # at 905 nm (LMS291 data sheet); this model has no clear-air term, so clear weather is 0.
         w = weather_of(ctx)
@@ -206,8 +223,10 @@ class SickLMS291(Sensor):
         origins, dirs, times_b = self._scene_subrays(times)
         hits = self.ctx.caster.cast(origins, dirs, times_b, p["max_range_m"], out=self._cast_out())
         oid, dist = hits.object_id, hits.distance
+        mirror = self._mirror[oid] if self._mirror_all is None else self._mirror_all
+        rough = self._rough[oid] if self._rough_all is None else self._rough_all
         energy = lambertian_return(self._textures.reflectance(self._refl, hits, times), hits.cos_incidence, dist,
-                                   self._mirror[oid], roughness_rad=self._rough[oid])
+                                   mirror, roughness_rad=rough)
         energy *= self._sub_weights        # in place: the same product, one array fewer
         if self._extinction > 0.0:
             energy *= np.exp(-2.0 * self._extinction * np.nan_to_num(dist))
@@ -237,11 +256,11 @@ class SickLMS291(Sensor):
                          rep(hits.direction[ax]), rep(oid[ax]), rep(hits.face_index[ax]),
                          rep(hits.bounces[ax]))
         pts = rep(origins[ax]) + rep(dirs[ax]) * noisy.reshape(-1)[:, None]
-        sub_obj = oid.reshape(n_steps, n_sub)
-        ret_obj = np.where(dominant >= 0, np.take_along_axis(sub_obj, np.maximum(dominant, 0), axis=1), -1)
+        ret_obj = oid[self._row0 + np.maximum(dominant, 0)]      # int32, (n_steps, m)
+        ret_obj[dominant < 0] = -1
         dims, shape = ("step", "return"), (n_steps, m)
         extra = {
-            "return_object_id": Var(dims, ret_obj.astype(np.int32), "1",
+            "return_object_id": Var(dims, ret_obj, "1",
                                     "object carrying most of the return's energy, -1 for none"),
             "annotation": annotation_var(dims, self._class[axis_hits.object_id].reshape(shape),
                                          self.ctx.scene.class_names),
