@@ -29,6 +29,16 @@ LMS291_REFERENCE_POWER_W = 75.0 * 0.5 * (np.pi * 0.03 ** 2 / 4.0) / np.pi
 LMS291_THRESHOLD_SNR = 4.75
 
 
+def _shared_value(table):
+    """The value every object's entry of ``table`` (an object table, the entry of id -1 last)
+    holds, bit for bit; None if they differ or there is no object."""
+    objects = np.ascontiguousarray(table[:-1], dtype=np.float64)
+    bits = objects.view(np.uint64)
+    if objects.size and np.all(bits == bits[0]):
+        return objects[0]
+    return None
+
+
 class SickLMS291(Sensor):
     """SICK LMS291 line scanner whose every pulse is a diverging Gaussian beam of N sub-rays.
 
@@ -128,7 +138,10 @@ class SickLMS291(Sensor):
         return True
 
     def setup_bytes(self):
-        # sub-ray offsets and directions (n, 3), float64
+        # sub-ray offsets and directions (n, 3), float64. The hit arrays (89 B a sub-ray) and, for
+        # a sensor on a fixed body, the scene-frame sub-rays (48 B), kept from frame to frame
+        # (_cast_out, _scene_subrays), are counted in WORKING_BYTES_PER_RAY, calibrated when
+        # every step made them afresh (the peak of a step is the same).
         return 48 * self.rays_per_frame()
 
     def setup(self, ctx):
@@ -144,6 +157,8 @@ class SickLMS291(Sensor):
         self._offsets = off.reshape(-1, 3)
         self._dirs = d.reshape(-1, 3)
         self._dt = (self.scan - self.scan[0]) / (2.0 * np.pi * self.rate_hz)
+        self._hits = None                     # the cast's arrays (_cast_out), made by the first step
+        self._rays, self._rays_key = None, None   # scene-frame sub-rays of a fixed pose (_scene_subrays)
         self.n_returns = 2 if p["return_mode"] == "dual" else 1
         # Receiver window: every return within the maximum range (twice, for mirror paths).
         self.n_bins = self._n_bins()
@@ -152,6 +167,13 @@ class SickLMS291(Sensor):
         self._mirror = ctx.scene.object_table("mirror")
         self._rough = ctx.scene.object_table("roughness_rad")
         self._class = ctx.scene.object_table("class_id")
+        # A mirror fraction or roughness that every object shares (a scene without mirrors, one
+        # roughness) goes to lambertian_return as that one number instead of a gather per
+        # sub-ray: the same operations on the same values, so the same bits. The entry of a
+        # miss (-1, last) is left out: a miss's energy is set to 0 whatever it is.
+        self._mirror_all = _shared_value(self._mirror)
+        self._rough_all = _shared_value(self._rough)
+        self._row0 = np.arange(n_steps)[:, None] * self.n_sub     # first sub-ray of each pulse
         # Weather (sensors.weather): two-way extinction of fog, rain and snow on every sub-ray
         # at 905 nm (LMS291 data sheet); this model has no clear-air term, so clear weather is 0.
         w = weather_of(ctx)
@@ -170,21 +192,52 @@ class SickLMS291(Sensor):
     def attrs(self):
         return {"n_subrays": self.n_sub, "return_mode": self.params["return_mode"]}
 
+    def _cast_out(self) -> Hits:
+        """This model's hit arrays, kept from frame to frame (``Sensor.cast``'s ``out``): the
+        step reads every output of the sub-rays but hands on only copies of the beam axis's
+        rows, so no frame keeps them, and the cast does not fault in fresh arrays each frame."""
+        n = self.rays_per_frame()
+        hits = self._hits
+        if hits is None or len(hits.distance) != n:
+            hits = self._hits = Hits(np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)),
+                                     np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
+                                     np.empty(n, dtype=np.int8))
+        return hits
+
+    def _scene_subrays(self, times):
+        """The sub-rays in the scene frame, as :meth:`Sensor.cast` makes them:
+        ``(origins, directions, times)``. On a body that does not move, every sub-ray of every
+        frame leaves from one pose, so they are the same rows each frame: kept from the last
+        frame while the pose's rotation matrix and translation have the same bits (the caster
+        only reads them; the step hands on copies of the axis rows)."""
+        if self.ctx.scene.is_moving(self.name):
+            return self._scene_rays(self._dirs, times, self._offsets)
+        pose = self.pose_at(times[0])
+        key = (pose.rotation.as_matrix().tobytes(), np.asarray(pose.translation, dtype=float).tobytes())
+        if key != self._rays_key:
+            self._rays = self._scene_rays(self._dirs, times, self._offsets)[:2]
+            self._rays_key = key
+        return (*self._rays, times)
+
     def step(self, k, t):
         p = self.params
         n_steps, n_sub = len(self.scan), self.n_sub
         times = np.repeat(t + self._dt, n_sub)
-        hits, origins, dirs = self.cast(self._dirs, times, p["max_range_m"], self._offsets)
-        oid = hits.object_id
-        energy = (self._sub_weights
-                  * lambertian_return(self._textures.reflectance(self._refl, hits, times), hits.cos_incidence,
-                                      hits.distance, self._mirror[oid], roughness_rad=self._rough[oid]))
+        origins, dirs, times_b = self._scene_subrays(times)
+        hits = self.ctx.caster.cast(origins, dirs, times_b, p["max_range_m"], out=self._cast_out())
+        oid, dist = hits.object_id, hits.distance
+        mirror = self._mirror[oid] if self._mirror_all is None else self._mirror_all
+        rough = self._rough[oid] if self._rough_all is None else self._rough_all
+        energy = lambertian_return(self._textures.reflectance(self._refl, hits, times), hits.cos_incidence, dist,
+                                   mirror, roughness_rad=rough)
+        energy *= self._sub_weights        # in place: the same product, one array fewer
         if self._extinction > 0.0:
-            energy = energy * np.exp(-2.0 * self._extinction * np.nan_to_num(hits.distance))
+            energy *= np.exp(-2.0 * self._extinction * np.nan_to_num(dist))
         # a sub-ray that meets a surface through the emitter (distance 0: a scanner mounted on
-        # it) brings back no energy: no echo at range 0
-        energy = np.where(hits.hit & (np.nan_to_num(hits.distance) > 0.0), energy, 0.0).reshape(n_steps, n_sub)
-        rng_sub = hits.distance.reshape(n_steps, n_sub)
+        # it) brings back no energy: no echo at range 0 (``dist > 0`` is False for NaN, a miss)
+        energy[~((oid >= 0) & (dist > 0.0))] = 0.0
+        energy = energy.reshape(n_steps, n_sub)
+        rng_sub = dist.reshape(n_steps, n_sub)
         echoes = beam_echoes(rng_sub, energy, bin_width_s=p["bin_width_s"], pulse_width_s=p["pulse_width_s"],
                              mode=p["return_mode"], detection_threshold=p["detection_threshold"],
                              cutoff_m=p["cutoff_m"], gate_bins=self.n_bins if p["store_waveform"] else 0,
@@ -194,21 +247,23 @@ class SickLMS291(Sensor):
         noisy = reported + p["noise_sigma_m"] * rand.standard_normal(reported.shape)
         detected = np.isfinite(reported)
         # Beam axis = sub-ray 0 of every pulse: the truth and the line the reported point is on.
-        ax = slice(None, None, n_sub)          # strided views: no index array, one copy each below
+        # Strided views copied (np.array copies even at one sub-ray, where the view is the
+        # whole hit array this model reuses next frame).
+        ax = slice(None, None, n_sub)
         m = self.n_returns
         if m == 1:
-            rep = np.ascontiguousarray
+            rep = np.array
         else:
             rep = lambda a: np.repeat(a, m, axis=0)  # noqa: E731
-        axis_hits = Hits(rep(hits.distance[ax]), rep(hits.point[ax]), rep(hits.normal[ax]),
-                         rep(hits.direction[ax]), rep(hits.object_id[ax]), rep(hits.face_index[ax]),
+        axis_hits = Hits(rep(dist[ax]), rep(hits.point[ax]), rep(hits.normal[ax]),
+                         rep(hits.direction[ax]), rep(oid[ax]), rep(hits.face_index[ax]),
                          rep(hits.bounces[ax]))
         pts = rep(origins[ax]) + rep(dirs[ax]) * noisy.reshape(-1)[:, None]
-        sub_obj = oid.reshape(n_steps, n_sub)
-        ret_obj = np.where(dominant >= 0, np.take_along_axis(sub_obj, np.maximum(dominant, 0), axis=1), -1)
+        ret_obj = oid[self._row0 + np.maximum(dominant, 0)]      # int32, (n_steps, m)
+        ret_obj[dominant < 0] = -1
         dims, shape = ("step", "return"), (n_steps, m)
         extra = {
-            "return_object_id": Var(dims, ret_obj.astype(np.int32), "1",
+            "return_object_id": Var(dims, ret_obj, "1",
                                     "object carrying most of the return's energy, -1 for none"),
             "annotation": annotation_var(dims, self._class[axis_hits.object_id].reshape(shape),
                                          self.ctx.scene.class_names),

@@ -217,3 +217,26 @@ def test_frames_equal_the_numpy_receiver_bit_for_bit(mode):
     assert np.isfinite(reported).sum() > 100
     if mode == "dual":                                              # pulses with two echoes
         assert np.sum(reported[:, 1] - reported[:, 0] > 0.5) >= 2
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_shared_mirror_and_roughness_gives_the_gathered_bits(monkeypatch, shared):
+    """Regression test: the LADAR passes a mirror fraction or roughness that every object
+    shares to ``lambertian_return`` as one number instead of a per-sub-ray gather; the frame
+    must be bit for bit the one the gather gives (materials that share them, and ones that
+    differ, where the gather is the only path)."""
+    import sensors.ladar as ladar
+    rough = {"roughness_deg": 12.0, "mirror": 0.25}
+    d = _scene([WALL, {"name": "plate", "mesh": "plane", "size_m": [4, 4], "material": "p",
+                       "position_m": [8, -2, 0], "rpy_deg": [0, -80, 0]}],
+               {"n_subrays": 19, "fov_deg": 60.0, "angular_step_deg": 2.0})
+    d["materials"] = {"w": {"reflectivity": 0.8, **rough},
+                      "p": {"reflectivity": 0.4, **(rough if shared else {"roughness_deg": 30.0})}}
+    first = hifi.Simulation.from_dict(d).run()["ladar"]
+    if shared:
+        assert ladar._shared_value(np.array([0.25, 0.25, np.nan])) == 0.25
+    monkeypatch.setattr(ladar, "_shared_value", lambda table: None)
+    gathered = hifi.Simulation.from_dict(d).run()["ladar"]
+    assert np.any(first.detected.values)
+    for name in first.data_vars:
+        assert first[name].values.tobytes() == gathered[name].values.tobytes(), name
