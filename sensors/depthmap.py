@@ -80,8 +80,12 @@ class DepthMap(Sensor):
     }
 
     SIZE_PARAMS = {"resolution_x": "lower", "resolution_y": "lower"}
-    #: Calibrated (benchmarks/calibrate_memory.py, fitted 73 B): the rays in the scene frame,
-    #: the caster's hits and the float32 conversions of one frame.
+    #: Calibrated (benchmarks/calibrate_memory.py, fitted 73 B, 70 B again on 2026-11-28): the
+    #: rays in the scene frame, the caster's hits and the float32 conversions of one frame, as
+    #: the general cast makes them. A frame made inside the cast (:meth:`_fused_images`, a scene
+    #: where only static surfaces end rays, as in the calibration scene) fits 1 B, but a model's
+    #: estimate is made before it knows its scene, and a mirror, a pane, water or a moving
+    #: object takes the general cast: the value stays that path's.
     WORKING_BYTES_PER_RAY = 75.0
 
     def rays_per_frame(self):
@@ -96,9 +100,10 @@ class DepthMap(Sensor):
                 "sensor_orientation": ((4,), np.dtype(np.float64))}
 
     def setup_bytes(self):
-        # directions (rows, cols, 3) and cos_axis, float64. The cast's distance and point, kept
-        # from frame to frame (_cast_out), are counted in WORKING_BYTES_PER_RAY, calibrated when
-        # every frame allocated them afresh with normals and directions (48 B a pixel more).
+        # directions (rows, cols, 3) and cos_axis, float64. The general cast's distance and
+        # point, kept from frame to frame (_cast_out), are counted in WORKING_BYTES_PER_RAY,
+        # calibrated when every frame allocated them afresh with normals and directions (48 B a
+        # pixel more); a frame made inside the cast has none.
         return 32 * self.rays_per_frame()
 
     def setup(self, ctx):
