@@ -116,6 +116,7 @@ class DepthMap(Sensor):
         self._cos_rows = np.ascontiguousarray(self._cos, dtype=float).reshape(-1)
         self._class = ctx.scene.object_table("class_id")
         self._hit_rows = None
+        self._frame_declined = False
 
     def _cast_out(self):
         """The cast's output arrays (:meth:`hifi.caster.RayCaster.cast`'s ``out``): distance and
@@ -158,7 +159,7 @@ class DepthMap(Sensor):
         cast and :meth:`_image_kernel`, so the same bytes, without the frame's directions,
         distance and points written out in float64 and read back."""
         cast_frame = getattr(self.ctx.caster, "cast_frame", None)
-        if cast_frame is None:
+        if cast_frame is None or self._frame_declined:
             return None
         from hifi._cast_kernel import depth_rows
         n = self.rays_per_frame()
@@ -173,6 +174,9 @@ class DepthMap(Sensor):
         pose = self.pose_at(np.asarray(t, dtype=float))
         if not cast_frame(pose.translation, pose.rotation.as_matrix(), self._dir_rows, self.params["max_range_m"],
                           finish):
+            # what decides it (the scene's mirrors, panes, water and moving objects, the
+            # backend) holds for the run: the next frames go to the general cast at once
+            self._frame_declined = True
             return None
         shape = self._dirs.shape[:2]
         return tuple(a.reshape(shape) for a in out)
