@@ -90,6 +90,16 @@ class _Recorder:
             self.casts.append((np.asarray(origins, float), np.asarray(directions, float), max_range_m))
         return self.caster.cast(origins, directions, times, max_range_m, **out)
 
+    def cast_frame(self, origin, rotation, directions_sensor, max_range_m, finish):
+        """:meth:`hifi.caster.RayCaster.cast_frame` (a depth map's fused frame), its rays recorded
+        as :meth:`cast` records them (one origin, the directions rotated to the scene frame)."""
+        done = self.caster.cast_frame(origin, rotation, directions_sensor, max_range_m, finish)
+        if done and self.armed:
+            n = len(directions_sensor)
+            self.casts.append((np.broadcast_to(np.asarray(origin, float), (n, 3)),
+                               directions_sensor @ np.asarray(rotation, float).T, max_range_m))
+        return done
+
     def close(self):
         self.caster.close()
 

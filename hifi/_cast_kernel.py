@@ -7,7 +7,8 @@ directions normalised in the same pass, for the first segment of a trace),
 of :func:`hifi.caster.tracing._first_segment` (normal toward the ray, hit point, misses NaN), one
 pass each; :func:`settle_static` and :func:`tie_keys` apply the edge-tie rule
 (:func:`hifi.caster.settle_ties`) with one arithmetic, :func:`_tie_pair`; :func:`range_image`
-makes a depth camera's images. Each floating-point operation is the one numpy would do, in
+makes a depth camera's images from the hits, :func:`depth_rows` from Embree's arrays of a chunk
+(:meth:`hifi.caster.RayCaster.cast_frame`). Each floating-point operation is the one numpy would do, in
 numpy's order (no ``fastmath``): ``sqrt((x^2 + y^2) + z^2)`` as :func:`hifi.caster._rows.row_norm`,
 dot products left to right, float32 comparisons of Embree's barycentrics as numpy makes them
 with a Python float; ``tests/oracles/cast_kernel.py`` writes each with numpy and
@@ -178,6 +179,42 @@ def range_image(a, b, dist, point, oid, cos_axis, class_table,
         z32[i] = np.float32(point[i, 2])
         o = oid[i]
         class_ids[i] = class_table[o if o >= 0 else last]
+
+
+@numba.njit(cache=True, nogil=True)
+def depth_rows(a, o, d, tfar, geom_id, geom_object, cos_axis, class_table,
+               distance32, depth32, x32, y32, z32, object_id, class_ids):  # pragma: no cover (compiled)
+    """A depth camera's pixels ``a:a + len(tfar)`` straight from Embree's arrays of their chunk
+    (:meth:`hifi.caster.RayCaster.cast_frame`): what :func:`static_hits`, :func:`finish_hits`
+    and :func:`range_image` make of them one after the other, in one pass and with their
+    operations, for a frame with no tie rule to apply to what it keeps (distance, point and
+    object only) and no mirror: the distance ``float64(tfar)`` (NaN on a miss), the point
+    ``o + d t``, both to float32, ``float32(distance x cos_axis)``, the object (-1) and its
+    class (-1: the table's last entry). ``o`` one row every ray shares, ``d`` the chunk's unit
+    float64 directions; ``tfar``, ``geom_id``, ``d`` indexed from 0, the images from ``a``."""
+    last = class_table.shape[0] - 1
+    for i in range(tfar.shape[0]):
+        j = a + i
+        g = geom_id[i]
+        if g < 0:
+            t = np.nan
+            ob = -1
+            px = np.nan
+            py = np.nan
+            pz = np.nan
+        else:
+            t = np.float64(tfar[i])
+            ob = geom_object[g]
+            px = o[0, 0] + d[i, 0] * t
+            py = o[0, 1] + d[i, 1] * t
+            pz = o[0, 2] + d[i, 2] * t
+        distance32[j] = np.float32(t)
+        depth32[j] = np.float32(t * cos_axis[j])
+        x32[j] = np.float32(px)
+        y32[j] = np.float32(py)
+        z32[j] = np.float32(pz)
+        object_id[j] = ob
+        class_ids[j] = class_table[ob if ob >= 0 else last]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

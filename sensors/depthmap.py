@@ -80,8 +80,12 @@ class DepthMap(Sensor):
     }
 
     SIZE_PARAMS = {"resolution_x": "lower", "resolution_y": "lower"}
-    #: Calibrated (benchmarks/calibrate_memory.py, fitted 73 B): the rays in the scene frame,
-    #: the caster's hits and the float32 conversions of one frame.
+    #: Calibrated (benchmarks/calibrate_memory.py, fitted 73 B, 70 B again on 2026-11-28): the
+    #: rays in the scene frame, the caster's hits and the float32 conversions of one frame, as
+    #: the general cast makes them. A frame made inside the cast (:meth:`_fused_images`, a scene
+    #: where only static surfaces end rays, as in the calibration scene) fits 1 B, but a model's
+    #: estimate is made before it knows its scene, and a mirror, a pane, water or a moving
+    #: object takes the general cast: the value stays that path's.
     WORKING_BYTES_PER_RAY = 75.0
 
     def rays_per_frame(self):
@@ -96,9 +100,10 @@ class DepthMap(Sensor):
                 "sensor_orientation": ((4,), np.dtype(np.float64))}
 
     def setup_bytes(self):
-        # directions (rows, cols, 3) and cos_axis, float64. The cast's distance and point, kept
-        # from frame to frame (_cast_out), are counted in WORKING_BYTES_PER_RAY, calibrated when
-        # every frame allocated them afresh with normals and directions (48 B a pixel more).
+        # directions (rows, cols, 3) and cos_axis, float64. The general cast's distance and
+        # point, kept from frame to frame (_cast_out), are counted in WORKING_BYTES_PER_RAY,
+        # calibrated when every frame allocated them afresh with normals and directions (48 B a
+        # pixel more); a frame made inside the cast has none.
         return 32 * self.rays_per_frame()
 
     def setup(self, ctx):
@@ -106,8 +111,12 @@ class DepthMap(Sensor):
         p = self.params
         self._dirs, self._cos = pinhole_directions(p["resolution_x"], p["resolution_y"],
                                                    np.radians(p["fov_x_deg"]))
+        # the same arrays as rows, for the kernels
+        self._dir_rows = np.ascontiguousarray(self._dirs.reshape(-1, 3))
+        self._cos_rows = np.ascontiguousarray(self._cos, dtype=float).reshape(-1)
         self._class = ctx.scene.object_table("class_id")
         self._hit_rows = None
+        self._frame_declined = False
 
     def _cast_out(self):
         """The cast's output arrays (:meth:`hifi.caster.RayCaster.cast`'s ``out``): distance and
@@ -128,7 +137,7 @@ class DepthMap(Sensor):
         n = hits.distance.shape[0]
         out = [np.empty(n, dtype=np.float32) for _ in range(5)] + [np.empty(n, dtype=self._class.dtype)]
         args = (hits.distance, hits.point, np.ascontiguousarray(hits.object_id, dtype=np.int32),
-                np.ascontiguousarray(self._cos, dtype=float).reshape(-1), self._class, *out)
+                self._cos_rows, self._class, *out)
         self.run_chunks(range_image, n, *args)
         return tuple(a.reshape(shape) for a in out)
 
@@ -141,12 +150,47 @@ class DepthMap(Sensor):
         f = (w / 2.0) / np.tan(np.radians(self.params["fov_x_deg"]) / 2.0)
         return {"focal_length_px": f, "principal_point_px": np.array([w / 2.0, h / 2.0])}
 
+    def _fused_images(self, t):
+        """The images of :meth:`step` made chunk by chunk inside the cast
+        (:meth:`hifi.caster.RayCaster.cast_frame` with :func:`hifi._cast_kernel.depth_rows`):
+        ``(distance, depth, x, y, z, object_id, class_ids)``, or None where the caster has no
+        such path for this scene (a mirror, glass, water, a moving object, facet ranks: then
+        :meth:`step` casts through :meth:`cast`). The same rays and the same operations as that
+        cast and :meth:`_image_kernel`, so the same bytes, without the frame's directions,
+        distance and points written out in float64 and read back."""
+        cast_frame = getattr(self.ctx.caster, "cast_frame", None)
+        if cast_frame is None or self._frame_declined:
+            return None
+        from hifi._cast_kernel import depth_rows
+        n = self.rays_per_frame()
+        out = [np.empty(n, dtype=np.float32) for _ in range(5)] + [np.empty(n, dtype=np.int32),
+                                                                   np.empty(n, dtype=self._class.dtype)]
+        cos_axis, table = self._cos_rows, self._class
+
+        def finish(a, o, d, tfar, geom_id, geom_object):
+            depth_rows(a, o, d, tfar, geom_id, geom_object, cos_axis, table, *out)
+
+        # the pose as Sensor.cast takes it for rays of one time
+        pose = self.pose_at(np.asarray(t, dtype=float))
+        if not cast_frame(pose.translation, pose.rotation.as_matrix(), self._dir_rows, self.params["max_range_m"],
+                          finish):
+            # what decides it (the scene's mirrors, panes, water and moving objects, the
+            # backend) holds for the run: the next frames go to the general cast at once
+            self._frame_declined = True
+            return None
+        shape = self._dirs.shape[:2]
+        return tuple(a.reshape(shape) for a in out)
+
     def step(self, k, t):
         shape = self._dirs.shape[:2]
-        hits, _, _ = self.cast(self._dirs.reshape(-1, 3), t, self.params["max_range_m"], out=self._cast_out())
-        scene = self.ctx.scene
         dims = ("row", "col")
-        distance, depth, x, y, z, class_ids = self._image_kernel(hits)
+        scene = self.ctx.scene
+        images = self._fused_images(t)
+        if images is None:
+            hits, _, _ = self.cast(self._dirs.reshape(-1, 3), t, self.params["max_range_m"], out=self._cast_out())
+            distance, depth, x, y, z, class_ids = self._image_kernel(hits)
+            images = (distance, depth, x, y, z, hits.object_id.reshape(shape), class_ids)
+        distance, depth, x, y, z, object_id, class_ids = images
         return {
             "timestamp": Var((), np.float64(t), RANGE_VARIABLES["timestamp"][0],
                              "time the image is taken (every pixel at once) since simulation start"),
@@ -156,6 +200,6 @@ class DepthMap(Sensor):
             "x": Var(dims, x, "m", "hit point x, scene frame"),
             "y": Var(dims, y, "m", "hit point y, scene frame"),
             "z": Var(dims, z, "m", "hit point z, scene frame"),
-            "object_id": Var(dims, hits.object_id.reshape(shape), "1", "index of the object hit, -1 for none"),
+            "object_id": Var(dims, object_id, "1", "index of the object hit, -1 for none"),
             "annotation": annotation_var(dims, class_ids, scene.class_names),
         }

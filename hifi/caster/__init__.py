@@ -14,7 +14,8 @@ Three layers:
   the facets are split);
 - :class:`RayCaster`, the public facade the sensors call (``ctx.caster.cast(...)``), which
   also splits the rays over threads (:class:`ChunkPool`; embreex releases the GIL inside
-  ``run``).
+  ``run``); :meth:`RayCaster.cast_frame` hands a camera's chunks of Embree's arrays to the
+  model's kernel where only static surfaces end rays (the depth map's frame).
 
 The package holds one topic per module, layered so that none imports another in a cycle:
 :mod:`~hifi.caster.hits` (the result types and the backend protocol) and

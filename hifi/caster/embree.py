@@ -331,6 +331,26 @@ class EmbreeBackend:
                     np.float32(EDGE_BARY), np.float32(1.0 - EDGE_BARY), normals, *out)
         return out
 
+    def static_only(self) -> bool:
+        """Whether every triangle is in the static group's BVH (no moving object's BVH), so a
+        ray's nearest hit is Embree's hit in that one BVH (:meth:`cast_static_unit`)."""
+        self.build()
+        return len(self._groups) == 1 and self._groups[0].body is None
+
+    def cast_static_unit(self, origin, directions_in, directions, max_distance, o32, d32):
+        """Embree's nearest hits in the static BVH of rays from one ``origin`` (1, 3) along the
+        rows of ``directions_in`` (m, 3), normalised into ``directions`` (m, 3) float64 in the
+        pass that writes Embree's float32 rays into ``o32``, ``d32`` (m, 3) float32
+        (:func:`hifi._cast_kernel.unit_rays32`, as :meth:`nearest_unit`), with the search limit
+        ``max_distance`` [m] (a float): ``(tfar, geomID, geomID -> object index)``, Embree's own
+        arrays (``geomID`` -1 on a miss) for a caller that makes its outputs straight from them
+        (:meth:`hifi.caster.RayCaster.cast_frame`); only where :meth:`static_only`."""
+        from .._cast_kernel import unit_rays32                    # numba: loaded by the first cast
+        g = self._groups[0]
+        unit_rays32(origin, np.ascontiguousarray(g.offset, dtype=float), directions_in, directions, o32, d32)
+        r = g.embree.run(o32, d32, dists=_limit32(max_distance, directions_in.shape[0]), output=1)
+        return r["tfar"], r["geomID"], g.geom_object
+
     def nearest(self, origins, directions, times, max_distance) -> NearestHits:
         """Nearest facet along each ray (see :meth:`NearestHitBackend.nearest`)."""
         return self._nearest(origins, directions, times, max_distance, None, True)

@@ -7,6 +7,8 @@ caster, which it alone wires together.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..constants import MAX_MIRROR_BOUNCES, MIRROR_FOLLOW_THRESHOLD
@@ -20,6 +22,11 @@ from .tracing import SurfaceTable, nearest_step, trace, trace_surfaces
 #: Distance of a hit point from a neighbouring triangle's plane within which that triangle is
 #: taken to contain the point too, relative to the scene extent (2**-20: a few float32 ulp).
 _TIE_PLANE_REL = 2.0**-20
+
+#: Rays below which :meth:`RayCaster.cast_frame` rotates a frame's directions in one matrix
+#: product, at and above it chunk by chunk: the bound of :func:`hifi.api.model._rotate_rows`,
+#: so that the rows are the same products, hence the same bits, as :meth:`RayCaster.cast` gets.
+_ROTATE_CHUNKED = 65536
 
 
 class RayCaster:
@@ -84,6 +91,7 @@ class RayCaster:
         self._tie_cache: dict = {}
         self._tables_built = False
         self._tie_plane_m = _TIE_PLANE_REL * max(scene.extent_m(), 1.0)
+        self._frame_rows = threading.local()       # cast_frame's scratch rows, per thread
 
     @property
     def collective_nearest(self) -> bool:
@@ -215,6 +223,75 @@ class RayCaster:
         return trace(self.backend, origins, directions, times, max_range_m,
                      mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
                      map_chunks=self._map_chunks(), out=out)
+
+    def cast_frame(self, origin, rotation, directions_sensor, max_range_m: float, finish) -> bool:
+        """A camera frame cast and finished chunk by chunk, where nothing but the nearest static
+        surface can end a ray: no full-frame array of rays or hits is written and read again.
+
+        Parameters
+        ----------
+        origin : (3,) float
+            The camera centre, scene frame [m] (every ray leaves it).
+        rotation : (3, 3) float
+            Sensor -> scene rotation matrix.
+        directions_sensor : (n, 3) float64, C-contiguous
+            Unit ray directions in the sensor frame.
+        max_range_m : float
+            Search limit [m].
+        finish : callable
+            ``finish(a, o, d, tfar, geom_id, geom_object)`` for each chunk ``a:a + len(tfar)``
+            on the caster's threads: ``o`` (1, 3) the origin, ``d`` (m, 3) the chunk's unit
+            scene-frame directions, then :meth:`EmbreeBackend.cast_static_unit`'s arrays (scratch
+            that the thread's next chunk overwrites). Its outputs are the caller's to write.
+
+        Returns
+        -------
+        bool
+            True when cast; False, with nothing cast, where a ray could go further or a hit
+            could come from elsewhere than Embree's static BVH, so :meth:`cast` must be used:
+            a scene with glass, water or a mirror, a moving object, a backend other than
+            :class:`EmbreeBackend` casting on this caster's threads (facet ranks, a backend with
+            threads of its own), or no rays.
+
+        Notes
+        -----
+        The rays are those :meth:`hifi.api.model.Sensor.cast` makes: rotated by a matrix
+        product per chunk (whole below :data:`_ROTATE_CHUNKED` rays), normalised in float64
+        and rounded to float32 (:func:`hifi._cast_kernel.unit_rays32`), cast with the
+        float32 limit. The edge-tie rule is not applied: it changes only the face and the
+        normal of a hit, which ``finish`` is not given.
+        """
+        d = directions_sensor
+        n = d.shape[0]
+        if (n == 0 or self._surfaces is not None or bool(np.any(self._mirror_object))
+                or not isinstance(self.backend, EmbreeBackend) or self._map_chunks() is None):
+            return False
+        self.build()
+        if not self.backend.static_only():
+            return False
+        rt = np.asarray(rotation, dtype=float).T
+        whole = d @ rt if n < _ROTATE_CHUNKED else None
+        o = np.ascontiguousarray(np.asarray(origin, dtype=float).reshape(1, 3))
+        limit = float(max_range_m)
+
+        def chunk(a, b):
+            rot, unit, o32, d32 = self._scratch_rows(b - a)
+            rows = whole[a:b] if whole is not None else np.matmul(d[a:b], rt, out=rot)
+            finish(a, o, unit, *self.backend.cast_static_unit(o, rows, unit, limit, o32, d32))
+
+        self.threads.map(chunk, n)
+        return True
+
+    def _scratch_rows(self, m: int):
+        """This thread's rows for :meth:`cast_frame`'s chunk of ``m`` rays: rotated and unit
+        directions (float64), Embree's origins and directions (float32); kept from chunk to
+        chunk, so a frame does not fault in fresh pages for them."""
+        rows = getattr(self._frame_rows, "rows", None)
+        if rows is None or rows[0].shape[0] < m:
+            rows = (np.empty((m, 3)), np.empty((m, 3)), np.empty((m, 3), dtype=np.float32),
+                    np.empty((m, 3), dtype=np.float32))
+            self._frame_rows.rows = rows
+        return tuple(x[:m] for x in rows)
 
     @property
     def has_surfaces(self) -> bool:

@@ -19,7 +19,8 @@ from . import beam, cast_kernel, lidar_kernel
 
 #: (module, names): the kernels the oracles replace.
 KERNELS = {
-    "hifi._cast_kernel": ("rays32", "unit_rays32", "static_hits", "unit_rows", "finish_hits", "range_image", "settle_static", "tie_keys"),
+    "hifi._cast_kernel": ("rays32", "unit_rays32", "static_hits", "unit_rows", "finish_hits", "range_image", "depth_rows",
+                          "settle_static", "tie_keys"),
     "sensors._lidar_kernel": ("edge_flags", "footprint", "probe_leaves"),
 }
 #: The divergent-beam receiver's functions the beam oracle replaces (module attribute lookups

@@ -110,6 +110,23 @@ def range_image(a, b, dist, point, oid, cos_axis, class_table, distance32, depth
     class_ids[s] = class_table[oid[s]]               # -1: the table's last entry
 
 
+def depth_rows(a, o, d, tfar, geom_id, geom_object, cos_axis, class_table,
+               distance32, depth32, x32, y32, z32, object_id, class_ids):
+    """:func:`hifi._cast_kernel.depth_rows` with numpy: the distance and object of
+    :func:`static_hits`, the point of :func:`finish_hits` (misses NaN), then :func:`range_image`."""
+    m = tfar.shape[0]
+    hit = geom_id >= 0
+    obj = np.take(np.append(geom_object, np.int32(-1)), geom_id, mode="wrap").astype(np.int32)
+    dist = tfar.astype(np.float64)
+    np.copyto(dist, np.nan, where=~hit)
+    pt = _multiply_rows(d, dist, out=np.empty((m, 3)))
+    np.add(o, pt, out=pt)
+    s = slice(a, a + m)
+    range_image(0, m, dist, pt, obj, cos_axis[s], class_table, distance32[s], depth32[s], x32[s], y32[s], z32[s],
+                class_ids[s])
+    object_id[s] = obj
+
+
 def _cross_rows(a, b):
     """``np.cross(a, b)`` of (k, 3) rows, each component ``a_i b_j - a_j b_i``."""
     out = np.empty_like(a)
