@@ -37,6 +37,7 @@ from scipy.spatial.transform import Rotation
 
 from ..api.bus import Command
 from ..api.model import Model, Var
+from . import quaternion
 from .motion import Kinematics, Pose, Track
 from ..api.params import Param
 
@@ -617,11 +618,12 @@ class VehicleTrack(Track):
 
     @staticmethod
     def _pose(p, zrp, scalar):
-        rot = Rotation.from_euler("ZYX", np.column_stack([p[:, 2], zrp[:, 2], zrp[:, 1]]))
+        # Rotation.from_euler("ZYX", (yaw, pitch, roll)), its arithmetic without its cost per call
+        quat = quaternion.from_euler("ZYX", np.column_stack([p[:, 2], zrp[:, 2], zrp[:, 1]]))
         pos = np.column_stack([p[:, 0], p[:, 1], zrp[:, 0]])
         if scalar:
-            return Pose(rot[0], pos[0])
-        return Pose(rot, pos)
+            return Pose.from_quat(quat[:1], pos[0])
+        return Pose.from_quat(quat, pos)
 
     def at(self, t_s) -> Pose:
         t = np.asarray(t_s, dtype=float)
