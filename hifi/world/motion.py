@@ -75,7 +75,9 @@ class Pose:
     def rotation(self) -> Rotation:
         """The rotation(s) as a scipy ``Rotation`` (made on first use, the same quaternions)."""
         if self._rotation is None:
-            self._rotation = Rotation(self._q[0] if self._rsingle else self._q, normalize=False, copy=False)
+            q = self._q[0] if self._rsingle else self._q
+            # scipy's Cython needs a writable buffer: a read-only (kept) pose lends a copy
+            self._rotation = Rotation(q, normalize=False, copy=not q.flags.writeable)
         return self._rotation
 
     @property
@@ -202,6 +204,14 @@ class Kinematics(NamedTuple):
         return cls(pose, z, z.copy(), z.copy(), z.copy())
 
 
+def _cross(a, b) -> np.ndarray:
+    """``numpy.cross`` of 3-vectors (..., 3), broadcast, with its arithmetic (each component one
+    difference of two rounded products) without its per-call overhead (axis bookkeeping)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
 def compose_kinematics(parent: Kinematics, child: Kinematics) -> Kinematics:
     """Kinematics of ``child`` (given relative to the parent body) relative to the parent's frame.
 
@@ -235,11 +245,11 @@ def compose_kinematics(parent: Kinematics, child: Kinematics) -> Kinematics:
     u = rp(child.velocity)
     w = rp(child.angular_rate)
     wp = parent.angular_rate
-    velocity = parent.velocity + np.cross(wp, r) + u
-    acceleration = (parent.acceleration + np.cross(parent.angular_acceleration, r)
-                    + np.cross(wp, np.cross(wp, r)) + 2.0 * np.cross(wp, u) + rp(child.acceleration))
+    velocity = parent.velocity + _cross(wp, r) + u
+    acceleration = (parent.acceleration + _cross(parent.angular_acceleration, r)
+                    + _cross(wp, _cross(wp, r)) + 2.0 * _cross(wp, u) + rp(child.acceleration))
     angular_rate = wp + w
-    angular_acceleration = parent.angular_acceleration + rp(child.angular_acceleration) + np.cross(wp, w)
+    angular_acceleration = parent.angular_acceleration + rp(child.angular_acceleration) + _cross(wp, w)
     return Kinematics(parent.pose.compose(child.pose), velocity, acceleration, angular_rate, angular_acceleration)
 
 

@@ -21,6 +21,8 @@ a single rotation is a ``(1, 4)`` row (``single`` is the caller's to keep, as in
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 #: Below this angle [rad] scipy's rotation-vector conversions use their Taylor series.
@@ -36,6 +38,10 @@ def compose(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     p, q : (n, 4) or (1, 4) float64
         Quaternions (x, y, z, w).
     """
+    if len(p) == 1 and len(q) == 1:         # one product: Python floats, the same IEEE arithmetic
+        (p0, p1, p2, p3), (q0, q1, q2, q3) = p[0].tolist(), q[0].tolist()
+        return np.array([[p3 * q0 + q3 * p0 + (p1 * q2 - p2 * q1), p3 * q1 + q3 * p1 + (p2 * q0 - p0 * q2),
+                          p3 * q2 + q3 * p2 + (p0 * q1 - p1 * q0), p3 * q3 - p0 * q0 - p1 * q1 - p2 * q2]])
     p0, p1, p2, p3 = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
     q0, q1, q2, q3 = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
     out = np.empty((max(len(p), len(q)), 4))
@@ -52,6 +58,12 @@ def normalize(q: np.ndarray) -> np.ndarray:
 
     Raises ValueError for a zero row, as ``Rotation.from_quat``.
     """
+    if len(q) == 1:
+        x, y, z, w = q[0].tolist()
+        norm = math.sqrt(x * x + y * y + z * z + w * w)
+        if norm == 0:
+            raise ValueError("Found zero norm quaternions in `quat`.")
+        return np.array([[x / norm, y / norm, z / norm, w / norm]])
     norm = np.sqrt(q[:, 0] * q[:, 0] + q[:, 1] * q[:, 1] + q[:, 2] * q[:, 2] + q[:, 3] * q[:, 3])
     if np.any(norm == 0):
         raise ValueError("Found zero norm quaternions in `quat`.")
@@ -81,6 +93,14 @@ def from_euler(seq: str, angles_rad: np.ndarray) -> np.ndarray:
     """
     angles = np.atleast_2d(np.asarray(angles_rad, dtype=float))
     intrinsic = seq.isupper()
+    if len(angles) == 1:                      # one rotation: Python floats, the C library's sin, cos
+        result = None
+        for axis, angle in zip(seq.lower(), angles[0].tolist()):
+            elem = [0.0, 0.0, 0.0, math.cos(angle / 2)]
+            elem["xyz".index(axis)] = math.sin(angle / 2)
+            elem = np.array([elem])
+            result = elem if result is None else compose(result, elem) if intrinsic else compose(elem, result)
+        return result
     result = None
     for i, axis in enumerate(seq.lower()):
         elem = np.zeros((len(angles), 4))
@@ -96,9 +116,16 @@ def from_euler(seq: str, angles_rad: np.ndarray) -> np.ndarray:
 
 def as_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrices (n, 3, 3), C-ordered, scipy's ``as_matrix`` term for term."""
-    x, y, z, w = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    if len(q) == 1:
+        x, y, z, w = q[0].tolist()
+    else:
+        x, y, z, w = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
     x2, y2, z2, w2 = x * x, y * y, z * z, w * w
     xy, zw, xz, yw, yz, xw = x * y, z * w, x * z, y * w, y * z, x * w
+    if len(q) == 1:
+        return np.array([[[x2 - y2 - z2 + w2, 2 * (xy - zw), 2 * (xz + yw)],
+                          [2 * (xy + zw), - x2 + y2 - z2 + w2, 2 * (yz - xw)],
+                          [2 * (xz - yw), 2 * (yz + xw), - x2 - y2 + z2 + w2]]])
     m = np.empty((len(q), 3, 3))
     m[:, 0, 0] = x2 - y2 - z2 + w2
     m[:, 1, 0] = 2 * (xy + zw)

@@ -474,6 +474,10 @@ def _poly(c, d, derivatives=True):
     return p, v, a
 
 
+#: Single poses a VehicleTrack keeps (:meth:`VehicleTrack.at`): the few times asked for
+#: between two of its steps.
+_KEPT_POSES = 256
+
 # Columns of a VehicleTrack state row
 _X, _Y, _Z, _YAW, _ROLL, _PITCH, _U, _W, _R, _STEER, _ACCEL = range(11)
 _NCOL = 11
@@ -520,6 +524,7 @@ class VehicleTrack(Track):
         self._start = np.asarray(position_m, dtype=float)
         self._reach = float(reach_m)
         self._slerp = None
+        self._kept: dict[float, tuple] = {}     # t -> (version, Pose): at()
 
     # Track's attributes, as the scene and caster read them -------------------------------
     @property
@@ -566,6 +571,12 @@ class VehicleTrack(Track):
         self._zrp[n:n + m] = np.asarray(rows)[:, [_Z, _ROLL, _PITCH]]
         self._cf[n - 1:n - 1 + m] = coefs
         self._n += m
+
+    @property
+    def version(self) -> int:
+        """Nodes recorded so far: the track at a time changes only when this grows (the scene
+        keeps poses by it, :meth:`hifi.world.scene.Scene.pose_at`)."""
+        return self._n
 
     def state(self):
         """``(t, row)`` of the last node: x, y, z, yaw, roll, pitch [m, rad], forward and lateral
@@ -626,9 +637,25 @@ class VehicleTrack(Track):
         return Pose.from_quat(quat, pos)
 
     def at(self, t_s) -> Pose:
+        """Pose(s) at time(s) ``t_s`` [s]. Single poses are kept by time and :attr:`version` (the
+        caster asks for the pose at the start of every cast, the scene at every lookup); a kept
+        pose's arrays are read-only."""
         t = np.asarray(t_s, dtype=float)
+        if t.ndim == 0:
+            key = float(t)
+            hit = self._kept.get(key)
+            if hit is not None and hit[0] == self._n:
+                return hit[1]
+            n = self._n
         p, _, _, zrp = self._eval(np.atleast_1d(t), derivatives=False)
-        return self._pose(p, zrp, scalar=t.ndim == 0)
+        pose = self._pose(p, zrp, scalar=t.ndim == 0)
+        if t.ndim == 0:
+            pose.translation.flags.writeable = False
+            pose.quat.flags.writeable = False
+            if len(self._kept) >= _KEPT_POSES:
+                self._kept.clear()                   # one step (threads share the dict)
+            self._kept[key] = (n, pose)
+        return pose
 
 
 class Vehicle(Model):

@@ -49,6 +49,19 @@ def test_multiply_normalize_inverse_are_scipys(rng):
         Q.normalize(np.zeros((1, 4)))
 
 
+def test_one_row_paths_are_scipys(rng):
+    """One rotation goes through Python floats (no numpy call per term): the same bits."""
+    a, b = Rotation.random(300, rng=rng), Rotation.random(300, rng=rng)
+    qa, qb = a.as_quat(), b.as_quat()
+    deg = rng.uniform(-200.0, 200.0, (300, 3))
+    for i in range(300):
+        _same(Q.multiply(qa[i:i + 1], qb[i:i + 1])[0], (a[i] * b[i]).as_quat())
+        _same(Q.normalize(1.3 * qa[i:i + 1])[0], Rotation.from_quat(1.3 * qa[i]).as_quat())
+        _same(Q.as_matrix(qa[i:i + 1])[0], a[i].as_matrix())
+        _same(Q.from_euler("xyz", np.deg2rad(deg[i]))[0], Rotation.from_euler("xyz", deg[i], degrees=True).as_quat())
+        _same(Q.from_euler("ZYX", deg[i:i + 1] / 57.0)[0], Rotation.from_euler("ZYX", deg[i] / 57.0).as_quat())
+
+
 @pytest.mark.parametrize("inverse", [False, True])
 def test_matrix_and_apply_are_scipys(rng, inverse):
     r = Rotation.random(N, rng=rng)
@@ -122,3 +135,12 @@ def test_track_and_kinematics_are_scipys(rng):
     parent = Kinematics.at_rest(Pose.from_position_rpy([1.0, 2.0, 0.0], [0.0, 0.0, 30.0]).broadcast(len(t)))
     up = compose_kinematics(parent, kin)
     _same(up.velocity, parent.velocity + parent.pose.rotation.apply(kin.velocity))
+
+
+def test_cross_is_numpys(rng):
+    """compose_kinematics' cross product: numpy.cross's bits, broadcast (n, 3) x (3,) too."""
+    from hifi.world.motion import _cross
+    a, b = 10.0 * rng.normal(size=(N, 3)), 10.0 * rng.normal(size=(N, 3))
+    _same(_cross(a, b), np.cross(a, b))
+    _same(_cross(a[0], b), np.cross(a[0], b))
+    _same(_cross(a[0], b[0]), np.cross(a[0], b[0]))
