@@ -51,11 +51,11 @@ class Pose:
     (:meth:`from_quat`); it is not changed after.
     """
 
-    __slots__ = ("_rotation", "_q", "_rsingle", "translation")
+    __slots__ = ("_rotation", "_q", "_m", "_rsingle", "translation")
 
     def __init__(self, rotation: Rotation, translation: np.ndarray):
         self._rotation = rotation
-        self._q = None
+        self._q = self._m = None
         self._rsingle = rotation.single
         self.translation = translation
 
@@ -65,7 +65,7 @@ class Pose:
         normalised, not copied) and ``translation`` [m]. ``single``: one rotation (``quat`` one
         row); None: when ``translation`` is one (3,) vector."""
         pose = cls.__new__(cls)
-        pose._rotation = None
+        pose._rotation = pose._m = None
         pose._q = quat
         pose._rsingle = np.ndim(translation) == 1 if single is None else single
         pose.translation = translation
@@ -112,7 +112,7 @@ class Pose:
     def _rotate(self, vectors, inverse=False) -> np.ndarray:
         """``rotation.apply(vectors, inverse)``, with scipy's shapes."""
         v = np.asarray(vectors, dtype=float)
-        out = quaternion.apply(self.quat, v, inverse)
+        out = quaternion.apply(self.quat, v, inverse, self._matrices())
         return out[0] if self._rsingle and v.ndim == 1 else out
 
     def compose(self, child: "Pose") -> "Pose":
@@ -137,9 +137,18 @@ class Pose:
         """Rotate direction vectors from the parent frame into the body frame."""
         return self._rotate(vectors_parent, inverse=True)
 
+    def _matrices(self) -> np.ndarray:
+        """``as_matrix`` of the quaternion rows (n, 3, 3), made once (a kept pose is composed
+        with many children), read-only."""
+        if self._m is None:
+            m = quaternion.as_matrix(self.quat)
+            m.flags.writeable = False
+            self._m = m
+        return self._m
+
     def rotation_matrix(self) -> np.ndarray:
-        """The 3 x 3 rotation matrix (or (n, 3, 3)), ``rotation.as_matrix()``."""
-        rot = quaternion.as_matrix(self.quat)
+        """The 3 x 3 rotation matrix (or (n, 3, 3)), ``rotation.as_matrix()`` (a new array)."""
+        rot = self._matrices().copy()
         return rot[0] if self._rsingle else rot
 
     def matrix(self) -> np.ndarray:

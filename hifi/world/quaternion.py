@@ -139,7 +139,7 @@ def as_matrix(q: np.ndarray) -> np.ndarray:
     return m
 
 
-def apply(q: np.ndarray, vectors: np.ndarray, inverse: bool = False) -> np.ndarray:
+def apply(q: np.ndarray, vectors: np.ndarray, inverse: bool = False, matrix: np.ndarray | None = None) -> np.ndarray:
     """Rotate vectors, as ``Rotation.apply`` for rotations held as the rows ``q``.
 
     Parameters
@@ -150,6 +150,8 @@ def apply(q: np.ndarray, vectors: np.ndarray, inverse: bool = False) -> np.ndarr
         With n rows, m is 1 or n.
     inverse : bool
         Apply the inverse rotations.
+    matrix : (n, 3, 3) float64, optional
+        ``as_matrix(q)`` when the caller has it (a pose keeps it).
 
     Returns
     -------
@@ -168,7 +170,8 @@ def apply(q: np.ndarray, vectors: np.ndarray, inverse: bool = False) -> np.ndarr
     n_vectors, n_rotations = len(v), len(q)
     if n_vectors != 1 and n_rotations != 1 and n_vectors != n_rotations:
         raise ValueError(f"Cannot broadcast {n_rotations} rotations to {n_vectors} vectors.")
-    matrix = as_matrix(q)
+    if matrix is None:
+        matrix = as_matrix(q)
     if inverse:
         matrix = np.swapaxes(matrix, -1, -2)
     if n_vectors == 1 and n_rotations == 1:
