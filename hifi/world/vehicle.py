@@ -525,6 +525,7 @@ class VehicleTrack(Track):
         self._reach = float(reach_m)
         self._slerp = None
         self._kept: dict[float, tuple] = {}     # t -> (version, Pose): at()
+        self._kept_stack = None                  # (version, times' bytes, Pose): at()
 
     # Track's attributes, as the scene and caster read them -------------------------------
     @property
@@ -638,23 +639,32 @@ class VehicleTrack(Track):
 
     def at(self, t_s) -> Pose:
         """Pose(s) at time(s) ``t_s`` [s]. Single poses are kept by time and :attr:`version` (the
-        caster asks for the pose at the start of every cast, the scene at every lookup); a kept
-        pose's arrays are read-only."""
+        caster asks for the pose at the start of every cast, the scene at every lookup), and the
+        last stack by its times' bytes and the version; the arrays returned are read-only."""
         t = np.asarray(t_s, dtype=float)
+        n = self._n
         if t.ndim == 0:
             key = float(t)
             hit = self._kept.get(key)
-            if hit is not None and hit[0] == self._n:
+            if hit is not None and hit[0] == n:
                 return hit[1]
-            n = self._n
+        else:
+            # the last stack too: a scan's rays' times are asked for twice, for the sensor's
+            # pose and, by the caster, for this body's
+            key = t.tobytes()
+            hit = self._kept_stack
+            if hit is not None and hit[0] == n and hit[1] == key and hit[2].translation.shape == t.shape + (3,):
+                return hit[2]
         p, _, _, zrp = self._eval(np.atleast_1d(t), derivatives=False)
         pose = self._pose(p, zrp, scalar=t.ndim == 0)
+        pose.translation.flags.writeable = False
+        pose.quat.flags.writeable = False
         if t.ndim == 0:
-            pose.translation.flags.writeable = False
-            pose.quat.flags.writeable = False
             if len(self._kept) >= _KEPT_POSES:
                 self._kept.clear()                   # one step (threads share the dict)
             self._kept[key] = (n, pose)
+        else:
+            self._kept_stack = (n, key, pose)
         return pose
 
 
