@@ -97,7 +97,7 @@ class Pose:
     @classmethod
     def from_position_rpy(cls, position_m, rpy_deg) -> "Pose":
         rpy = np.deg2rad(np.asarray(rpy_deg, dtype=float))
-        if rpy.ndim > 2 or rpy.shape[-1] != 3:      # scipy's message for a bad shape
+        if rpy.ndim not in (1, 2) or rpy.shape[-1] != 3:   # scipy raises its message for a bad shape
             return cls(rotation_from_rpy_deg(rpy_deg), np.asarray(position_m, dtype=float))
         return cls.from_quat(quaternion.from_euler("xyz", rpy), np.asarray(position_m, dtype=float),
                              single=rpy.ndim == 1)

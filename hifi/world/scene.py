@@ -411,18 +411,20 @@ class Scene:
         body is asked for at the same time by every model and by the caster (a vehicle's pose
         three times per cast). A kept pose is the one computed for the same body and time with
         the same motions on its parent chain, a driven track's at the same ``version`` (it
-        grows with the track; the other tracks never change). Its arrays are read-only.
+        grows with the track; the other tracks never change). Its arrays are read-only (but for
+        a body without parent and motion: its own pose, as given).
         """
         t = np.asarray(t_s, dtype=float)
         if t.ndim == 0:
-            key = (name, float(t))
+            key = (name, t.tobytes())        # bytes: -0.0 and 0.0 apart, as the arithmetic keeps them
             versions = self._versions(name)
             hit = self._poses.get(key)
             if hit is not None and hit[0] == versions:
                 return hit[1]
             pose = self._pose_at(name, t)
-            pose.translation.flags.writeable = False
-            pose.quat.flags.writeable = False
+            if pose is not self.bodies[name].local:  # a fixed root body's own pose stays as given
+                pose.translation.flags.writeable = False
+                pose.quat.flags.writeable = False
             if len(self._poses) >= POSE_CACHE_SIZE:
                 self._poses.clear()                  # one step (threads share the dict)
             self._poses[key] = (versions, pose)

@@ -524,7 +524,7 @@ class VehicleTrack(Track):
         self._start = np.asarray(position_m, dtype=float)
         self._reach = float(reach_m)
         self._slerp = None
-        self._kept: dict[float, tuple] = {}     # t -> (version, Pose): at()
+        self._kept: dict[bytes, tuple] = {}     # t.tobytes() -> (version, Pose): at()
         self._kept_stack = None                  # (version, times' bytes, Pose): at()
 
     # Track's attributes, as the scene and caster read them -------------------------------
@@ -644,7 +644,7 @@ class VehicleTrack(Track):
         t = np.asarray(t_s, dtype=float)
         n = self._n
         if t.ndim == 0:
-            key = float(t)
+            key = t.tobytes()
             hit = self._kept.get(key)
             if hit is not None and hit[0] == n:
                 return hit[1]

@@ -144,3 +144,47 @@ def test_cross_is_numpys(rng):
     _same(_cross(a, b), np.cross(a, b))
     _same(_cross(a[0], b), np.cross(a[0], b))
     _same(_cross(a[0], b[0]), np.cross(a[0], b[0]))
+
+
+def test_kept_poses_are_the_computed_ones():
+    """Scene.pose_at keeps single poses; a kept one has the bytes of one computed afresh (a
+    regression test of the cache: same body, same time, same motion), is read-only, and a
+    fixed root body's own arrays are left writable."""
+    from hifi.world.scene import Scene
+    scene = Scene()
+    root_pos = np.array([1.0, 2.0, 3.0])
+    scene.add_body("base", "object", Pose.from_position_rpy(root_pos, [0.0, 0.0, 10.0]))
+    scene.add_body("arm", "object", Track([0.0, 2.0], [[0, 0, 0], [1, 0, 0]], [[0, 0, 0], [0, 0, 90]]), parent="base")
+    scene.add_body("tip", "sensor", Pose.from_position_rpy([0.0, 0.5, 0.0], [5.0, 0.0, 0.0]), parent="arm")
+    first = scene.pose_at("tip", 0.7)
+    again = scene.pose_at("tip", 0.7)
+    assert again is first and not first.translation.flags.writeable
+    fresh = scene._pose_at("tip", np.asarray(0.7))
+    _same(first.quat, fresh.quat)
+    _same(first.translation, fresh.translation)
+    scene.pose_at("base", 0.7)
+    assert root_pos.flags.writeable
+
+
+def test_vehicle_track_keeps_poses_per_version():
+    """A driven track's kept pose at a time beyond its last node is not reused once the track
+    has grown (regression test of VehicleTrack.at's cache against a fresh evaluation)."""
+    from hifi.world.vehicle import VehicleTrack
+    track = VehicleTrack([0.0, 0.0, 0.0], 0.0, wheelbase_m=2.5, reach_m=100.0)
+    row = np.zeros(11)
+    row[[0, 3, 6, 8]] = 1.0, 0.1, 2.0, 0.2          # x, yaw, forward speed, yaw rate
+    coefs = np.zeros((1, 3, 6))
+    coefs[0, :, 0] = 0.0, 0.0, 0.0
+    coefs[0, 0, 1], coefs[0, 2, 1] = 1.0, 0.1
+    before = track.at(1.5)
+    assert track.at(1.5) is before
+    track.append([1.0], row[None, :], coefs)
+    after = track.at(1.5)
+    assert after is not before
+    p, _, _, zrp = track._eval(np.array([1.5]), derivatives=False)
+    fresh = track._pose(p, zrp, scalar=True)
+    _same(after.quat, fresh.quat)
+    _same(after.translation, fresh.translation)
+    stack = track.at(np.array([0.5, 1.5]))
+    assert track.at(np.array([0.5, 1.5])) is stack
+    _same(stack.quat[1], fresh.quat[0])
