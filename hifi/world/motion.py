@@ -112,6 +112,8 @@ class Pose:
     def _rotate(self, vectors, inverse=False) -> np.ndarray:
         """``rotation.apply(vectors, inverse)``, with scipy's shapes."""
         v = np.asarray(vectors, dtype=float)
+        if v.ndim > 2:                     # scipy's array-API path for (..., 3): scipy itself
+            return self.rotation.apply(v, inverse=inverse)
         out = quaternion.apply(self.quat, v, inverse, self._matrices())
         return out[0] if self._rsingle and v.ndim == 1 else out
 
