@@ -35,6 +35,7 @@ from scipy.spatial.transform import Rotation
 
 from hifi.constants import STANDARD_GRAVITY_M_S2, WGS84_OMEGA_RAD_S
 from hifi.world.earth import earth_rate_enu, normal_gravity
+from hifi.world.motion import Pose
 from hifi.errors import ScenarioError
 from hifi.api.model import Sensor, Var
 from hifi.api.params import Param
@@ -65,15 +66,16 @@ class ImuTruth(NamedTuple):
     specific_force: np.ndarray  #: (n, 3) [m/s^2]
 
 
-def ideal_imu(rotation_sensor_to_scene: Rotation, velocity_scene, acceleration_scene,
+def ideal_imu(rotation_sensor_to_scene: Rotation | Pose, velocity_scene, acceleration_scene,
               angular_rate_scene, *, latitude_rad: float, height_m: float = 0.0,
               omega_rad_s: float = WGS84_OMEGA_RAD_S) -> ImuTruth:
     """What a perfect strapdown triad senses, from its motion relative to the Earth-fixed scene.
 
     Parameters
     ----------
-    rotation_sensor_to_scene : scipy.spatial.transform.Rotation
-        Sensor orientation, sensor -> scene (ENU), one or n.
+    rotation_sensor_to_scene : scipy.spatial.transform.Rotation or hifi.world.motion.Pose
+        Sensor orientation, sensor -> scene (ENU), one or n (of a pose, its rotation: the
+        same bits, without making a scipy ``Rotation``).
     velocity_scene, acceleration_scene : (n, 3) float
         Velocity [m/s] and acceleration [m/s^2] of the sensor origin relative to the scene.
     angular_rate_scene : (n, 3) float
@@ -110,6 +112,8 @@ def ideal_imu(rotation_sensor_to_scene: Rotation, velocity_scene, acceleration_s
     g = float(normal_gravity(latitude_rad, height_m))
     f_scene = a + 2.0 * np.cross(w_ie, v) + np.array([0.0, 0.0, g])
     rot = rotation_sensor_to_scene
+    if isinstance(rot, Pose):
+        return ImuTruth(rot.inverse_apply_vectors(w + w_ie), rot.inverse_apply_vectors(f_scene))
     return ImuTruth(rot.apply(w + w_ie, inverse=True), rot.apply(f_scene, inverse=True))
 
 
@@ -413,7 +417,7 @@ class IMU(Sensor):
         ks = np.arange(b * BLOCK_FRAMES, (b + 1) * BLOCK_FRAMES) if frames is None else np.asarray(frames)
         times = ks / self.rate_hz                        # the event times k / rate_hz
         kin = self.ctx.scene.kinematics_at(self.name, times)
-        truth = ideal_imu(kin.pose.rotation, kin.velocity, kin.acceleration, kin.angular_rate,
+        truth = ideal_imu(kin.pose, kin.velocity, kin.acceleration, kin.angular_rate,
                           latitude_rad=self._latitude_rad, height_m=self._height_m)
         cache = getattr(self, "_error_block", None)
         if cache is None or cache[0] != b:

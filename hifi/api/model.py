@@ -343,7 +343,7 @@ class Sensor(Model):
         if times.ndim == 0 or not self.ctx.scene.is_moving(self.name):
             # One pose for every ray: a 3 x 3 matrix product (the rotation keeps unit length).
             pose = self.pose_at(times if times.ndim == 0 else times.flat[0] if times.size else 0.0)
-            rot = pose.rotation.as_matrix()
+            rot = pose.rotation_matrix()
             dirs = _rotate_rows(d, rot, self.threads)
             if origins_sensor is None:
                 # one origin for every ray: a read-only broadcast, no (n, 3) copy (the caster's

@@ -43,10 +43,12 @@ _DELIVERY, _STEP = 0, 1
 
 #: Rays per frame (:meth:`~hifi.api.model.Model.rays_per_frame`) below which a free model still
 #: steps in its turn rather than ahead on another thread. A small step is mostly Python holding
-#: the GIL (a SICK LMS511's 1,141 rays: 69 % of its step in scipy's rotations of the pose tree),
-#: so two of them at once take as long as one after the other, plus the hand-overs:
-#: examples/patrol.toml with every free model ahead ran 0.76x on two cores (models phase,
-#: benchmarks/bench_threads.py, load 3.6). The same bound as the caster's smallest chunk
+#: the GIL (a SICK LMS511's 1,141 rays: 69 % of its step in scipy's rotations of the pose tree,
+#: before poses became quaternion rows), so two of them at once take as long as one after the
+#: other, plus the hand-overs: examples/patrol.toml with every free model ahead ran 0.76x on two
+#: cores (models phase, benchmarks/bench_threads.py, load 3.6); with the quaternion poses, 0 and
+#: 1,000 (the scanners ahead) were not better on one core nor on two (load 2.8-4.4,
+#: benchmarks/README.md). The same bound as the caster's smallest chunk
 #: (:data:`hifi.caster.pool._MIN_RAYS_PER_TASK`).
 AHEAD_MIN_RAYS = 2048
 

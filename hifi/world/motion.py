@@ -15,11 +15,12 @@ in that order, i.e. ``scipy.spatial.transform.Rotation.from_euler("xyz", rpy, de
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from scipy.spatial.transform import Rotation, RotationSpline, Slerp
+from scipy.spatial.transform import Rotation, RotationSpline
+
+from . import quaternion
 
 #: Keyframe interpolations a :class:`Track` offers.
 INTERPOLATIONS = ("linear", "spline")
@@ -30,7 +31,6 @@ def rotation_from_rpy_deg(rpy_deg) -> Rotation:
     return Rotation.from_euler("xyz", np.asarray(rpy_deg, dtype=float), degrees=True)
 
 
-@dataclass(frozen=True)
 class Pose:
     """Rigid transform body -> parent: ``p_parent = rotation.apply(p_body) + translation``.
 
@@ -40,18 +40,67 @@ class Pose:
         Single or stacked rotation (n).
     translation : ndarray, shape (3,) or (n, 3)
         Origin of the body frame in the parent frame [m].
+
+    Notes
+    -----
+    A pose holds its rotation as quaternion rows (:attr:`quat`) and makes the scipy
+    ``Rotation`` only when :attr:`rotation` is read: composing, applying and broadcasting go
+    through :mod:`hifi.world.quaternion`, scipy's arithmetic in scipy's order (the same bits)
+    without scipy's cost per call (most of a closed-loop run's Python time before). A pose is
+    made from a scipy ``Rotation`` (``Pose(rotation, translation)``) or from quaternions
+    (:meth:`from_quat`); it is not changed after.
     """
 
-    rotation: Rotation
-    translation: np.ndarray
+    __slots__ = ("_rotation", "_q", "_m", "_rsingle", "translation")
+
+    def __init__(self, rotation: Rotation, translation: np.ndarray):
+        self._rotation = rotation
+        self._q = self._m = None
+        self._rsingle = rotation.single
+        self.translation = translation
+
+    @classmethod
+    def from_quat(cls, quat: np.ndarray, translation: np.ndarray, single: bool | None = None) -> "Pose":
+        """Pose from quaternion rows ``quat`` ((n, 4) float64, x y z w, taken as they are: not
+        normalised, not copied) and ``translation`` [m]. ``single``: one rotation (``quat`` one
+        row); None: when ``translation`` is one (3,) vector."""
+        pose = cls.__new__(cls)
+        pose._rotation = pose._m = None
+        pose._q = quat
+        pose._rsingle = np.ndim(translation) == 1 if single is None else single
+        pose.translation = translation
+        return pose
+
+    @property
+    def rotation(self) -> Rotation:
+        """The rotation(s) as a scipy ``Rotation`` (made on first use, the same quaternions)."""
+        if self._rotation is None:
+            q = self._q[0] if self._rsingle else self._q
+            # scipy's Cython needs a writable buffer: a read-only (kept) pose lends a copy
+            self._rotation = Rotation(q, normalize=False, copy=not q.flags.writeable)
+        return self._rotation
+
+    @property
+    def quat(self) -> np.ndarray:
+        """Quaternion rows (n, 4), x y z w (one row for a single rotation); read, not changed."""
+        if self._q is None:
+            self._q = np.asarray(self._rotation.as_quat(), dtype=float).reshape(-1, 4)
+        return self._q
+
+    def __repr__(self) -> str:
+        return f"Pose(quat={self.quat!r}, translation={self.translation!r})"
 
     @classmethod
     def identity(cls) -> "Pose":
-        return cls(Rotation.identity(), np.zeros(3))
+        return cls.from_quat(np.array([[0.0, 0.0, 0.0, 1.0]]), np.zeros(3))
 
     @classmethod
     def from_position_rpy(cls, position_m, rpy_deg) -> "Pose":
-        return cls(rotation_from_rpy_deg(rpy_deg), np.asarray(position_m, dtype=float))
+        rpy = np.deg2rad(np.asarray(rpy_deg, dtype=float))
+        if rpy.ndim not in (1, 2) or rpy.shape[-1] != 3:   # scipy raises its message for a bad shape
+            return cls(rotation_from_rpy_deg(rpy_deg), np.asarray(position_m, dtype=float))
+        return cls.from_quat(quaternion.from_euler("xyz", rpy), np.asarray(position_m, dtype=float),
+                             single=rpy.ndim == 1)
 
     def __len__(self) -> int:
         return 1 if self.translation.ndim == 1 else self.translation.shape[0]
@@ -60,30 +109,53 @@ class Pose:
     def single(self) -> bool:
         return self.translation.ndim == 1
 
+    def _rotate(self, vectors, inverse=False) -> np.ndarray:
+        """``rotation.apply(vectors, inverse)``, with scipy's shapes."""
+        v = np.asarray(vectors, dtype=float)
+        if v.ndim > 2:                     # scipy's array-API path for (..., 3): scipy itself
+            return self.rotation.apply(v, inverse=inverse)
+        out = quaternion.apply(self.quat, v, inverse, self._matrices())
+        return out[0] if self._rsingle and v.ndim == 1 else out
+
     def compose(self, child: "Pose") -> "Pose":
         """Pose of ``child`` (given in this pose's body frame) in this pose's parent frame."""
-        return Pose(self.rotation * child.rotation,
-                    self.translation + self.rotation.apply(child.translation))
+        return Pose.from_quat(quaternion.multiply(self.quat, child.quat),
+                              self.translation + self._rotate(child.translation),
+                              single=self._rsingle and child._rsingle)
 
     def apply(self, points_body: np.ndarray) -> np.ndarray:
         """Transform points (..., 3) from the body frame into the parent frame [m]."""
-        return self.rotation.apply(points_body) + self.translation
+        return self._rotate(points_body) + self.translation
 
     def apply_vectors(self, vectors_body: np.ndarray) -> np.ndarray:
         """Rotate direction vectors (..., 3) from the body frame into the parent frame."""
-        return self.rotation.apply(vectors_body)
+        return self._rotate(vectors_body)
 
     def inverse_apply(self, points_parent: np.ndarray) -> np.ndarray:
         """Transform points (..., 3) from the parent frame into the body frame [m]."""
-        return self.rotation.apply(points_parent - self.translation, inverse=True)
+        return self._rotate(points_parent - self.translation, inverse=True)
 
     def inverse_apply_vectors(self, vectors_parent: np.ndarray) -> np.ndarray:
         """Rotate direction vectors from the parent frame into the body frame."""
-        return self.rotation.apply(vectors_parent, inverse=True)
+        return self._rotate(vectors_parent, inverse=True)
+
+    def _matrices(self) -> np.ndarray:
+        """``as_matrix`` of the quaternion rows (n, 3, 3), made once (a kept pose is composed
+        with many children), read-only."""
+        if self._m is None:
+            m = quaternion.as_matrix(self.quat)
+            m.flags.writeable = False
+            self._m = m
+        return self._m
+
+    def rotation_matrix(self) -> np.ndarray:
+        """The 3 x 3 rotation matrix (or (n, 3, 3)), ``rotation.as_matrix()`` (a new array)."""
+        rot = self._matrices().copy()
+        return rot[0] if self._rsingle else rot
 
     def matrix(self) -> np.ndarray:
         """Homogeneous 4 x 4 matrix (or (n, 4, 4) for a stack)."""
-        rot = self.rotation.as_matrix()
+        rot = self.rotation_matrix()
         if self.single:
             m = np.eye(4)
             m[:3, :3] = rot
@@ -100,8 +172,9 @@ class Pose:
             if len(self) != n:
                 raise ValueError(f"cannot broadcast a stack of {len(self)} poses to {n}")
             return self
-        quat = np.broadcast_to(self.rotation.as_quat(), (n, 4))
-        return Pose(Rotation.from_quat(quat), np.broadcast_to(self.translation, (n, 3)).copy())
+        # Rotation.from_quat(broadcast quaternions) normalises each copy: the same row n times
+        return Pose.from_quat(np.repeat(quaternion.normalize(self.quat[:1]), n, axis=0),
+                              np.broadcast_to(self.translation, (n, 3)).copy(), single=False)
 
 
 class Kinematics(NamedTuple):
@@ -133,13 +206,21 @@ class Kinematics(NamedTuple):
 
     def angular_rate_body(self) -> np.ndarray:
         """Angular velocity in the body's own axes [rad/s] (what a strapdown gyro senses)."""
-        return self.pose.rotation.apply(self.angular_rate, inverse=True)
+        return self.pose.inverse_apply_vectors(self.angular_rate)
 
     @classmethod
     def at_rest(cls, pose: Pose) -> "Kinematics":
         """A fixed pose: every derivative zero (shapes follow the pose)."""
         z = np.zeros_like(np.asarray(pose.translation, dtype=float))
         return cls(pose, z, z.copy(), z.copy(), z.copy())
+
+
+def _cross(a, b) -> np.ndarray:
+    """``numpy.cross`` of 3-vectors (..., 3), broadcast, with its arithmetic (each component one
+    difference of two rounded products) without its per-call overhead (axis bookkeeping)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
 def compose_kinematics(parent: Kinematics, child: Kinematics) -> Kinematics:
@@ -170,16 +251,16 @@ def compose_kinematics(parent: Kinematics, child: Kinematics) -> Kinematics:
     the rigid-body transport theorem applied twice (e.g. Goldstein, Poole & Safko, Classical
     Mechanics, 3rd ed., 2002, section 4.10).
     """
-    rp = parent.pose.rotation
-    r = rp.apply(child.pose.translation)
-    u = rp.apply(child.velocity)
-    w = rp.apply(child.angular_rate)
+    rp = parent.pose.apply_vectors
+    r = rp(child.pose.translation)
+    u = rp(child.velocity)
+    w = rp(child.angular_rate)
     wp = parent.angular_rate
-    velocity = parent.velocity + np.cross(wp, r) + u
-    acceleration = (parent.acceleration + np.cross(parent.angular_acceleration, r)
-                    + np.cross(wp, np.cross(wp, r)) + 2.0 * np.cross(wp, u) + rp.apply(child.acceleration))
+    velocity = parent.velocity + _cross(wp, r) + u
+    acceleration = (parent.acceleration + _cross(parent.angular_acceleration, r)
+                    + _cross(wp, _cross(wp, r)) + 2.0 * _cross(wp, u) + rp(child.acceleration))
     angular_rate = wp + w
-    angular_acceleration = parent.angular_acceleration + rp.apply(child.angular_acceleration) + np.cross(wp, w)
+    angular_acceleration = parent.angular_acceleration + rp(child.angular_acceleration) + _cross(wp, w)
     return Kinematics(parent.pose.compose(child.pose), velocity, acceleration, angular_rate, angular_acceleration)
 
 
@@ -230,7 +311,8 @@ class Track:
         if len(self.times_s) > 1 and np.any(np.diff(self.times_s) <= 0):
             raise ValueError(f"keyframe times must increase strictly, got {self.times_s.tolist()}")
         moving = len(self.times_s) > 1
-        self._slerp = Slerp(self.times_s, self.rotations) if moving and interpolation == "linear" else None
+        self._quats = np.asarray(self.rotations.as_quat(), dtype=float).reshape(-1, 4)
+        self._slerp = quaternion.Slerp(self.times_s, self._quats) if moving and interpolation == "linear" else None
         self._position_spline = None
         self._rotation_spline = None
         if moving and interpolation == "spline":
@@ -249,18 +331,18 @@ class Track:
         scalar = t.ndim == 0
         t1 = np.atleast_1d(t)
         if len(self.times_s) < 2:
-            pose = Pose(self.rotations[0], self.positions_m[0].copy())
+            pose = Pose.from_quat(self._quats[:1], self.positions_m[0].copy())
             return pose if scalar else pose.broadcast(len(t1))
         tc = np.clip(t1, self.times_s[0], self.times_s[-1])
         if self._position_spline is not None:
             pos = self._position_spline(tc)
-            rot = self._rotation_spline(tc)
+            quat = np.asarray(self._rotation_spline(tc).as_quat(), dtype=float)
         else:
             pos = np.column_stack([np.interp(tc, self.times_s, self.positions_m[:, i]) for i in range(3)])
-            rot = self._slerp(tc)
+            quat = self._slerp(tc)
         if scalar:
-            return Pose(rot[0], pos[0])
-        return Pose(rot, pos)
+            return Pose.from_quat(quat[:1], pos[0])
+        return Pose.from_quat(quat, pos)
 
     def kinematics(self, t_s) -> Kinematics:
         """Pose, velocity, acceleration, angular rate and angular acceleration relative to the
@@ -282,22 +364,22 @@ class Track:
             if self._position_spline is not None:
                 inside = (t1 >= t0) & (t1 <= t_end)
                 tc = t1[inside]
-                rot = pose.rotation[inside] if inside.any() else None
                 vel[inside] = self._position_spline(tc, 1)
                 acc[inside] = self._position_spline(tc, 2)
-                if rot is not None:
+                if inside.any():
                     # RotationSpline's rates are in the body's own axes; d/dt (R w_b) = R dw_b/dt.
-                    rate[inside] = rot.apply(self._rotation_spline(tc, 1))
-                    ang_acc[inside] = rot.apply(self._rotation_spline(tc, 2))
+                    rot = pose.quat[inside]
+                    rate[inside] = quaternion.apply(rot, self._rotation_spline(tc, 1))
+                    ang_acc[inside] = quaternion.apply(rot, self._rotation_spline(tc, 2))
             else:
                 inside = (t1 >= t0) & (t1 < t_end)
                 seg = np.clip(np.searchsorted(self.times_s, t1, side="right") - 1, 0, len(self.times_s) - 2)
                 h = np.diff(self.times_s)[seg]
                 step = self.positions_m[seg + 1] - self.positions_m[seg]
                 vel[inside] = (step / h[:, None])[inside]
-                body_rate = (self.rotations[seg].inv() * self.rotations[seg + 1]).as_rotvec() / h[:, None]
+                body_rate = self._slerp.rotvecs[seg] / h[:, None]
                 if inside.any():
-                    rate[inside] = pose.rotation[inside].apply(body_rate[inside])
+                    rate[inside] = quaternion.apply(pose.quat[inside], body_rate[inside])
         if scalar:
             return Kinematics(self.at(t), vel[0], acc[0], rate[0], ang_acc[0])
         return Kinematics(pose, vel, acc, rate, ang_acc)

@@ -26,6 +26,10 @@ from .motion import Kinematics, Pose, Track, compose_kinematics
 #: Rows of a vertex array reduced at once to one number (temporaries of a few tens of MB).
 _ROW_BLOCK = 1 << 20
 
+#: Single poses :meth:`Scene.pose_at` keeps (bodies x times; a closed loop asks for a few
+#: bodies at a few times between two vehicle steps).
+POSE_CACHE_SIZE = 512
+
 #: Annotation id 0 is reserved for "no hit / unlabelled".
 UNLABELLED = "unlabelled"
 
@@ -276,6 +280,7 @@ class Scene:
         self.bodies: dict[str, Body] = {}
         self.class_names: list[str] = [UNLABELLED]
         self._material_index: dict[str, int] = {}
+        self._poses: dict[tuple, tuple] = {}       # (name, t) -> (driven versions, Pose): pose_at
 
     # -- building -------------------------------------------------------------------------
     def add_material(self, material: Material) -> int:
@@ -399,15 +404,52 @@ class Scene:
         """Pose of body ``name`` in the scene frame at time(s) ``t_s`` [s].
 
         A scalar time gives a single pose, an array of n times a stack of n poses.
+
+        Notes
+        -----
+        Single poses are kept (:data:`POSE_CACHE_SIZE` of them): in a closed loop the same
+        body is asked for at the same time by every model and by the caster (a vehicle's pose
+        three times per cast). A kept pose is the one computed for the same body and time with
+        the same motions on its parent chain, a driven track's at the same ``version`` (it
+        grows with the track; the other tracks never change). Its arrays are read-only (but for
+        a body without parent and motion: its own pose, as given).
         """
         t = np.asarray(t_s, dtype=float)
+        if t.ndim == 0:
+            key = (name, t.tobytes())        # bytes: -0.0 and 0.0 apart, as the arithmetic keeps them
+            versions = self._versions(name)
+            hit = self._poses.get(key)
+            if hit is not None and hit[0] == versions:
+                return hit[1]
+            pose = self._pose_at(name, t)
+            if pose is not self.bodies[name].local:  # a fixed root body's own pose stays as given
+                pose.translation.flags.writeable = False
+                pose.quat.flags.writeable = False
+            if len(self._poses) >= POSE_CACHE_SIZE:
+                self._poses.clear()                  # one step (threads share the dict)
+            self._poses[key] = (versions, pose)
+            return pose
+        return self._pose_at(name, t)
+
+    def _versions(self, name: str) -> tuple:
+        """The motion of each body on ``name``'s parent chain with its ``version`` (a driven
+        track's; None for the others, which never change)."""
+        out = ()
+        body = self.bodies[name]
+        while body is not None:
+            out += (body.local, getattr(body.local, "version", None))
+            body = self.bodies[body.parent] if body.parent is not None else None
+        return out
+
+    def _pose_at(self, name: str, t: np.ndarray) -> Pose:
         body = self.bodies[name]
         local = body.local.at(t) if isinstance(body.local, Track) else body.local
         if t.ndim > 0 and local.single:
             local = local.broadcast(t.size)
         if body.parent is None:
             return local
-        return self.pose_at(body.parent, t).compose(local)
+        parent = self.pose_at(body.parent, t) if t.ndim == 0 else self._pose_at(body.parent, t)
+        return parent.compose(local)
 
     def kinematics_at(self, name: str, t_s) -> Kinematics:
         """Pose and its derivatives of body ``name`` relative to the scene frame, scene axes.

@@ -37,6 +37,7 @@ from scipy.spatial.transform import Rotation
 
 from ..api.bus import Command
 from ..api.model import Model, Var
+from . import quaternion
 from .motion import Kinematics, Pose, Track
 from ..api.params import Param
 
@@ -473,6 +474,10 @@ def _poly(c, d, derivatives=True):
     return p, v, a
 
 
+#: Single poses a VehicleTrack keeps (:meth:`VehicleTrack.at`): the few times asked for
+#: between two of its steps.
+_KEPT_POSES = 256
+
 # Columns of a VehicleTrack state row
 _X, _Y, _Z, _YAW, _ROLL, _PITCH, _U, _W, _R, _STEER, _ACCEL = range(11)
 _NCOL = 11
@@ -519,6 +524,8 @@ class VehicleTrack(Track):
         self._start = np.asarray(position_m, dtype=float)
         self._reach = float(reach_m)
         self._slerp = None
+        self._kept: dict[bytes, tuple] = {}     # t.tobytes() -> (version, Pose): at()
+        self._kept_stack = None                  # (version, times' bytes, Pose): at()
 
     # Track's attributes, as the scene and caster read them -------------------------------
     @property
@@ -565,6 +572,12 @@ class VehicleTrack(Track):
         self._zrp[n:n + m] = np.asarray(rows)[:, [_Z, _ROLL, _PITCH]]
         self._cf[n - 1:n - 1 + m] = coefs
         self._n += m
+
+    @property
+    def version(self) -> int:
+        """Nodes recorded so far: the track at a time changes only when this grows (the scene
+        keeps poses by it, :meth:`hifi.world.scene.Scene.pose_at`)."""
+        return self._n
 
     def state(self):
         """``(t, row)`` of the last node: x, y, z, yaw, roll, pitch [m, rad], forward and lateral
@@ -617,16 +630,42 @@ class VehicleTrack(Track):
 
     @staticmethod
     def _pose(p, zrp, scalar):
-        rot = Rotation.from_euler("ZYX", np.column_stack([p[:, 2], zrp[:, 2], zrp[:, 1]]))
+        # Rotation.from_euler("ZYX", (yaw, pitch, roll)), its arithmetic without its cost per call
+        quat = quaternion.from_euler("ZYX", np.column_stack([p[:, 2], zrp[:, 2], zrp[:, 1]]))
         pos = np.column_stack([p[:, 0], p[:, 1], zrp[:, 0]])
         if scalar:
-            return Pose(rot[0], pos[0])
-        return Pose(rot, pos)
+            return Pose.from_quat(quat[:1], pos[0])
+        return Pose.from_quat(quat, pos)
 
     def at(self, t_s) -> Pose:
+        """Pose(s) at time(s) ``t_s`` [s]. Single poses are kept by time and :attr:`version` (the
+        caster asks for the pose at the start of every cast, the scene at every lookup), and the
+        last stack by its times' bytes and the version; the arrays returned are read-only."""
         t = np.asarray(t_s, dtype=float)
+        n = self._n
+        if t.ndim == 0:
+            key = t.tobytes()
+            hit = self._kept.get(key)
+            if hit is not None and hit[0] == n:
+                return hit[1]
+        else:
+            # the last stack too: a scan's rays' times are asked for twice, for the sensor's
+            # pose and, by the caster, for this body's
+            key = t.tobytes()
+            hit = self._kept_stack
+            if hit is not None and hit[0] == n and hit[1] == key and hit[2].translation.shape == t.shape + (3,):
+                return hit[2]
         p, _, _, zrp = self._eval(np.atleast_1d(t), derivatives=False)
-        return self._pose(p, zrp, scalar=t.ndim == 0)
+        pose = self._pose(p, zrp, scalar=t.ndim == 0)
+        pose.translation.flags.writeable = False
+        pose.quat.flags.writeable = False
+        if t.ndim == 0:
+            if len(self._kept) >= _KEPT_POSES:
+                self._kept.clear()                   # one step (threads share the dict)
+            self._kept[key] = (n, pose)
+        else:
+            self._kept_stack = (n, key, pose)
+        return pose
 
 
 class Vehicle(Model):
