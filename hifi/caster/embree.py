@@ -8,6 +8,7 @@ so a partitioned backend (:mod:`mpi.caster`) can replace it.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -60,9 +61,14 @@ def _add_triangles(escene, vertices: np.ndarray, faces: np.ndarray) -> None:
                  np.ascontiguousarray(faces, dtype=np.int32))
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _limit32(max_distance, n: int) -> np.ndarray:
     """Embree's ``tfar`` for n rays: the search limit [m] in float32, ``inf`` replaced by
     float32's max; a fresh array (Embree shortens it in place)."""
+    if isinstance(max_distance, float):        # one limit for all rays (a trace's scalar range)
+        return np.full(n, max_distance if math.isfinite(max_distance) else _FLOAT32_MAX, dtype=np.float32)
     limit = np.where(np.isfinite(max_distance), max_distance, np.finfo(np.float32).max)
     if limit.ndim == 0:
         return np.full(n, limit, dtype=np.float32)

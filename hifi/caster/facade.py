@@ -92,6 +92,9 @@ class RayCaster:
         self._tables_built = False
         self._tie_plane_m = _TIE_PLANE_REL * max(scene.extent_m(), 1.0)
         self._frame_rows = threading.local()       # cast_frame's scratch rows, per thread
+        # Looked up once here, not on every cast: the backend's tie rule and thread splitter.
+        self._tie_rule = getattr(self.backend, "settle_ties", settle_ties)
+        self._map = None if getattr(self.backend, "threads_inside", False) else self.threads.map
 
     @property
     def collective_nearest(self) -> bool:
@@ -150,12 +153,11 @@ class RayCaster:
         """How the rays of a cast step are split over threads: :meth:`ChunkPool.map`, or None
         (one :meth:`NearestHitBackend.nearest` call for all of them) for a backend that runs
         its own threads (``threads_inside``: the benchmarks' ``Open3DBackend``)."""
-        return None if getattr(self.backend, "threads_inside", False) else self.threads.map
+        return self._map
 
     def _settle(self, origins, directions, times, hits: NearestHits) -> None:
         # A backend whose processes keep shares of the faces settles ties over them.
-        rule = getattr(self.backend, "settle_ties", settle_ties)
-        rule(self.scene, origins, directions, times, hits, plane_tol_m=self._tie_plane_m, cache=self._tie_cache)
+        self._tie_rule(self.scene, origins, directions, times, hits, plane_tol_m=self._tie_plane_m, cache=self._tie_cache)
 
     def nearest(self, origins: np.ndarray, directions: np.ndarray, times: np.ndarray,
                 max_distance: np.ndarray):
@@ -219,7 +221,8 @@ class RayCaster:
         """
         if self._surfaces is not None:
             return self.cast_surfaces(origins, directions, times, max_range_m, out=out).hits
-        self.build()
+        if not self._tables_built:
+            self.build()
         return trace(self.backend, origins, directions, times, max_range_m,
                      mirror_object=self._mirror_object, max_bounces=self.max_bounces, settle=self._settle,
                      map_chunks=self._map_chunks(), out=out)

@@ -94,7 +94,16 @@ class ChunkPool:
                     return
                 results[i] = fn(bounds[i], bounds[i + 1])
 
-        self.run([pull] * min(tasks, n_chunks))
+        # The calling thread pulls chunks at once instead of queueing a task of its own and
+        # claiming it back (one task object, lock round and wake-up fewer per call).
+        budget = self.budget
+        queued = [budget.submit(pull, CHUNK) for _ in range(min(tasks, n_chunks) - 1)]
+        try:
+            pull()
+        finally:                              # no chunk still writing when this returns or raises
+            budget.wait(queued)
+        for t in queued:
+            budget.result(t)                  # a chunk's exception, raised here
         return results
 
     def _bounds(self, n: int) -> list:

@@ -217,8 +217,10 @@ def settle_ties(scene: Scene, origins, directions, times, hits: NearestHits, *,
     if rows.size == 0:
         return
     cache = {} if cache is None else cache
-    for index in np.unique(obj[rows]):
-        r = rows[obj[rows] == index]
+    hit = obj[rows]
+    one = hit[0] == hit[-1] and bool(np.all(hit == hit[0]))    # often: the terrain alone
+    for index in (hit[:1] if one else np.unique(hit)):
+        r = rows if one else rows[hit == index]
         o = scene.objects[int(index)]
         vid, indptr, vertex_face = object_topology(scene, int(index), cache)
         if o.share is None and not scene.is_moving(o.name):

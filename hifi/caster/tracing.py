@@ -44,6 +44,17 @@ def _one_time(times):
     return times[0] if times.size and bool(np.all(times == times[0])) else times
 
 
+def _per_ray(x, n: int):
+    """``x`` (times, ranges) as one float or as an (n,) float64 array (a broadcast view where
+    it has fewer values; the array itself where it has one per ray already)."""
+    if type(x) is float:
+        return x
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0:
+        return float(x)
+    return x if x.shape == (n,) else np.broadcast_to(x, (n,))
+
+
 def _settled(backend: NearestHitBackend, settle, origins, directions, times, max_distance):
     """``backend.nearest`` on these rays, then the tie rule ``settle`` (if any), in this thread."""
     hits = backend.nearest(origins, directions, times, max_distance)
@@ -139,6 +150,7 @@ def _rows_of(x, a, b, shape):
     return np.empty((b - a, *row), dtype=dtype)
 
 
+_HITS_FIELDS = tuple(Hits.__dataclass_fields__)
 _HITS_DTYPES = (np.float64, np.float64, np.float64, np.float64, np.int32, np.int32, np.int8)
 
 
@@ -154,10 +166,10 @@ def _outputs(n: int, out: Hits | None) -> Hits:
     if out is None:
         return Hits(np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)),
                     np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32), np.zeros(n, dtype=np.int8))
-    if all(getattr(out, name) is None for name in Hits.__dataclass_fields__):
+    arrays = [getattr(out, name) for name in _HITS_FIELDS]
+    if all(x is None for x in arrays):
         raise ValueError("out: every field is None; give the array of one output at least")
-    for name, dtype in zip(Hits.__dataclass_fields__, _HITS_DTYPES):
-        x = getattr(out, name)
+    for name, dtype, x in zip(_HITS_FIELDS, _HITS_DTYPES, arrays):
         if x is None:
             continue
         shape = (n, 3) if name in ("point", "normal", "direction") else (n,)
@@ -200,10 +212,8 @@ def _trace_first(backend, origins, directions, times, max_range_m, mirror_object
     n = origins.shape[0]
     if directions_in.shape[0] != n:
         raise ValueError(f"origins has {n} rays but directions has {directions_in.shape[0]}")
-    times = np.asarray(times, dtype=float)
-    times = float(times) if times.ndim == 0 else np.broadcast_to(times, (n,))
-    max_range = np.asarray(max_range_m, dtype=float)
-    max_range = float(max_range) if max_range.ndim == 0 else np.broadcast_to(max_range, (n,))
+    times = _per_ray(times, n)
+    max_range = _per_ray(max_range_m, n)
 
     hits = _outputs(n, out)
     if n == 0:

@@ -4,6 +4,7 @@ ChunkPool.map's chunks pulled by one task per thread."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -135,6 +136,28 @@ def test_chunk_pool_map_raises_a_chunks_error():
             pool.map(fn, 4 * CHUNK_RAYS)
     finally:
         pool.close()
+
+
+def test_chunk_pool_map_raises_only_when_every_chunk_is_done():
+    """A chunk's error leaves ``map`` only after the other chunks have finished: none is still
+    writing into the caller's arrays when the caller handles it (whichever thread pulled the
+    failing chunk: the calling thread pulls chunks itself)."""
+    pool = ChunkPool(2)
+    finished = []
+
+    def fn(a, b):
+        if a == 0:
+            raise ArithmeticError("chunk 0")
+        time.sleep(0.2)
+        finished.append(a)
+        return a
+
+    try:
+        with pytest.raises(ArithmeticError, match="chunk 0"):
+            pool.map(fn, 5000)                # two chunks, one per thread
+    finally:
+        pool.close()
+    assert finished == [2500]
 
 
 def test_cast_out_with_no_array_raises():
