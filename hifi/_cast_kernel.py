@@ -82,6 +82,15 @@ def static_hits(tfar, geom_id, prim_id, ng, u, v, geom_object, face_lookup, geom
         edge[i] = min(ui, vi) < edge_lo or ui + vi > edge_hi
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _origin32(o, r, offset, o32, i):  # pragma: no cover (compiled)
+    """Row ``i`` of Embree's float32 origins from row ``r`` of ``o``: ``float32(o[r] - offset)``,
+    the subtraction in float64, then rounded (numpy's ``np.subtract(o, offset).astype(np.float32)``)."""
+    o32[i, 0] = np.float32(o[r, 0] - offset[0])
+    o32[i, 1] = np.float32(o[r, 1] - offset[1])
+    o32[i, 2] = np.float32(o[r, 2] - offset[2])
+
+
 @numba.njit(cache=True, nogil=True)
 def rays32(o, offset, d, o32, d32):  # pragma: no cover (compiled)
     """Embree's float32 rays, one pass: ``o32 = float32(o - offset)`` (``o`` one row every ray
@@ -89,10 +98,7 @@ def rays32(o, offset, d, o32, d32):  # pragma: no cover (compiled)
     as numpy's ``np.subtract(o, offset).astype(np.float32)``."""
     shared = o.shape[0] == 1
     for i in range(d.shape[0]):
-        r = 0 if shared else i
-        o32[i, 0] = np.float32(o[r, 0] - offset[0])
-        o32[i, 1] = np.float32(o[r, 1] - offset[1])
-        o32[i, 2] = np.float32(o[r, 2] - offset[2])
+        _origin32(o, 0 if shared else i, offset, o32, i)
         d32[i, 0] = np.float32(d[i, 0])
         d32[i, 1] = np.float32(d[i, 1])
         d32[i, 2] = np.float32(d[i, 2])
@@ -105,10 +111,7 @@ def unit_rays32(o, offset, d_in, d, o32, d32):  # pragma: no cover (compiled)
     ``o32 = float32(o - offset)`` (``o`` one row every ray shares, or a row per ray)."""
     shared = o.shape[0] == 1
     for i in range(d_in.shape[0]):
-        r = 0 if shared else i
-        o32[i, 0] = np.float32(o[r, 0] - offset[0])
-        o32[i, 1] = np.float32(o[r, 1] - offset[1])
-        o32[i, 2] = np.float32(o[r, 2] - offset[2])
+        _origin32(o, 0 if shared else i, offset, o32, i)
         x, y, z = d_in[i, 0], d_in[i, 1], d_in[i, 2]
         s = math.sqrt((x * x + y * y) + z * z)
         ux = x / s
