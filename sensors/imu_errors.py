@@ -212,6 +212,11 @@ class ImuErrorProcess:
 
     def __init__(self, seed: int, name: str, rate_hz: float, white_density, gm_sigma,
                  correlation_time_s: float, random_walk_density, *, block_frames: int = BLOCK_FRAMES):
+        # scipy.signal (the bias filter of each block) is imported here, at the model's set-up,
+        # and not at the first block: its import takes about 0.7 s, which in a closed loop would
+        # stall the run (or a stepping session's first step) at the IMU's first sample.
+        from scipy.signal import lfilter
+        self._lfilter = lfilter
         self.seed, self.name = int(seed), str(name)
         self.dt_s = 1.0 / float(rate_hz)
         self.white = np.asarray(white_density, dtype=float)
@@ -253,8 +258,7 @@ class ImuErrorProcess:
 
     def block(self, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """White noise, Gauss-Markov bias and random-walk bias of block ``b``, each (B, c)."""
-        from scipy.signal import lfilter
-
+        lfilter = self._lfilter
         bsz = self.block_frames
         w = stream(self.seed, self.name, b, "imu_block").standard_normal((3, bsz, self.n_axes))
         white = w[0] * (self.white / np.sqrt(self.dt_s))

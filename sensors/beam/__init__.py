@@ -25,7 +25,7 @@ import numpy as np
 
 from hifi.constants import SPEED_OF_LIGHT_M_S
 
-from .receiver import EchoReport, _report_arrays, bundle_echoes, compact_segments, dominant, segment_report
+from .receiver import EchoReport, bundle_echoes, compact_segments, dominant, report_arrays, segment_report
 from .subrays import (MAX_SUBRAYS, footprint_directions, subray_count,
                       subray_directions, subray_pattern)
 from .waveform import (BYTES_PER_BIN, BYTES_PER_BIN_GATE, BYTES_PER_SUBRAY, WAVEFORM_BUDGET_BYTES, EchoWindow,
@@ -261,7 +261,7 @@ def echo_report(range_m, energy, *, bin_width_s, pulse_width_s, mode, detection_
     n_bins = np.empty(p, dtype=np.int64)
     cost = np.empty(p)
     window_kernel(rng, SPEED_OF_LIGHT_M_S, float(bin_width_s), half, arrival, start_bin, n_bins, cost)
-    out = _report_arrays(p, n, mode)
+    out = report_arrays(p, n, mode)
     whole = np.zeros(p, dtype=bool)
     args = (arrival, en, rng, start_bin, n_bins, float(bin_width_s), taps, symmetric, REPORT_MODES[mode],
             float(detection_threshold), float(cutoff_m))

@@ -12,7 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["EchoReport", "bundle_echoes", "compact_segments", "dominant", "report_from_groups", "segment_report"]
+__all__ = ["EchoReport", "bundle_echoes", "compact_segments", "dominant", "report_arrays", "report_from_groups",
+           "segment_report"]
 
 class EchoReport(NamedTuple):
     """What the receiver reports per pulse and return slot (:func:`process_returns`).
@@ -77,13 +78,13 @@ def segment_report(seg_i, energy, range_m, *, mode, detection_threshold, cutoff_
         # return are never reported): the per-pulse segment arrays then stay within n.
         seg_i = compact_segments(seg_i)
         n_seg = max(int(seg_i.max()) + 1, 1)
-    out = _report_arrays(p, n, mode)
+    out = report_arrays(p, n, mode)
     report_kernel(np.ascontiguousarray(seg_i), np.ascontiguousarray(e), np.ascontiguousarray(rng), REPORT_MODES[mode],
                   float(detection_threshold), float(cutoff_m), n_seg, *out)
     return out
 
 
-def _report_arrays(p, n, mode) -> "EchoReport":
+def report_arrays(p, n, mode) -> "EchoReport":
     """Uninitialised report arrays of ``p`` pulses of ``n`` sub-rays, the mode's slots."""
     m = 2 if mode in ("dual", "strongest_last") else 1
     return EchoReport(np.empty((p, m)), np.empty((p, m)), np.empty((p, m), dtype=np.int64),
