@@ -162,9 +162,6 @@ class Session:
 
     def __init__(self, sim, out=None, *, observe=None, seed: int | None = None, duration_s: float | None = None,
                  overwrite: bool = False, output_format: str | None = None, name: str = "session", live=None):
-        if getattr(sim, "_session_started", False):
-            raise SessionError("this Simulation has already run a session; build a new one "
-                               "(hifi.Simulation.from_file / Simulation(sim.scenario))")
         models = {m.name: m for m in [*sim.models, *sim.extra_models]}
         if name in models:
             raise ValueError(f"session name {name!r} is already a model of the scenario; allowed: another name")
@@ -221,7 +218,6 @@ class Session:
     def _start(self) -> None:
         if self._state != "new":
             return
-        self.sim._session_started = True
         for n in self._observe:                       # keep each computed frame's variables
             model = self._models[n]
             self._wrapped[n] = model.__dict__.get("step")
@@ -279,6 +275,8 @@ class Session:
             else:
                 model.step = own
         self._wrapped = {}
+        if any(m is self._controller for m in self.sim.extra_models):     # the next run is without it
+            self.sim.extra_models.remove(self._controller)
 
     def _check_open(self, what: str) -> None:
         if self._state == "new":

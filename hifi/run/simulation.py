@@ -530,8 +530,9 @@ class Simulation:
         Parameters are those of :meth:`run` (``out=None``: no files); ``observe`` names the
         models whose frames each step returns (default: all that write a dataset), ``name``
         the session's own model, the sender of its commands, and ``live`` a
-        :class:`hifi.LiveServer` that shows the run in Foxglove as it is stepped. A simulation
-        runs one session.
+        :class:`hifi.LiveServer` that shows the run in Foxglove as it is stepped. Sessions and
+        runs of one simulation may follow each other; each starts again from the scenario's
+        start (driven vehicles back at their start poses).
         """
         from .session import Session
         return Session(self, out, observe=observe, seed=seed, duration_s=duration_s, overwrite=overwrite,

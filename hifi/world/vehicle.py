@@ -526,6 +526,20 @@ class VehicleTrack(Track):
         self._slerp = None
         self._kept: dict[bytes, tuple] = {}     # t.tobytes() -> (version, Pose): at()
         self._kept_stack = None                  # (version, times' bytes, Pose): at()
+        self._first = (self._st[0].copy(), self._zrp[0].copy())      # the start node: reset()
+        self._generation = 0                     # nodes of earlier runs: version() never repeats
+
+    def reset(self) -> None:
+        """Back to the start node, for a new run of the same simulation: the nodes of the last
+        run are dropped and :attr:`version` goes on counting up (from every node ever recorded),
+        so a pose the scene keeps by version is never taken for one of the new run."""
+        self._generation += self._n
+        self._n = 1
+        self._st[0], self._zrp[0] = self._first[0], self._first[1]
+        self._tt[0] = 0.0
+        self._slerp = None
+        self._kept = {}
+        self._kept_stack = None
 
     # Track's attributes, as the scene and caster read them -------------------------------
     @property
@@ -576,8 +590,9 @@ class VehicleTrack(Track):
     @property
     def version(self) -> int:
         """Nodes recorded so far: the track at a time changes only when this grows (the scene
-        keeps poses by it, :meth:`hifi.world.scene.Scene.pose_at`)."""
-        return self._n
+        keeps poses by it, :meth:`hifi.world.scene.Scene.pose_at`); it goes on counting across
+        :meth:`reset`."""
+        return self._generation + self._n
 
     def state(self):
         """``(t, row)`` of the last node: x, y, z, yaw, roll, pitch [m, rad], forward and lateral
@@ -713,6 +728,8 @@ class Vehicle(Model):
 
     def setup(self, ctx):
         super().setup(ctx)
+        self.track.reset()                 # a second run of the same simulation starts at the start
+        self._commands = []
         ctx.bus.subscribe(self._on_command, target=self.name)
         self._cmd = (0.0, 0.0)
         p = self.params

@@ -129,5 +129,21 @@ def test_misuse_is_refused_clearly(tmp_path):
     with pytest.raises(SessionError, match="closed"):
         s.step(0.1)
     assert not out.exists() and list(tmp_path.iterdir()) == []
-    with pytest.raises(SessionError, match="already run a session"):
-        s.sim.session()
+
+
+def test_a_simulation_runs_again_from_its_start(driven, tmp_path):
+    """The session's simulation, its session finished, runs again: a batch run with the
+    session's commands writes the batch run's bytes (a fresh simulation's: the robot back at its
+    start, not where the session left it), and a second session steps from t = 0."""
+    tmp, s, *_ = driven
+    sim = s.sim
+    assert all(m.name != "session" for m in sim.extra_models)     # the session's controller is gone
+    script = sim.add_model(CommandScript("session", s.commands))
+    sim.run(tmp_path / "again", progress=False)
+    sim.extra_models.remove(script)
+    names = sorted(p.name for p in (tmp / "batch").iterdir())
+    different = [n for n in names if not filecmp.cmp(tmp / "batch" / n, tmp_path / "again" / n, shallow=False)]
+    assert different == []
+    with sim.session(observe=["gps"], duration_s=1.0) as again:
+        obs = again.step(1.0)
+        assert again.finished and [f.frame for f in obs["gps"]] == [0]
