@@ -301,11 +301,17 @@ class LiveServer:
     def _wait_for_client(self) -> None:
         if self.wait_s <= 0 or not self._channels:
             return
+        from ..runtime.interrupt import check
         deadline = time.monotonic() + self.wait_s
         while time.monotonic() < deadline:
+            # A stop signal raises in the sleep below, or, where its exception was swallowed on
+            # the way (it arrived in a finaliser or a C callback: hifi.runtime.interrupt), it
+            # waits in check(), which the time manager calls only between events: here, before
+            # the first, the wait itself must ask.
+            check()
             if any(ch.has_sinks() for ch in self._channels.values()):
                 return
-            time.sleep(WAIT_POLL_S)               # a stop signal raises here (hifi.runtime.interrupt)
+            time.sleep(WAIT_POLL_S)
 
     def frame(self, model, k: int, t: float, frame: dict) -> None:
         """Publish frame ``k`` of ``model`` at simulated time ``t`` [s]; ``frame`` maps a
